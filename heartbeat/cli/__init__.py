@@ -1,0 +1,1 @@
+"""The ``hb`` command: click commands that parse, call the Ledger, and render."""

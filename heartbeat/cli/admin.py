@@ -1,0 +1,244 @@
+"""hb init, hb db ..., hb config ...: the database and the settings."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from heartbeat.cli.base import emit, info, json_option, state, table
+
+
+@click.command()
+@click.option("--timezone", metavar="ZONE", help="Set the workspace timezone (IANA name).")
+@json_option
+def init(timezone: str | None) -> None:
+    """Create the workspace database at the current schema (idempotent).
+
+    \b
+    Example:
+      hb init --timezone Asia/Tokyo
+    """
+    ledger = state().ledger()
+    if timezone:
+        ledger.config_set("timezone", timezone)
+    report = ledger.init()
+    emit(report, lambda r: f"hb ledger ready: {r['database']} (schema {r['revision']}, timezone {r['timezone']})")
+
+
+@click.group()
+def db() -> None:
+    """The schema (Alembic): upgrade, downgrade, current, history, check.
+
+    \b
+    Example:
+      hb db current
+    """
+
+
+def _engine() -> Any:
+    from pathlib import Path
+
+    from heartbeat.db.engine import make_engine, sqlite_path
+    from heartbeat.ledger import default_db_path
+
+    st = state()
+    url = st.db or str(default_db_path(Path(st.workspace or ".").expanduser().resolve()))
+    target = sqlite_path(url)
+    if target is not None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    return make_engine(url)
+
+
+@db.command()
+@click.argument("revision", default="head")
+def upgrade(revision: str) -> None:
+    """Upgrade the database to REVISION (default: head).
+
+    \b
+    Example:
+      hb db upgrade
+    """
+    from heartbeat.db import migrate
+
+    engine = _engine()
+    try:
+        _alembic(lambda: migrate.upgrade(engine, revision))
+        with engine.connect() as conn:
+            info(f"database at revision {migrate.current_revision(conn)}")
+    finally:
+        engine.dispose()
+
+
+@db.command()
+@click.argument("revision")
+def downgrade(revision: str) -> None:
+    """Downgrade the database to REVISION (a revision id, -1, or base).
+
+    \b
+    Example:
+      hb db downgrade base
+    """
+    from heartbeat.db import migrate
+
+    engine = _engine()
+    try:
+        _alembic(lambda: migrate.downgrade(engine, revision))
+        with engine.connect() as conn:
+            info(f"database at revision {migrate.current_revision(conn) or 'base (empty)'}")
+    finally:
+        engine.dispose()
+
+
+def _alembic(fn: Any) -> None:
+    from alembic.util.exc import CommandError
+
+    from heartbeat.errors import HbError
+
+    try:
+        fn()
+    except CommandError as exc:
+        raise HbError(f"alembic: {str(exc).splitlines()[0]}") from None
+
+
+@db.command()
+@json_option
+def current() -> None:
+    """Print the database's schema revision and this hb's head.
+
+    \b
+    Example:
+      hb db current --json
+    """
+    from heartbeat.db import migrate
+
+    engine = _engine()
+    try:
+        with engine.connect() as conn:
+            rev = migrate.current_revision(conn)
+    finally:
+        engine.dispose()
+    status = "current" if rev == migrate.HEAD else ("ahead" if rev and rev not in migrate.REVISIONS else "behind")
+    if rev is None:
+        status = "empty"
+    emit({"revision": rev, "head": migrate.HEAD, "status": status},
+         lambda d: f"{d['revision'] or '(none)'} (head {d['head']}: {d['status']})")
+
+
+@db.command()
+@json_option
+def history() -> None:
+    """List the schema revisions, oldest first.
+
+    \b
+    Example:
+      hb db history
+    """
+    from heartbeat.db import migrate
+
+    rows = [{"revision": r, "down_revision": d, "message": m} for r, d, m in migrate.history()]
+    emit(rows, lambda rs: "\n".join(f"{r['down_revision'] or 'base'} -> {r['revision']}  {r['message']}" for r in rs))
+
+
+@db.command()
+@json_option
+def check() -> None:
+    """Exit 1 if the database schema differs from this hb's models.
+
+    \b
+    Example:
+      hb db check
+    """
+    from heartbeat.db import migrate
+    from heartbeat.errors import SchemaError
+
+    engine = _engine()
+    try:
+        diffs = migrate.check(engine)
+    finally:
+        engine.dispose()
+    if diffs:
+        raise SchemaError(f"schema differs from the models: {'; '.join(diffs)}")
+    emit({"ok": True, "differences": []}, "schema matches the models")
+
+
+@click.group()
+def config() -> None:
+    """Workspace settings: get, set, unset, list.
+
+    \b
+    Example:
+      hb config set quiet_hours 22:30-07:30
+      hb config list
+    """
+
+
+@config.command("get")
+@click.argument("key")
+@json_option
+def config_get(key: str) -> None:
+    """Print one setting's value.
+
+    \b
+    Example:
+      hb config get queue.lease
+    """
+    value = state().ledger().config_get(key)
+    emit({"key": key, "value": value}, lambda d: _show(d["value"]))
+
+
+@config.command("set")
+@click.argument("key")
+@click.argument("value")
+@json_option
+def config_set(key: str, value: str) -> None:
+    """Validate and store a setting.
+
+    \b
+    Example:
+      hb config set timezone Asia/Tokyo
+    """
+    stored = state().ledger().config_set(key, value)
+    emit({"key": key, "value": stored}, lambda d: f"{key} = {_show(d['value'])}")
+
+
+@config.command("unset")
+@click.argument("key")
+def config_unset(key: str) -> None:
+    """Return a setting to its default.
+
+    \b
+    Example:
+      hb config unset quiet_hours
+    """
+    state().ledger().config_unset(key)
+    info(f"{key} reset to its default")
+
+
+@config.command("list")
+@json_option
+def config_list() -> None:
+    """Every setting with its value and default.
+
+    \b
+    Example:
+      hb config list --json
+    """
+    items = state().ledger().config_list()
+    emit(
+        items,
+        lambda d: table(
+            [(k, _show(v["value"]), "" if v["set"] else "(default)", v["description"]) for k, v in d.items()],
+            ["key", "value", "", "description"],
+        ),
+    )
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+COMMANDS = [init, db, config]

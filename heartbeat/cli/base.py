@@ -1,0 +1,155 @@
+"""Shared CLI plumbing: global options, the lazily opened ledger, output, error mapping.
+
+Heavy modules (SQLAlchemy, Alembic) are imported only when a command needs
+the database, so ``hb --help`` and friends start fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from heartbeat.errors import HbError
+
+if TYPE_CHECKING:
+    from heartbeat.ledger import Ledger
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class HbClickError(click.ClickException):
+    """A domain error on its way out: one line on stderr, its own exit code."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"hb: {self.format_message()}", err=True)
+
+
+def _translate(exc: BaseException) -> HbClickError | None:
+    if isinstance(exc, HbError):
+        return HbClickError(exc.message, exc.exit_code)
+    module = type(exc).__module__ or ""
+    if module.startswith(("sqlalchemy", "psycopg", "sqlite3")):
+        text = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        return HbClickError(f"database error: {text}", 1)
+    if isinstance(exc, OSError) and exc.filename:
+        return HbClickError(f"{exc.filename}: {exc.strerror}", 1)
+    return None
+
+
+class HbGroup(click.Group):
+    """A group that maps domain errors to one-line messages and exit codes."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            mapped = _translate(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+
+
+@dataclass
+class State:
+    """What the global options said, and the ledger once opened."""
+
+    workspace: str | None = None
+    db: str | None = None
+    now: str | None = None
+    json: bool = False
+    quiet: bool = False
+    verbose: int = 0
+    _ledger: Ledger | None = field(default=None, repr=False)
+
+    def ledger(self, *, create: bool = True) -> Ledger:
+        if self._ledger is None:
+            from heartbeat.ledger import Ledger
+
+            self._ledger = Ledger.open(
+                workspace=self.workspace or ".", db=self.db, now=self.now, create=create
+            )
+            if self._ledger.backup_path and not self.quiet:
+                info(f"upgraded the ledger schema; backup at {self._ledger.backup_path}")
+        return self._ledger
+
+    def close(self) -> None:
+        if self._ledger is not None:
+            self._ledger.close()
+            self._ledger = None
+
+
+def state(ctx: click.Context | None = None) -> State:
+    ctx = ctx or click.get_current_context()
+    obj = ctx.find_object(State)
+    assert obj is not None
+    return obj
+
+
+def json_option(fn: F) -> F:
+    """``--json`` on a command, the same as the global ``hb --json``."""
+
+    def _set(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+        if value:
+            state(ctx).json = True
+
+    return click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        expose_value=False,
+        callback=_set,
+        help="Print one JSON document on stdout.",
+    )(fn)
+
+
+def emit(data: Any, human: Callable[[Any], str] | str | None = None) -> None:
+    """Print ``data`` as JSON (``--json``) or its human rendering."""
+    st = state()
+    if st.json or human is None:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+        return
+    text = human if isinstance(human, str) else human(data)
+    if text:
+        click.echo(text)
+
+
+def info(message: str) -> None:
+    """A human notice on stderr (suppressed by -q)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and state(ctx).quiet:
+        return
+    click.echo(message, err=True)
+
+
+def warn(message: str) -> None:
+    click.echo(f"hb: warning: {message}", err=True)
+
+
+def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
+    """An aligned plain-text table."""
+    cells = [[("" if v is None else str(v)) for v in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        for i, value in enumerate(row):
+            widths[i] = max(widths[i], len(value))
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.ljust(widths[i]) for i, v in enumerate(values)).rstrip()
+    out = [line(list(headers)), line(["-" * w for w in widths])]
+    out.extend(line(row) for row in cells)
+    return "\n".join(out)
+
+
+def read_text_arg(value: str) -> str:
+    """TEXT or ``-`` for standard input."""
+    return sys.stdin.read() if value == "-" else value

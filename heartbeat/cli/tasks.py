@@ -1,0 +1,190 @@
+"""Task CRUD: hb add, list, show, update, done, cancel."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from heartbeat.cli.base import emit, json_option, state, table
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# (option, ledger field, help); durations and times are read by the ledger
+FIELD_OPTIONS: list[tuple[str, str, str]] = [
+    ("--status", "status", "todo, doing, waiting, blocked, snoozed, done, cancelled, failed."),
+    ("--priority", "priority", "critical, high, medium or low."),
+    ("--due", "due_at", "Due time, ISO 8601 (naive = workspace timezone); 'none' clears."),
+    ("--next-check", "next_check_at", "Next check time, ISO 8601; 'none' clears."),
+    ("--check-interval", "check_interval", "How often to check: 30m, 6h, 2d, 1w or PT6H."),
+    ("--stale-after", "stale_after", "Stale after this long without an update (duration)."),
+    ("--risk", "risk", "Explicit risk override: P0, P1 or P2; 'none' clears."),
+    ("--note", "last_progress_note", "Latest progress note."),
+    ("--next-action", "next_action", "The next concrete action (the reminder's suggestion)."),
+    ("--fallback-action", "fallback_action", "What to do if the next action fails."),
+    ("--blocker", "blocker", "What blocks the task; 'none' clears."),
+    ("--skill", "skill", "Skill assigned to the task (tasks.json assigned_skill)."),
+    ("--project-id", "project_id", "Project id (tasks.json project_id)."),
+    ("--agent-id", "agent_id", "Agent id (tasks.json agent_id)."),
+    ("--user-id", "user_id", "User id (tasks.json user_id)."),
+]
+
+
+def field_options(fn: F) -> F:
+    for opt, dest, help_text in reversed(FIELD_OPTIONS):
+        fn = click.option(opt, dest, metavar="VALUE", help=help_text)(fn)
+    return click.option(
+        "--follow-up/--no-follow-up",
+        "follow_up",
+        default=None,
+        help="The user asked to be kept posted (reminders may repeat).",
+    )(fn)
+
+
+def _task_line(t: dict[str, Any]) -> str:
+    parts = [t["id"], f"[{t['status']}]"]
+    if t.get("priority"):
+        parts.append(t["priority"])
+    if t.get("scope"):
+        parts.append(f"({t['scope']})")
+    parts.append(t["title"])
+    return " ".join(parts)
+
+
+def _show_task(t: dict[str, Any]) -> str:
+    width = max(len(k) for k in t)
+    lines = []
+    for key, value in t.items():
+        if value is None or key == "history":
+            continue
+        lines.append(f"{key.ljust(width)}  {value}")
+    for event in t.get("history", []):
+        fields = ", ".join((event.get("detail") or {}).get("fields", []))
+        lines.append(f"  {event['at']}  {event['kind']}  {fields}".rstrip())
+    return "\n".join(lines)
+
+
+@click.command()
+@click.argument("title", nargs=-1, required=True)
+@click.option("--scope", metavar="PATH", help="Queue to add to (a scoped queue path); default: the legacy list.")
+@click.option("--id", "task_id", metavar="ID", help="Use this id instead of a generated task-xxxxxxxx.")
+@field_options
+@json_option
+def add(title: tuple[str, ...], scope: str | None, task_id: str | None, **fields: Any) -> None:
+    """Add a task (status todo); prints its id.
+
+    \b
+    Example:
+      hb add "Deep research local LLM orchestration" --priority high --skill deep-research
+      hb add "Send the invoice" --due 2026-05-02T17:00 --next-action "email the PDF" --json
+    """
+    task = state().ledger().add(" ".join(title), scope=scope, task_id=task_id, **fields)
+    emit(task, lambda t: t["id"])
+
+
+@click.command("list")
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    metavar="STATUS",
+    help="Only these statuses (repeatable); 'all' for every status. Default: the active ones.",
+)
+@click.option("--all", "show_all", is_flag=True, help="Every status, finished ones included.")
+@click.option("--scope", metavar="PATH", help="Only this queue ('' for the legacy list).")
+@click.option("--source", metavar="SOURCE", help="Only tasks from cli, tasks-json, todo, poke or recur.")
+@click.option("--text", metavar="TEXT", help="Only tasks whose title or id contains TEXT (any case).")
+@click.option("--due-before", metavar="WHEN", help="Only tasks due before WHEN (ISO 8601).")
+@json_option
+def list_(
+    statuses: tuple[str, ...],
+    show_all: bool,
+    scope: str | None,
+    source: str | None,
+    text: str | None,
+    due_before: str | None,
+) -> None:
+    """List tasks (a JSON array with --json).
+
+    \b
+    Example:
+      hb list --status doing --json
+      hb list --all --text report
+    """
+    wanted: list[str] = ["all"] if show_all else list(statuses)
+    rows = state().ledger().list(
+        status=wanted or None, scope=scope, source=source, text=text, due_before=due_before
+    )
+    emit(
+        rows,
+        lambda rs: table(
+            [(t["id"], t["status"], t["priority"], t["due_at"], t["scope"], t["title"]) for t in rs],
+            ["id", "status", "priority", "due", "scope", "title"],
+        )
+        if rs
+        else "No tasks.",
+    )
+
+
+@click.command()
+@click.argument("task_id", metavar="ID")
+@click.option("--scope", metavar="PATH", help="Disambiguate an id that exists in several queues.")
+@click.option("--history", is_flag=True, help="Include every earlier version of the task.")
+@json_option
+def show(task_id: str, scope: str | None, history: bool) -> None:
+    """Show one task.
+
+    \b
+    Example:
+      hb show task-1a2b3c4d --history
+    """
+    emit(state().ledger().get(task_id, scope=scope, history=history), _show_task)
+
+
+@click.command()
+@click.argument("task_id", metavar="ID")
+@click.option("--scope", metavar="PATH", help="Disambiguate an id that exists in several queues.")
+@click.option("--title", metavar="TEXT", help="New title.")
+@field_options
+@json_option
+def update(task_id: str, scope: str | None, title: str | None, **fields: Any) -> None:
+    """Change a task's fields; the previous version is kept in its history.
+
+    \b
+    Example:
+      hb update task-1a2b3c4d --status blocked --blocker "waiting for the API key" --risk P1
+    """
+    task = state().ledger().update(task_id, scope=scope, title=title, **fields)
+    emit(task, _task_line)
+
+
+@click.command()
+@click.argument("task_id", metavar="ID")
+@click.option("--scope", metavar="PATH", help="Disambiguate an id that exists in several queues.")
+@json_option
+def done(task_id: str, scope: str | None) -> None:
+    """Mark a task done (completed_at = now) and record its outcome.
+
+    \b
+    Example:
+      hb done task-1a2b3c4d
+    """
+    emit(state().ledger().done(task_id, scope=scope), _task_line)
+
+
+@click.command()
+@click.argument("task_id", metavar="ID")
+@click.option("--scope", metavar="PATH", help="Disambiguate an id that exists in several queues.")
+@json_option
+def cancel(task_id: str, scope: str | None) -> None:
+    """Mark a task cancelled.
+
+    \b
+    Example:
+      hb cancel task-1a2b3c4d
+    """
+    emit(state().ledger().cancel(task_id, scope=scope), _task_line)
+
+
+COMMANDS = [add, list_, show, update, done, cancel]

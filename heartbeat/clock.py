@@ -1,0 +1,152 @@
+"""Time: the injectable clock, the workspace zone, and reading times and durations.
+
+Logic never asks the machine for the time: it takes ``now`` from a
+:class:`Clock`, which ``--now`` / ``HB_NOW`` can pin. Stored times are UTC;
+naive input times are read in the workspace timezone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from heartbeat.errors import InvalidInput
+
+
+class Clock:
+    """Where ``now`` comes from: a fixed instant, a callable, or the system clock."""
+
+    def __init__(self, now: datetime | Callable[[], datetime] | None = None) -> None:
+        if isinstance(now, datetime):
+            fixed = to_utc(now)
+            self._source: Callable[[], datetime] = lambda: fixed
+        elif now is not None:
+            self._source = now
+        else:
+            self._source = _system_now
+
+    def now(self) -> datetime:
+        """The current instant, aware, in UTC."""
+        return to_utc(self._source())
+
+
+def _system_now() -> datetime:
+    return datetime.now(UTC)  # the one place hb reads the machine's clock
+
+
+def to_utc(value: datetime) -> datetime:
+    """An aware datetime in UTC; a naive one is taken to be UTC already."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def load_zone(name: str) -> ZoneInfo:
+    """An IANA zone (``UTC`` in any case); InvalidInput names a bad one."""
+    if name.strip().upper() == "UTC":
+        return ZoneInfo("UTC")
+    try:
+        if not name or name.startswith(("/", ".")) or ".." in name:
+            raise ValueError(name)
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise InvalidInput(f"unknown timezone {name!r} (expected an IANA name like Asia/Tokyo)") from None
+
+
+def machine_zone_name() -> str:
+    """The machine's local zone as an IANA name, falling back to UTC."""
+    import os
+
+    tz = os.environ.get("TZ", "").lstrip(":")
+    if tz:
+        try:
+            return load_zone(tz).key
+        except InvalidInput:
+            pass
+    try:
+        target = os.path.realpath("/etc/localtime")
+        marker = "zoneinfo/"
+        if marker in target:
+            name = target.split(marker, 1)[1]
+            load_zone(name)
+            return name
+    except (OSError, InvalidInput):
+        pass
+    return "UTC"
+
+
+def parse_when(text: str, zone: tzinfo, *, what: str = "time") -> datetime:
+    """Read an ISO 8601 date or date-time; naive means ``zone``. Returns UTC.
+
+    A bare date means its midnight in ``zone``. The malformed ``+00:00Z``
+    form some tools write is accepted.
+    """
+    raw = text.strip()
+    fixed = re.sub(r"([+-]\d\d:?\d\d)Z$", r"\1", raw)
+    fixed = re.sub(r"[zZ]$", "+00:00", fixed)
+    try:
+        if re.fullmatch(r"\d{4}-\d\d-\d\d", fixed):
+            parsed = datetime.combine(date.fromisoformat(fixed), datetime.min.time())
+        else:
+            parsed = datetime.fromisoformat(fixed)
+    except ValueError:
+        raise InvalidInput(
+            f"bad {what} {text!r} (expected ISO 8601, e.g. 2026-05-01T09:00 or 2026-05-01T09:00:00Z)"
+        ) from None
+    if parsed.tzinfo is None:
+        from heartbeat.rules.recurrence import resolve_local
+
+        return resolve_local(parsed, zone)  # type: ignore[arg-type]
+    return parsed.astimezone(UTC)
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_SHORT = re.compile(r"^(?:(\d+(?:\.\d+)?)\s*([smhdw]))+$", re.IGNORECASE)
+_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
+_ISO = re.compile(
+    r"^P(?:(?P<w>\d+)W)?(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+)S)?)?$",
+    re.IGNORECASE,
+)
+
+
+def parse_duration(text: str, *, what: str = "duration") -> timedelta:
+    """Read ``30m``, ``6h``, ``2d``, ``1w``, ``1h30m`` or ISO 8601 ``PT6H``."""
+    raw = text.strip().replace(" ", "")
+    if raw and _SHORT.match(raw):
+        seconds = sum(float(n) * _UNITS[u.lower()] for n, u in _PART.findall(raw))
+        if seconds > 0:
+            return timedelta(seconds=seconds)
+    m = _ISO.match(raw)
+    if m and raw.upper() not in ("P", "PT") and not raw.upper().endswith("T"):
+        parts = {k: int(v) for k, v in m.groupdict().items() if v}
+        total = timedelta(
+            weeks=parts.get("w", 0),
+            days=parts.get("d", 0),
+            hours=parts.get("h", 0),
+            minutes=parts.get("m", 0),
+            seconds=parts.get("s", 0),
+        )
+        if total > timedelta(0):
+            return total
+    raise InvalidInput(f"bad {what} {text!r} (expected e.g. 30m, 6h, 2d, 1w or PT6H)")
+
+
+def format_duration(value: timedelta) -> str:
+    """The short form hb prints: the largest exact unit (``90m``, ``6h``, ``2d``)."""
+    seconds = int(value.total_seconds())
+    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0 and seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def isoformat(value: datetime | None, zone: tzinfo | None = None) -> str | None:
+    """ISO 8601 with offset (seconds precision), in ``zone`` or UTC."""
+    if value is None:
+        return None
+    value = to_utc(value)
+    if zone is not None:
+        value = value.astimezone(zone)
+    return value.isoformat(timespec="seconds")

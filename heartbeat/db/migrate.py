@@ -1,0 +1,176 @@
+"""Schema versions: Alembic, run in-process on hb's own connection.
+
+The fast path (every command) reads ``alembic_version`` and compares it with
+:data:`HEAD` without importing Alembic. Only a database that is new or behind
+pays for Alembic: SQLite is backed up and upgraded automatically, a database
+ahead of this hb is refused.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+import sqlite3
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, Engine, inspect, text
+from sqlalchemy.exc import OperationalError, ProgrammingError
+
+from heartbeat.db.engine import sqlite_path
+from heartbeat.errors import HbError, SchemaError
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# Every revision this hb knows, oldest first; the last is the head.
+# tests/migrations checks this against the scripts in migrations/versions.
+REVISIONS: tuple[str, ...] = ("0001",)
+HEAD = REVISIONS[-1]
+
+
+def migrations_dir() -> Path:
+    """The Alembic script directory: inside the wheel, or the checkout's migrations/."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("heartbeat.migrations")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    return Path(__file__).resolve().parents[2] / "migrations"
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def current_revision(connection: Connection) -> str | None:
+    """The stamped revision, or None for an empty (or pre-Alembic) database."""
+    try:
+        row = connection.execute(text("SELECT version_num FROM alembic_version")).first()
+    except (OperationalError, ProgrammingError):
+        connection.rollback()
+        return None
+    return row[0] if row else None
+
+
+def ensure_current(
+    engine: Engine, *, now: Callable[[], datetime], create: bool = True
+) -> str | None:
+    """Bring the database to HEAD if it is new or behind; refuse one ahead.
+
+    Returns the path of the backup made before an upgrade, if any.
+    """
+    with engine.connect().execution_options(hb_readonly=True) as conn:
+        rev = current_revision(conn)
+        if rev == HEAD:
+            return None
+        has_tables = bool(inspect(conn).get_table_names())
+    if rev is not None and rev not in REVISIONS:
+        raise SchemaError(
+            f"the database is at revision {rev}, newer than this hb (which knows up to {HEAD}); "
+            "upgrade hb to use it"
+        )
+    if rev is None and has_tables:
+        raise SchemaError("the database has tables but no hb schema version; is it an hb ledger?")
+    if rev is None and not create:
+        raise SchemaError("the database has no hb schema yet; run `hb init`")
+    backup = None
+    if rev is not None:
+        path = sqlite_path(str(engine.url))
+        if path is None:
+            raise SchemaError(
+                f"the database is at revision {rev}, behind this hb ({HEAD}); run `hb db upgrade`"
+            )
+        backup = backup_sqlite(path, rev, now())
+    upgrade(engine, "head")
+    return str(backup) if backup else None
+
+
+def backup_sqlite(path: Path, revision: str, now: datetime) -> Path:
+    """A consistent copy of a SQLite ledger (WAL included) beside it."""
+    stamp = now.strftime("%Y%m%dT%H%M%SZ")
+    target = path.with_name(f"{path.name}.{stamp}.rev{revision}.bak")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.{stamp}.rev{revision}.{n}.bak")
+    src = sqlite3.connect(str(path))
+    try:
+        dst = sqlite3.connect(str(target))
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    shutil.copymode(path, target)
+    return target
+
+
+def _run(engine: Engine, fn: Any, *args: Any) -> None:
+    if engine.dialect.name == "sqlite":
+        # Batch migrations copy tables; foreign keys must be off (outside a transaction).
+        with engine.connect() as conn:
+            dbapi = conn.connection.driver_connection
+            assert dbapi is not None
+            dbapi.execute("PRAGMA foreign_keys = OFF")
+            try:
+                with conn.begin():
+                    fn(alembic_config(conn), *args)
+            finally:
+                dbapi.execute("PRAGMA foreign_keys = ON")
+        return
+    with engine.begin() as conn:
+        fn(alembic_config(conn), *args)
+
+
+def upgrade(engine: Engine, target: str = "head") -> None:
+    from alembic import command
+
+    _run(engine, command.upgrade, target)
+
+
+def downgrade(engine: Engine, target: str) -> None:
+    from alembic import command
+
+    _run(engine, command.downgrade, target)
+
+
+def check(engine: Engine) -> list[str]:
+    """Differences between the models and the database (empty = in sync)."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from heartbeat.db.models import Base
+
+    with engine.connect() as conn:
+        ctx = MigrationContext.configure(conn, opts={"compare_type": True})
+        diffs = compare_metadata(ctx, Base.metadata)
+    return [str(d) for d in diffs]
+
+
+def history() -> list[tuple[str, str | None, str]]:
+    """(revision, down_revision, message) for every script, oldest first."""
+    from alembic.script import ScriptDirectory
+
+    scripts = ScriptDirectory.from_config(alembic_config())
+    out = [(s.revision, s.down_revision, s.doc) for s in scripts.walk_revisions()]  # type: ignore[misc]
+    out.reverse()
+    return out  # type: ignore[return-value]
+
+
+def script_heads() -> list[str]:
+    from alembic.script import ScriptDirectory
+
+    return list(ScriptDirectory.from_config(alembic_config()).get_heads())
+
+
+class MigrationFailed(HbError):
+    """Alembic refused an operation (bad target revision, ...)."""

@@ -1,0 +1,346 @@
+"""The ledger's schema as SQLAlchemy 2 typed ORM models.
+
+Alembic (migrations/) owns the schema; these models must match it, which
+``hb db check`` and the migration tests verify. Times are UTC instants
+(:class:`UTCDateTime`); durations are whole seconds; JSON columns keep key
+order so that files round-trip.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    CheckConstraint,
+    Enum,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from heartbeat.db.types import UTCDateTime
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON(), list[Any]: JSON()}
+
+
+class TaskStatus(StrEnum):
+    """One canonical status set for every source (SPEC.md section 3)."""
+
+    TODO = "todo"  # ready to be worked on (tasks.json pending, TODO.md "[ ]")
+    DOING = "doing"  # claimed by a worker (tasks.json in_progress)
+    WAITING = "waiting"  # waiting on someone else
+    BLOCKED = "blocked"  # cannot move until a blocker clears
+    SNOOZED = "snoozed"  # parked until its next check
+    DONE = "done"  # finished (tasks.json completed, TODO.DONE.md "[x]")
+    CANCELLED = "cancelled"  # dropped on purpose
+    FAILED = "failed"  # gave up after its attempts (tasks.json failed)
+
+    @property
+    def active(self) -> bool:
+        return self in ACTIVE_STATUSES
+
+
+ACTIVE_STATUSES = frozenset(
+    {TaskStatus.TODO, TaskStatus.DOING, TaskStatus.WAITING, TaskStatus.BLOCKED, TaskStatus.SNOOZED}
+)
+
+PRIORITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3}
+DEFAULT_PRIORITY_RANK = 2  # anything unknown sorts as medium, as the seed script does
+
+
+def priority_rank(priority: str | None) -> int:
+    return PRIORITY_RANK.get((priority or "").lower(), DEFAULT_PRIORITY_RANK)
+
+
+_status_enum = Enum(
+    TaskStatus,
+    name="status",
+    native_enum=False,
+    create_constraint=True,
+    length=16,
+    values_callable=lambda e: [m.value for m in e],
+    validate_strings=True,
+)
+
+
+class Task(Base):
+    """A unit of work from any source: CLI, tasks.json, TODO.md, poke."""
+
+    __tablename__ = "tasks"
+
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    id: Mapped[str] = mapped_column(String(255))  # the public id: tasks.json id/task_id, task-xxxxxxxx, todo-xxxxxxxx
+    scope: Mapped[str] = mapped_column(String(255), server_default="")  # '' = legacy lists / no queue
+    source: Mapped[str] = mapped_column(String(16))  # cli | tasks-json | todo | poke | recur
+    external_key: Mapped[str | None] = mapped_column(String(255))  # identity in its file (Markdown key)
+    title: Mapped[str] = mapped_column(Text)
+    status: Mapped[TaskStatus] = mapped_column(_status_enum)
+    priority: Mapped[str | None] = mapped_column(String(32))  # as written: critical/high/medium/low/...
+    priority_rank: Mapped[int] = mapped_column(Integer, server_default=text("2"))
+    position: Mapped[int] = mapped_column(Integer, server_default=text("0"))  # scoped `order` or list index
+    risk: Mapped[str | None] = mapped_column(String(2))  # explicit override: P0 | P1 | P2
+    blocked_by: Mapped[str | None] = mapped_column(Text)  # a blocked_on_* filter naming this entry
+
+    due_at: Mapped[datetime | None]
+    next_check_at: Mapped[datetime | None]
+    check_interval: Mapped[int | None] = mapped_column(Integer)  # seconds
+    stale_after: Mapped[int | None] = mapped_column(Integer)  # seconds
+    last_update_at: Mapped[datetime | None]
+    last_checked_at: Mapped[datetime | None]
+    last_progress_note: Mapped[str | None] = mapped_column(Text)
+    next_action: Mapped[str | None] = mapped_column(Text)
+    fallback_action: Mapped[str | None] = mapped_column(Text)
+    blocker: Mapped[str | None] = mapped_column(Text)
+    follow_up: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+
+    skill: Mapped[str | None] = mapped_column(String(255))
+    project_id: Mapped[str | None] = mapped_column(String(255))
+    agent_id: Mapped[str | None] = mapped_column(String(255))
+    user_id: Mapped[str | None] = mapped_column(String(255))
+    chat_id: Mapped[str | None] = mapped_column(String(255))
+
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+    completed_at: Mapped[datetime | None]
+    claimed_at: Mapped[datetime | None]
+    claimed_by: Mapped[str | None] = mapped_column(String(255))
+    lease_expires_at: Mapped[datetime | None]
+    attempts: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+
+    version: Mapped[int] = mapped_column(Integer, server_default=text("1"))
+    extra: Mapped[dict[str, Any] | None]  # the record's original fields, in file order
+    synced_hash: Mapped[str | None] = mapped_column(String(64))  # file-relevant fields at the last sync
+
+    __table_args__ = (
+        UniqueConstraint("scope", "id"),
+        CheckConstraint("risk IS NULL OR risk IN ('P0', 'P1', 'P2')", name="risk"),
+        CheckConstraint("attempts >= 0", name="attempts"),
+        # the pop claim: the first ready task of a scope in queue order
+        Index(
+            "ix_tasks_ready",
+            "scope",
+            "priority_rank",
+            "position",
+            "pk",
+            sqlite_where=text("status = 'todo' AND blocked_by IS NULL"),
+            postgresql_where=text("status = 'todo' AND blocked_by IS NULL"),
+        ),
+        # stale-claim detection
+        Index(
+            "ix_tasks_claimed",
+            "scope",
+            "lease_expires_at",
+            sqlite_where=text("status = 'doing'"),
+            postgresql_where=text("status = 'doing'"),
+        ),
+        # the heartbeat's due scan
+        Index("ix_tasks_status_next_check_at", "status", "next_check_at"),
+        Index("ix_tasks_source_external_key", "source", "external_key"),
+    )
+
+
+class TaskEvent(Base):
+    """History: every change to a task, with the version it replaced."""
+
+    __tablename__ = "task_events"
+
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_pk: Mapped[int | None] = mapped_column(ForeignKey("tasks.pk", ondelete="SET NULL"))
+    task_id: Mapped[str] = mapped_column(String(255))
+    scope: Mapped[str] = mapped_column(String(255), server_default="")
+    at: Mapped[datetime]
+    kind: Mapped[str] = mapped_column(String(24))  # created | updated | claimed | completed | failed | conflict | removed | ...
+    actor: Mapped[str | None] = mapped_column(String(64))  # cli | sync | pop worker name | ...
+    before: Mapped[dict[str, Any] | None]  # the task as it was (None for created)
+    detail: Mapped[dict[str, Any] | None]
+
+    __table_args__ = (Index("ix_task_events_task_pk_at", "task_pk", "at"), Index("ix_task_events_task_id", "task_id"))
+
+
+class Recurrence(Base):
+    """A repeating rule: TODO.RECUR.md entry, PROACTIVE.md task, or `hb recur add`."""
+
+    __tablename__ = "recurrences"
+
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    id: Mapped[str] = mapped_column(String(255), unique=True)
+    source: Mapped[str] = mapped_column(String(16))  # recur | proactive | cli
+    external_key: Mapped[str | None] = mapped_column(String(255))
+    title: Mapped[str] = mapped_column(Text)
+    rule: Mapped[str] = mapped_column(String(255))  # as written: "every 6 hours", "cron 0 9 * * 1-5", "weekly"
+    tz: Mapped[str | None] = mapped_column(String(64))  # None = the workspace zone
+    next_local: Mapped[str | None] = mapped_column(String(16))  # the phase: "YYYY-MM-DD HH:MM" wall-clock
+    next_at: Mapped[datetime | None]  # next_local resolved to an instant (due scan)
+    time_of_day: Mapped[str | None] = mapped_column(String(5))  # PROACTIVE time
+    day: Mapped[str | None] = mapped_column(String(16))  # PROACTIVE day
+    enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
+    priority: Mapped[int | None] = mapped_column(Integer)
+    permission_tier: Mapped[int | None] = mapped_column(Integer)
+    conditions: Mapped[list[Any] | None]
+    instruction: Mapped[str | None] = mapped_column(Text)
+    chat_id: Mapped[str | None] = mapped_column(String(255))
+    missed_policy: Mapped[str] = mapped_column(String(8), server_default="once")
+    run_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    last_run_at: Mapped[datetime | None]
+    claimed_period: Mapped[str | None] = mapped_column(String(32))  # handed out for this period
+    claimed_at: Mapped[datetime | None]
+    evaluation: Mapped[dict[str, Any] | None]  # last rubric scores and answer
+    position: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    extra: Mapped[dict[str, Any] | None]
+    synced_hash: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+    __table_args__ = (
+        CheckConstraint("missed_policy IN ('skip', 'once', 'all')", name="missed_policy"),
+        Index("ix_recurrences_enabled_next_at", "enabled", "next_at"),
+    )
+
+
+class Outcome(Base):
+    """A completion (or a recorded recurrence result), with how long it took."""
+
+    __tablename__ = "outcomes"
+
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_pk: Mapped[int | None] = mapped_column(ForeignKey("tasks.pk", ondelete="SET NULL"))
+    recurrence_pk: Mapped[int | None] = mapped_column(ForeignKey("recurrences.pk", ondelete="SET NULL"))
+    task_id: Mapped[str] = mapped_column(String(255))
+    scope: Mapped[str] = mapped_column(String(255), server_default="")
+    source: Mapped[str | None] = mapped_column(String(16))
+    skill: Mapped[str | None] = mapped_column(String(255))
+    success: Mapped[bool] = mapped_column(Boolean)
+    result: Mapped[Any | None] = mapped_column(JSON)
+    claimed_at: Mapped[datetime | None]
+    completed_at: Mapped[datetime]
+    duration_s: Mapped[float | None] = mapped_column(Float)
+    attempt: Mapped[int | None] = mapped_column(Integer)
+    worker: Mapped[str | None] = mapped_column(String(255))
+
+    __table_args__ = (
+        Index("ix_outcomes_completed_at", "completed_at"),
+        Index("ix_outcomes_task_pk", "task_pk"),
+        Index("ix_outcomes_recurrence_pk", "recurrence_pk"),
+    )
+
+
+class Error(Base):
+    """A failure (errors.json entry): a `hb fail`, or imported."""
+
+    __tablename__ = "errors"
+
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_pk: Mapped[int | None] = mapped_column(ForeignKey("tasks.pk", ondelete="SET NULL"))
+    task_id: Mapped[str | None] = mapped_column(String(255))
+    scope: Mapped[str] = mapped_column(String(255), server_default="")
+    skill: Mapped[str | None] = mapped_column(String(255))
+    at: Mapped[datetime]
+    reason: Mapped[str] = mapped_column(Text)
+    trace_id: Mapped[str | None] = mapped_column(String(255))
+    decision_log: Mapped[Any | None] = mapped_column(JSON)
+    resolved: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    attempt: Mapped[int | None] = mapped_column(Integer)
+    final: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    extra: Mapped[dict[str, Any] | None]  # the errors.json object as read, in order
+
+    __table_args__ = (Index("ix_errors_at", "at"), Index("ix_errors_task_pk", "task_pk"))
+
+
+class Notification(Base):
+    """A decision to send or hold back a message, with its reason."""
+
+    __tablename__ = "notifications"
+
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    at: Mapped[datetime]
+    local_day: Mapped[str] = mapped_column(String(10))  # YYYY-MM-DD in the workspace zone (daily caps)
+    kind: Mapped[str] = mapped_column(String(16))  # reminder | proactive
+    task_pk: Mapped[int | None] = mapped_column(ForeignKey("tasks.pk", ondelete="SET NULL"))
+    task_id: Mapped[str | None] = mapped_column(String(255))
+    topic: Mapped[str | None] = mapped_column(Text)
+    risk: Mapped[str | None] = mapped_column(String(2))
+    decision: Mapped[str] = mapped_column(String(12))  # sent | suppressed
+    reason: Mapped[str | None] = mapped_column(String(32))  # None when sent
+    blocker: Mapped[str | None] = mapped_column(Text)  # the blocker when decided (repeat-window exceptions)
+    suggestion: Mapped[str | None] = mapped_column(Text)
+    message: Mapped[str | None] = mapped_column(Text)
+    run_pk: Mapped[int | None] = mapped_column(ForeignKey("runs.pk", ondelete="SET NULL"))
+
+    __table_args__ = (
+        CheckConstraint("decision IN ('sent', 'suppressed')", name="decision"),
+        Index("ix_notifications_task_id_at", "task_id", "at"),
+        Index("ix_notifications_kind_decision_at", "kind", "decision", "at"),
+        Index("ix_notifications_at", "at"),
+    )
+
+
+class Run(Base):
+    """One operation (pop, complete, heartbeat, sync, ...): the last-run record.
+
+    A heartbeat or poke in progress holds the workspace guard by setting
+    ``guard``; the unique index makes a second holder impossible.
+    """
+
+    __tablename__ = "runs"
+
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(24))
+    scope: Mapped[str | None] = mapped_column(String(255))
+    status: Mapped[str] = mapped_column(String(16))  # running | ok | empty | error | expired | ...
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+    task_id: Mapped[str | None] = mapped_column(String(255))
+    worker: Mapped[str | None] = mapped_column(String(255))
+    pid: Mapped[int | None] = mapped_column(Integer)
+    guard: Mapped[str | None] = mapped_column(String(64), unique=True)
+    expires_at: Mapped[datetime | None]
+    record: Mapped[dict[str, Any] | None]  # the last-run.json object
+    detail: Mapped[dict[str, Any] | None]
+
+    __table_args__ = (Index("ix_runs_kind_started_at", "kind", "started_at"),)
+
+
+class Setting(Base):
+    """A workspace setting that was set (the rest take their defaults)."""
+
+    __tablename__ = "settings"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[Any] = mapped_column(JSON)
+    updated_at: Mapped[datetime]
+
+
+class SyncState(Base):
+    """What hb last read from or wrote to a workspace file."""
+
+    __tablename__ = "sync_state"
+
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)  # todo | done | recur | tasks-json | ...
+    path: Mapped[str] = mapped_column(Text)
+    content_hash: Mapped[str | None] = mapped_column(String(64))
+    size: Mapped[int | None] = mapped_column(Integer)
+    mtime_ns: Mapped[int | None] = mapped_column(Integer)
+    synced_at: Mapped[datetime]
+    skeleton: Mapped[dict[str, Any] | None]  # the file's non-record structure, for exports

@@ -1,0 +1,46 @@
+"""Column types shared by the models and the migrations."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, Dialect
+from sqlalchemy.types import TypeDecorator
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """An instant, always aware and in UTC in Python.
+
+    PostgreSQL stores ``timestamptz``; SQLite stores the naive UTC text
+    SQLAlchemy writes (``YYYY-MM-DD HH:MM:SS.ffffff``), which sorts and
+    compares correctly as text.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+def sqlite_stamp(value: datetime) -> str:
+    """The text UTCDateTime stores on SQLite, for hand-written hot-path SQL."""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+# JSON that keeps key order on both backends (PostgreSQL ``json``, not ``jsonb``).
+Document = JSON().with_variant(JSON(none_as_null=True), "postgresql")
+JSONValue = dict[str, Any]

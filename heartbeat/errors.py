@@ -1,0 +1,130 @@
+"""The domain errors of hb.
+
+Every error a user can cause is a :class:`HbError`. Its ``exit_code`` is the
+one the CLI exits with (SPEC.md section 2); the CLI maps them once, at the
+edge, to a one-line message on stderr. Nothing else should reach the user.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class HbError(Exception):
+    """Base class: a domain error with a one-line message and an exit code."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class NotFound(HbError):
+    """An id, scope, key or file that does not exist."""
+
+
+class InvalidInput(HbError):
+    """A value that cannot be read: a date, a duration, a timezone, a setting."""
+
+
+class InvalidState(HbError):
+    """The operation does not apply to the thing in its current state."""
+
+
+class FileFormatError(HbError):
+    """A file that cannot be read at all; names the path and the position.
+
+    Pure parsers raise it without a path; the caller that read the file adds
+    the path with :meth:`at_path` before it reaches the user.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        self.reason = reason
+        self.path = path
+        self.line = line
+        self.column = column
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = self.path or "<text>"
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        return f"{where}: {self.reason}"
+
+    def at_path(self, path: str) -> FileFormatError:
+        return FileFormatError(self.reason, path=path, line=self.line, column=self.column)
+
+
+class SchemaError(HbError):
+    """The database schema is not one this hb can use (for example: newer)."""
+
+
+# --- queue outcomes with the seed script's exit codes (FORMATS.md section 2) ---
+
+
+class QueueExhausted(HbError):
+    """Scoped queue has no ready entry left: write the evidence report and stop."""
+
+    exit_code = 10
+
+
+class ScopeRequired(HbError):
+    """Scoped queues exist but no --scope was given."""
+
+    exit_code = 11
+
+    def __init__(self, scopes: Sequence[str]) -> None:
+        self.scopes = list(scopes)
+        super().__init__(
+            "scoped queues exist; pass --scope with one of: " + ", ".join(self.scopes)
+        )
+
+
+class StaleClaims(HbError):
+    """Stale in-progress claims exist: clear-stale or pop --accept-stale."""
+
+    exit_code = 12
+
+    def __init__(self, ids: Sequence[str]) -> None:
+        self.ids = list(ids)
+        super().__init__(
+            f"{len(self.ids)} stale in-progress task(s): {', '.join(self.ids)}; "
+            "run `hb clear-stale` or `hb pop --accept-stale`"
+        )
+
+
+class BlockedEntry(HbError):
+    """The caller asked to pop a blocked entry directly."""
+
+    exit_code = 13
+
+
+class ScopeNotFound(HbError):
+    """--scope does not resolve to a queue (a list of objects with task_id)."""
+
+    exit_code = 14
+
+
+class NotSent(HbError):
+    """notify/proactive decided not to send (not a failure; exit 20)."""
+
+    exit_code = 20
+
+
+class Busy(HbError):
+    """Another heartbeat or poke holds the workspace guard (EX_TEMPFAIL)."""
+
+    exit_code = 75

@@ -1,0 +1,286 @@
+"""The Ledger: hb's operations, each one database transaction.
+
+The CLI is a thin layer over this class; Python runtimes use it directly::
+
+    with Ledger.open(workspace=".") as ledger:
+        task = ledger.add("Write report", priority="high")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import Engine, delete, select
+from sqlalchemy.orm import Session
+
+from heartbeat import settings as settings_mod
+from heartbeat import tasks as tasks_mod
+from heartbeat.clock import Clock, load_zone, machine_zone_name, parse_when
+from heartbeat.db.models import Setting, TaskStatus
+from heartbeat.errors import InvalidInput
+
+STATE_DIR = Path(".agent") / "state"
+DB_NAME = "heartbeat.db"
+
+NowArg = datetime | str | Callable[[], datetime] | None
+
+
+def default_db_path(workspace: Path) -> Path:
+    return workspace / STATE_DIR / DB_NAME
+
+
+class Ledger:
+    """A workspace's ledger: its database, its settings, its clock."""
+
+    def __init__(self, engine: Engine, workspace: Path, now: NowArg = None) -> None:
+        self.engine = engine
+        self.workspace = workspace
+        self._settings: settings_mod.Settings | None = None
+        self._zone: ZoneInfo | None = None
+        self.clock = self._make_clock(now)
+
+    # --- opening -----------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        workspace: str | Path = ".",
+        db: str | None = None,
+        now: NowArg = None,
+        *,
+        create: bool = True,
+    ) -> Ledger:
+        """Open (and on first use create) the workspace's ledger at the current schema.
+
+        ``db`` is a path or SQLAlchemy URL (default: the workspace's SQLite file);
+        ``now`` pins the clock: a datetime (naive = workspace zone), an ISO string,
+        or a callable. A SQLite ledger behind this hb is backed up and upgraded.
+        """
+        from heartbeat.db.engine import make_engine
+        from heartbeat.db.migrate import ensure_current
+
+        ws = Path(workspace).expanduser().resolve()
+        if db is None:
+            path = default_db_path(ws)
+            if not path.exists() and not create:
+                from heartbeat.errors import NotFound
+
+                raise NotFound(f"no ledger at {path}; run `hb init`")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            url = str(path)
+        else:
+            url = db
+            from heartbeat.db.engine import sqlite_path
+
+            target = sqlite_path(url)
+            if target is not None:
+                if not target.exists() and not create:
+                    from heartbeat.errors import NotFound
+
+                    raise NotFound(f"no ledger at {target}; run `hb init`")
+                target.parent.mkdir(parents=True, exist_ok=True)
+        engine = make_engine(url)
+        try:
+            ledger = cls(engine, ws, now)
+            ledger.backup_path = ensure_current(engine, now=ledger.clock.now, create=create)
+        except BaseException:
+            engine.dispose()
+            raise
+        return ledger
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    backup_path: str | None = None
+
+    def _make_clock(self, now: NowArg) -> Clock:
+        if isinstance(now, str):
+            text = now
+            return Clock(lambda: parse_when(text, self.zone, what="--now time"))
+        if isinstance(now, datetime) and now.tzinfo is None:
+            naive = now
+            return Clock(lambda: parse_when(naive.isoformat(), self.zone))
+        return Clock(now)
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    # --- transactions ------------------------------------------------------------
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """One write transaction (SQLite: BEGIN IMMEDIATE)."""
+        with Session(self.engine, expire_on_commit=False) as session, session.begin():
+            yield session
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        """One read transaction (SQLite: a deferred BEGIN, no write lock)."""
+        with self.engine.connect() as conn:
+            conn = conn.execution_options(hb_readonly=True)
+            with Session(bind=conn) as session:
+                yield session
+                session.rollback()
+
+    # --- settings ----------------------------------------------------------------
+
+    @property
+    def settings(self) -> settings_mod.Settings:
+        if self._settings is None:
+            with self.read() as s:
+                stored = {row.key: row.value for row in s.scalars(select(Setting))}
+            self._settings = settings_mod.build(stored)
+        return self._settings
+
+    @property
+    def zone(self) -> ZoneInfo:
+        """The workspace timezone (setting ``timezone``, else the machine's)."""
+        if self._zone is None:
+            self._zone = load_zone(self.settings.timezone or machine_zone_name())
+        return self._zone
+
+    def config_get(self, key: str) -> Any:
+        settings_mod.key(key)
+        return settings_mod.as_dict(self.settings)[key]
+
+    def config_list(self) -> dict[str, dict[str, Any]]:
+        """Every setting: value, default, whether it was set, description."""
+        with self.read() as s:
+            stored = {row.key for row in s.scalars(select(Setting))}
+        values = settings_mod.as_dict(self.settings)
+        return {
+            name: {
+                "value": values[name],
+                "default": k.default,
+                "set": name in stored,
+                "description": k.description,
+            }
+            for name, k in settings_mod.KEYS.items()
+        }
+
+    def config_set(self, key: str, value: Any, *, from_text: bool = True) -> Any:
+        """Validate and store a setting; returns the stored value."""
+        checked = settings_mod.parse_value(key, value) if from_text and isinstance(value, str) else (
+            settings_mod.validate(key, value)
+        )
+        now = self.now()
+        with self.write() as s:
+            row = s.get(Setting, key)
+            if row is None:
+                s.add(Setting(key=key, value=checked, updated_at=now))
+            else:
+                row.value = checked
+                row.updated_at = now
+        self._settings = None
+        self._zone = None
+        return checked
+
+    def config_unset(self, key: str) -> None:
+        settings_mod.key(key)
+        with self.write() as s:
+            s.execute(delete(Setting).where(Setting.key == key))
+        self._settings = None
+        self._zone = None
+
+    def init(self) -> dict[str, Any]:
+        """Idempotent: the database exists at head; report where and what."""
+        from heartbeat.db.migrate import HEAD
+
+        return {
+            "workspace": str(self.workspace),
+            "database": self.engine.url.render_as_string(hide_password=True),
+            "revision": HEAD,
+            "timezone": self.zone.key,
+        }
+
+    # --- tasks -------------------------------------------------------------------
+
+    def _dict(self, task: Any) -> dict[str, Any]:
+        return tasks_mod.as_dict(task, self.zone)
+
+    def add(
+        self,
+        title: str,
+        *,
+        scope: str | None = None,
+        task_id: str | None = None,
+        source: str = "cli",
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """Create a task; returns it as ``hb add --json`` prints it."""
+        changes = tasks_mod.Changes.from_input(fields, self.zone)
+        now = self.now()
+        with self.write() as s:
+            task = tasks_mod.add(
+                s, title, changes, now, scope=scope or "", source=source, task_id=task_id
+            )
+            return self._dict(task)
+
+    def get(self, task_id: str, *, scope: str | None = None, history: bool = False) -> dict[str, Any]:
+        """One task by its public id (``hb show``)."""
+        with self.read() as s:
+            task = tasks_mod.find(s, task_id, scope)
+            out = self._dict(task)
+            if history:
+                out["history"] = tasks_mod.history(s, task, self.zone)
+            return out
+
+    def list(
+        self,
+        *,
+        status: str | Sequence[str] | None = None,
+        scope: str | None = None,
+        source: str | None = None,
+        text: str | None = None,
+        due_before: datetime | str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Tasks matching the filters; by default the active ones (``status="all"`` for every one)."""
+        statuses: tuple[TaskStatus, ...] | None
+        wanted = [status] if isinstance(status, str) else list(status or [])
+        if not wanted or wanted == ["active"]:
+            statuses = tasks_mod.Filters().statuses
+        elif "all" in wanted:
+            statuses = None
+        else:
+            statuses = tuple(tasks_mod.parse_status(v) for v in wanted)
+        if isinstance(due_before, str):
+            due_before = parse_when(due_before, self.zone, what="--due-before time")
+        filters = tasks_mod.Filters(statuses, scope, source, text, due_before)
+        with self.read() as s:
+            return [self._dict(t) for t in s.scalars(tasks_mod.query(filters))]
+
+    def update(self, task_id: str, *, scope: str | None = None, **fields: Any) -> dict[str, Any]:
+        """Change fields of a task; the previous version goes to its history."""
+        changes = tasks_mod.Changes.from_input(fields, self.zone)
+        if not changes.values:
+            raise InvalidInput("nothing to update: pass at least one field")
+        now = self.now()
+        with self.write() as s:
+            task = tasks_mod.find(s, task_id, scope, lock=True)
+            tasks_mod.update(s, task, changes, now)
+            return self._dict(task)
+
+    def done(self, task_id: str, *, scope: str | None = None) -> dict[str, Any]:
+        """Mark a task done (completed_at = now) and record its outcome."""
+        now = self.now()
+        with self.write() as s:
+            task = tasks_mod.find(s, task_id, scope, lock=True)
+            return self._dict(tasks_mod.finish(s, task, TaskStatus.DONE, now))
+
+    def cancel(self, task_id: str, *, scope: str | None = None) -> dict[str, Any]:
+        """Mark a task cancelled."""
+        now = self.now()
+        with self.write() as s:
+            task = tasks_mod.find(s, task_id, scope, lock=True)
+            return self._dict(tasks_mod.finish(s, task, TaskStatus.CANCELLED, now))

@@ -1,0 +1,85 @@
+"""The Repeat grammar of TODO.RECUR.md, plus hb's cron extension.
+
+The runtime understands, case-insensitively with spaces collapsed: ``daily``,
+``weekly``, ``every N day(s)``, ``every N hour(s)`` (N >= 1). hb also accepts
+``cron <five fields>`` (croniter syntax) for rules added with ``hb recur add``;
+those are written to TODO.RECUR.md only in the extended dialect, where commas
+inside the expression are written as ``;`` because a metadata value cannot
+hold a comma.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class RepeatKind(StrEnum):
+    DAILY = "daily"  # every calendar day, same wall-clock time
+    WEEKLY = "weekly"  # every 7 calendar days, same wall-clock time
+    DAYS = "days"  # every N calendar days, same wall-clock time
+    HOURS = "hours"  # every N elapsed hours
+    CRON = "cron"  # a cron expression in the rule's zone (extended dialect)
+
+
+_RUNTIME = re.compile(r"^(?:(daily)|(weekly)|every ([0-9]+) (days?|hours?))$")
+_CRON = re.compile(r"^cron (.+)$")
+
+
+@dataclass(frozen=True)
+class Repeat:
+    kind: RepeatKind
+    n: int = 1
+    cron: str | None = None  # the expression with real commas
+
+    @property
+    def is_calendar(self) -> bool:
+        """Calendar rules keep wall-clock time across daylight-saving changes."""
+        return self.kind is not RepeatKind.HOURS
+
+    @property
+    def runtime_readable(self) -> bool:
+        """Whether the runtime's strict reader understands this rule."""
+        return self.kind is not RepeatKind.CRON
+
+    def render(self) -> str:
+        """Canonical text for a TODO.RECUR.md ``Repeat`` value."""
+        if self.kind is RepeatKind.DAILY:
+            return "daily"
+        if self.kind is RepeatKind.WEEKLY:
+            return "weekly"
+        if self.kind is RepeatKind.DAYS:
+            return f"every {self.n} days"
+        if self.kind is RepeatKind.HOURS:
+            return f"every {self.n} hours"
+        assert self.cron is not None
+        return "cron " + self.cron.replace(",", ";")
+
+
+def parse_repeat(text: str, *, allow_cron: bool = True) -> Repeat:
+    """Read a Repeat value; raise ValueError with the reason when it is not one."""
+    norm = " ".join(text.split()).lower()
+    m = _RUNTIME.match(norm)
+    if m:
+        if m.group(1):
+            return Repeat(RepeatKind.DAILY)
+        if m.group(2):
+            return Repeat(RepeatKind.WEEKLY)
+        n = int(m.group(3))
+        if n < 1:
+            raise ValueError(f"Repeat {text!r}: N must be at least 1")
+        unit = RepeatKind.DAYS if m.group(4).startswith("day") else RepeatKind.HOURS
+        return Repeat(unit, n)
+    m = _CRON.match(" ".join(text.split()))  # cron keeps its case (e.g. MON)
+    if m and allow_cron and text.split()[0].lower() == "cron":
+        expr = m.group(1).replace(";", ",")
+        from croniter import croniter  # lazy: only cron rules need it
+
+        if len(expr.split()) != 5 or not croniter.is_valid(expr):
+            raise ValueError(f"Repeat {text!r}: not a valid five-field cron expression")
+        return Repeat(RepeatKind.CRON, cron=expr)
+    raise ValueError(
+        f"Repeat {text!r}: expected daily, weekly, every N days or every N hours"
+        + (", or cron <expr>" if allow_cron else "")
+    )

@@ -1,0 +1,376 @@
+"""Task CRUD inside one transaction: the operations behind add/list/show/update/done/cancel."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta, tzinfo
+from typing import Any
+
+from sqlalchemy import Select, func, or_, select
+from sqlalchemy.orm import Session
+
+from heartbeat.clock import format_duration, isoformat, parse_duration, parse_when
+from heartbeat.db.models import (
+    ACTIVE_STATUSES,
+    Outcome,
+    Task,
+    TaskEvent,
+    TaskStatus,
+    priority_rank,
+)
+from heartbeat.errors import InvalidInput, InvalidState, NotFound
+
+# Fields `hb add` / `hb update` accept, by kind of value.
+TEXT_FIELDS = (
+    "title",
+    "priority",
+    "last_progress_note",
+    "next_action",
+    "fallback_action",
+    "blocker",
+    "skill",
+    "project_id",
+    "agent_id",
+    "user_id",
+    "chat_id",
+)
+TIME_FIELDS = ("due_at", "next_check_at")
+DURATION_FIELDS = ("check_interval", "stale_after")
+CLEAR = ("", "none", "null")
+
+
+def parse_status(value: str) -> TaskStatus:
+    try:
+        return TaskStatus(value.strip().lower())
+    except ValueError:
+        allowed = ", ".join(s.value for s in TaskStatus)
+        raise InvalidInput(f"unknown status {value!r} (expected one of: {allowed})") from None
+
+
+def parse_risk(value: str | None) -> str | None:
+    if value is None or value.strip().lower() in CLEAR:
+        return None
+    risk = value.strip().upper()
+    if risk not in ("P0", "P1", "P2"):
+        raise InvalidInput(f"bad risk {value!r} (expected P0, P1 or P2)")
+    return risk
+
+
+@dataclass(frozen=True)
+class Changes:
+    """Validated field values for a task (None means: leave as it is)."""
+
+    values: Mapping[str, Any]
+
+    @classmethod
+    def from_input(cls, raw: Mapping[str, Any], zone: tzinfo) -> Changes:
+        """Read user input (strings from the CLI, or Python values from the API)."""
+        out: dict[str, Any] = {}
+        for name, value in raw.items():
+            if value is None:
+                continue
+            out[name] = _convert(name, value, zone)
+        return cls(out)
+
+
+def _convert(name: str, value: Any, zone: tzinfo) -> Any:
+    clear = isinstance(value, str) and value.strip().lower() in CLEAR
+    if name == "status":
+        return value if isinstance(value, TaskStatus) else parse_status(str(value))
+    if name == "risk":
+        return parse_risk(str(value))
+    if name == "follow_up":
+        return bool(value)
+    if name in TIME_FIELDS:
+        if clear:
+            return _CLEARED
+        if isinstance(value, datetime):
+            return value if value.tzinfo else parse_when(value.isoformat(), zone)
+        return parse_when(str(value), zone, what=name.replace("_at", "").replace("_", "-") + " time")
+    if name in DURATION_FIELDS:
+        if clear:
+            return _CLEARED
+        if isinstance(value, timedelta):
+            return int(value.total_seconds())
+        if isinstance(value, int):
+            return value
+        return int(parse_duration(str(value), what=name.replace("_", "-")).total_seconds())
+    if name in TEXT_FIELDS:
+        if name == "title" and (not isinstance(value, str) or not value.strip()):
+            raise InvalidInput("a task needs a non-empty title")
+        if clear and name != "title":
+            return _CLEARED
+        return str(value)
+    raise InvalidInput(f"unknown task field {name!r}")
+
+
+class _Cleared:
+    def __repr__(self) -> str:
+        return "CLEARED"
+
+
+_CLEARED = _Cleared()
+
+
+def new_task_id(session: Session, scope: str) -> str:
+    """``task-`` + 8 hex digits, unique in the scope (as the seed script names tasks)."""
+    while True:
+        candidate = "task-" + secrets.token_hex(4)
+        exists = session.scalar(select(Task.pk).where(Task.scope == scope, Task.id == candidate))
+        if exists is None:
+            return candidate
+
+
+def snapshot(task: Task) -> dict[str, Any]:
+    """Every column of the task, JSON-safe (for history)."""
+    out: dict[str, Any] = {}
+    for column in Task.__table__.columns:
+        value = getattr(task, column.key)
+        if isinstance(value, datetime):
+            value = isoformat(value)
+        elif isinstance(value, TaskStatus):
+            value = value.value
+        out[column.key] = value
+    return out
+
+
+def record_event(
+    session: Session,
+    task: Task,
+    kind: str,
+    now: datetime,
+    *,
+    before: dict[str, Any] | None = None,
+    actor: str | None = None,
+    detail: dict[str, Any] | None = None,
+) -> None:
+    session.add(
+        TaskEvent(
+            task_pk=task.pk,
+            task_id=task.id,
+            scope=task.scope,
+            at=now,
+            kind=kind,
+            actor=actor,
+            before=before,
+            detail=detail,
+        )
+    )
+
+
+def add(
+    session: Session,
+    title: str,
+    changes: Changes,
+    now: datetime,
+    *,
+    scope: str = "",
+    source: str = "cli",
+    task_id: str | None = None,
+    actor: str = "cli",
+) -> Task:
+    """Create a task (status todo unless given), with its history entry."""
+    values = dict(changes.values)
+    values.pop("title", None)
+    if not title or not title.strip():
+        raise InvalidInput("a task needs a non-empty title")
+    if task_id is None:
+        task_id = new_task_id(session, scope)
+    elif session.scalar(select(Task.pk).where(Task.scope == scope, Task.id == task_id)) is not None:
+        raise InvalidState(f"task {task_id!r} already exists" + (f" in {scope}" if scope else ""))
+    last = session.scalar(select(func.max(Task.position)).where(Task.scope == scope))
+    task = Task(
+        id=task_id,
+        scope=scope,
+        source=source,
+        title=title,
+        status=TaskStatus.TODO,
+        priority_rank=priority_rank(None),
+        position=(last + 1) if last is not None else 0,
+        follow_up=False,
+        attempts=0,
+        version=1,
+        created_at=now,
+        updated_at=now,
+        last_update_at=now,
+    )
+    _apply(task, values, now)
+    session.add(task)
+    session.flush()
+    record_event(session, task, "created", now, actor=actor)
+    return task
+
+
+def _apply(task: Task, values: Mapping[str, Any], now: datetime) -> list[str]:
+    changed = []
+    for name, value in values.items():
+        new = None if value is _CLEARED else value
+        if getattr(task, name) != new:
+            setattr(task, name, new)
+            changed.append(name)
+    if "priority" in changed:
+        task.priority_rank = priority_rank(task.priority)
+    if "status" in changed:
+        if task.status is TaskStatus.DONE:
+            task.completed_at = now
+        elif task.status.active:
+            task.completed_at = None
+        if task.status is not TaskStatus.DOING:
+            task.claimed_at = task.claimed_by = task.lease_expires_at = None
+    return changed
+
+
+def find(session: Session, task_id: str, scope: str | None = None, *, lock: bool = False) -> Task:
+    """The task with this public id; ``scope`` disambiguates duplicates."""
+    query = select(Task).where(Task.id == task_id)
+    if scope is not None:
+        query = query.where(Task.scope == scope)
+    if lock:
+        query = query.with_for_update()
+    rows = list(session.scalars(query.limit(3)))
+    if not rows:
+        where = f" in scope {scope!r}" if scope else ""
+        raise NotFound(f"no task with id {task_id!r}{where}")
+    if len(rows) > 1:
+        scopes = ", ".join(repr(r.scope) for r in rows)
+        raise InvalidInput(f"task id {task_id!r} exists in several scopes ({scopes}); pass --scope")
+    return rows[0]
+
+
+def update(
+    session: Session,
+    task: Task,
+    changes: Changes,
+    now: datetime,
+    *,
+    actor: str = "cli",
+    touch: bool = True,
+) -> list[str]:
+    """Apply changes; records the previous version in the history."""
+    before = snapshot(task)
+    changed = _apply(task, changes.values, now)
+    if changed:
+        task.version += 1
+        task.updated_at = now
+        if touch:
+            task.last_update_at = now
+        record_event(session, task, "updated", now, before=before, actor=actor, detail={"fields": changed})
+    return changed
+
+
+def finish(session: Session, task: Task, status: TaskStatus, now: datetime, *, actor: str = "cli") -> Task:
+    """Mark a task done or cancelled (from any active status)."""
+    if not task.status.active:
+        raise InvalidState(f"task {task.id!r} is already {task.status.value}")
+    claimed_at = task.claimed_at
+    update(session, task, Changes({"status": status}), now, actor=actor)
+    if status is TaskStatus.DONE:
+        session.add(
+            Outcome(
+                task_pk=task.pk,
+                task_id=task.id,
+                scope=task.scope,
+                source=task.source,
+                skill=task.skill,
+                success=True,
+                result=None,
+                claimed_at=claimed_at,
+                completed_at=now,
+                duration_s=(now - claimed_at).total_seconds() if claimed_at else None,
+                attempt=task.attempts or None,
+            )
+        )
+    return task
+
+
+@dataclass(frozen=True)
+class Filters:
+    statuses: tuple[TaskStatus, ...] | None = tuple(ACTIVE_STATUSES)  # None = every status
+    scope: str | None = None
+    source: str | None = None
+    text: str | None = None
+    due_before: datetime | None = None
+
+
+def query(filters: Filters) -> Select[tuple[Task]]:
+    stmt = select(Task)
+    if filters.statuses is not None:
+        stmt = stmt.where(Task.status.in_(filters.statuses))
+    if filters.scope is not None:
+        stmt = stmt.where(Task.scope == filters.scope)
+    if filters.source is not None:
+        stmt = stmt.where(Task.source == filters.source)
+    if filters.text:
+        pattern = "%" + filters.text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        stmt = stmt.where(
+            or_(
+                func.lower(Task.title).like(pattern, escape="\\"),
+                func.lower(Task.id).like(pattern, escape="\\"),
+            )
+        )
+    if filters.due_before is not None:
+        stmt = stmt.where(Task.due_at.is_not(None), Task.due_at < filters.due_before)
+    return stmt.order_by(Task.scope, Task.priority_rank, Task.position, Task.pk)
+
+
+def as_dict(task: Task, zone: tzinfo) -> dict[str, Any]:
+    """The public task object (SPEC.md 2.1); times in the workspace zone with offset."""
+
+    def t(value: datetime | None) -> str | None:
+        return isoformat(value, zone)
+
+    def d(seconds: int | None) -> str | None:
+        return format_duration(timedelta(seconds=seconds)) if seconds else None
+
+    return {
+        "id": task.id,
+        "title": task.title,
+        "status": task.status.value,
+        "scope": task.scope or None,
+        "source": task.source,
+        "priority": task.priority,
+        "risk": task.risk,
+        "due_at": t(task.due_at),
+        "next_check_at": t(task.next_check_at),
+        "check_interval": d(task.check_interval),
+        "stale_after": d(task.stale_after),
+        "last_checked_at": t(task.last_checked_at),
+        "last_update_at": t(task.last_update_at),
+        "created_at": t(task.created_at),
+        "updated_at": t(task.updated_at),
+        "completed_at": t(task.completed_at),
+        "attempts": task.attempts,
+        "last_progress_note": task.last_progress_note,
+        "next_action": task.next_action,
+        "fallback_action": task.fallback_action,
+        "blocker": task.blocker,
+        "blocked_by": task.blocked_by,
+        "follow_up": task.follow_up,
+        "skill": task.skill,
+        "project_id": task.project_id,
+        "agent_id": task.agent_id,
+        "user_id": task.user_id,
+        "chat_id": task.chat_id,
+        "claimed_by": task.claimed_by,
+        "claimed_at": t(task.claimed_at),
+        "lease_expires_at": t(task.lease_expires_at),
+        "version": task.version,
+    }
+
+
+def history(session: Session, task: Task, zone: tzinfo) -> list[dict[str, Any]]:
+    rows: Iterable[TaskEvent] = session.scalars(
+        select(TaskEvent).where(TaskEvent.task_pk == task.pk).order_by(TaskEvent.pk)
+    )
+    return [
+        {
+            "at": isoformat(e.at, zone),
+            "kind": e.kind,
+            "actor": e.actor,
+            "detail": e.detail,
+            "before": e.before,
+        }
+        for e in rows
+    ]
