@@ -88,9 +88,7 @@ class ScopeRequired(HbError):
 
     def __init__(self, scopes: Sequence[str]) -> None:
         self.scopes = list(scopes)
-        super().__init__(
-            "scoped queues exist; pass --scope with one of: " + ", ".join(self.scopes)
-        )
+        super().__init__("scoped queues exist; pass --scope with one of: " + ", ".join(self.scopes))
 
 
 class StaleClaims(HbError):

@@ -171,8 +171,10 @@ class Ledger:
 
     def config_set(self, key: str, value: Any, *, from_text: bool = True) -> Any:
         """Validate and store a setting; returns the stored value."""
-        checked = settings_mod.parse_value(key, value) if from_text and isinstance(value, str) else (
-            settings_mod.validate(key, value)
+        checked = (
+            settings_mod.parse_value(key, value)
+            if from_text and isinstance(value, str)
+            else (settings_mod.validate(key, value))
         )
         now = self.now()
         with self.write() as s:
@@ -222,9 +224,7 @@ class Ledger:
         changes = tasks_mod.Changes.from_input(fields, self.zone)
         now = self.now()
         with self.write() as s:
-            task = tasks_mod.add(
-                s, title, changes, now, scope=scope or "", source=source, task_id=task_id
-            )
+            task = tasks_mod.add(s, title, changes, now, scope=scope or "", source=source, task_id=task_id)
             return self._dict(task)
 
     def get(self, task_id: str, *, scope: str | None = None, history: bool = False) -> dict[str, Any]:

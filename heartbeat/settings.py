@@ -22,17 +22,25 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
     timezone: str | None = Field(None, description="IANA zone; unset = the machine's zone")
-    quiet_hours: str = Field("23:00-08:00", description="HH:MM-HH:MM, workspace time; start == end = never quiet")
-    reminder_repeat_hours: float = Field(6, gt=0, description="no second reminder for a task within this window")
+    quiet_hours: str = Field(
+        "23:00-08:00", description="HH:MM-HH:MM, workspace time; start == end = never quiet"
+    )
+    reminder_repeat_hours: float = Field(
+        6, gt=0, description="no second reminder for a task within this window"
+    )
     proactive_enabled: bool = Field(False, description="proactive chat on/off")
     proactive_max_per_day: int = Field(1, ge=0, description="proactive messages per local day")
     proactive_min_hours_between: float = Field(12, ge=0, description="hours between proactive messages")
-    proactive_min_hours_since_conversation: float = Field(4, ge=0, description="quiet time after the user spoke")
+    proactive_min_hours_since_conversation: float = Field(
+        4, ge=0, description="quiet time after the user spoke"
+    )
     queue_lease: str = Field("30m", description="how long a pop holds a task before it is stale")
     queue_max_attempts: int = Field(3, ge=1, description="tries before a failing task becomes failed")
     todo_dialect: str = Field("strict", description="strict | extended (ids and cron in TODO files)")
     sync_auto_export: bool = Field(False, description="re-render tasks.json & co after each queue operation")
-    recur_materialize: bool = Field(False, description="hb heartbeat copies due TODO.RECUR.md entries into TODO.md")
+    recur_materialize: bool = Field(
+        False, description="hb heartbeat copies due TODO.RECUR.md entries into TODO.md"
+    )
     lang: str = Field("en", description="message language: en | zh")
     check_interval: str = Field("1h", description="the heartbeat interval: todoWatch.nextScanAt = now + this")
     heartbeat_guard: str = Field("10m", description="a heartbeat guard older than this is taken as abandoned")

@@ -294,7 +294,7 @@ class Filters:
     due_before: datetime | None = None
 
 
-def query(filters: Filters) -> Select[tuple[Task]]:
+def query(filters: Filters) -> Select[Task]:
     stmt = select(Task)
     if filters.statuses is not None:
         stmt = stmt.where(Task.status.in_(filters.statuses))
@@ -303,7 +303,9 @@ def query(filters: Filters) -> Select[tuple[Task]]:
     if filters.source is not None:
         stmt = stmt.where(Task.source == filters.source)
     if filters.text:
-        pattern = "%" + filters.text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        pattern = (
+            "%" + filters.text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        )
         stmt = stmt.where(
             or_(
                 func.lower(Task.title).like(pattern, escape="\\"),

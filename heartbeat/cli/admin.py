@@ -24,7 +24,10 @@ def init(timezone: str | None) -> None:
     if timezone:
         ledger.config_set("timezone", timezone)
     report = ledger.init()
-    emit(report, lambda r: f"hb ledger ready: {r['database']} (schema {r['revision']}, timezone {r['timezone']})")
+    emit(
+        report,
+        lambda r: f"hb ledger ready: {r['database']} (schema {r['revision']}, timezone {r['timezone']})",
+    )
 
 
 @click.group()
@@ -119,11 +122,15 @@ def current() -> None:
             rev = migrate.current_revision(conn)
     finally:
         engine.dispose()
-    status = "current" if rev == migrate.HEAD else ("ahead" if rev and rev not in migrate.REVISIONS else "behind")
+    status = (
+        "current" if rev == migrate.HEAD else ("ahead" if rev and rev not in migrate.REVISIONS else "behind")
+    )
     if rev is None:
         status = "empty"
-    emit({"revision": rev, "head": migrate.HEAD, "status": status},
-         lambda d: f"{d['revision'] or '(none)'} (head {d['head']}: {d['status']})")
+    emit(
+        {"revision": rev, "head": migrate.HEAD, "status": status},
+        lambda d: f"{d['revision'] or '(none)'} (head {d['head']}: {d['status']})",
+    )
 
 
 @db.command()
@@ -138,7 +145,12 @@ def history() -> None:
     from heartbeat.db import migrate
 
     rows = [{"revision": r, "down_revision": d, "message": m} for r, d, m in migrate.history()]
-    emit(rows, lambda rs: "\n".join(f"{r['down_revision'] or 'base'} -> {r['revision']}  {r['message']}" for r in rs))
+    emit(
+        rows,
+        lambda rs: "\n".join(
+            f"{r['down_revision'] or 'base'} -> {r['revision']}  {r['message']}" for r in rs
+        ),
+    )
 
 
 @db.command()

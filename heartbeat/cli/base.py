@@ -27,7 +27,7 @@ class HbClickError(click.ClickException):
 
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
-        self.exit_code = exit_code
+        self.exit_code = exit_code  # type: ignore[misc]  # click declares it on the class
 
     def show(self, file: Any = None) -> None:
         click.echo(f"hb: {self.format_message()}", err=True)
@@ -143,8 +143,10 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
     for row in cells:
         for i, value in enumerate(row):
             widths[i] = max(widths[i], len(value))
+
     def line(values: Sequence[str]) -> str:
         return "  ".join(v.ljust(widths[i]) for i, v in enumerate(values)).rstrip()
+
     out = [line(list(headers)), line(["-" * w for w in widths])]
     out.extend(line(row) for row in cells)
     return "\n".join(out)

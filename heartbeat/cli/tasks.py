@@ -67,7 +67,9 @@ def _show_task(t: dict[str, Any]) -> str:
 
 @click.command()
 @click.argument("title", nargs=-1, required=True)
-@click.option("--scope", metavar="PATH", help="Queue to add to (a scoped queue path); default: the legacy list.")
+@click.option(
+    "--scope", metavar="PATH", help="Queue to add to (a scoped queue path); default: the legacy list."
+)
 @click.option("--id", "task_id", metavar="ID", help="Use this id instead of a generated task-xxxxxxxx.")
 @field_options
 @json_option
@@ -113,17 +115,21 @@ def list_(
       hb list --all --text report
     """
     wanted: list[str] = ["all"] if show_all else list(statuses)
-    rows = state().ledger().list(
-        status=wanted or None, scope=scope, source=source, text=text, due_before=due_before
+    rows = (
+        state()
+        .ledger()
+        .list(status=wanted or None, scope=scope, source=source, text=text, due_before=due_before)
     )
     emit(
         rows,
-        lambda rs: table(
-            [(t["id"], t["status"], t["priority"], t["due_at"], t["scope"], t["title"]) for t in rs],
-            ["id", "status", "priority", "due", "scope", "title"],
-        )
-        if rs
-        else "No tasks.",
+        lambda rs: (
+            table(
+                [(t["id"], t["status"], t["priority"], t["due_at"], t["scope"], t["title"]) for t in rs],
+                ["id", "status", "priority", "due", "scope", "title"],
+            )
+            if rs
+            else "No tasks."
+        ),
     )
 
 

@@ -38,9 +38,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     try:
         return create_engine(url, pool_pre_ping=True, **kwargs)
     except ImportError:
-        raise InvalidInput(
-            "PostgreSQL needs psycopg 3: pip install 'hb-ledger[postgres]'"
-        ) from None
+        raise InvalidInput("PostgreSQL needs psycopg 3: pip install 'hb-ledger[postgres]'") from None
 
 
 def _sqlite_engine(url: str, **kwargs: Any) -> Engine:

@@ -9,8 +9,8 @@ ahead of this hb is refused.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
 import sqlite3
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,9 +60,7 @@ def current_revision(connection: Connection) -> str | None:
     return row[0] if row else None
 
 
-def ensure_current(
-    engine: Engine, *, now: Callable[[], datetime], create: bool = True
-) -> str | None:
+def ensure_current(engine: Engine, *, now: Callable[[], datetime], create: bool = True) -> str | None:
     """Bring the database to HEAD if it is new or behind; refuse one ahead.
 
     Returns the path of the backup made before an upgrade, if any.
@@ -161,7 +159,7 @@ def history() -> list[tuple[str, str | None, str]]:
     from alembic.script import ScriptDirectory
 
     scripts = ScriptDirectory.from_config(alembic_config())
-    out = [(s.revision, s.down_revision, s.doc) for s in scripts.walk_revisions()]  # type: ignore[misc]
+    out = [(s.revision, s.down_revision, s.doc) for s in scripts.walk_revisions()]
     out.reverse()
     return out  # type: ignore[return-value]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -42,7 +42,11 @@ NAMING_CONVENTION = {
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON(), list[Any]: JSON()}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        datetime: UTCDateTime(),
+        dict[str, Any]: JSON(),
+        list[Any]: JSON(),
+    }
 
 
 class TaskStatus(StrEnum):
@@ -91,7 +95,9 @@ class Task(Base):
     __tablename__ = "tasks"
 
     pk: Mapped[int] = mapped_column(Integer, primary_key=True)
-    id: Mapped[str] = mapped_column(String(255))  # the public id: tasks.json id/task_id, task-xxxxxxxx, todo-xxxxxxxx
+    id: Mapped[str] = mapped_column(
+        String(255)
+    )  # the public id: tasks.json id/task_id, task-xxxxxxxx, todo-xxxxxxxx
     scope: Mapped[str] = mapped_column(String(255), server_default="")  # '' = legacy lists / no queue
     source: Mapped[str] = mapped_column(String(16))  # cli | tasks-json | todo | poke | recur
     external_key: Mapped[str | None] = mapped_column(String(255))  # identity in its file (Markdown key)
@@ -171,12 +177,17 @@ class TaskEvent(Base):
     task_id: Mapped[str] = mapped_column(String(255))
     scope: Mapped[str] = mapped_column(String(255), server_default="")
     at: Mapped[datetime]
-    kind: Mapped[str] = mapped_column(String(24))  # created | updated | claimed | completed | failed | conflict | removed | ...
+    kind: Mapped[str] = mapped_column(
+        String(24)
+    )  # created | updated | claimed | completed | failed | conflict | removed | ...
     actor: Mapped[str | None] = mapped_column(String(64))  # cli | sync | pop worker name | ...
     before: Mapped[dict[str, Any] | None]  # the task as it was (None for created)
     detail: Mapped[dict[str, Any] | None]
 
-    __table_args__ = (Index("ix_task_events_task_pk_at", "task_pk", "at"), Index("ix_task_events_task_id", "task_id"))
+    __table_args__ = (
+        Index("ix_task_events_task_pk_at", "task_pk", "at"),
+        Index("ix_task_events_task_id", "task_id"),
+    )
 
 
 class Recurrence(Base):
@@ -189,7 +200,9 @@ class Recurrence(Base):
     source: Mapped[str] = mapped_column(String(16))  # recur | proactive | cli
     external_key: Mapped[str | None] = mapped_column(String(255))
     title: Mapped[str] = mapped_column(Text)
-    rule: Mapped[str] = mapped_column(String(255))  # as written: "every 6 hours", "cron 0 9 * * 1-5", "weekly"
+    rule: Mapped[str] = mapped_column(
+        String(255)
+    )  # as written: "every 6 hours", "cron 0 9 * * 1-5", "weekly"
     tz: Mapped[str | None] = mapped_column(String(64))  # None = the workspace zone
     next_local: Mapped[str | None] = mapped_column(String(16))  # the phase: "YYYY-MM-DD HH:MM" wall-clock
     next_at: Mapped[datetime | None]  # next_local resolved to an instant (due scan)

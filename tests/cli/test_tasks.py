@@ -1,0 +1,232 @@
+"""Task CRUD through the CLI: names of SPEC.md 2.1, errors, the injectable clock."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Runner
+
+REQUIRED = {
+    "id",
+    "title",
+    "status",
+    "scope",
+    "source",
+    "priority",
+    "risk",
+    "due_at",
+    "next_check_at",
+    "check_interval",
+    "stale_after",
+    "last_checked_at",
+    "created_at",
+    "updated_at",
+    "completed_at",
+    "attempts",
+}
+ISO_WITH_OFFSET = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d$")
+
+
+def test_init_creates_the_database_at_head(hb: Runner, workspace: Path) -> None:
+    hb("init")
+    db = workspace / ".agent" / "state" / "heartbeat.db"
+    assert db.is_file()
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    from heartbeat.db.migrate import HEAD
+
+    assert con.execute("SELECT version_num FROM alembic_version").fetchone() == (HEAD,)
+    hb("init")  # idempotent
+
+
+def test_add_list_round_trip(hb_db: Runner) -> None:
+    added = hb_db.json(
+        "add",
+        "Write",
+        "the",
+        "report",
+        "--priority",
+        "high",
+        "--due",
+        "2026-05-02T17:00:00Z",
+        "--check-interval",
+        "6h",
+        "--stale-after",
+        "PT30M",
+        "--risk",
+        "p1",
+        "--skill",
+        "deep-research",
+        "--project-id",
+        "claude-skills",
+        "--agent-id",
+        "antigravity",
+        "--user-id",
+        "matthias",
+        "--next-action",
+        "draft section 2",
+        "--fallback-action",
+        "ask for an extension",
+        "--blocker",
+        "no data yet",
+        "--follow-up",
+    )
+    assert set(added) >= REQUIRED
+    assert re.fullmatch(r"task-[0-9a-f]{8}", added["id"])
+    assert added["title"] == "Write the report"
+    assert (added["status"], added["priority"], added["risk"]) == ("todo", "high", "P1")
+    assert (added["check_interval"], added["stale_after"]) == ("6h", "30m")
+    assert added["due_at"] == "2026-05-02T17:00:00+00:00"
+    assert added["follow_up"] is True and added["attempts"] == 0
+    listed = hb_db.json("list")
+    assert listed == [added]
+    assert hb_db.json("show", added["id"]) == added
+
+
+def test_list_filters(hb: Runner) -> None:
+    a = hb.json("add", "Pay rent", "--due", "2026-05-01T10:00Z")
+    b = hb.json("add", "Call the bank", "--due", "2026-06-01T10:00Z", "--scope", "_r1_extension.q")
+    c = hb.json("add", "Old thing")
+    hb("done", c["id"])
+    ids = lambda rows: [r["id"] for r in rows]  # noqa: E731
+    assert ids(hb.json("list")) == [a["id"], b["id"]]
+    assert ids(hb.json("list", "--all")) == [a["id"], c["id"], b["id"]]
+    assert ids(hb.json("list", "--status", "done")) == [c["id"]]
+    assert ids(hb.json("list", "--status", "all")) == [a["id"], c["id"], b["id"]]
+    assert ids(hb.json("list", "--scope", "_r1_extension.q")) == [b["id"]]
+    assert ids(hb.json("list", "--text", "BANK")) == [b["id"]]
+    assert ids(hb.json("list", "--due-before", "2026-05-15")) == [a["id"]]
+    assert ids(hb.json("list", "--source", "cli")) == [a["id"], b["id"]]
+    assert hb.json("list", "--source", "todo") == []
+
+
+def test_update_keeps_history(hb: Runner) -> None:
+    t = hb.json("add", "Draft")
+    hb("update", t["id"], "--title", "Draft v2", "--status", "blocked", "--blocker", "legal review")
+    shown = hb.json("show", t["id"], "--history")
+    assert (shown["title"], shown["status"], shown["blocker"], shown["version"]) == (
+        "Draft v2",
+        "blocked",
+        "legal review",
+        2,
+    )
+    kinds = [e["kind"] for e in shown["history"]]
+    assert kinds == ["created", "updated"]
+    assert shown["history"][1]["before"]["title"] == "Draft"
+    hb("update", t["id"], "--blocker", "none")
+    assert hb.json("show", t["id"])["blocker"] is None
+
+
+def test_done_and_cancel(hb: Runner) -> None:
+    t = hb.json("add", "A")
+    done = hb.json("--now", "2026-05-01T12:00:00Z", "done", t["id"])
+    assert done["status"] == "done" and done["completed_at"] == "2026-05-01T12:00:00+00:00"
+    result = hb("done", t["id"], code=1)
+    assert result.stderr == f"hb: task '{t['id']}' is already done\n"
+    u = hb.json("add", "B")
+    assert hb.json("cancel", u["id"])["status"] == "cancelled"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["show", "task-deadbeef"], "no task with id 'task-deadbeef'"),
+        (["update", "task-deadbeef", "--note", "x"], "no task with id 'task-deadbeef'"),
+        (["add", "x", "--due", "tomorrow-ish"], "bad due time 'tomorrow-ish'"),
+        (["add", "x", "--check-interval", "6 fortnights"], "bad check-interval '6 fortnights'"),
+        (["add", "x", "--risk", "P7"], "bad risk 'P7'"),
+        (["add", "x", "--status", "paused"], "unknown status 'paused'"),
+        (["config", "set", "timezone", "Mars/Olympus"], "unknown timezone 'Mars/Olympus'"),
+        (["config", "set", "quiet_hours", "25:00-08:00"], "setting quiet_hours"),
+        (["config", "set", "queue.max_attempts", "zero"], "expected a number"),
+        (["config", "get", "no.such.key"], "unknown setting 'no.such.key'"),
+        (["--now", "yesterday", "add", "x"], "bad --now time 'yesterday'"),
+    ],
+)
+def test_bad_input_is_one_line_exit_1_and_changes_nothing(
+    hb: Runner, workspace: Path, args: list[str], message: str
+) -> None:
+    hb("init")
+    hb("add", "existing")
+    before = hb.json("list", "--all")
+    result = hb(*args, code=1)
+    assert result.stdout == ""
+    assert result.stderr.startswith("hb: ") and message in result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert hb.json("list", "--all") == before
+
+
+def test_usage_errors_exit_2(hb: Runner) -> None:
+    assert hb("add", code=2).exit_code == 2
+    assert hb("frobnicate", code=2).exit_code == 2
+    assert hb("update", code=2).exit_code == 2
+
+
+def test_now_drives_every_timestamp(hb: Runner) -> None:
+    t = hb.json("--now", "2026-05-01T09:00:00+08:00", "add", "pinned")
+    assert t["created_at"] == t["updated_at"] == t["last_update_at"] == "2026-05-01T01:00:00+00:00"
+    u = hb.json("update", t["id"], "--note", "halfway", HB_NOW="2026-05-01T02:30:00Z")
+    assert u["updated_at"] == u["last_update_at"] == "2026-05-01T02:30:00+00:00"
+    assert u["created_at"] == "2026-05-01T01:00:00+00:00"
+    history = hb.json("show", t["id"], "--history")["history"]
+    assert [h["at"] for h in history] == ["2026-05-01T01:00:00+00:00", "2026-05-01T02:30:00+00:00"]
+    d = hb.json("done", t["id"], HB_NOW="2026-05-01T03:00:00Z")
+    assert d["completed_at"] == "2026-05-01T03:00:00+00:00"
+
+
+def test_naive_times_are_in_the_workspace_timezone(hb: Runner) -> None:
+    hb("config", "set", "timezone", "Asia/Tokyo")
+    t = hb.json("--now", "2026-05-01T09:00", "add", "tokyo", "--due", "2026-05-01T18:00")
+    assert t["created_at"] == "2026-05-01T09:00:00+09:00"
+    assert t["due_at"] == "2026-05-01T18:00:00+09:00"
+
+
+def test_config_round_trip(hb: Runner) -> None:
+    assert hb.json("config", "get", "queue.lease") == {"key": "queue.lease", "value": "30m"}
+    hb("config", "set", "proactive.max_per_day", "2")
+    hb("config", "set", "proactive.enabled", "yes")
+    listing = hb.json("config", "list")
+    assert listing["proactive.max_per_day"]["value"] == 2
+    assert listing["proactive.enabled"] == {**listing["proactive.enabled"], "value": True, "set": True}
+    assert listing["quiet_hours"]["value"] == "23:00-08:00" and listing["quiet_hours"]["set"] is False
+    hb("config", "unset", "proactive.max_per_day")
+    assert hb.json("config", "get", "proactive.max_per_day")["value"] == 1
+    expected = {
+        "timezone",
+        "quiet_hours",
+        "reminder.repeat_hours",
+        "proactive.enabled",
+        "proactive.max_per_day",
+        "proactive.min_hours_between",
+        "proactive.min_hours_since_conversation",
+        "queue.lease",
+        "queue.max_attempts",
+        "todo.dialect",
+        "sync.auto_export",
+        "recur.materialize",
+        "lang",
+    }
+    assert expected <= set(listing)
+
+
+def test_every_command_has_help_with_an_example(hb: Runner) -> None:
+    import click
+
+    from heartbeat.cli.main import cli
+
+    def walk(group: click.Group, prefix: list[str]) -> list[list[str]]:
+        out = []
+        for name, cmd in group.commands.items():
+            out.append([*prefix, name])
+            if isinstance(cmd, click.Group):
+                out.extend(walk(cmd, [*prefix, name]))
+        return out
+
+    for path in walk(cli, []):
+        result = hb(*path, "--help")
+        assert "Example" in result.stdout, f"hb {' '.join(path)} --help has no example"

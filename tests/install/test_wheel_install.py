@@ -1,0 +1,57 @@
+"""A non-editable install in a fresh venv, run from another directory, can create a ledger.
+
+This is what a new user does; it proves the migrations ship inside the wheel.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_pip_install_then_init_add_list(tmp_path: Path) -> None:
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(ROOT)],
+        check=True,
+        cwd=tmp_path,
+        capture_output=True,
+    )
+    hb = env_dir / "bin" / "hb"
+    ws = tmp_path / "empty"
+    ws.mkdir()
+    env = {"PATH": f"{env_dir / 'bin'}:/usr/bin:/bin", "TZ": "UTC", "HOME": str(tmp_path)}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(hb), *args], cwd=ws, env=env, capture_output=True, text=True, check=True)
+
+    run("init")
+    assert (ws / ".agent" / "state" / "heartbeat.db").is_file()
+    installed = subprocess.run(
+        [str(py), "-c", "import heartbeat.db.migrate as m; print(m.migrations_dir())"],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert str(ROOT) not in installed and "site-packages" in installed
+    current = json.loads(run("db", "current", "--json").stdout)
+    assert current["status"] == "current"
+    added = json.loads(run("add", "from a fresh install", "--priority", "low", "--json").stdout)
+    listed = json.loads(run("list", "--json").stdout)
+    assert listed == [added]
+    assert subprocess.run(
+        [str(py), "-m", "heartbeat", "--version"], capture_output=True, text=True, cwd=ws, env=env, check=True
+    ).stdout.startswith("hb, version")
+    assert sys.version_info >= (3, 11)

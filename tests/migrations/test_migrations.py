@@ -1,0 +1,146 @@
+"""The schema's life: one head, up and down, models == migrations, data survives, refusals."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+from sqlalchemy import inspect, text
+
+from heartbeat.db import migrate
+from heartbeat.db.engine import make_engine
+from heartbeat.db.models import Base
+from tests.conftest import Runner
+
+
+def test_one_head_and_known_revisions() -> None:
+    assert migrate.script_heads() == [migrate.HEAD]
+    assert [r for r, _d, _m in migrate.history()] == list(migrate.REVISIONS)
+
+
+def _tables(url: str) -> set[str]:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return set(inspect(conn).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_base_head_base_head(db_url: str) -> None:
+    engine = make_engine(db_url)
+    try:
+        migrate.upgrade(engine, "head")
+        assert set(Base.metadata.tables) <= _tables(db_url)
+        assert migrate.check(engine) == []
+        migrate.downgrade(engine, "base")
+        assert _tables(db_url) <= {"alembic_version"}
+        migrate.upgrade(engine, "head")
+        assert migrate.check(engine) == []
+        with engine.connect() as conn:
+            assert migrate.current_revision(conn) == migrate.HEAD
+    finally:
+        engine.dispose()
+
+
+def test_every_revision_steps_up_and_down(db_url: str) -> None:
+    engine = make_engine(db_url)
+    try:
+        for rev in migrate.REVISIONS:
+            migrate.upgrade(engine, rev)
+        for rev in reversed(migrate.REVISIONS[:-1]):
+            migrate.downgrade(engine, rev)
+        migrate.downgrade(engine, "base")
+        assert _tables(db_url) <= {"alembic_version"}
+    finally:
+        engine.dispose()
+
+
+def test_rows_written_at_the_first_revision_survive_upgrade(db_url: str) -> None:
+    engine = make_engine(db_url)
+    try:
+        migrate.upgrade(engine, migrate.REVISIONS[0])
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO tasks (id, scope, source, title, status, created_at, updated_at) "
+                    "VALUES ('task-00000001', '', 'cli', 'kept across upgrades', 'todo', "
+                    "'2026-05-01 00:00:00.000000', '2026-05-01 00:00:00.000000')"
+                )
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO settings (key, value, updated_at) "
+                    "VALUES ('lang', '\"zh\"', '2026-05-01 00:00:00')"
+                )
+            )
+        migrate.upgrade(engine, "head")
+        with engine.connect() as conn:
+            rows = conn.execute(text("SELECT id, title, status, attempts FROM tasks")).all()
+            setting = conn.execute(text("SELECT value FROM settings WHERE key = 'lang'")).scalar_one()
+        assert [tuple(r) for r in rows] == [("task-00000001", "kept across upgrades", "todo", 0)]
+        assert "zh" in str(setting)
+    finally:
+        engine.dispose()
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_database_newer_than_hb_is_refused_and_untouched(hb: Runner, workspace: Path) -> None:
+    hb("init")
+    db = workspace / ".agent" / "state" / "heartbeat.db"
+    con = sqlite3.connect(db)
+    con.execute("UPDATE alembic_version SET version_num = '9999_from_the_future'")
+    con.commit()
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    before = _digest(db)
+    listing = sorted(p.name for p in db.parent.iterdir())
+    result = hb("list", code=1)
+    assert "9999_from_the_future" in result.stderr
+    assert "newer than this hb" in result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert _digest(db) == before
+    assert sorted(p.name for p in db.parent.iterdir() if not p.name.endswith(("-wal", "-shm"))) == [
+        n for n in listing if not n.endswith(("-wal", "-shm"))
+    ]
+
+
+def test_older_sqlite_database_is_backed_up_then_upgraded(hb: Runner, workspace: Path) -> None:
+    if len(migrate.REVISIONS) < 2:
+        pytest.skip("needs a second revision (the reporting views) to upgrade across")
+    db = workspace / ".agent" / "state" / "heartbeat.db"
+    db.parent.mkdir(parents=True)
+    engine = make_engine(str(db))
+    migrate.upgrade(engine, migrate.REVISIONS[-2])
+    engine.dispose()
+    hb("--now", "2026-05-01T09:00:00Z", "add", "survives the upgrade")
+    backups = list(db.parent.glob("heartbeat.db.20260501T090000Z.rev*.bak"))
+    assert len(backups) == 1
+    con = sqlite3.connect(backups[0])
+    assert con.execute("SELECT version_num FROM alembic_version").fetchone() == (migrate.REVISIONS[-2],)
+    con.close()
+    assert [t["title"] for t in hb.json("list")] == ["survives the upgrade"]
+
+
+def test_db_commands(hb: Runner) -> None:
+    assert hb.json("db", "current")["status"] == "empty"
+    hb("db", "upgrade")
+    assert hb.json("db", "current") == {"revision": migrate.HEAD, "head": migrate.HEAD, "status": "current"}
+    assert hb.json("db", "check")["ok"] is True
+    assert [r["revision"] for r in hb.json("db", "history")] == list(migrate.REVISIONS)
+    hb("db", "downgrade", "base")
+    assert hb.json("db", "current")["status"] == "empty"
+    result = hb("db", "downgrade", "nonexistent-rev", code=1)
+    assert result.stderr.startswith("hb: alembic:")
+
+
+def test_migrations_ship_with_the_package() -> None:
+    where = migrate.migrations_dir()
+    assert (where / "env.py").is_file()
+    assert (where / "script.py.mako").is_file()
+    assert any(where.glob("versions/0001_*.py"))

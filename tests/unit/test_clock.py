@@ -1,0 +1,80 @@
+"""Reading times and durations, and the clock."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from heartbeat.clock import Clock, format_duration, isoformat, load_zone, parse_duration, parse_when
+from heartbeat.errors import InvalidInput
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("30m", timedelta(minutes=30)),
+        ("6h", timedelta(hours=6)),
+        ("2d", timedelta(days=2)),
+        ("1w", timedelta(weeks=1)),
+        ("1h30m", timedelta(minutes=90)),
+        ("PT6H", timedelta(hours=6)),
+        ("P1DT2H", timedelta(days=1, hours=2)),
+        ("pt45m", timedelta(minutes=45)),
+        ("90s", timedelta(seconds=90)),
+    ],
+)
+def test_durations(text: str, expected: timedelta) -> None:
+    assert parse_duration(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "0m", "6", "h", "PT", "P", "six hours", "-5m", "1y"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(InvalidInput, match="bad duration"):
+        parse_duration(text)
+
+
+def test_format_duration() -> None:
+    assert [format_duration(timedelta(seconds=s)) for s in (90 * 60, 6 * 3600, 2 * 86400, 604800, 45)] == [
+        "90m",
+        "6h",
+        "2d",
+        "1w",
+        "45s",
+    ]
+
+
+def test_parse_when() -> None:
+    tokyo = ZoneInfo("Asia/Tokyo")
+    assert parse_when("2026-05-01T09:00", tokyo) == datetime(2026, 5, 1, 0, 0, tzinfo=UTC)
+    assert parse_when("2026-05-01", tokyo) == datetime(2026, 4, 30, 15, 0, tzinfo=UTC)
+    assert parse_when("2026-05-01T09:00:00Z", tokyo) == datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
+    # the malformed form the seed script writes
+    assert parse_when("2026-04-25T12:00:00+00:00Z", tokyo) == datetime(2026, 4, 25, 12, 0, tzinfo=UTC)
+    assert parse_when("2026-05-01T09:00:00-04:00", tokyo) == datetime(2026, 5, 1, 13, 0, tzinfo=UTC)
+    with pytest.raises(InvalidInput, match="bad time '2026-13-01'"):
+        parse_when("2026-13-01", tokyo)
+
+
+def test_naive_time_in_a_daylight_saving_gap_resolves_to_the_gap_end() -> None:
+    ny = ZoneInfo("America/New_York")
+    assert parse_when("2026-03-08T02:30", ny) == datetime(2026, 3, 8, 7, 0, tzinfo=UTC)
+
+
+def test_clock_sources() -> None:
+    fixed = datetime(2026, 5, 1, 9, 0, tzinfo=ZoneInfo("Asia/Tokyo"))
+    assert Clock(fixed).now() == datetime(2026, 5, 1, 0, 0, tzinfo=UTC)
+    ticks = iter([datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 2, tzinfo=UTC)])
+    clock = Clock(lambda: next(ticks))
+    assert clock.now().day == 1 and clock.now().day == 2
+    assert Clock().now().tzinfo is UTC
+
+
+def test_zones() -> None:
+    assert load_zone("utc").key == "UTC"
+    assert load_zone("Europe/London").key == "Europe/London"
+    for bad in ("Mars/Base", "../etc/passwd", "", "/etc/localtime"):
+        with pytest.raises(InvalidInput, match="unknown timezone"):
+            load_zone(bad)
+    assert isoformat(datetime(2026, 5, 1, tzinfo=UTC), ZoneInfo("Asia/Tokyo")) == "2026-05-01T09:00:00+09:00"
