@@ -1,0 +1,41 @@
+"""HEARTBEAT.md and the HEARTBEAT_OK reply (FORMATS.md section 4, seeds 000 and 002).
+
+A checklist is **effectively empty** when, once HTML comments are removed
+(multi-line ones too; an unterminated ``<!--`` runs to the end, as in HTML),
+every line is blank, a Markdown heading (``#`` then a space or the end of the
+line), or a list item with nothing in it (``-``, ``*``, ``+``, optionally with an
+empty ``[ ]`` or ``[x]`` box). ``#tag`` is content: a heading needs the space.
+"""
+
+from __future__ import annotations
+
+import re
+
+HEARTBEAT_OK = "HEARTBEAT_OK"
+
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+_HEADING = re.compile(r"^#+(?:\s|$)")
+_EMPTY_ITEM = re.compile(r"^[-*+](?:\s*\[[ xX]?\])?$")
+_MARKUP = "*_`~"  # light Markdown a model may wrap the token in
+_OK_REPLY = re.compile(rf"[{_MARKUP}]*\s*{HEARTBEAT_OK}\s*[{_MARKUP}]*\s*\.?\s*[{_MARKUP}]*")
+
+
+def is_effectively_empty(text: str | None) -> bool:
+    """Whether a HEARTBEAT.md (None: missing) holds no instruction at all."""
+    if text is None:
+        return True
+    for line in _COMMENT.sub("", text).splitlines():
+        stripped = line.strip()
+        if stripped and not _HEADING.match(stripped) and not _EMPTY_ITEM.match(stripped):
+            return False
+    return True
+
+
+def is_heartbeat_ok(reply: str) -> bool:
+    """Whether a heartbeat reply means "nothing to report" and must not be delivered.
+
+    True for exactly ``HEARTBEAT_OK`` with surrounding whitespace, light Markdown
+    (``**HEARTBEAT_OK**``, ```HEARTBEAT_OK```, ``_HEARTBEAT_OK_``) or one trailing
+    period; the token is case-sensitive and nothing else may accompany it.
+    """
+    return _OK_REPLY.fullmatch(reply.strip()) is not None

@@ -1,0 +1,102 @@
+"""HEARTBEAT.md emptiness and the HEARTBEAT_OK reply (FORMATS.md section 4)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from heartbeat.rules.checklist import is_effectively_empty, is_heartbeat_ok
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        None,
+        "",
+        "\n\n   \n\t\n",
+        "# HEARTBEAT.md\n",
+        "# Heartbeat\n\n## Checks\n###\n",
+        "-\n- [ ]\n* \n+\n- [x]\n* [X]\n-[ ]\n",
+        "<!-- keep this file empty to skip heartbeats -->",
+        "# Heartbeat\n<!--\n- Check the inbox\n- Water the plants\n-->\n- [ ]\n",
+        "<!-- a --> <!-- b -->\n",
+        "# Heartbeat\r\n\r\n- [ ]\r\n",
+        "<!-- an unterminated comment swallows the rest\n- Check the inbox\n",
+    ],
+)
+def test_effectively_empty(text: str | None) -> None:
+    assert is_effectively_empty(text) is True
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Check the inbox",
+        "# Heartbeat\n\n- Check the inbox\n",
+        "- [ ] Check the inbox",
+        "- [x] done but still text",
+        "#tag is not a heading",
+        "<!-- note --> Check the inbox",
+        "<!--\nhidden\n-->\nvisible\n",
+        "1. Check the inbox",
+        "---",
+    ],
+)
+def test_not_empty(text: str) -> None:
+    assert is_effectively_empty(text) is False
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "HEARTBEAT_OK",
+        "  HEARTBEAT_OK\n",
+        "**HEARTBEAT_OK**",
+        "`HEARTBEAT_OK`",
+        "_HEARTBEAT_OK_",
+        "HEARTBEAT_OK.",
+        "**HEARTBEAT_OK**.",
+        "**HEARTBEAT_OK.**",
+        "\n\n ** HEARTBEAT_OK ** \n",
+    ],
+)
+def test_heartbeat_ok_replies(reply: str) -> None:
+    assert is_heartbeat_ok(reply) is True
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "",
+        "heartbeat_ok",
+        "HEARTBEAT_OK!",
+        "HEARTBEAT_OK..",
+        "HEARTBEAT_OK — nothing new",
+        "All good. HEARTBEAT_OK",
+        "HEARTBEAT_OK\nTask: t1 overdue",
+        "HEARTBEAT",
+        "# HEARTBEAT_OK",
+    ],
+)
+def test_replies_that_must_be_delivered(reply: str) -> None:
+    assert is_heartbeat_ok(reply) is False
+
+
+@given(
+    before=st.text(),
+    letter=st.characters(categories=("L", "N")),
+    after=st.text(),
+)
+def test_any_reply_with_a_word_besides_the_token_is_delivered(before: str, letter: str, after: str) -> None:
+    assert is_heartbeat_ok(f"HEARTBEAT_OK {before}{letter}{after}") is False
+    assert is_heartbeat_ok(f"{before}{letter}{after} HEARTBEAT_OK") is False
+
+
+@given(
+    marker=st.sampled_from(["", "*", "**", "_", "__", "`", "~~"]),
+    space=st.text(alphabet=" \t\n", max_size=3),
+    period=st.sampled_from(["", "."]),
+)
+def test_light_markdown_around_the_token_is_still_ok(marker: str, space: str, period: str) -> None:
+    assert is_heartbeat_ok(f"{space}{marker}HEARTBEAT_OK{marker}{period}{space}") is True
