@@ -22,7 +22,7 @@ from heartbeat import settings as settings_mod
 from heartbeat import tasks as tasks_mod
 from heartbeat.clock import Clock, load_zone, machine_zone_name, parse_when
 from heartbeat.db.models import Setting, TaskStatus
-from heartbeat.errors import InvalidInput
+from heartbeat.errors import HbError, InvalidInput
 
 STATE_DIR = Path(".agent") / "state"
 DB_NAME = "heartbeat.db"
@@ -284,3 +284,160 @@ class Ledger:
         with self.write() as s:
             task = tasks_mod.find(s, task_id, scope, lock=True)
             return self._dict(tasks_mod.finish(s, task, TaskStatus.CANCELLED, now))
+
+    # --- the queue (SPEC.md section 3) ---------------------------------------------
+
+    @contextmanager
+    def _queue_tx(self) -> Iterator[Any]:
+        with self.engine.begin() as conn:
+            yield conn
+        if self.settings.sync_auto_export:
+            from heartbeat.sync.queue_files import export_queue_files
+
+            export_queue_files(self)
+
+    def _lease(self, lease: str | Any | None) -> Any:
+        from datetime import timedelta
+
+        from heartbeat.clock import parse_duration
+
+        if lease is None:
+            return parse_duration(self.settings.queue_lease, what="queue.lease")
+        if isinstance(lease, timedelta):
+            return lease
+        return parse_duration(str(lease), what="--lease")
+
+    def pop_result(
+        self,
+        *,
+        scope: str | None = None,
+        task_id: str | None = None,
+        worker: str | None = None,
+        lease: str | Any | None = None,
+        accept_stale: bool = False,
+    ) -> Any:
+        """Like :meth:`pop`, with what was skipped and adopted (for the CLI's notices)."""
+        from heartbeat import queue
+
+        duration = self._lease(lease)
+        now = self.now()
+        with self._queue_tx() as conn:
+            result = queue.pop(
+                conn, now, scope=scope, task_id=task_id, worker=worker, lease=duration,
+                accept_stale=accept_stale,
+            )
+        return result
+
+    def pop(
+        self,
+        scope: str | None = None,
+        worker: str | None = None,
+        lease: str | Any | None = None,
+        *,
+        task_id: str | None = None,
+        accept_stale: bool = False,
+    ) -> dict[str, Any] | None:
+        """Claim the next task; returns it as ``hb pop`` prints it (its original fields), or None.
+
+        Raises ScopeRequired (11), StaleClaims (12), BlockedEntry (13), ScopeNotFound (14),
+        QueueExhausted (10) from :mod:`heartbeat.errors`.
+        """
+        from heartbeat.sync.queue_files import task_object
+
+        result = self.pop_result(
+            scope=scope, task_id=task_id, worker=worker, lease=lease, accept_stale=accept_stale
+        )
+        return task_object(result.task) if result.task else None
+
+    def complete(self, task_id: str, scope: str | None = None, outcome: Any = None) -> dict[str, Any]:
+        """Finish a claimed (doing) task and record its outcome."""
+        from heartbeat import queue
+
+        now = self.now()
+        with self._queue_tx() as conn:
+            row = queue.complete(conn, now, task_id, scope=scope, outcome=outcome)
+        return {"id": row["id"], "scope": row["scope"] or None, "status": "done"}
+
+    def fail(
+        self, task_id: str, scope: str | None = None, reason: str | None = None, final: bool = False
+    ) -> dict[str, Any]:
+        """Record a failure; the task is retried until ``queue.max_attempts``, then failed."""
+        from heartbeat import queue
+
+        now = self.now()
+        with self._queue_tx() as conn:
+            row = queue.fail(
+                conn, now, task_id, scope=scope, reason=reason, final=final,
+                max_attempts=self.settings.queue_max_attempts,
+            )
+        return {
+            "id": row["id"],
+            "scope": row["scope"] or None,
+            "status": row["status"],
+            "attempts": row["attempts"],
+            "retry": row["retry"],
+        }
+
+    def clear_stale(self, scope: str | None = None) -> list[str]:
+        """Return stale claims to todo; the ids cleared."""
+        from heartbeat import queue
+
+        now = self.now()
+        with self._queue_tx() as conn:
+            return queue.clear_stale(conn, now, scope=scope)
+
+    def scopes(self) -> list[dict[str, Any]]:
+        """Each scoped queue with its ready / in_progress / completed / total counts."""
+        from heartbeat import queue
+
+        with self.engine.connect() as conn:
+            return queue.scope_counts(conn.execution_options(hb_readonly=True))
+
+    # --- one-way import and export (SPEC.md section 2) ---------------------------------
+
+    def import_file(self, kind: str, path: str | Path | None = None) -> dict[str, Any]:
+        """Read one workspace file into the ledger, all or nothing."""
+        from heartbeat.sync import registry
+        from heartbeat.sync.files import default_path, read_text
+
+        importer = registry.importer(kind)
+        target = Path(path) if path is not None else default_path(self.workspace, kind)
+        text = read_text(target)
+        now = self.now()
+        with self.write() as session:
+            report = importer(session, text, target, now)
+        self._settings = None  # a state import may set settings
+        self._zone = None
+        return report.as_dict()
+
+    def export_text(self, kind: str) -> str | None:
+        """The file of this kind as the ledger has it now (None: nothing to write)."""
+        from heartbeat.sync import registry
+
+        renderer = registry.renderer(kind)
+        with self.write() as session:
+            return renderer(self, session)
+
+    def export_file(self, kind: str, path: str | Path | None = None) -> dict[str, Any]:
+        """Write one workspace file from the ledger (atomically; unchanged files are not written)."""
+        from heartbeat.sync import registry
+        from heartbeat.sync.files import atomic_write, default_path, file_lock, read_text
+        from heartbeat.sync.queue_files import remember
+
+        renderer = registry.renderer(kind)
+        target = Path(path) if path is not None else default_path(self.workspace, kind)
+        synced = target.resolve() == default_path(self.workspace, kind).resolve()
+        with file_lock(self.workspace), self.write() as session:
+            text = renderer(self, session)
+            if text is None:
+                return {"kind": kind, "path": str(target), "written": False}
+            try:
+                current: str | None = read_text(target)
+            except HbError:
+                current = None
+            written = current != text
+            if written:
+                atomic_write(target, text)
+            if synced:
+                remember(session, kind, target, text, self.now())
+        return {"kind": kind, "path": str(target), "written": written}

@@ -1,0 +1,58 @@
+"""hb import / hb export: one-way moves between a workspace file and the ledger."""
+
+from __future__ import annotations
+
+import click
+
+from heartbeat.cli.base import emit, json_option, state, warn
+from heartbeat.sync.registry import KINDS
+
+
+@click.command("import")
+@click.argument("kind", type=click.Choice(KINDS))
+@click.argument("path", required=False, type=click.Path(dir_okay=False))
+@json_option
+def import_(kind: str, path: str | None) -> None:
+    """Read a workspace file into the ledger (all or nothing).
+
+    PATH defaults to the file's usual place in the workspace.
+
+    \b
+    Example:
+      hb import tasks-json .agent/state/tasks.json
+      hb import todo TODO.md
+    """
+    report = state().ledger().import_file(kind, path)
+    for message in report.get("warnings", []):
+        warn(f"{report['path']}: {message}")
+    emit(
+        report,
+        lambda r: f"{r['path']}: {len(r['added'])} added, {len(r['updated'])} updated, "
+        f"{r['unchanged']} unchanged",
+    )
+
+
+@click.command("export")
+@click.argument("kind", type=click.Choice(KINDS))
+@click.argument("path", required=False)
+@json_option
+def export(kind: str, path: str | None) -> None:
+    """Write a workspace file from the ledger (atomically; '-' prints it).
+
+    PATH defaults to the file's usual place in the workspace.
+
+    \b
+    Example:
+      hb export tasks-json .agent/state/tasks.json
+      hb export todo -
+    """
+    ledger = state().ledger()
+    if path == "-":
+        text = ledger.export_text(kind)
+        click.echo(text or "", nl=False)
+        return
+    result = ledger.export_file(kind, path)
+    emit(result, lambda r: f"{r['path']}: " + ("written" if r["written"] else "unchanged"))
+
+
+COMMANDS = [import_, export]

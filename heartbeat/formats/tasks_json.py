@@ -1,0 +1,872 @@
+"""tasks.json, errors.json and last-run.json: the seed-003 queue files.
+
+tasks.json holds the legacy lists (``pending``, ``in_progress``, ``completed``,
+``failed``) of task objects keyed by ``id``, and, since the seed's 1.2.0,
+``_<batch>_extension`` objects whose lists of ``task_id`` objects are scoped
+queues. :func:`parse` turns the text into :class:`QueueRecord` s plus a
+:class:`Skeleton` of everything else; :func:`render` puts records back into
+that skeleton. Nothing hb does not model is lost: unknown keys keep their
+values and their order, metadata and ``blocked_on_*`` lists are kept verbatim.
+The one deliberate change is that the seed script's malformed ``+00:00Z``
+timestamps are written as plain ``Z``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from heartbeat.errors import FileFormatError, InvalidInput, InvalidState, ScopeNotFound
+from heartbeat.formats.timestamps import format_timestamp, is_malformed, parse_timestamp
+
+LEGACY_LISTS = ("pending", "in_progress", "completed", "failed")
+
+# Where a canonical status lives in the legacy lists; the lists have no place
+# for waiting/blocked/snoozed (still open: pending) or cancelled (closed: failed).
+LEGACY_LIST_OF_STATUS = {
+    "todo": "pending",
+    "waiting": "pending",
+    "blocked": "pending",
+    "snoozed": "pending",
+    "doing": "in_progress",
+    "done": "completed",
+    "failed": "failed",
+    "cancelled": "failed",
+}
+CANONICAL_STATUSES = frozenset(LEGACY_LIST_OF_STATUS)
+_STATUS_OF_LEGACY_LIST = {
+    "pending": "todo",
+    "in_progress": "doing",
+    "completed": "done",
+    "failed": "failed",
+}
+# A scoped entry's "status" value as written; None means the key is absent.
+_SCOPED_VALUE_OF_STATUS: dict[str, str | None] = {
+    "todo": None,
+    "doing": "in_progress",
+    "done": "completed",
+    "failed": "failed",
+    "waiting": "waiting",
+    "blocked": "blocked",
+    "snoozed": "snoozed",
+    "cancelled": "cancelled",
+}
+_STATUS_OF_SCOPED_VALUE = {"pending": "todo", "in_progress": "doing", "completed": "done"} | {
+    status: status for status in CANONICAL_STATUSES
+}
+PRIORITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3}
+
+_EXTENSION_KEY = re.compile(r"_.+_extension")
+_SCOPE_PATH = re.compile(r"(_.+?_extension)\.(.+)")
+_BLOCKED_PREFIX = "blocked_on_"
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+# (record attribute, JSON key) of the seed script's who/what fields.
+_ASSIGNMENT_KEYS = (
+    ("skill", "assigned_skill"),
+    ("project_id", "project_id"),
+    ("agent_id", "agent_id"),
+    ("user_id", "user_id"),
+)
+_TIMESTAMP_KEYS = ("created_at", "completed_at")
+
+JsonPath = tuple[str | int, ...]
+
+
+@dataclass
+class QueueRecord:
+    """One task of tasks.json: a legacy list item or a scoped queue entry.
+
+    ``fields`` is the original JSON object (empty for a task hb creates); the
+    other attributes are hb's reading of it. :func:`render` writes an attribute
+    back only when it differs from what the original object reads as.
+    """
+
+    id: str  # legacy "id", scoped "task_id" (a number is stringified)
+    scope: str = ""  # "" for the legacy lists, else "_<batch>_extension.<queue>"
+    status: str = "todo"  # canonical: todo, doing, waiting, blocked, snoozed, done, ...
+    title: str = ""  # "description", else "title", else the id
+    priority: str | None = None  # legacy "priority" as written; scoped: None
+    position: int = 0  # legacy: index in its list; scoped: "order" when an int, else index
+    blocked_by: str | None = None  # scoped: "<blocked_on_key>: <blocker>" naming this entry
+    fields: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+    completed_at: datetime | None = None
+    skill: str | None = None  # "assigned_skill"
+    project_id: str | None = None
+    agent_id: str | None = None
+    user_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Verbatim:
+    """A key whose value hb keeps exactly as read (metadata, blocked_on_*, unknown)."""
+
+    key: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class LegacyList:
+    """A top-level legacy list (pending/in_progress/completed/failed) present in the file."""
+
+    key: str
+
+
+@dataclass(frozen=True)
+class Queue:
+    """A scoped queue inside an extension object."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Extension:
+    """A ``_<batch>_extension`` object: its keys in file order."""
+
+    key: str
+    entries: tuple[Queue | Verbatim, ...]
+
+
+@dataclass
+class Skeleton:
+    """Everything in tasks.json that is not a task, in file order."""
+
+    slots: list[Verbatim | LegacyList | Extension]
+
+    @property
+    def legacy_lists(self) -> list[str]:
+        """The legacy list names present, in file order."""
+        return [slot.key for slot in self.slots if isinstance(slot, LegacyList)]
+
+    @property
+    def missing_failed(self) -> bool:
+        """Whether the file had no ``failed`` list (the seed's script omits it)."""
+        return "failed" not in self.legacy_lists
+
+
+@dataclass
+class TasksDocument:
+    """A parsed tasks.json: its records and what is needed to write it back."""
+
+    records: list[QueueRecord]
+    skeleton: Skeleton
+    scopes: list[str]  # the queue paths, in file order
+    indent: int | None = 2
+    warnings: list[str] = field(default_factory=list)  # readable but odd: kept verbatim
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """What hb reads from one task object (shared by parse and render)."""
+
+    title: str
+    title_key: str
+    priority: str | None
+    status: str | None  # scoped: canonical status, None if the value is unknown
+    order: int | None
+    created_at: datetime | None
+    completed_at: datetime | None
+    skill: str | None
+    project_id: str | None
+    agent_id: str | None
+    user_id: str | None
+
+
+# --- reading -------------------------------------------------------------------
+
+
+def parse(text: str) -> TasksDocument:
+    """Read tasks.json text into records and a skeleton that re-renders it.
+
+    Raises FileFormatError (with line and column where known) for invalid JSON,
+    a document that is not an object, a legacy key that is not a list of task
+    objects, a task without a usable id, or an id used twice in one queue.
+    Oddities that do not stop reading (an unreadable timestamp, an unknown
+    scoped status, a list only partly made of tasks) are listed in ``warnings``.
+    """
+    text = text.removeprefix("\ufeff")
+    data = _load_json(text)
+    reader = _Reader(_Locator(text))
+    if not isinstance(data, dict):
+        raise reader.error("tasks.json must hold a JSON object", ())
+    slots: list[Verbatim | LegacyList | Extension] = []
+    for key, value in data.items():
+        if key in LEGACY_LISTS:
+            reader.read_legacy_list(key, value)
+            slots.append(LegacyList(key))
+        elif _EXTENSION_KEY.fullmatch(key) and isinstance(value, dict):
+            slots.append(reader.read_extension(key, value))
+        else:
+            slots.append(Verbatim(key, value))
+    return TasksDocument(
+        records=reader.records,
+        skeleton=Skeleton(slots),
+        scopes=reader.scopes,
+        indent=_detect_indent(text, empty=not data),
+        warnings=reader.warnings,
+    )
+
+
+def empty_document() -> TasksDocument:
+    """The document for a workspace without tasks.json: the four legacy lists, indent 2."""
+    return TasksDocument([], Skeleton([LegacyList(key) for key in LEGACY_LISTS]), [], 2)
+
+
+def resolve_scope(doc: TasksDocument, path: str) -> str:
+    """Return ``path`` if it names a queue of ``doc``; raise ScopeNotFound (exit 14) if not."""
+    if path in doc.scopes:
+        return path
+    known = ", ".join(doc.scopes) if doc.scopes else "none"
+    raise ScopeNotFound(f"scope {path!r} is not a queue (a list of objects with task_id); queues: {known}")
+
+
+def priority_rank(priority: str | None) -> int:
+    """Sort rank of a legacy priority: critical 0 ... low 3; anything else ranks as medium."""
+    return PRIORITY_RANK.get(priority or "", PRIORITY_RANK["medium"])
+
+
+def status_as_written(scope: str, status: str) -> str:
+    """The status :func:`parse` reads back after :func:`render` wrote ``status``.
+
+    The legacy lists hold four statuses, so e.g. ``blocked`` reads back as
+    ``todo``; scoped entries keep every canonical status.
+    """
+    _check_status(status)
+    if scope:
+        return status
+    return _STATUS_OF_LEGACY_LIST[LEGACY_LIST_OF_STATUS[status]]
+
+
+class _Reader:
+    """Collects records, scopes and warnings while walking one document."""
+
+    def __init__(self, locator: _Locator) -> None:
+        self.locator = locator
+        self.records: list[QueueRecord] = []
+        self.scopes: list[str] = []
+        self.warnings: list[str] = []
+        self._seen: dict[tuple[str, str], JsonPath] = {}
+
+    def error(self, reason: str, path: JsonPath) -> FileFormatError:
+        line, column = self.locator.position(path)
+        where = _path_text(path)
+        return FileFormatError(f"{where}: {reason}" if where else reason, line=line, column=column)
+
+    def warn(self, reason: str, path: JsonPath) -> None:
+        line, _ = self.locator.position(path)
+        prefix = f"line {line}: " if line is not None else ""
+        self.warnings.append(f"{prefix}{_path_text(path)}: {reason}")
+
+    def read_legacy_list(self, key: str, value: Any) -> None:
+        if not isinstance(value, list):
+            raise self.error(f"must be a list of task objects, not {_json_type(value)}", (key,))
+        for index, item in enumerate(value):
+            path: JsonPath = (key, index)
+            if not isinstance(item, dict):
+                raise self.error(f"must be a task object, not {_json_type(item)}", path)
+            task_id = self._task_id(item, "id", path)
+            reading = self._read(item, task_id, path, scoped=False)
+            record = _record(task_id, "", _STATUS_OF_LEGACY_LIST[key], index, item, reading)
+            self._add(record, path)
+
+    def read_extension(self, key: str, body: dict[str, Any]) -> Extension:
+        blockers = _blockers(body)
+        entries: list[Queue | Verbatim] = []
+        for name, value in body.items():
+            if not name.startswith(_BLOCKED_PREFIX) and _is_queue(value):
+                self._read_queue(f"{key}.{name}", (key, name), value, blockers)
+                entries.append(Queue(name))
+                continue
+            if isinstance(value, list) and any(_is_entry(item) for item in value):
+                self.warn("some items have no task_id: kept as metadata, not a queue", (key, name))
+            entries.append(Verbatim(name, value))
+        return Extension(key, tuple(entries))
+
+    def _read_queue(
+        self, scope: str, where: JsonPath, items: list[dict[str, Any]], blockers: list[_Blocker]
+    ) -> None:
+        self.scopes.append(scope)
+        for index, item in enumerate(items):
+            path = (*where, index)
+            task_id = self._task_id(item, "task_id", path)
+            reading = self._read(item, task_id, path, scoped=True)
+            status = reading.status or "todo"
+            position = reading.order if reading.order is not None else index
+            record = _record(task_id, scope, status, position, item, reading)
+            record.blocked_by = _blocked_by(item, task_id, blockers)
+            self._add(record, path)
+
+    def _task_id(self, item: Mapping[str, Any], key: str, path: JsonPath) -> str:
+        if key not in item:
+            raise self.error(f"missing {key}", path)
+        task_id = _id_text(item[key])
+        if task_id is None:
+            raise self.error(f"{key} must be a non-empty string or an integer", path)
+        return task_id
+
+    def _read(self, item: Mapping[str, Any], task_id: str, path: JsonPath, *, scoped: bool) -> _Reading:
+        reading = _reading(item, task_id, scoped=scoped)
+        for key in _TIMESTAMP_KEYS:
+            if item.get(key) is not None and getattr(reading, key) is None:
+                self.warn(f"{key} {item[key]!r} is not a timestamp: kept as written", path)
+        if scoped and reading.status is None:
+            self.warn(f"unknown status {item.get('status')!r}: read as todo", path)
+        return reading
+
+    def _add(self, record: QueueRecord, path: JsonPath) -> None:
+        earlier = self._seen.get((record.scope, record.id))
+        if earlier is not None:
+            raise self.error(f"duplicate id {record.id!r} (also at {_path_text(earlier)})", path)
+        self._seen[(record.scope, record.id)] = path
+        self.records.append(record)
+
+
+def _record(
+    task_id: str, scope: str, status: str, position: int, item: dict[str, Any], reading: _Reading
+) -> QueueRecord:
+    return QueueRecord(
+        id=task_id,
+        scope=scope,
+        status=status,
+        title=reading.title,
+        priority=reading.priority,
+        position=position,
+        fields=dict(item),
+        created_at=reading.created_at,
+        completed_at=reading.completed_at,
+        skill=reading.skill,
+        project_id=reading.project_id,
+        agent_id=reading.agent_id,
+        user_id=reading.user_id,
+    )
+
+
+def _reading(item: Mapping[str, Any], task_id: str, *, scoped: bool) -> _Reading:
+    title, title_key = task_id, "description"
+    for key in ("description", "title"):
+        if isinstance(item.get(key), str):
+            title, title_key = item[key], key
+            break
+    order = item.get("order")
+    return _Reading(
+        title=title,
+        title_key=title_key,
+        priority=None if scoped else _text_or_none(item.get("priority"), numbers=False),
+        status=_scoped_status(item.get("status")) if scoped else None,
+        order=order if scoped and isinstance(order, int) and not isinstance(order, bool) else None,
+        created_at=_timestamp_or_none(item.get("created_at")),
+        completed_at=_timestamp_or_none(item.get("completed_at")),
+        skill=_text_or_none(item.get("assigned_skill")),
+        project_id=_text_or_none(item.get("project_id")),
+        agent_id=_text_or_none(item.get("agent_id")),
+        user_id=_text_or_none(item.get("user_id")),
+    )
+
+
+def _scoped_status(value: Any) -> str | None:
+    if value is None:
+        return "todo"  # an entry without status is ready
+    if not isinstance(value, str):
+        return None
+    return _STATUS_OF_SCOPED_VALUE.get(value.strip().lower())
+
+
+def _id_text(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and value.strip():
+        return value
+    return None
+
+
+def _text_or_none(value: Any, *, numbers: bool = True) -> str | None:
+    if isinstance(value, str):
+        return value
+    if numbers and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _timestamp_or_none(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_timestamp(value)
+    except ValueError:
+        return None
+
+
+def _is_entry(item: Any) -> bool:
+    return isinstance(item, dict) and "task_id" in item
+
+
+def _is_queue(value: Any) -> bool:
+    # An empty list names no work, so it is metadata (and never blocks legacy pop).
+    return isinstance(value, list) and bool(value) and all(_is_entry(item) for item in value)
+
+
+# --- blocked_on_* filters --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Blocker:
+    issues: frozenset[str]  # from "issues" and "gh_issue"
+    task_ids: frozenset[str]  # from "task_id"
+    label: str  # "<blocked_on_key>: <blocker or items text>"
+
+
+def _blockers(body: Mapping[str, Any]) -> list[_Blocker]:
+    found: list[_Blocker] = []
+    for key, value in body.items():
+        if not key.startswith(_BLOCKED_PREFIX) or not isinstance(value, list):
+            continue
+        for item in value:
+            if not isinstance(item, dict):
+                continue
+            issues = _names(item.get("issues")) | _names(item.get("gh_issue"))
+            text = next((item[k] for k in ("blocker", "items") if isinstance(item.get(k), str)), "")
+            label = f"{key}: {text}" if text else key
+            found.append(_Blocker(frozenset(issues), frozenset(_names(item.get("task_id"))), label))
+    return found
+
+
+def _names(value: Any) -> set[str]:
+    """Issue numbers or task ids named by a value: a scalar or a list of them."""
+    values = value if isinstance(value, list) else [value]
+    names: set[str] = set()
+    for one in values:
+        if isinstance(one, int) and not isinstance(one, bool):
+            names.add(str(one))
+        elif isinstance(one, str) and one.strip():
+            names.add(one.strip().lstrip("#"))
+    return names
+
+
+def _blocked_by(item: Mapping[str, Any], task_id: str, blockers: list[_Blocker]) -> str | None:
+    issues = _names(item.get("gh_issue"))
+    for blocker in blockers:
+        if issues & blocker.issues or task_id in blocker.task_ids:
+            return blocker.label
+    return None
+
+
+# --- writing ---------------------------------------------------------------------
+
+
+def render(doc: TasksDocument, records: Sequence[QueueRecord] | None = None) -> str:
+    """Write tasks.json: the skeleton of ``doc`` with ``records`` (default: its own) placed in.
+
+    Legacy records go into the list of their status (created if missing);
+    scoped records into their queue, with ``status`` set in place. A record
+    already in that list keeps its place (legacy lists follow ``position``);
+    one that arrived there is appended. Records not given are left out.
+    Unknown keys and their order survive; a known field is rewritten only
+    when its value changed, except malformed ``+00:00Z`` timestamps, which
+    are always written as ``Z``. Raises InvalidState when a record's scope
+    names a list of the file that is not a queue.
+    """
+    chosen = doc.records if records is None else list(records)
+    for record in chosen:
+        _check_status(record.status)
+    buckets = _place(doc, chosen)
+    top: list[tuple[str, Any]] = []
+    for slot in doc.skeleton.slots:
+        if isinstance(slot, Verbatim):
+            top.append((slot.key, slot.value))
+        elif isinstance(slot, LegacyList):
+            top.append((slot.key, [render_task(r) for r in buckets.pop(("", slot.key), [])]))
+        else:
+            top.append((slot.key, _render_extension(slot.key, slot.entries, buckets)))
+    _insert_missing_legacy(top, buckets)
+    for extension_key in _missing_extensions(buckets):
+        if any(key == extension_key for key, _ in top):
+            raise InvalidState(f"cannot write queues into {extension_key!r}: it is not an object")
+        top.append((extension_key, _render_extension(extension_key, (), buckets)))
+    return _dump(dict(top), doc.indent)
+
+
+def _check_status(status: str) -> None:
+    if status not in CANONICAL_STATUSES:
+        raise InvalidInput(f"status {status!r} is not one of {', '.join(sorted(CANONICAL_STATUSES))}")
+
+
+def _target(record: QueueRecord) -> tuple[str, str]:
+    """(scope, legacy list name) for legacy records; (scope, "") for scoped ones."""
+    if record.scope:
+        return (record.scope, "")
+    return ("", LEGACY_LIST_OF_STATUS[record.status])
+
+
+def _place(doc: TasksDocument, records: Sequence[QueueRecord]) -> dict[tuple[str, str], list[QueueRecord]]:
+    """Group records by destination list, each list in its written order."""
+    home = {(r.scope, r.id): (_target(r), index) for index, r in enumerate(doc.records)}
+    keyed: dict[tuple[str, str], list[tuple[tuple[int, int, int], QueueRecord]]] = {}
+    for record in records:
+        target = _target(record)
+        origin = home.get((record.scope, record.id))
+        if origin is None or origin[0] != target:
+            order = (1, record.position, 0)  # arrived here: after everything that stayed
+        elif target[0]:
+            order = (0, origin[1], 0)  # a scoped entry keeps its place; position is its "order"
+        else:
+            order = (0, record.position, origin[1])
+        keyed.setdefault(target, []).append((order, record))
+    return {
+        target: [record for _, record in sorted(group, key=lambda pair: pair[0])]
+        for target, group in keyed.items()
+    }
+
+
+def _render_extension(
+    key: str,
+    entries: tuple[Queue | Verbatim, ...],
+    buckets: dict[tuple[str, str], list[QueueRecord]],
+) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    for entry in entries:
+        scope = f"{key}.{entry.name if isinstance(entry, Queue) else entry.key}"
+        if isinstance(entry, Queue) or (entry.value == [] and (scope, "") in buckets):
+            name = entry.name if isinstance(entry, Queue) else entry.key
+            body[name] = [render_task(r) for r in buckets.pop((scope, ""), [])]
+        elif (scope, "") in buckets:
+            raise InvalidState(f"cannot write scope {scope!r}: that list is not a queue any more")
+        else:
+            body[entry.key] = entry.value
+    prefix = f"{key}."
+    for scope, legacy_list in list(buckets):
+        if not legacy_list and scope.startswith(prefix):
+            body[scope.removeprefix(prefix)] = [render_task(r) for r in buckets.pop((scope, ""))]
+    return body
+
+
+def _insert_missing_legacy(
+    top: list[tuple[str, Any]], buckets: dict[tuple[str, str], list[QueueRecord]]
+) -> None:
+    """Create the legacy lists records need, in the seed's order among those present."""
+    for rank, name in enumerate(LEGACY_LISTS):
+        group = buckets.pop(("", name), None)
+        if group is None:
+            continue
+        keys = [key for key, _ in top]
+        before = [keys.index(k) for k in LEGACY_LISTS[:rank] if k in keys]
+        after = [keys.index(k) for k in LEGACY_LISTS[rank + 1 :] if k in keys]
+        at = max(before) + 1 if before else min(after) if after else 0
+        top.insert(at, (name, [render_task(r) for r in group]))
+
+
+def _missing_extensions(buckets: dict[tuple[str, str], list[QueueRecord]]) -> list[str]:
+    """Extension keys named by scoped records whose extension the file does not have."""
+    wanted: list[str] = []
+    for scope, legacy_list in buckets:
+        if legacy_list:
+            continue
+        key = _split_scope(scope)[0]
+        if key not in wanted:
+            wanted.append(key)
+    return wanted
+
+
+def _split_scope(scope: str) -> tuple[str, str]:
+    m = _SCOPE_PATH.fullmatch(scope)
+    if m is None:
+        raise InvalidInput(f"scope {scope!r} is not a _<batch>_extension.<queue> path")
+    return m[1], m[2]
+
+
+def render_task(record: QueueRecord) -> dict[str, Any]:
+    """The record as a JSON object: its original fields with changed known fields rewritten."""
+    scoped = bool(record.scope)
+    if not record.fields:
+        return _new_scoped(record) if scoped else _new_legacy(record)
+    out = dict(record.fields)
+    id_key = "task_id" if scoped else "id"
+    before = _reading(out, _id_text(out.get(id_key)) or "", scoped=scoped)
+    if record.id != _id_text(out.get(id_key)):
+        out[id_key] = record.id
+    if record.title != before.title:
+        out[before.title_key] = record.title
+    if scoped:
+        _write_scoped_status(out, record, before)
+        if before.order is not None and record.position != before.order:
+            out["order"] = record.position
+    elif record.priority != before.priority:
+        out["priority"] = record.priority
+    for attribute, key in _ASSIGNMENT_KEYS:
+        if getattr(record, attribute) != getattr(before, attribute):
+            out[key] = getattr(record, attribute)
+    for key in _TIMESTAMP_KEYS:
+        if getattr(record, key) != getattr(before, key):
+            out[key] = _timestamp_text(getattr(record, key))
+    return _fix_malformed(out)
+
+
+def _write_scoped_status(out: dict[str, Any], record: QueueRecord, before: _Reading) -> None:
+    if record.status == (before.status or "todo"):
+        return  # unchanged: the original value (or its absence) stays
+    value = _SCOPED_VALUE_OF_STATUS[record.status]
+    if value is None:
+        out.pop("status", None)
+    else:
+        out["status"] = value
+
+
+def _new_legacy(record: QueueRecord) -> dict[str, Any]:
+    """A new legacy task in the seed script's key order."""
+    return {
+        "id": record.id,
+        "priority": record.priority,
+        "description": record.title,
+        "assigned_skill": record.skill,
+        "project_id": record.project_id,
+        "agent_id": record.agent_id,
+        "user_id": record.user_id,
+        "created_at": _timestamp_text(record.created_at),
+        "completed_at": _timestamp_text(record.completed_at),
+    }
+
+
+def _new_scoped(record: QueueRecord) -> dict[str, Any]:
+    """A new scoped entry: order, task_id, status, then only the fields that are set."""
+    out: dict[str, Any] = {"order": record.position, "task_id": record.id}
+    status = _SCOPED_VALUE_OF_STATUS[record.status]
+    if status is not None:
+        out["status"] = status
+    if record.title and record.title != record.id:
+        out["description"] = record.title
+    for attribute, key in _ASSIGNMENT_KEYS:
+        if getattr(record, attribute) is not None:
+            out[key] = getattr(record, attribute)
+    for key in _TIMESTAMP_KEYS:
+        if getattr(record, key) is not None:
+            out[key] = _timestamp_text(getattr(record, key))
+    return out
+
+
+def _timestamp_text(value: datetime | None) -> str | None:
+    return None if value is None else format_timestamp(value)
+
+
+def _fix_malformed(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The object with every malformed ``+HH:MMZ`` string value rewritten as ``...Z``."""
+    return {
+        key: format_timestamp(parse_timestamp(value))
+        if isinstance(value, str) and is_malformed(value)
+        else value
+        for key, value in obj.items()
+    }
+
+
+# --- errors.json and last-run.json -----------------------------------------------
+
+
+def parse_errors(text: str) -> list[dict[str, Any]]:
+    """Read errors.json: a JSON array of objects. FileFormatError for anything else."""
+    text = text.removeprefix("\ufeff")
+    data = _load_json(text)
+    locator = _Locator(text)
+    if not isinstance(data, list):
+        line, column = locator.position(())
+        raise FileFormatError("errors.json must hold a JSON array", line=line, column=column)
+    for index, item in enumerate(data):
+        if not isinstance(item, dict):
+            line, column = locator.position((index,))
+            raise FileFormatError(
+                f"[{index}]: must be an object, not {_json_type(item)}", line=line, column=column
+            )
+    return data
+
+
+def render_errors(items: Sequence[Mapping[str, Any]]) -> str:
+    """Write errors.json (indent 2); malformed ``+00:00Z`` values are written as ``Z``."""
+    return _dump([_fix_malformed(item) for item in items], 2)
+
+
+def parse_last_run(text: str) -> dict[str, Any]:
+    """Read last-run.json: one JSON object. FileFormatError for anything else."""
+    text = text.removeprefix("\ufeff")
+    data = _load_json(text)
+    if not isinstance(data, dict):
+        line, column = _Locator(text).position(())
+        raise FileFormatError("last-run.json must hold a JSON object", line=line, column=column)
+    return data
+
+
+def render_last_run(obj: Mapping[str, Any]) -> str:
+    """Write last-run.json (indent 2); malformed ``+00:00Z`` values are written as ``Z``."""
+    return _dump(_fix_malformed(obj), 2)
+
+
+def error_entry(
+    *,
+    timestamp: datetime,
+    task_id: str | None,
+    assigned_skill: str | None = None,
+    reason: str | None = None,
+    trace_id: str | None = None,
+    decision_log: Any = None,
+    resolved: bool = False,
+) -> dict[str, Any]:
+    """An errors.json item in the seed script's shape; an empty reason is "Unknown failure"."""
+    return {
+        "timestamp": format_timestamp(timestamp),
+        "task_id": task_id,
+        "assigned_skill": assigned_skill,
+        "reason": reason or "Unknown failure",
+        "trace_id": trace_id,
+        "decision_log": decision_log,
+        "resolved": resolved,
+    }
+
+
+def last_run_entry(
+    *,
+    timestamp: datetime,
+    task_id: str | None,
+    status: str,
+    description: str | None = None,
+    assigned_skill: str | None = None,
+    project_id: str | None = None,
+    agent_id: str | None = None,
+    user_id: str | None = None,
+    outcome: Any = None,
+    trace_id: str | None = None,
+    decision_log: Any = None,
+    scope: str | None = None,
+) -> dict[str, Any]:
+    """The last-run.json object in the seed script's shape; a legacy run has scope null."""
+    return {
+        "timestamp": format_timestamp(timestamp),
+        "task_id": task_id,
+        "status": status,
+        "description": description,
+        "assigned_skill": assigned_skill,
+        "project_id": project_id,
+        "agent_id": agent_id,
+        "user_id": user_id,
+        "outcome": outcome,
+        "trace_id": trace_id,
+        "decision_log": decision_log,
+        "scope": scope or None,
+    }
+
+
+def outcome_value(text: str) -> Any:
+    """An ``--outcome`` argument as stored: its JSON value, or ``{"result": text}`` if not JSON."""
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return {"result": text}
+
+
+# --- JSON text helpers ------------------------------------------------------------
+
+
+def _load_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FileFormatError(f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
+    except RecursionError:
+        raise FileFormatError("invalid JSON: nested too deeply") from None
+
+
+def _dump(value: Any, indent: int | None) -> str:
+    return json.dumps(value, indent=indent, ensure_ascii=False) + "\n"
+
+
+def _detect_indent(text: str, *, empty: bool) -> int | None:
+    """The indentation of the first indented line; None for one-line JSON; 2 if unknown."""
+    body = text.strip()
+    if "\n" not in body:
+        return 2 if empty else None
+    for line in body.splitlines()[1:]:
+        content = line.lstrip(" \t")
+        if content:
+            lead = line[: len(line) - len(content)]
+            return 2 if "\t" in lead else len(lead)
+    return 2
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _path_text(path: JsonPath) -> str:
+    text = ""
+    for step in path:
+        if isinstance(step, int):
+            text += f"[{step}]"
+        else:
+            text += f".{step}" if text else step
+    return text
+
+
+class _Locator:
+    """Finds where a JSON path's value starts in already-valid JSON text (best effort)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._decoder = json.JSONDecoder()
+
+    def position(self, path: JsonPath) -> tuple[int | None, int | None]:
+        """(line, column), 1-based, of the value at ``path``; (None, None) if not found."""
+        try:
+            offset: int | None = self._skip(0)
+            for step in path:
+                if offset is None:
+                    break
+                offset = self._child(offset, step)
+        except (ValueError, IndexError, RecursionError):
+            offset = None
+        if offset is None:
+            return None, None
+        line_start = self._text.rfind("\n", 0, offset) + 1
+        return self._text.count("\n", 0, offset) + 1, offset - line_start + 1
+
+    def _skip(self, offset: int) -> int:
+        m = _WHITESPACE.match(self._text, offset)
+        return m.end() if m else offset
+
+    def _after_value(self, offset: int) -> int:
+        """Offset of the next member: past the value at ``offset`` and its comma."""
+        offset = self._skip(self._decoder.raw_decode(self._text, offset)[1])
+        return self._skip(offset + 1) if self._text[offset] == "," else offset
+
+    def _child(self, offset: int, step: str | int) -> int | None:
+        text = self._text
+        if isinstance(step, str):
+            if text[offset] != "{":
+                return None
+            found = None
+            offset = self._skip(offset + 1)
+            while text[offset] != "}":
+                key, offset = self._decoder.raw_decode(text, offset)
+                offset = self._skip(self._skip(offset) + 1)  # past the colon
+                if key == step:
+                    found = offset  # the last duplicate wins, as in json.loads
+                offset = self._after_value(offset)
+            return found
+        if text[offset] != "[":
+            return None
+        offset = self._skip(offset + 1)
+        index = 0
+        while text[offset] != "]":
+            if index == step:
+                return offset
+            offset = self._after_value(offset)
+            index += 1
+        return None

@@ -1,0 +1,1 @@
+"""Files <-> ledger: import, export and two-way sync of the workspace files."""

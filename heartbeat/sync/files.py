@@ -1,0 +1,89 @@
+"""Workspace file plumbing: default paths, atomic writes that keep the mode, a write lock."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from heartbeat.errors import FileFormatError, NotFound
+
+STATE = Path(".agent") / "state"
+
+# Where each kind of file lives in a workspace (FORMATS.md).
+DEFAULT_PATHS: dict[str, Path] = {
+    "todo": Path("TODO.md"),
+    "done": Path("TODO.DONE.md"),
+    "recur": Path("TODO.RECUR.md"),
+    "tasks-json": STATE / "tasks.json",
+    "errors-json": STATE / "errors.json",
+    "last-run": STATE / "last-run.json",
+    "proactive": Path("PROACTIVE.md"),
+    "state": Path("memory") / "heartbeat-state.json",
+}
+NEW_FILE_MODE = 0o600  # the runtimes write their files 0600
+
+
+def default_path(workspace: Path, kind: str) -> Path:
+    return workspace / DEFAULT_PATHS[kind]
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def read_text(path: Path) -> str:
+    """A workspace file's text (UTF-8, line endings untouched)."""
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise NotFound(f"{path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise FileFormatError(f"not UTF-8 text (byte {exc.start})", path=str(path)) from None
+    except IsADirectoryError:
+        raise NotFound(f"{path}: is a directory, not a file") from None
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically (temp file + rename), keeping its mode."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = NEW_FILE_MODE
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def file_lock(workspace: Path, name: str = "files") -> Iterator[None]:
+    """Serialise file writers of one workspace across processes (an flock on a lock file).
+
+    The ledger is the truth and needs no such lock; this only keeps two
+    processes from rendering the same workspace files at the same time.
+    """
+    import fcntl
+
+    lock_dir = workspace / STATE
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_dir / f".{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)

@@ -1,0 +1,325 @@
+"""tasks.json, errors.json and last-run.json <-> the ledger (FORMATS.md section 2).
+
+The files are views of the ledger: import reads them into rows in one
+transaction (all or nothing); export renders rows back through
+:mod:`heartbeat.formats.tasks_json`, which keeps every field, key order and
+metadata list it did not change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from heartbeat.db.models import Error, Run, SyncState, Task, TaskStatus, priority_rank
+from heartbeat.errors import FileFormatError
+from heartbeat.formats import tasks_json
+from heartbeat.formats.timestamps import parse_timestamp
+from heartbeat.sync.files import atomic_write, default_path, digest, file_lock, read_text
+from heartbeat.tasks import record_event, snapshot
+
+if TYPE_CHECKING:
+    from heartbeat.ledger import Ledger
+
+SOURCE = "tasks-json"
+
+
+def in_tasks_json() -> Any:
+    """Which tasks tasks.json shows: every queue task (Markdown TODO entries have their own files)."""
+    return or_(Task.scope != "", Task.source != "todo")
+
+
+def record_from_row(row: Any) -> tasks_json.QueueRecord:
+    """A task row (ORM object or column mapping) as a tasks.json record."""
+    get = row.get if isinstance(row, Mapping) else lambda k: getattr(row, k)
+    status = get("status")
+    fields = dict(get("extra") or {})
+    created_at, completed_at = get("created_at"), get("completed_at")
+    if fields:
+        # the file's own stamps: hb's bookkeeping times are not written into objects that lacked them
+        created_at = _when(fields.get("created_at")) if "created_at" in fields else None
+        if "completed_at" not in fields and get("scope"):
+            completed_at = None
+    return tasks_json.QueueRecord(
+        id=get("id"),
+        scope=get("scope") or "",
+        status=status.value if isinstance(status, TaskStatus) else str(status),
+        title=get("title"),
+        priority=get("priority"),
+        position=get("position") or 0,
+        blocked_by=get("blocked_by"),
+        fields=fields,
+        created_at=created_at,
+        completed_at=completed_at,
+        skill=get("skill"),
+        project_id=get("project_id"),
+        agent_id=get("agent_id"),
+        user_id=get("user_id"),
+    )
+
+
+def task_object(row: Any) -> dict[str, Any]:
+    """The task as ``hb pop`` prints it: its tasks.json object, current status included."""
+    return tasks_json.render_task(record_from_row(row))
+
+
+def _columns(record: tasks_json.QueueRecord, now: datetime) -> dict[str, Any]:
+    return {
+        "title": record.title,
+        "status": TaskStatus(record.status),
+        "priority": record.priority,
+        "priority_rank": priority_rank(record.priority),
+        "position": record.position,
+        "blocked_by": record.blocked_by,
+        "extra": record.fields,
+        "created_at": record.created_at or now,
+        "completed_at": record.completed_at,
+        "skill": record.skill,
+        "project_id": record.project_id,
+        "agent_id": record.agent_id,
+        "user_id": record.user_id,
+    }
+
+
+@dataclass
+class ImportReport:
+    kind: str
+    path: str
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "warnings": self.warnings,
+        }
+
+
+def _key(scope: str, task_id: str) -> str:
+    return f"{scope}:{task_id}" if scope else task_id
+
+
+def import_tasks(session: Session, text: str, path: Path, now: datetime, *, actor: str = "import") -> ImportReport:
+    """Read tasks.json into the ledger: new records added, changed ones updated (history kept)."""
+    try:
+        doc = tasks_json.parse(text)
+    except FileFormatError as exc:
+        raise exc.at_path(str(path)) from None
+    report = ImportReport(SOURCE, str(path), warnings=list(doc.warnings))
+    existing = {(t.scope, t.id): t for t in session.scalars(select(Task).where(in_tasks_json()))}
+    for record in doc.records:
+        values = _columns(record, now)
+        task = existing.get((record.scope, record.id))
+        if task is None:
+            task = Task(
+                id=record.id,
+                scope=record.scope,
+                source=SOURCE,
+                follow_up=False,
+                attempts=0,
+                version=1,
+                updated_at=now,
+                last_update_at=now,
+                **values,
+            )
+            if task.status is TaskStatus.DOING:
+                task.attempts = 1  # someone is (or was) working on it: that is an attempt
+            session.add(task)
+            session.flush()
+            record_event(session, task, "created", now, actor=actor, detail={"file": str(path)})
+            report.added.append(_key(record.scope, record.id))
+            continue
+        changed = {k: v for k, v in values.items() if k != "created_at" and getattr(task, k) != v}
+        if not changed:
+            report.unchanged += 1
+            continue
+        before = snapshot(task)
+        for name, value in changed.items():
+            setattr(task, name, value)
+        if "status" in changed and task.status is not TaskStatus.DOING:
+            task.claimed_at = task.claimed_by = task.lease_expires_at = None
+        task.version += 1
+        task.updated_at = now
+        record_event(session, task, "updated", now, before=before, actor=actor,
+                     detail={"fields": sorted(changed), "file": str(path)})
+        report.updated.append(_key(record.scope, record.id))
+    remember(session, SOURCE, path, text, now)
+    return report
+
+
+def remember(session: Session, kind: str, path: Path, text: str, now: datetime) -> None:
+    """Record what the file held when hb last read or wrote it (for sync and exports)."""
+    row = session.get(SyncState, kind)
+    if row is None:
+        row = SyncState(kind=kind, path=str(path), synced_at=now)
+        session.add(row)
+    row.path = str(path)
+    row.content_hash = digest(text)
+    row.size = len(text.encode("utf-8"))
+    row.synced_at = now
+    row.skeleton = {"text": text}
+
+
+def _document(session: Session, kind: str) -> tasks_json.TasksDocument:
+    row = session.get(SyncState, kind)
+    if row is not None and row.skeleton and "text" in row.skeleton:
+        try:
+            return tasks_json.parse(row.skeleton["text"])
+        except FileFormatError:
+            pass
+    return tasks_json.empty_document()
+
+
+def render_tasks(session: Session) -> str:
+    """tasks.json as the ledger has it now."""
+    doc = _document(session, SOURCE)
+    rows = session.scalars(select(Task).where(in_tasks_json()).order_by(Task.scope, Task.position, Task.pk))
+    return tasks_json.render(doc, [record_from_row(t) for t in rows])
+
+
+# --- errors.json ------------------------------------------------------------------
+
+
+def import_errors(session: Session, text: str, path: Path, now: datetime) -> ImportReport:
+    """Read errors.json; an item already in the ledger (same object) is not added twice."""
+    try:
+        items = tasks_json.parse_errors(text)
+    except FileFormatError as exc:
+        raise exc.at_path(str(path)) from None
+    report = ImportReport("errors-json", str(path))
+    known = [e.extra for e in session.scalars(select(Error).where(Error.extra.is_not(None)))]
+    tasks = {t.id: t for t in session.scalars(select(Task).where(Task.scope == ""))}
+    for index, item in enumerate(items):
+        if item in known:
+            report.unchanged += 1
+            continue
+        at = _when(item.get("timestamp")) or now
+        task_id = item.get("task_id")
+        task = tasks.get(str(task_id)) if task_id is not None else None
+        session.add(
+            Error(
+                task_pk=task.pk if task else None,
+                task_id=None if task_id is None else str(task_id),
+                scope="",
+                skill=item.get("assigned_skill"),
+                at=at,
+                reason=str(item.get("reason") or "Unknown failure"),
+                trace_id=item.get("trace_id"),
+                decision_log=item.get("decision_log"),
+                resolved=bool(item.get("resolved", False)),
+                final=False,
+                extra=item,
+            )
+        )
+        known.append(item)
+        report.added.append(f"[{index}]")
+    remember(session, "errors-json", path, text, now)
+    return report
+
+
+def _when(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_timestamp(value)
+    except ValueError:
+        return None
+
+
+def render_errors(session: Session) -> str:
+    items = []
+    for e in session.scalars(select(Error).order_by(Error.pk)):
+        if e.extra is not None:
+            items.append(e.extra)
+            continue
+        items.append(
+            tasks_json.error_entry(
+                timestamp=e.at,
+                task_id=e.task_id,
+                assigned_skill=e.skill,
+                reason=e.reason,
+                trace_id=e.trace_id,
+                decision_log=e.decision_log,
+                resolved=e.resolved,
+            )
+        )
+    return tasks_json.render_errors(items)
+
+
+# --- last-run.json ----------------------------------------------------------------
+
+
+def import_last_run(session: Session, text: str, path: Path, now: datetime) -> ImportReport:
+    try:
+        obj = tasks_json.parse_last_run(text)
+    except FileFormatError as exc:
+        raise exc.at_path(str(path)) from None
+    report = ImportReport("last-run", str(path))
+    latest = session.scalars(select(Run).where(Run.record.is_not(None)).order_by(Run.pk.desc()).limit(1)).first()
+    if latest is not None and latest.record == obj:
+        report.unchanged = 1
+    else:
+        at = _when(obj.get("timestamp")) or now
+        session.add(
+            Run(
+                kind="import",
+                scope=obj.get("scope"),
+                status=str(obj.get("status") or "unknown"),
+                started_at=at,
+                finished_at=at,
+                task_id=None if obj.get("task_id") is None else str(obj.get("task_id")),
+                record=obj,
+            )
+        )
+        report.added.append("last-run")
+    remember(session, "last-run", path, text, now)
+    return report
+
+
+def render_last_run(session: Session) -> str | None:
+    latest = session.scalars(select(Run).where(Run.record.is_not(None)).order_by(Run.pk.desc()).limit(1)).first()
+    if latest is None or latest.record is None:
+        return None
+    return tasks_json.render_last_run(latest.record)
+
+
+RENDERERS = {"tasks-json": render_tasks, "errors-json": render_errors, "last-run": render_last_run}
+IMPORTERS = {"tasks-json": import_tasks, "errors-json": import_errors, "last-run": import_last_run}
+
+
+def export_queue_files(ledger: Ledger) -> list[str]:
+    """Re-render tasks.json / errors.json / last-run.json in the workspace (sync.auto_export).
+
+    Serialised by a workspace file lock; each render reads the ledger inside the
+    lock, so the last writer always writes the newest state.
+    """
+    written = []
+    with file_lock(ledger.workspace):
+        with ledger.write() as session:
+            now = ledger.now()
+            for kind, render in RENDERERS.items():
+                text = render(session)
+                if text is None:
+                    continue
+                path = default_path(ledger.workspace, kind)
+                try:
+                    current = read_text(path)
+                except Exception:
+                    current = None
+                if current != text:
+                    atomic_write(path, text)
+                    written.append(str(path))
+                remember(session, kind, path, text, now)
+    return written
