@@ -1,0 +1,501 @@
+"""When recurring work is due: schedules, daylight saving, PROACTIVE.md periods.
+
+Pure functions of (rule, state, now). Two kinds of rule (SPEC.md section 6):
+
+- calendar rules (``daily``, ``weekly``, ``every N days``, cron) are scheduled
+  in local wall-clock time and keep it across daylight-saving changes;
+- ``every N hours`` steps in elapsed time from the anchor instant.
+
+hb's daylight-saving rule (:func:`resolve_local`): a wall-clock time that does
+not exist fires once, when the gap ends; one that happens twice fires once, the
+first time. Never twice, never skipped.
+
+All instants returned are aware UTC datetimes. Local wall-clock times (an
+anchor, TODO.RECUR.md ``Next``) are naive datetimes read in a ``ZoneInfo``.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from enum import StrEnum
+from zoneinfo import ZoneInfo
+
+from croniter import CroniterBadDateError, croniter
+
+from heartbeat.errors import InvalidInput
+from heartbeat.rules.repeat import Repeat, RepeatKind
+
+__all__ = [
+    "ConditionResult",
+    "Frequency",
+    "Materialized",
+    "MissedPolicy",
+    "check_conditions",
+    "due_occurrences",
+    "due_period",
+    "is_due",
+    "materialize",
+    "next_after",
+    "occurrences",
+    "period_key",
+    "proactive_due",
+    "resolve_local",
+    "runs_for",
+]
+
+_SECOND = timedelta(seconds=1)
+
+
+# --- validation of datetimes handed in by callers --------------------------------------
+
+
+def _require_naive(value: datetime, what: str) -> None:
+    if value.tzinfo is not None:
+        raise InvalidInput(f"{what} must be a local wall-clock time without a zone, got {value}")
+
+
+def _require_aware(value: datetime, what: str) -> None:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInput(f"{what} must carry a timezone, got {value}")
+
+
+def _wall_clock(instant: datetime, zone: ZoneInfo) -> datetime:
+    """The naive local wall-clock reading of an aware instant in ``zone``."""
+    return instant.astimezone(zone).replace(tzinfo=None, fold=0)
+
+
+# --- daylight saving ---------------------------------------------------------------------
+
+
+def resolve_local(naive: datetime, zone: ZoneInfo) -> datetime:
+    """Map a local wall-clock time to the aware UTC instant hb fires at.
+
+    A time that exists once maps to that instant; a time that happens twice
+    (fall-back) maps to the FIRST instant; a time that does not exist
+    (spring-forward gap) maps to the instant the gap ends. Equivalently: the
+    earliest instant whose local wall clock reads ``naive`` or later, so the
+    mapping never decreases as ``naive`` increases.
+    """
+    _require_naive(naive, "local time")
+    wall = naive.replace(fold=0)
+    try:
+        first = wall.replace(tzinfo=zone).astimezone(UTC)
+        if _wall_clock(first, zone) == wall:
+            return first
+        return _gap_end(wall, zone)
+    except OverflowError:
+        raise InvalidInput(f"local time {naive} is outside the supported calendar") from None
+
+
+def _gap_end(wall: datetime, zone: ZoneInfo) -> datetime:
+    """The transition instant that skips over ``wall`` (a time that does not exist)."""
+    # For a missing time, fold=0 reads it with the offset before the gap (an instant after
+    # the transition) and fold=1 with the offset after it (an instant before the transition).
+    a = wall.replace(tzinfo=zone, fold=0).astimezone(UTC)
+    b = wall.replace(tzinfo=zone, fold=1).astimezone(UTC)
+    lo, hi = min(a, b).replace(microsecond=0), max(a, b)
+    if hi.microsecond:
+        hi = hi.replace(microsecond=0) + _SECOND
+    later_offset = hi.astimezone(zone).utcoffset()
+    # Zone transitions fall on whole seconds: bisect for the first second in the new offset.
+    while hi - lo > _SECOND:
+        mid = lo + ((hi - lo) // _SECOND // 2) * _SECOND
+        if mid.astimezone(zone).utcoffset() == later_offset:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+# --- schedules -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Slot:
+    local: datetime  # the scheduled wall-clock time (naive; may lie in a gap)
+    at: datetime  # the instant it fires (aware UTC)
+
+
+def _calendar_slots(anchor: datetime, step_days: int, zone: ZoneInfo, after: datetime) -> Iterator[_Slot]:
+    # Begin one step early: a slot can fire a few hours off its wall-clock date.
+    behind = (_wall_clock(after, zone).date() - anchor.date()).days // step_days - 1
+    k = max(0, behind)
+    while True:
+        local = anchor + timedelta(days=k * step_days)  # naive arithmetic keeps the wall clock
+        yield _Slot(local, resolve_local(local, zone))
+        k += 1
+
+
+def _hour_slots(first: datetime, hours: int, zone: ZoneInfo, after: datetime) -> Iterator[_Slot]:
+    step = timedelta(hours=hours)
+    k = max(0, (after - first) // step)
+    while True:
+        at = first + k * step
+        yield _Slot(_wall_clock(at, zone), at)
+        k += 1
+
+
+def _cron_slots(expr: str, anchor: datetime, zone: ZoneInfo, after: datetime) -> Iterator[_Slot]:
+    # A match at or before the wall clock of `after` resolves to an instant <= `after`.
+    begin = max(_wall_clock(after, zone), anchor - timedelta(minutes=1))
+    matches = croniter(expr, start_time=begin, ret_type=datetime)
+    while True:
+        try:
+            local = matches.get_next(datetime)
+        except CroniterBadDateError:
+            return  # the expression never matches again (e.g. 30 February)
+        if local >= anchor:
+            yield _Slot(local, resolve_local(local, zone))
+
+
+def _raw_slots(
+    repeat: Repeat, anchor: datetime, first: datetime, zone: ZoneInfo, after: datetime
+) -> Iterator[_Slot]:
+    if repeat.kind is RepeatKind.HOURS:
+        return _hour_slots(first, repeat.n, zone, after)
+    if repeat.kind is RepeatKind.CRON:
+        if repeat.cron is None:
+            raise InvalidInput("a cron rule needs a cron expression")
+        return _cron_slots(repeat.cron, anchor, zone, after)
+    step = {RepeatKind.DAILY: 1, RepeatKind.WEEKLY: 7}.get(repeat.kind, repeat.n)
+    if step < 1:
+        raise InvalidInput(f"Repeat {repeat.render()!r}: N must be at least 1")
+    return _calendar_slots(anchor, step, zone, after)
+
+
+def _series(
+    repeat: Repeat, anchor: datetime, first: datetime, zone: ZoneInfo, after: datetime
+) -> Iterator[_Slot]:
+    """The rule's slots firing strictly after ``after``: increasing, each instant once.
+
+    ``anchor`` is the phase as a wall-clock time (calendar and cron rules);
+    ``first`` is the instant the series starts at (``every N hours``).
+    """
+    last = after
+    try:
+        for slot in _raw_slots(repeat, anchor, first, zone, after):
+            # Wall-clock times that resolve to one instant (a gap) fire once.
+            if slot.at > last:
+                last = slot.at
+                yield slot
+    except OverflowError:
+        return  # past the year 9999: the calendar ends
+
+
+def occurrences(
+    repeat: Repeat, anchor: datetime, zone: ZoneInfo, start: datetime, end: datetime
+) -> Iterator[datetime]:
+    """The instants (aware UTC) a rule fires in ``(start, end]``, strictly increasing.
+
+    ``anchor`` is the rule's phase and first occurrence, a naive wall-clock time
+    in ``zone`` (TODO.RECUR.md ``Next``); nothing fires before it.
+    """
+    _require_naive(anchor, "anchor")
+    _require_aware(start, "start")
+    _require_aware(end, "end")
+    for slot in _series(repeat, anchor, resolve_local(anchor, zone), zone, start):
+        if slot.at > end:
+            return
+        yield slot.at
+
+
+def next_after(repeat: Repeat, anchor: datetime, zone: ZoneInfo, now: datetime) -> datetime:
+    """The first occurrence strictly after ``now`` (aware UTC), keeping the anchor's phase.
+
+    Raises :class:`InvalidInput` when the rule never fires again (a cron
+    expression that cannot match).
+    """
+    _require_naive(anchor, "anchor")
+    _require_aware(now, "now")
+    slot = _next_slot(repeat, anchor, resolve_local(anchor, zone), zone, now)
+    return slot.at
+
+
+def _next_slot(repeat: Repeat, anchor: datetime, first: datetime, zone: ZoneInfo, now: datetime) -> _Slot:
+    for slot in _series(repeat, anchor, first, zone, now):
+        return slot
+    raise InvalidInput(f"Repeat {repeat.render()!r} never fires after {now.isoformat()}")
+
+
+def is_due(next_at: datetime, now: datetime) -> bool:
+    """Whether an occurrence at ``next_at`` is due at ``now`` (inclusive: ``next_at <= now``)."""
+    _require_aware(next_at, "next_at")
+    _require_aware(now, "now")
+    return next_at <= now
+
+
+def due_occurrences(repeat: Repeat, next_at: datetime, zone: ZoneInfo, now: datetime) -> list[datetime]:
+    """The occurrences in ``[next_at, now]`` (aware UTC, increasing); empty when not due.
+
+    ``next_at`` is the stored next instant and is always the first element when
+    due. Later calendar occurrences keep ``next_at``'s local wall-clock time (a
+    ``next_at`` already moved to a gap's end keeps that moved time; callers that
+    hold the wall-clock phase use :func:`occurrences` instead).
+    """
+    if not is_due(next_at, now):
+        return []
+    first = next_at.astimezone(UTC)
+    anchor = _wall_clock(first, zone)
+    later = _series(repeat, anchor, first, zone, first)
+    return [first, *(slot.at for slot in _until(later, now))]
+
+
+def _until(slots: Iterator[_Slot], end: datetime) -> Iterator[_Slot]:
+    for slot in slots:
+        if slot.at > end:
+            return
+        yield slot
+
+
+# --- materialising TODO.RECUR.md entries (the newer runtime) -------------------------------
+
+
+@dataclass(frozen=True)
+class Materialized:
+    """One TODO.md entry for a due recurring entry, and where its ``Next`` moves."""
+
+    text: str  # the TODO.md content: "<Next> [(<TZ>)] <content>"
+    new_next_local: datetime  # the new ``Next``: naive wall-clock time in the entry's zone
+    missed: int  # due occurrences beyond the first (periods missed while nobody ran)
+    new_next_at: datetime  # the instant ``new_next_local`` fires at (aware UTC)
+
+
+def materialize(
+    repeat: Repeat,
+    next_local: datetime,
+    zone: ZoneInfo,
+    tz_label: str | None,
+    content: str,
+    now: datetime,
+) -> Materialized | None:
+    """Copy a due TODO.RECUR.md entry the way the newer runtime does (FORMATS.md 1).
+
+    None when ``Next`` (``next_local``, naive wall-clock in ``zone``) is after
+    ``now``. Otherwise ONE entry however many periods were missed, and ``Next``
+    advances to the first occurrence strictly after ``now``, phase kept: a
+    calendar rule keeps its wall-clock time even where that time was skipped.
+    """
+    _require_naive(next_local, "Next")
+    _require_aware(now, "now")
+    first = resolve_local(next_local, zone)
+    if first > now:
+        return None
+    for missed, slot in enumerate(_series(repeat, next_local, first, zone, first)):
+        if slot.at > now:
+            label = f" ({tz_label})" if tz_label else ""
+            text = f"{next_local:%Y-%m-%d %H:%M}{label} {content}"
+            return Materialized(text, slot.local, missed, slot.at)
+    raise InvalidInput(f"Repeat {repeat.render()!r} never fires after {now.isoformat()}")
+
+
+# --- missed periods ------------------------------------------------------------------------
+
+
+class MissedPolicy(StrEnum):
+    SKIP = "skip"  # run only the current period; drop periods missed while down
+    ONCE = "once"  # one run stands for every missed period (the default)
+    ALL = "all"  # one run per due occurrence
+
+
+def runs_for(policy: MissedPolicy, due: Sequence[datetime]) -> list[datetime]:
+    """Which of the due occurrences to run under ``policy``.
+
+    once: the latest only; all: every one; skip: the one when exactly one is
+    due, none when periods were missed (more than one is due).
+    """
+    if not due:
+        return []
+    if policy is MissedPolicy.ALL:
+        return sorted(due)
+    if policy is MissedPolicy.SKIP:
+        return list(due) if len(due) == 1 else []
+    return [max(due)]
+
+
+# --- PROACTIVE.md frequencies (FORMATS.md 3) -----------------------------------------------
+
+
+class Frequency(StrEnum):
+    HOURLY = "hourly"  # every tick, once per clock hour
+    DAILY = "daily"  # once per day, inside the time window if a time is set
+    WEEKLY = "weekly"  # once per week (Monday to Sunday), on its day
+    MONTHLY = "monthly"  # once per month, on its day clamped to the month's end
+
+
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_HHMM = re.compile(r"^([01]?[0-9]|2[0-3]):([0-5][0-9])$")
+_TICK = timedelta(minutes=30)
+
+
+def period_key(freq: Frequency, when_local: datetime) -> str:
+    """The period a local time belongs to, for "already ran this period".
+
+    hourly ``2026-05-04T10``, daily ``2026-05-04``, weekly the date of that
+    week's Monday (``2026-12-28`` for 2026-12-28..2027-01-03), monthly ``2026-05``.
+    """
+    day = when_local.date()
+    if freq is Frequency.HOURLY:
+        return f"{day.isoformat()}T{when_local.hour:02d}"
+    if freq is Frequency.DAILY:
+        return day.isoformat()
+    if freq is Frequency.WEEKLY:
+        # ISO week numbers misfire at year boundaries; the Monday's date does not.
+        return (day - timedelta(days=day.weekday())).isoformat()
+    return f"{day.year:04d}-{day.month:02d}"
+
+
+def _parse_time(text: str) -> time:
+    m = _HHMM.match(text.strip())
+    if not m:
+        raise InvalidInput(f"time {text!r}: expected HH:MM (24-hour)")
+    return time(int(m.group(1)), int(m.group(2)))
+
+
+def _weekday_matcher(day: str) -> Callable[[date], bool]:
+    name = day.strip().lower()
+    if name not in _WEEKDAYS:
+        raise InvalidInput(f"day {day!r}: expected monday..sunday for a weekly task")
+    index = _WEEKDAYS.index(name)
+    return lambda d: d.weekday() == index
+
+
+def _monthday_matcher(day: str) -> Callable[[date], bool]:
+    text = day.strip()
+    if not text.isdigit() or not 1 <= int(text) <= 31:
+        raise InvalidInput(f"day {day!r}: expected 1..31 for a monthly task")
+    wanted = int(text)
+    # Clamped to the month's last day, so day 31 fires on 30 April and 28/29 February.
+    return lambda d: d.day == min(wanted, calendar.monthrange(d.year, d.month)[1])
+
+
+def _day_matcher(freq: Frequency, day: str | None) -> Callable[[date], bool]:
+    if day is None or freq is Frequency.DAILY:
+        return lambda d: True
+    if freq is Frequency.WEEKLY:
+        return _weekday_matcher(day)
+    return _monthday_matcher(day)
+
+
+def _at_local(day: date, at: time, zone: tzinfo | None) -> datetime:
+    """When ``day`` at wall-clock ``at`` happens, in the zone of the caller's local time."""
+    wall = datetime.combine(day, at)
+    if isinstance(zone, ZoneInfo):
+        return resolve_local(wall, zone)
+    return wall.replace(tzinfo=zone)
+
+
+def due_period(
+    freq: Frequency,
+    *,
+    time: str | None,
+    day: str | None,
+    last_period: str | None,
+    now_local: datetime,
+    tick: timedelta = _TICK,
+) -> str | None:
+    """The period key a PROACTIVE.md task is due for at ``now_local``, or None.
+
+    The key to record as handed out. It is ``period_key(freq, now_local)``
+    except when a time window that opened late yesterday runs past midnight;
+    then it is yesterday's period. ``now_local`` is local time, naive or aware
+    (with a ZoneInfo, windows are measured in elapsed time, so a time inside a
+    daylight-saving gap opens when the gap ends).
+    """
+    if tick <= timedelta(0):
+        raise InvalidInput(f"tick must be positive, got {tick}")
+    if freq is Frequency.HOURLY:
+        key = period_key(freq, now_local)
+        return None if key == last_period else key
+    on_day = _day_matcher(freq, day)
+    today = now_local.date()
+    if time is None:
+        key = period_key(freq, now_local)
+        return key if on_day(today) and key != last_period else None
+    at = _parse_time(time)
+    for opened_on in (today, today - timedelta(days=1)):
+        if not on_day(opened_on):
+            continue
+        opens = _at_local(opened_on, at, now_local.tzinfo)
+        if opens <= now_local < opens + tick:
+            key = period_key(freq, datetime.combine(opened_on, at))
+            if key != last_period:
+                return key
+    return None
+
+
+def proactive_due(
+    freq: Frequency,
+    *,
+    time: str | None,
+    day: str | None,
+    last_period: str | None,
+    now_local: datetime,
+    tick: timedelta = _TICK,
+) -> bool:
+    """Whether a PROACTIVE.md task is due at ``now_local`` (FORMATS.md 3, bugs fixed).
+
+    hourly: unless it already ran this hour. daily: not yet this period and,
+    with ``time``, ``now_local`` in ``[time, time + tick)``. weekly: on ``day``
+    (monday..sunday; any day when absent), not yet this week. monthly: on
+    ``day`` ("1".."31", clamped to the month's last day), not yet this month.
+    Raises :class:`InvalidInput` for a bad ``time`` or ``day``.
+    """
+    period = due_period(freq, time=time, day=day, last_period=last_period, now_local=now_local, tick=tick)
+    return period is not None
+
+
+# --- conditions ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConditionResult:
+    ok: bool  # no known condition failed
+    failed: list[str]  # known conditions that do not hold now
+    passed_through: list[str]  # conditions hb does not judge; the agent does
+
+
+_MARKET_OPEN = time(9, 30)
+_MARKET_CLOSE = time(16, 0)
+
+
+def check_conditions(
+    conditions: Sequence[str],
+    *,
+    now_local: datetime,
+    last_conversation_at: datetime | None,
+    now: datetime,
+    available_hours: float = 4,
+) -> ConditionResult:
+    """Judge a task's conditions at ``now`` (seed 001).
+
+    market_hours_only: Monday-Friday, 09:30 <= local time < 16:00;
+    weekdays_only: Monday-Friday; user_available: the user spoke within
+    ``available_hours``. Unknown conditions are passed through, not judged.
+    """
+    _require_aware(now, "now")
+    if last_conversation_at is not None:
+        _require_aware(last_conversation_at, "last_conversation_at")
+    if available_hours < 0:
+        raise InvalidInput(f"available_hours must not be negative, got {available_hours}")
+    weekday = now_local.weekday() < 5
+    judged: dict[str, bool] = {
+        "market_hours_only": weekday and _MARKET_OPEN <= now_local.time() < _MARKET_CLOSE,
+        "weekdays_only": weekday,
+        "user_available": last_conversation_at is not None
+        and now - last_conversation_at <= timedelta(hours=available_hours),
+    }
+    failed: list[str] = []
+    passed_through: list[str] = []
+    for condition in conditions:
+        name = condition.strip().lower()
+        if not name:
+            continue  # a blank list item is no condition
+        if name not in judged:
+            passed_through.append(condition)
+        elif not judged[name]:
+            failed.append(condition)
+    return ConditionResult(ok=not failed, failed=failed, passed_through=passed_through)

@@ -1,0 +1,255 @@
+"""The queue as the seed-003 script's callers use it: exit codes, order, leases, retries, files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Runner
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+Q = "_round3_extension.ag_implementation_queue"
+
+
+def _load(hb: Runner, workspace: Path, name: str) -> Path:
+    target = workspace / ".agent" / "state" / "tasks.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(FIXTURES / name, target)
+    hb("import", "tasks-json", str(target))
+    return target
+
+
+def _ordered(text: str) -> object:
+    return json.loads(text, object_pairs_hook=list)
+
+
+@pytest.fixture
+def scoped(hb_db: Runner, workspace: Path) -> Runner:
+    _load(hb_db, workspace, "tasks_scoped.json")
+    return hb_db
+
+
+def test_scopes_line(scoped: Runner) -> None:
+    assert scoped("scopes").stdout == f"{Q}  (2 ready / 0 in_progress / 0 completed / 3 total)\n"
+    [row] = scoped.json("scopes")
+    assert row == {"scope": Q, "ready": 2, "in_progress": 0, "completed": 0, "blocked": 1, "total": 3}
+
+
+def test_pop_without_scope_exits_11_listing_queues(scoped: Runner) -> None:
+    result = scoped("pop", code=11)
+    assert result.stdout == ""
+    assert Q in result.stderr
+
+
+def test_unknown_scope_exits_14(scoped: Runner) -> None:
+    result = scoped("pop", "--scope", "_round3_extension.ag_pushed_branches", code=14)
+    assert "not a queue" in result.stderr
+    scoped("pop", "--scope", "_round9_extension.nothing", code=14)
+
+
+def test_scoped_pop_order_skips_blocked_then_exhausts(scoped: Runner) -> None:
+    first = scoped("pop", "--scope", Q)
+    got = json.loads(first.stdout)
+    assert got == {
+        "order": 1,
+        "task_id": "round3-edit-item-33-southern-qualifier",
+        "gh_issue": 496,
+        "estimate": "frontmatter only on 2 providers; ~10 min",
+        "risk": "minimal",
+        "status": "in_progress",
+    }
+    second = scoped("pop", "--scope", Q)
+    assert json.loads(second.stdout)["task_id"] == "round3-glossary"
+    assert "round3-spanish-pdfs" in second.stderr and "translator pending" in second.stderr
+    third = scoped("pop", "--scope", Q, code=10)
+    assert third.stdout == ""
+    assert "exhausted" in third.stderr and "round3-spanish-pdfs" in third.stderr
+    assert scoped.json("scopes")[0]["in_progress"] == 2
+
+
+def test_pop_blocked_entry_by_id_exits_13(scoped: Runner) -> None:
+    result = scoped("pop", "--scope", Q, "--id", "round3-spanish-pdfs", code=13)
+    assert "translator pending" in result.stderr
+    got = json.loads(scoped("pop", "--scope", Q, "--id", "round3-glossary").stdout)
+    assert got["task_id"] == "round3-glossary"
+
+
+def test_complete_and_fail_in_scope(scoped: Runner) -> None:
+    scoped("pop", "--scope", Q)
+    done = scoped.json(
+        "complete", "round3-edit-item-33-southern-qualifier", "--scope", Q, "--outcome", '{"pr": 502, "merged": true}'
+    )
+    assert done["status"] == "done"
+    assert scoped.json("scopes")[0]["completed"] == 1
+    scoped("complete", "round3-glossary", "--scope", Q, code=1)  # not claimed
+    scoped("complete", "no-such-task", "--scope", Q, code=1)
+
+
+def test_legacy_priority_order_then_no_pending(hb: Runner, workspace: Path) -> None:
+    _load(hb, workspace, "tasks_legacy.json")
+    order = [json.loads(hb("pop").stdout)["id"] for _ in range(5)]
+    assert order == ["task-crit", "task-high", "task-med1", "task-odd", "task-low"]
+    result = hb("pop")
+    assert result.stdout == "No pending tasks.\n"
+    assert hb("pop", "--json").stdout.strip() == "null"
+
+
+def test_stale_entries_exit_12_then_clear_or_adopt(hb: Runner, workspace: Path) -> None:
+    _load(hb, workspace, "tasks_stale.json")
+    result = hb("pop", code=12)
+    assert "task-crashed" in result.stderr and "clear-stale" in result.stderr
+    adopted = hb("pop", "--accept-stale", "--worker", "w2")
+    assert "adopted stale claim task-crashed" in adopted.stderr
+    assert json.loads(adopted.stdout)["id"] == "task-a"
+    crashed = hb.json("show", "task-crashed")
+    assert (crashed["status"], crashed["claimed_by"], crashed["attempts"]) == ("doing", "w2", 2)
+    hb("complete", "task-crashed")
+
+
+def test_clear_stale_counts(hb: Runner, workspace: Path) -> None:
+    _load(hb, workspace, "tasks_stale.json")
+    assert hb("clear-stale").stdout == "Cleared 1 stale task(s).\n"
+    assert hb.json("clear-stale") == {"cleared": [], "count": 0}
+    assert json.loads(hb("pop").stdout)["id"] == "task-crashed"  # high before medium
+
+
+def test_lease_expiry_makes_a_claim_stale(hb: Runner) -> None:
+    t = hb.json("add", "slow job")
+    hb("--now", "2026-05-01T10:00:00Z", "pop", "--lease", "15m", "--worker", "w1")
+    hb("--now", "2026-05-01T10:14:59Z", "pop")  # still leased: nothing else pending, exit 0
+    late = hb("--now", "2026-05-01T10:15:00Z", "pop", code=12)
+    assert t["id"] in late.stderr
+    hb("--now", "2026-05-01T10:16:00Z", "pop", "--accept-stale", "--worker", "w2")
+    shown = hb.json("show", t["id"])
+    assert shown["claimed_by"] == "w2" and shown["attempts"] == 2
+    assert shown["lease_expires_at"] == "2026-05-01T10:46:00+00:00"  # default lease 30m
+
+
+def test_fail_retries_until_max_attempts(hb: Runner, workspace: Path) -> None:
+    t = hb.json("add", "flaky")
+    for attempt in (1, 2):
+        hb("pop")
+        r = hb.json("fail", t["id"], "--reason", f"boom {attempt}")
+        assert (r["status"], r["attempts"], r["retry"]) == ("todo", attempt, True)
+    hb("pop")
+    r = hb.json("fail", t["id"])
+    assert (r["status"], r["attempts"], r["retry"]) == ("failed", 3, False)
+    assert hb("pop").stdout == "No pending tasks.\n"
+    errors = json.loads(hb("export", "errors-json", "-").stdout)
+    assert [e["reason"] for e in errors] == ["boom 1", "boom 2", "Unknown failure"]
+    assert all(e["task_id"] == t["id"] for e in errors)
+
+
+def test_fail_final_and_max_attempts_setting(hb: Runner) -> None:
+    hb("config", "set", "queue.max_attempts", "1")
+    a = hb.json("add", "one shot")
+    hb("pop")
+    assert hb.json("fail", a["id"])["status"] == "failed"
+    hb("config", "set", "queue.max_attempts", "5")
+    b = hb.json("add", "give up now")
+    hb("pop")
+    assert hb.json("fail", b["id"], "--final")["status"] == "failed"
+
+
+def test_every_queue_operation_writes_a_runs_row_with_scope(scoped: Runner, workspace: Path) -> None:
+    scoped("--now", "2026-05-01T10:00:00Z", "pop", "--scope", Q, "--worker", "w1")
+    scoped("--now", "2026-05-01T10:05:00Z", "complete", "round3-edit-item-33-southern-qualifier", "--outcome", "shipped it")
+    last = json.loads(scoped("export", "last-run", "-").stdout)
+    assert last["task_id"] == "round3-edit-item-33-southern-qualifier"
+    assert last["status"] == "completed" and last["scope"] == Q
+    assert last["outcome"] == {"result": "shipped it"}
+    assert last["timestamp"] == "2026-05-01T10:05:00Z"
+
+
+def test_runs_and_outcomes_rows(hb: Runner, workspace: Path) -> None:
+    _load(hb, workspace, "tasks_scoped.json")
+    hb("--now", "2026-05-01T10:00:00Z", "pop", "--scope", Q, "--worker", "w1")
+    hb("--now", "2026-05-01T10:05:00Z", "complete", "round3-edit-item-33-southern-qualifier", "--scope", Q)
+    hb("pop", "--scope", Q)
+    hb("fail", "round3-glossary", "--scope", Q, "--reason", "no network")
+    hb("clear-stale", "--scope", Q)
+    con = sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db")
+    runs = con.execute("SELECT kind, scope FROM runs WHERE kind != 'import' ORDER BY pk").fetchall()
+    assert runs == [("pop", Q), ("complete", Q), ("pop", Q), ("fail", Q), ("clear-stale", Q)]
+    outcome = con.execute("SELECT task_id, success, duration_s, worker, attempt FROM outcomes").fetchall()
+    assert outcome == [("round3-edit-item-33-southern-qualifier", 1, 300.0, "w1", 1)]
+    err = con.execute("SELECT task_id, reason, attempt, final, trace_id FROM errors").fetchall()
+    assert err == [("round3-glossary", "no network", 1, 0, "tr-77")]
+
+
+def test_add_keeps_the_seed_script_options(hb: Runner) -> None:
+    hb("add", "Deep research", "--priority", "high", "--skill", "deep-research", "--project-id", "claude-skills",
+       "--agent-id", "antigravity", "--user-id", "matthias")
+    popped = json.loads(hb("--now", "2026-05-01T10:00:00Z", "pop").stdout)
+    assert list(popped)[:7] == ["id", "priority", "description", "assigned_skill", "project_id", "agent_id", "user_id"]
+    assert popped["assigned_skill"] == "deep-research" and popped["description"] == "Deep research"
+
+
+@pytest.mark.parametrize("name", ["tasks_scoped.json", "tasks_legacy.json", "tasks_stale.json"])
+def test_import_export_is_lossless(hb: Runner, workspace: Path, name: str) -> None:
+    _load(hb, workspace, name)
+    original = (FIXTURES / name).read_text().replace("+00:00Z", "Z")
+    exported = hb("export", "tasks-json", "-").stdout
+    assert _ordered(exported) == _ordered(original)
+
+
+def test_errors_and_last_run_round_trip(hb: Runner, workspace: Path) -> None:
+    state = workspace / ".agent" / "state"
+    state.mkdir(parents=True)
+    errors = [
+        {"timestamp": "2026-04-25T12:00:00+00:00Z", "task_id": "task-1", "assigned_skill": "osint",
+         "reason": "timeout", "trace_id": "t1", "decision_log": ["a", "b"], "resolved": False, "extra_note": "kept"},
+    ]
+    last = {"timestamp": "2026-04-25T12:05:00Z", "task_id": "task-1", "status": "failed", "description": "x",
+            "assigned_skill": "osint", "project_id": None, "agent_id": None, "user_id": None,
+            "outcome": None, "trace_id": "t1", "decision_log": None, "scope": None, "custom": 1}
+    (state / "errors.json").write_text(json.dumps(errors))
+    (state / "last-run.json").write_text(json.dumps(last))
+    hb("import", "errors-json", str(state / "errors.json"))
+    hb("import", "errors-json", str(state / "errors.json"))  # not added twice
+    hb("import", "last-run", str(state / "last-run.json"))
+    got_errors = json.loads(hb("export", "errors-json", "-").stdout)
+    assert got_errors == [{**errors[0], "timestamp": "2026-04-25T12:00:00Z"}]
+    assert _ordered(hb("export", "last-run", "-").stdout) == _ordered(json.dumps(last))
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ('{"pending": [\n  {"id": "a",}\n]}', ":2:"),
+        ('{"pending": {}}', "pending"),
+        ("[1, 2]", "JSON object"),
+        ("", ":1:1"),
+    ],
+)
+def test_invalid_tasks_json_is_rejected_and_changes_nothing(
+    hb: Runner, workspace: Path, text: str, where: str
+) -> None:
+    _load(hb, workspace, "tasks_legacy.json")
+    before = hb("export", "tasks-json", "-").stdout
+    bad = workspace / "bad.json"
+    bad.write_text(text)
+    result = hb("import", "tasks-json", str(bad), code=1)
+    assert result.stderr.startswith(f"hb: {bad}") and where in result.stderr
+    assert result.stderr.count("\n") == 1
+    assert hb("export", "tasks-json", "-").stdout == before
+
+
+def test_auto_export_rewrites_the_files_after_each_operation(hb: Runner, workspace: Path) -> None:
+    path = _load(hb, workspace, "tasks_legacy.json")
+    hb("config", "set", "sync.auto_export", "true")
+    popped = json.loads(hb("pop").stdout)
+    doc = json.loads(path.read_text())
+    assert [t["id"] for t in doc["in_progress"]] == [popped["id"]]
+    assert popped["id"] not in [t["id"] for t in doc["pending"]]
+    hb("--now", "2026-05-01T10:00:00Z", "complete", popped["id"], "--outcome", '{"ok": 1}')
+    doc = json.loads(path.read_text())
+    assert doc["completed"][-1]["id"] == popped["id"]
+    assert doc["completed"][-1]["completed_at"] == "2026-05-01T10:00:00Z"
+    last = json.loads((path.parent / "last-run.json").read_text())
+    assert (last["task_id"], last["outcome"]) == (popped["id"], {"ok": 1})
+    assert oct(path.stat().st_mode & 0o777) == oct((FIXTURES / "tasks_legacy.json").stat().st_mode & 0o777)
