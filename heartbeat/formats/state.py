@@ -1,0 +1,460 @@
+"""memory/heartbeat-state.json (FORMATS.md section 4): limits and watermarks, kept whole.
+
+No runtime fixes this file's schema, so hb keeps the whole document: every
+unknown key, the key order and the layout. ``render`` gives the text back
+unchanged when nothing changed; otherwise it edits only the values that
+changed (and appends new keys) in place, so a person's formatting survives.
+Only when the shape changed (a key removed or reordered) is a value, or the
+whole document, written out again with the file's own indent.
+
+hb reads six settings and five times from it; :data:`SETTING_PATHS` and
+:data:`FACT_PATHS` name where. Times are ISO 8601 with an offset, or epoch
+seconds (the way ``lastChecks`` holds them); hb writes ISO 8601 in the
+workspace's offset unless the place already held an epoch number.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, tzinfo
+from types import MappingProxyType
+from typing import Any
+
+from heartbeat.errors import FileFormatError, InvalidInput
+from heartbeat.formats.timestamps import parse_timestamp
+
+__all__ = [
+    "FACT_PATHS",
+    "SETTING_PATHS",
+    "HeartbeatState",
+    "facts_from_state",
+    "parse",
+    "render",
+    "settings_from_state",
+    "with_updates",
+]
+
+Path = tuple[str, ...]
+JsonPath = tuple[str | int, ...]
+
+# hb settings key -> the places it may live, the first one canonical (written when none exists).
+# Seed 000 names the proactiveChat limits bare, so a top-level key is honoured too.
+SETTING_PATHS: Mapping[str, tuple[Path, ...]] = MappingProxyType(
+    {
+        "proactive.enabled": (("proactiveChat", "enabled"),),
+        "proactive.max_per_day": (
+            ("proactiveChat", "maxProactivePerDay"),
+            ("maxProactivePerDay",),
+        ),
+        "proactive.min_hours_between": (
+            ("proactiveChat", "minHoursBetweenProactive"),
+            ("minHoursBetweenProactive",),
+        ),
+        "proactive.min_hours_since_conversation": (
+            ("proactiveChat", "minHoursSinceLastConversation"),
+            ("minHoursSinceLastConversation",),
+        ),
+        "hygiene.enabled": (("memoryHygiene", "enabled"),),
+        "hygiene.every_hours": (("memoryHygiene", "everyHours"),),
+    }
+)
+
+# fact name -> the places it may live, as for settings.
+FACT_PATHS: Mapping[str, tuple[Path, ...]] = MappingProxyType(
+    {
+        "proactive.last_proactive_at": (
+            ("proactiveChat", "lastProactiveAt"),
+            ("lastProactiveAt",),
+        ),
+        "proactive.last_conversation_at": (
+            ("proactiveChat", "lastConversationAt"),
+            ("lastConversationAt",),
+        ),
+        "hygiene.last_run_at": (("memoryHygiene", "lastRunAt"),),
+        "todo_watch.last_scan_at": (("todoWatch", "lastScanAt"),),
+        "todo_watch.next_scan_at": (("todoWatch", "nextScanAt"),),
+    }
+)
+
+_FLAGS = ("proactive.enabled", "hygiene.enabled")
+_COUNTS = ("proactive.max_per_day",)
+_POSITIVE = ("hygiene.every_hours",)
+_EPOCH_MS_FROM = 10**11  # an epoch this large is milliseconds (10**11 s is the year 5138)
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+_BOM = "\ufeff"
+
+
+@dataclass
+class HeartbeatState:
+    """The whole state document, in key order, plus the text it was read from."""
+
+    doc: dict[str, Any]
+    source: str | None = field(default=None, repr=False, compare=False)
+
+
+# --- reading ---
+
+
+def parse(text: str) -> HeartbeatState:
+    """Read the state file; raises FileFormatError (line, column) unless it is a JSON object."""
+    body = text.removeprefix(_BOM)
+    try:
+        doc = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise FileFormatError(f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
+    except RecursionError:
+        raise FileFormatError("JSON nested too deeply", line=1, column=1) from None
+    if not isinstance(doc, dict):
+        at = len(body) - len(body.lstrip(" \t\r\n"))
+        line = body.count("\n", 0, at) + 1
+        column = at - (body.rfind("\n", 0, at) + 1) + 1
+        raise FileFormatError("heartbeat-state.json must hold a JSON object", line=line, column=column)
+    return HeartbeatState(doc=doc, source=text)
+
+
+def settings_from_state(state: HeartbeatState) -> dict[str, Any]:
+    """The hb settings the file holds (only keys present and not null), by hb key.
+
+    Raises InvalidInput naming the place when a value has the wrong type.
+    """
+    settings: dict[str, Any] = {}
+    for key, paths in SETTING_PATHS.items():
+        found = _find(state.doc, paths)
+        if found is not None and found[1] is not None:
+            settings[key] = _checked_setting(key, found[1], _dotted(found[0]))
+    return settings
+
+
+def facts_from_state(state: HeartbeatState, *, tz: tzinfo | None = None) -> dict[str, datetime | None]:
+    """The times the file holds (only keys present), as aware datetimes; null -> None.
+
+    Reads ISO 8601 with an offset, epoch seconds (or milliseconds) numbers, and
+    ISO 8601 without an offset as local time in ``tz`` (UTC when not given).
+    Raises InvalidInput naming the place for anything else.
+    """
+    facts: dict[str, datetime | None] = {}
+    for key, paths in FACT_PATHS.items():
+        found = _find(state.doc, paths)
+        if found is not None:
+            facts[key] = _read_time(found[1], _dotted(found[0]), tz or UTC)
+    return facts
+
+
+def _find(doc: Mapping[str, Any], paths: tuple[Path, ...]) -> tuple[Path, Any] | None:
+    """The first of ``paths`` present in ``doc``, with its value."""
+    for path in paths:
+        node: Any = doc
+        for key in path[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict) and path[-1] in node:
+            return path, node[path[-1]]
+    return None
+
+
+def _dotted(path: Path) -> str:
+    return ".".join(path)
+
+
+def _checked_setting(key: str, value: Any, where: str) -> Any:
+    """The value if it fits the setting; InvalidInput naming ``where`` otherwise."""
+    if key in _FLAGS:
+        if isinstance(value, bool):
+            return value
+        raise InvalidInput(f"{where}: expected true or false, got {value!r}")
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    if key in _COUNTS:
+        if is_number and value >= 0 and float(value).is_integer():
+            return int(value)
+        raise InvalidInput(f"{where}: expected a whole number >= 0, got {value!r}")
+    if is_number and math.isfinite(value) and (value > 0 if key in _POSITIVE else value >= 0):
+        return value
+    bound = "> 0" if key in _POSITIVE else ">= 0"
+    raise InvalidInput(f"{where}: expected a number of hours {bound}, got {value!r}")
+
+
+def _read_time(value: Any, where: str, tz: tzinfo) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = value / 1000 if abs(value) >= _EPOCH_MS_FROM else value
+        try:
+            return datetime.fromtimestamp(seconds, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            raise InvalidInput(f"{where}: {value!r} is not a usable epoch time") from None
+    if isinstance(value, str):
+        try:
+            return parse_timestamp(value)
+        except ValueError:
+            pass
+        try:
+            local = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise InvalidInput(f"{where}: {value!r} is not an ISO 8601 date-time") from None
+        return local if local.tzinfo is not None else local.replace(tzinfo=tz)
+    raise InvalidInput(f"{where}: expected an ISO 8601 date-time or epoch seconds, got {value!r}")
+
+
+# --- updating ---
+
+
+def with_updates(
+    state: HeartbeatState,
+    *,
+    settings: Mapping[str, Any] = _EMPTY,
+    facts: Mapping[str, datetime | None] = _EMPTY,
+    tz: tzinfo,
+) -> HeartbeatState:
+    """A new state with the given settings and times written back where they live.
+
+    A key missing from the file goes to its canonical place (its object is
+    created at the end when missing). A value that means the same as the one
+    in the file keeps the file's text and type; unknown keys are untouched.
+    Times are written ISO 8601 in ``tz``'s offset, or as an epoch number where
+    the file held one. A time of None is written as null only where a value
+    exists. Raises InvalidInput for an unknown key, a wrong value, a naive
+    time, or a place blocked by a value that is not an object.
+    """
+    doc = copy.deepcopy(state.doc)
+    for key, value in settings.items():
+        if key not in SETTING_PATHS:
+            raise InvalidInput(f"{key!r} is not a setting heartbeat-state.json holds")
+        _checked_setting(key, value, key)
+        _write(doc, SETTING_PATHS[key], value, _same_setting)
+    for key, moment in facts.items():
+        if key not in FACT_PATHS:
+            raise InvalidInput(f"{key!r} is not a time heartbeat-state.json holds")
+        if moment is not None and (moment.tzinfo is None or moment.utcoffset() is None):
+            raise InvalidInput(f"{key}: a time to write must carry a timezone")
+        found = _find(doc, FACT_PATHS[key])
+        if found is None and moment is None:
+            continue  # nothing known and nothing written: keep the file as it is
+        old = found[1] if found is not None else None
+        if found is None or not _same_time(old, moment, tz):
+            _write(doc, FACT_PATHS[key], _time_value(moment, old, tz), _never_same)
+    return HeartbeatState(doc=doc, source=state.source)
+
+
+def _write(
+    doc: dict[str, Any], paths: tuple[Path, ...], value: Any, same: Callable[[Any, Any], bool]
+) -> None:
+    """Set the value where it lives (else at the canonical path), unless ``same`` says it is."""
+    found = _find(doc, paths)
+    path = found[0] if found is not None else paths[0]
+    if found is not None and same(found[1], value):
+        return
+    node = doc
+    for depth, key in enumerate(path[:-1]):
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            where = _dotted(path[: depth + 1])
+            raise InvalidInput(f"{where} is not an object: cannot write {_dotted(path)}")
+        node = child
+    node[path[-1]] = value
+
+
+def _never_same(_old: Any, _new: Any) -> bool:
+    return False
+
+
+def _same_setting(old: Any, new: Any) -> bool:
+    if isinstance(old, bool) or isinstance(new, bool):
+        return type(old) is type(new) and old == new
+    return isinstance(old, int | float) and old == new
+
+
+def _same_time(old: Any, new: datetime | None, tz: tzinfo) -> bool:
+    if new is None:
+        return old is None
+    try:
+        return _read_time(old, "", tz) == new
+    except InvalidInput:
+        return False
+
+
+def _time_value(moment: datetime | None, old: Any, tz: tzinfo) -> Any:
+    """The JSON value for a time: the old epoch kind if it was a number, else ISO in ``tz``."""
+    if moment is None:
+        return None
+    if isinstance(old, int | float) and not isinstance(old, bool):
+        seconds = moment.timestamp()
+        if abs(old) >= _EPOCH_MS_FROM:
+            return round(seconds * 1000)
+        return seconds if isinstance(old, float) else math.floor(seconds)
+    return moment.astimezone(tz).isoformat()
+
+
+# --- rendering ---
+
+
+def render(state: HeartbeatState) -> str:
+    """The file text: the source unchanged when the document is, else edited in place.
+
+    A state built without a source renders as ``json.dumps(indent=2)`` plus a newline.
+    """
+    if state.source is None:
+        return json.dumps(state.doc, indent=2, ensure_ascii=False) + "\n"
+    bom = _BOM if state.source.startswith(_BOM) else ""
+    body = state.source[len(bom) :]
+    original = json.loads(body)
+    if _same(original, state.doc):
+        return state.source
+    try:
+        layout = _Layout.scan(body)
+    except (_Duplicate, RecursionError):
+        layout = None
+    if layout is None:
+        start = len(body) - len(body.lstrip(" \t\r\n"))
+        end = len(body.rstrip(" \t\r\n"))
+        return bom + body[:start] + _dump_root(state.doc, body) + body[end:]
+    edits: list[tuple[int, int, str]] = []
+    layout.diff(original, state.doc, (), edits)
+    for start, end, text in sorted(edits, reverse=True):
+        body = body[:start] + text + body[end:]
+    return bom + body
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON text would be: same types, same key order."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _dump_root(doc: Any, body: str) -> str:
+    indent = _indent_unit(body)
+    return _newlines(json.dumps(doc, indent=indent, ensure_ascii=False), body)
+
+
+def _indent_unit(body: str) -> str | None:
+    """The file's indent (the first member's), None for a one-line file, two spaces if unknown."""
+    match = re.search(r"\n([ \t]+)\S", body)
+    if match:
+        return match.group(1)
+    return None if body.strip() not in ("", "{}", "[]") and "\n" not in body.strip() else "  "
+
+
+def _newlines(text: str, body: str) -> str:
+    return text.replace("\n", "\r\n") if "\r\n" in body else text
+
+
+class _Duplicate(Exception):
+    """An object repeats a key: its members cannot be addressed by key."""
+
+
+@dataclass(frozen=True)
+class _Span:
+    start: int
+    end: int
+    member_indent: str | None  # whitespace before a member on its own line; None when inline
+    last_end: int  # where the last member's value ends (just inside the opening bracket if empty)
+
+
+@dataclass
+class _Layout:
+    """Where each value of a JSON text sits, to replace values and append keys in place."""
+
+    text: str
+    spans: dict[JsonPath, _Span]
+
+    @classmethod
+    def scan(cls, text: str) -> _Layout:
+        layout = cls(text, {})
+        layout._value(_skip_ws(text, 0), ())
+        return layout
+
+    def _value(self, i: int, path: JsonPath) -> int:
+        opener = self.text[i]
+        if opener in "{[":
+            return self._container(i, path, "}" if opener == "{" else "]")
+        _, end = _DECODER.raw_decode(self.text, i)
+        self.spans[path] = _Span(i, end, None, end)
+        return end
+
+    def _container(self, i: int, path: JsonPath, closer: str) -> int:
+        text = self.text
+        j = _skip_ws(text, i + 1)
+        first, last_end, index = j, i + 1, 0
+        while text[j] != closer:
+            key: str | int = index
+            if closer == "}":
+                key, j = _DECODER.raw_decode(text, j)
+                j = _skip_ws(text, _skip_ws(text, j) + 1)  # past the colon
+            if (*path, key) in self.spans:
+                raise _Duplicate(key)
+            last_end = self._value(j, (*path, key))
+            j = _skip_ws(text, last_end)
+            if text[j] == ",":
+                j = _skip_ws(text, j + 1)
+            index += 1
+        line_start = text.rfind("\n", i, first) + 1
+        own_line = line_start > 0 and index > 0
+        indent = text[line_start:first] if own_line else None
+        self.spans[path] = _Span(i, j + 1, indent, last_end)
+        return j + 1
+
+    def diff(self, old: Any, new: Any, path: JsonPath, edits: list[tuple[int, int, str]]) -> None:
+        """Collect the edits that turn the value at ``path`` from ``old`` into ``new``."""
+        if _same(old, new):
+            return
+        span = self.spans[path]
+        if isinstance(old, dict) and isinstance(new, dict) and old and list(new)[: len(old)] == list(old):
+            for key in old:
+                self.diff(old[key], new[key], (*path, key), edits)
+            added = list(new)[len(old) :]
+            if added:
+                members = "".join(
+                    ","
+                    + self._separator(span)
+                    + json.dumps(key, ensure_ascii=False)
+                    + ": "
+                    + self._text(new[key], span.member_indent)
+                    for key in added
+                )
+                edits.append((span.last_end, span.last_end, members))
+            return
+        if isinstance(old, list) and isinstance(new, list) and old and len(old) == len(new):
+            for index, (a, b) in enumerate(zip(old, new, strict=True)):
+                self.diff(a, b, (*path, index), edits)
+            return
+        if not path:
+            edits.append((span.start, span.end, _dump_root(new, self.text)))
+            return
+        multiline = "\n" in self.text[span.start : span.end]
+        lead = self._line_lead(span.start) if multiline else None
+        edits.append((span.start, span.end, self._text(new, lead)))
+
+    def _separator(self, span: _Span) -> str:
+        if span.member_indent is None:
+            return " "
+        return _newlines("\n", self.text) + span.member_indent
+
+    def _text(self, value: Any, lead: str | None) -> str:
+        """``value`` as JSON: on one line, or indented from ``lead`` when its place is multi-line."""
+        if lead is None or not isinstance(value, dict | list) or not value:
+            return json.dumps(value, ensure_ascii=False)
+        dumped = json.dumps(value, indent=_indent_unit(self.text) or "  ", ensure_ascii=False)
+        return _newlines(dumped.replace("\n", "\n" + lead), self.text)
+
+    def _line_lead(self, pos: int) -> str:
+        line_start = self.text.rfind("\n", 0, pos) + 1
+        line = self.text[line_start:pos]
+        return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+_DECODER = json.JSONDecoder()
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _skip_ws(text: str, i: int) -> int:
+    match = _WHITESPACE.match(text, i)
+    assert match is not None
+    return match.end()

@@ -1,0 +1,603 @@
+"""PROACTIVE.md: lossless parse/render, and writes that touch only changed task blocks."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from heartbeat.errors import FileFormatError, InvalidInput
+from heartbeat.formats import proactive
+from heartbeat.formats.proactive import ProactiveTask, parse, record_outcome, render, with_tasks
+
+NOW = datetime(2026, 5, 1, 1, 0, tzinfo=UTC)
+
+FIXTURE = """\
+---
+version: 3
+last_updated: "2026-04-28T08:00:00Z"  # bumped on every save
+---
+
+# Proactive Behaviour
+
+Keep it light. Val edits this section by hand; the agent reads it every tick.
+
+## Decision rubric
+
+Score impact, risk, cost, urgency and confidence from 1 to 5.
+- Total >= 18: execute
+- 13-17: consider, may need the user
+- < 13: skip
+
+<!-- PROACTIVE_TASKS_START -->
+
+### [DAILY] Morning Briefing
+
+```yaml
+id: morning_briefing          # required, snake_case
+frequency: daily
+time: "08:00"
+enabled: true
+priority: 10
+permission_tier: 1
+conditions: [weekdays_only]
+instruction: |
+  Gather weather, calendar and open TODOs.
+  Send one short message with a star prefix.
+run_count: 2
+outcome_history:
+  - {timestamp: "2026-04-27T00:05:00Z", result: "sent briefing", success: true}
+  - {timestamp: "2026-04-28T00:04:00Z", result: "sent briefing", success: true}
+owner: val                    # not a field the runtime knows
+```
+
+### [WEEKLY] 每周代码回顾
+
+```yaml
+id: weekly_code_review
+frequency: weekly
+day: sunday
+time: "20:00"
+priority: 40
+instruction: 回顾本周的代码改动，找出模式、问题和改进点。
+run_count: 0
+review_scope: {repos: [hb, agent], max_prs: 20}
+```
+
+### [MONTHLY] Broken budget check
+
+```yaml
+id: budget_check
+frequency: monthly
+day: "31"
+instruction: "Compare spend against the budget
+priority: 30
+```
+
+### [HOURLY] Inbox triage
+
+```yaml
+id: inbox_triage
+frequency: hourly
+enabled: false
+priority: 70
+permission_tier: 0
+conditions:
+  - user_available
+  - market_hours_only
+instruction: Sort new mail into the usual folders.
+run_count: 41
+```
+
+<!-- PROACTIVE_TASKS_END -->
+
+## Goals
+
+- Fewer, better messages.
+"""
+
+MALFORMED_BLOCK = FIXTURE[FIXTURE.index("### [MONTHLY] Broken") : FIXTURE.index("### [HOURLY]")]
+
+
+def block_of(text: str, heading: str) -> str:
+    """From ``heading`` through its closing fence line."""
+    start = text.index(heading)
+    fence = text.index("```yaml\n", start) + len("```yaml\n")
+    return text[start : text.index("```\n", fence) + len("```\n")]
+
+
+def task(doc: proactive.ProactiveDocument, task_id: str) -> ProactiveTask:
+    return next(t for t in doc.tasks if t.id == task_id)
+
+
+def outcome(n: int) -> dict[str, object]:
+    return {"timestamp": f"2026-04-0{n}T00:00:00Z", "result": f"run {n}", "success": True}
+
+
+# --- reading ---
+
+
+def test_fixture_round_trips_byte_identical() -> None:
+    assert render(parse(FIXTURE)) == FIXTURE
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "no front matter, no markers\n",
+        FIXTURE.replace("\n", "\r\n"),
+        FIXTURE.rstrip("\n"),
+        "\ufeff" + FIXTURE,
+        FIXTURE.replace("<!-- PROACTIVE_TASKS_END -->\n", ""),
+    ],
+    ids=["empty", "plain", "crlf", "no-final-newline", "bom", "no-end-marker"],
+)
+def test_variants_round_trip_byte_identical(text: str) -> None:
+    assert render(parse(text)) == text
+
+
+def test_tasks_are_typed_from_their_yaml() -> None:
+    doc = parse(FIXTURE)
+
+    assert [t.id for t in doc.tasks] == ["morning_briefing", "weekly_code_review", "inbox_triage"]
+    briefing, review, triage = doc.tasks
+    assert (briefing.name, briefing.frequency, briefing.time) == (
+        "Morning Briefing",
+        "daily",
+        "08:00",
+    )
+    assert briefing.conditions == ("weekdays_only",)
+    assert briefing.instruction == (
+        "Gather weather, calendar and open TODOs.\nSend one short message with a star prefix.\n"
+    )
+    assert briefing.run_count == 2
+    assert [o["result"] for o in briefing.outcome_history] == ["sent briefing", "sent briefing"]
+    assert briefing.line == 19
+    assert (review.name, review.day, review.time) == ("每周代码回顾", "sunday", "20:00")
+    assert (review.enabled, review.priority, review.permission_tier) == (True, 40, 1)
+    assert (triage.enabled, triage.permission_tier) == (False, 0)
+    assert triage.conditions == ("user_available", "market_hours_only")
+
+
+def test_fields_keep_unknown_keys_in_file_order() -> None:
+    briefing, review, _ = parse(FIXTURE).tasks
+
+    assert list(briefing.fields)[-2:] == ["outcome_history", "owner"]
+    assert briefing.fields["owner"] == "val"
+    assert review.fields["review_scope"] == {"repos": ["hb", "agent"], "max_prs": 20}
+
+
+def test_raw_is_the_heading_through_the_closing_fence() -> None:
+    review = parse(FIXTURE).tasks[1]
+
+    assert review.raw == block_of(FIXTURE, "### [WEEKLY] 每周代码回顾")
+
+
+def test_malformed_block_is_kept_as_text_with_a_warning() -> None:
+    doc = parse(FIXTURE)
+
+    assert "budget_check" not in [t.id for t in doc.tasks]
+    [warning] = doc.warnings
+    assert warning.line == 52
+    assert warning.text == "### [MONTHLY] Broken budget check"
+    assert warning.reason.startswith("not a task, kept as written: yaml block is not valid YAML")
+    assert MALFORMED_BLOCK in render(doc)
+
+
+def test_front_matter_is_read() -> None:
+    doc = parse(FIXTURE)
+
+    assert doc.meta == {"version": 3, "last_updated": "2026-04-28T08:00:00Z"}
+    assert doc.front_matter.endswith("---\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "reason"),
+    [
+        ("---\nversion: 1\n\n# Title\n", 1, "never closed"),
+        ("---\nversion: 1\nlast_updated: [2026\n---\nprose\n", 4, "not valid YAML"),
+        ("---\nversion: 1\n  bad: indent\n---\n", 3, "not valid YAML"),
+        ("---\n- a\n- b\n---\n", 2, "must be a YAML mapping"),
+        ("---\nlast_updated: 2026-13-45\n---\n", 2, "not valid YAML"),
+    ],
+    ids=["unclosed", "unclosed-flow", "bad-indent", "a-list", "impossible-date"],
+)
+def test_unreadable_front_matter_is_a_file_format_error(text: str, line: int, reason: str) -> None:
+    with pytest.raises(FileFormatError) as caught:
+        parse(text)
+
+    assert caught.value.line == line
+    assert reason in caught.value.reason
+
+
+SECTION = "<!-- PROACTIVE_TASKS_START -->\n{}<!-- PROACTIVE_TASKS_END -->\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ("### [DAILY] A\n```yaml\n- id: a\n```\n", "yaml block is not a mapping"),
+        ("### [DAILY] A\n```yaml\nfrequency: daily\n```\n", "no id"),
+        ("### [DAILY] A\n```yaml\nid: 7\n```\n", "id 7 is not a string"),
+        ("### [YEARLY] A\n```yaml\nid: a\n```\n", "bad frequency 'YEARLY'"),
+        ("### [DAILY] A\n```yaml\nid: a\nfrequency: often\n```\n", "bad frequency 'often'"),
+        ("### [DAILY] A\n```yaml\nid: a\n", "yaml block is never closed"),
+        ("### [DAILY] A\n\nJust prose.\n", "not followed by a ```yaml block"),
+    ],
+)
+def test_blocks_that_are_not_tasks_stay_verbatim(body: str, reason: str) -> None:
+    text = SECTION.format(body)
+    doc = parse(text)
+
+    assert doc.tasks == []
+    assert [w.line for w in doc.warnings] == [2]
+    assert reason in doc.warnings[0].reason
+    assert render(doc) == text
+
+
+def test_second_block_with_the_same_id_is_not_a_task() -> None:
+    body = "### [DAILY] A\n```yaml\nid: a\n```\n### [HOURLY] Again\n```yaml\nid: a\n```\n"
+    doc = parse(SECTION.format(body))
+
+    assert [(t.id, t.frequency) for t in doc.tasks] == [("a", "daily")]
+    assert doc.warnings[0].line == 6
+    assert "duplicate id 'a' (first on line 2)" in doc.warnings[0].reason
+
+
+def test_task_outside_the_markers_is_reported_not_read() -> None:
+    doc = parse("# Notes\n\n### [DAILY] Stray\n```yaml\nid: stray\n```\n")
+
+    assert doc.tasks == []
+    assert [(w.line, w.reason) for w in doc.warnings] == [
+        (3, "task outside the PROACTIVE_TASKS markers is not read")
+    ]
+
+
+def test_soft_problems_keep_the_task_and_warn() -> None:
+    body = (
+        "### [Daily] Tick\n```yaml\nid: Tick-Tock\ntime: 9:30\npriority: high\n"
+        "permission_tier: 7\nenabled: maybe\n```\n"
+    )
+    doc = parse(SECTION.format(body))
+
+    [tick] = doc.tasks
+    assert (tick.id, tick.frequency, tick.time) == ("Tick-Tock", "daily", "09:30")
+    assert (tick.priority, tick.permission_tier, tick.enabled) == (50, 3, False)
+    reasons = " | ".join(w.reason for w in doc.warnings)
+    assert "not snake_case" in reasons
+    assert "time read as 09:30" in reasons
+    assert "priority 'high'" in reasons
+    assert "permission_tier 7 is not 0-3" in reasons
+    assert "treated as disabled" in reasons
+
+
+@pytest.mark.parametrize(
+    ("frequency", "day", "expected"),
+    [
+        ("weekly", "Monday", "monday"),
+        ("weekly", "someday", None),
+        ("monthly", "31", "31"),
+        ("monthly", "1", "1"),
+        ("monthly", "32", None),
+    ],
+)
+def test_day_is_read_for_its_frequency(frequency: str, day: str, expected: str | None) -> None:
+    body = f"### [X] T\n```yaml\nid: t\nfrequency: {frequency}\nday: {day}\n```\n"
+
+    [t] = parse(SECTION.format(body)).tasks
+
+    assert t.day == expected
+
+
+# --- writing ---
+
+
+def test_with_the_same_tasks_nothing_changes() -> None:
+    doc = parse(FIXTURE)
+
+    again = with_tasks(doc, doc.tasks, now=NOW)
+
+    assert again is doc
+    assert render(again) == FIXTURE
+
+
+def test_recording_an_outcome_changes_only_that_block_and_last_updated() -> None:
+    doc = parse(FIXTURE)
+    old_block = block_of(FIXTURE, "### [DAILY] Morning Briefing")
+    done = record_outcome(task(doc, "morning_briefing"), result="sent", success=True, now=NOW)
+
+    text = render(with_tasks(doc, [done, *doc.tasks[1:]], now=NOW))
+
+    new_block = block_of(text, "### [DAILY] Morning Briefing")
+    stamped = FIXTURE.replace("2026-04-28T08:00:00Z", "2026-05-01T01:00:00Z")
+    assert text.replace(new_block, old_block) == stamped
+    written = yaml.safe_load(new_block.split("```yaml\n")[1].removesuffix("```\n"))
+    assert written["run_count"] == 3
+    assert written["outcome_history"][-1] == {
+        "timestamp": "2026-05-01T01:00:00Z",
+        "result": "sent",
+        "success": True,
+    }
+    assert list(written) == list(task(doc, "morning_briefing").fields)
+    assert written["owner"] == "val"
+
+
+def test_rewritten_block_keeps_heading_gap_and_fence_lines() -> None:
+    doc = parse(FIXTURE)
+    paused = dataclasses.replace(task(doc, "weekly_code_review"), enabled=False)
+
+    text = render(with_tasks(doc, [paused if t.id == paused.id else t for t in doc.tasks], now=NOW))
+
+    assert block_of(text, "### [WEEKLY]") == (
+        "### [WEEKLY] 每周代码回顾\n\n```yaml\n"
+        'id: weekly_code_review\nfrequency: weekly\nday: sunday\ntime: "20:00"\n'
+        "priority: 40\ninstruction: 回顾本周的代码改动，找出模式、问题和改进点。\nrun_count: 0\n"
+        "review_scope:\n  repos:\n  - hb\n  - agent\n  max_prs: 20\nenabled: false\n```\n"
+    )
+
+
+def test_an_unchanged_heading_keeps_its_own_spelling() -> None:
+    text = SECTION.format("### [daily]   Tick \n~~~yml\nid: tick\n~~~\n")
+    doc = parse(text)
+    done = record_outcome(doc.tasks[0], result="ok", success=True, now=NOW)
+
+    out = render(with_tasks(doc, [done], now=NOW))
+
+    assert out.startswith("<!-- PROACTIVE_TASKS_START -->\n### [daily]   Tick \n~~~yml\nid: tick\n")
+    assert out.endswith("  success: true\n~~~\n<!-- PROACTIVE_TASKS_END -->\n")
+
+
+def test_a_changed_field_is_written_too() -> None:
+    doc = parse(FIXTURE)
+    triage = task(doc, "inbox_triage")
+    edited = dataclasses.replace(triage, fields={**triage.fields, "priority": 5})
+
+    new = with_tasks(doc, [edited if t.id == edited.id else t for t in doc.tasks], now=NOW)
+
+    assert task(new, "inbox_triage").priority == 5
+
+
+def test_renaming_a_task_rewrites_its_heading() -> None:
+    doc = parse(FIXTURE)
+    renamed = dataclasses.replace(task(doc, "inbox_triage"), name="邮件分拣")
+
+    text = render(with_tasks(doc, [renamed if t.id == renamed.id else t for t in doc.tasks], now=NOW))
+
+    assert "### [HOURLY] 邮件分拣\n\n```yaml\nid: inbox_triage\n" in text
+    assert "Inbox triage" not in text
+
+
+def test_the_malformed_block_survives_ten_updates() -> None:
+    doc = parse(FIXTURE)
+    for hour in range(10):
+        triage = record_outcome(
+            task(doc, "inbox_triage"),
+            result=f"tick {hour}",
+            success=True,
+            now=NOW + timedelta(hours=hour),
+        )
+        doc = with_tasks(doc, [triage if t.id == triage.id else t for t in doc.tasks], now=NOW)
+
+    text = render(doc)
+    assert MALFORMED_BLOCK in text
+    assert [w.text for w in doc.warnings] == ["### [MONTHLY] Broken budget check"]
+    assert task(doc, "inbox_triage").run_count == 51
+
+
+def test_a_sixth_outcome_trims_the_oldest() -> None:
+    five = ProactiveTask(
+        id="t", name="T", frequency="daily", run_count=5,
+        outcome_history=tuple(outcome(n) for n in range(1, 6)),
+    )  # fmt: skip
+
+    sixth = record_outcome(five, result="run 6", success=False, now=NOW)
+
+    assert [o["result"] for o in sixth.outcome_history] == [f"run {n}" for n in range(2, 6)] + ["run 6"]
+    assert sixth.outcome_history[-1] == {
+        "timestamp": "2026-05-01T01:00:00Z",
+        "result": "run 6",
+        "success": False,
+    }
+    assert sixth.run_count == 6
+    assert sixth.fields["outcome_history"] == list(sixth.outcome_history)
+
+
+def test_a_long_history_is_trimmed_when_its_block_is_rewritten() -> None:
+    history = "".join(
+        f"  - {{timestamp: '2026-04-0{n}T00:00:00Z', result: run {n}, success: true}}\n" for n in range(1, 8)
+    )
+    text = SECTION.format(f"### [DAILY] T\n```yaml\nid: t\noutcome_history:\n{history}```\n")
+    doc = parse(text)
+    assert len(doc.tasks[0].outcome_history) == 7  # read as written
+
+    new = with_tasks(doc, [dataclasses.replace(doc.tasks[0], priority=9)], now=NOW)
+
+    assert [o["result"] for o in new.tasks[0].outcome_history] == [f"run {n}" for n in range(3, 8)]
+
+
+def test_with_tasks_on_a_fresh_parse_keeps_all_prose() -> None:
+    doc = parse(FIXTURE)
+    tasks = [record_outcome(t, result="ok", success=True, now=NOW) for t in doc.tasks]
+
+    after = with_tasks(doc, tasks, now=NOW)
+
+    prose = [p for p in doc.parts if isinstance(p, str)]
+    assert [p for p in after.parts if isinstance(p, str)] == prose
+    assert "".join(prose).startswith("\n# Proactive Behaviour\n\nKeep it light.")
+    assert MALFORMED_BLOCK in prose[2]
+    assert render(after).endswith("<!-- PROACTIVE_TASKS_END -->\n\n## Goals\n\n- Fewer, better messages.\n")
+
+
+def test_new_tasks_go_before_the_end_marker() -> None:
+    doc = parse(FIXTURE)
+    new = ProactiveTask(
+        id="evening_wrap", name="晚间总结", frequency="weekly", day="friday", time="18:30",
+        instruction="Summarise the day.\nList open loops.\n", fields={"owner": "val"},
+    )  # fmt: skip
+
+    after = with_tasks(doc, [*doc.tasks, new], now=NOW)
+
+    text = render(after)
+    assert text.replace("2026-05-01T01:00:00Z", "2026-04-28T08:00:00Z") == FIXTURE.replace(
+        "<!-- PROACTIVE_TASKS_END -->",
+        "### [WEEKLY] 晚间总结\n```yaml\nowner: val\nid: evening_wrap\nfrequency: weekly\n"
+        'time: "18:30"\nday: friday\nenabled: true\npriority: 50\npermission_tier: 1\n'
+        "instruction: |\n  Summarise the day.\n  List open loops.\nrun_count: 0\n"
+        "outcome_history: []\n```\n\n<!-- PROACTIVE_TASKS_END -->",
+    )
+    assert task(after, "evening_wrap").time == "18:30"
+
+
+def test_markers_are_created_when_missing() -> None:
+    text = "---\nversion: 1\n---\n# Proactive\n\nNo tasks yet."
+    doc = parse(text)
+
+    after = with_tasks(doc, [ProactiveTask(id="ping", name="Ping", frequency="hourly")], now=NOW)
+
+    assert render(after) == (
+        text + "\n\n<!-- PROACTIVE_TASKS_START -->\n\n### [HOURLY] Ping\n```yaml\nid: ping\n"
+        "frequency: hourly\nenabled: true\npriority: 50\npermission_tier: 1\nrun_count: 0\n"
+        "outcome_history: []\n```\n\n<!-- PROACTIVE_TASKS_END -->\n"
+    )
+    assert [t.id for t in after.tasks] == ["ping"]
+
+
+def test_a_removed_task_loses_its_block_and_one_blank_line() -> None:
+    doc = parse(FIXTURE)
+
+    after = with_tasks(doc, [t for t in doc.tasks if t.id != "weekly_code_review"], now=NOW)
+
+    removed = block_of(FIXTURE, "### [WEEKLY]") + "\n"
+    expected = FIXTURE.replace(removed, "").replace("2026-04-28T08:00:00Z", "2026-05-01T01:00:00Z")
+    assert render(after) == expected
+
+
+def test_last_updated_is_only_set_when_the_key_exists() -> None:
+    text = "---\nversion: 1\n---\n" + SECTION.format("")
+    doc = parse(text)
+
+    after = with_tasks(doc, [ProactiveTask(id="a", name="A", frequency="daily")], now=NOW)
+
+    assert render(after).startswith("---\nversion: 1\n---\n<!-- PROACTIVE_TASKS_START -->\n")
+
+
+def test_last_updated_keeps_its_quoting() -> None:
+    text = "---\nlast_updated: 2026-04-01T00:00:00Z\n---\n" + SECTION.format("")
+    after = with_tasks(parse(text), [ProactiveTask(id="a", name="A", frequency="daily")], now=NOW)
+
+    assert render(after).startswith("---\nlast_updated: 2026-05-01T01:00:00Z\n---\n")
+
+
+def test_crlf_file_gets_crlf_blocks() -> None:
+    text = FIXTURE.replace("\n", "\r\n")
+    doc = parse(text)
+    done = record_outcome(task(doc, "inbox_triage"), result="ok", success=True, now=NOW)
+
+    out = render(with_tasks(doc, [done if t.id == done.id else t for t in doc.tasks], now=NOW))
+
+    assert "\n" not in out.replace("\r\n", "")
+
+
+@pytest.mark.parametrize(
+    ("tasks", "message"),
+    [
+        (
+            [ProactiveTask(id="a", name="A", frequency="daily")] * 2,
+            "task id 'a' is given twice",
+        ),
+        ([ProactiveTask(id="a", name="A", frequency="yearly")], "frequency 'yearly'"),
+        ([ProactiveTask(id=" ", name="A", frequency="daily")], "non-empty string"),
+        ([ProactiveTask(id="a", name="A\nB", frequency="daily")], "one heading line"),
+        ([ProactiveTask(id="a", name="A", frequency="daily", fields={"x": object()})], "YAML"),
+    ],
+)
+def test_unwritable_tasks_are_invalid_input(tasks: list[ProactiveTask], message: str) -> None:
+    with pytest.raises(InvalidInput, match=message):
+        with_tasks(parse(FIXTURE), tasks, now=NOW)
+
+
+def test_now_must_be_aware() -> None:
+    doc = parse(FIXTURE)
+    with pytest.raises(InvalidInput):
+        with_tasks(doc, doc.tasks, now=datetime(2026, 5, 1))
+    with pytest.raises(InvalidInput):
+        record_outcome(doc.tasks[0], result="x", success=True, now=datetime(2026, 5, 1))
+
+
+def test_outcome_timestamps_are_utc_z() -> None:
+    tokyo = timezone(timedelta(hours=9))
+    done = record_outcome(
+        parse(FIXTURE).tasks[0], result="ok", success=True, now=datetime(2026, 5, 1, 9, tzinfo=tokyo)
+    )
+
+    assert done.outcome_history[-1]["timestamp"] == "2026-05-01T00:00:00Z"
+
+
+# --- properties ---
+
+FRAGMENTS = [
+    "<!-- PROACTIVE_TASKS_START -->\n",
+    "<!-- PROACTIVE_TASKS_END -->\n",
+    "### [DAILY] A\n",
+    "### [weekly] 周报\n",
+    "### [NOPE] x\n",
+    "```yaml\n",
+    "```\n",
+    "~~~\n",
+    "id: a\n",
+    "id: b\n",
+    "frequency: daily\n",
+    "time: 9:30\n",
+    "outcome_history: [{result: x}]\n",
+    "key: [\n",
+    "- x\n",
+    "prose\n",
+    "\n",
+    "\r\n",
+    "# title\n",
+    "last words",
+]
+
+
+START_BLOCK_END = (
+    "<!-- PROACTIVE_TASKS_START -->\n### [DAILY] Good\n```yaml\nid: good\n```\n<!-- PROACTIVE_TASKS_END -->\n"
+)
+
+
+@st.composite
+def proactive_texts(draw: st.DrawFn, *, with_task: bool = False) -> str:
+    pieces = draw(st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=8)), max_size=30))
+    front = draw(st.sampled_from(["", "---\nlast_updated: x\n---\n"]))
+    if with_task or draw(st.booleans()):  # a readable task somewhere among the pieces
+        at = draw(st.integers(0, len(pieces)))
+        pieces[at:at] = [START_BLOCK_END]
+    return front + "".join(pieces)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(proactive_texts())
+def test_render_parse_is_identity(text: str) -> None:
+    assert render(parse(text)) == text
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(proactive_texts(with_task=True), st.data())
+def test_recording_an_outcome_leaves_every_other_part_alone(text: str, data: st.DataObject) -> None:
+    doc = parse(text)
+    assume(doc.tasks)
+    chosen = data.draw(st.sampled_from(doc.tasks))
+    done = record_outcome(chosen, result="ok", success=True, now=NOW)
+
+    after = with_tasks(doc, [done if t.id == done.id else t for t in doc.tasks], now=NOW)
+
+    assert [t.id for t in after.tasks] == [t.id for t in doc.tasks]
+    assert [t.raw for t in after.tasks if t.id != chosen.id] == [
+        t.raw for t in doc.tasks if t.id != chosen.id
+    ]
+    assert [p for p in after.parts if isinstance(p, str)] == [p for p in doc.parts if isinstance(p, str)]
+    assert task(after, chosen.id).run_count == chosen.run_count + 1

@@ -1,0 +1,220 @@
+"""Hypothesis properties of the TODO formats: nothing is lost, entries round-trip."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from heartbeat.formats.todo import (
+    Entry,
+    TodoKind,
+    new_document,
+    parse,
+    render,
+    render_entry,
+    with_entries,
+)
+
+NOW = datetime(2026, 5, 3, 1, 2, 3, tzinfo=UTC)
+FAST = settings(max_examples=200, deadline=None)
+KINDS = st.sampled_from(list(TodoKind))
+DIALECTS = st.sampled_from(["strict", "extended"])
+
+# --- valid entries ----------------------------------------------------------------------
+
+CONTENT = (
+    st.text(
+        alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\n\r"),
+        min_size=1,
+        max_size=30,
+    )
+    .map(str.strip)
+    .filter(lambda c: c != "" and "<!--" not in c)
+)
+UTC_MINUTES = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 12, 31)).map(
+    lambda d: d.replace(second=0, microsecond=0, tzinfo=UTC)
+)
+WALL_MINUTES = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 12, 31)).map(
+    lambda d: d.replace(second=0, microsecond=0)
+)
+CHAT_IDS = st.none() | st.from_regex(
+    r"(tg:-?[1-9][0-9]{0,12}|tg:@[a-z_]{1,8}|slack:C[0-9A-Z]{4})", fullmatch=True
+)
+ZONES = st.sampled_from([None, "UTC", "utc", "Asia/Tokyo", "Europe/Berlin", "America/New_York"])
+REPEATS = st.sampled_from(["daily", "weekly", "Daily", "every 1 day"]) | st.integers(1, 500).flatmap(
+    lambda n: st.sampled_from([f"every {n} days", f"every {n} hours", f"every {n} hour"])
+)
+IDS = st.from_regex(r"todo-[0-9a-f]{8}", fullmatch=True)
+
+
+def entries_of(kind: TodoKind, *, extended: bool) -> st.SearchStrategy[Entry]:
+    extra = st.builds(lambda i: (("ID", i),), IDS) if extended else st.just(())
+    if kind is TodoKind.TODO:
+        return st.builds(Entry, st.just(kind), CONTENT, created=UTC_MINUTES, chat_id=CHAT_IDS, extra=extra)
+    if kind is TodoKind.DONE:
+        return st.builds(
+            Entry,
+            st.just(kind),
+            CONTENT,
+            created=UTC_MINUTES,
+            done=UTC_MINUTES,
+            chat_id=CHAT_IDS,
+            extra=extra,
+        )
+    repeats = REPEATS | st.just("cron 0 9;17 * * 1-5") if extended else REPEATS
+    return st.builds(
+        Entry,
+        st.just(kind),
+        CONTENT,
+        next=WALL_MINUTES,
+        repeat=repeats,
+        tz=ZONES,
+        chat_id=CHAT_IDS,
+        extra=extra,
+    )
+
+
+# --- arbitrary text: junk, near-entries and real entries, any line ending ------------------
+
+FRAGMENTS = [
+    "- [ ] ",
+    "- [x] ",
+    "- [X] ",
+    "[Created](2026-05-01 12:41)",
+    "[Created](2026-13-01 10:00)",
+    "[Repeat](weekly)",
+    "[TZ](Mars/Base)",
+    "[ChatID](tg:-100123)",
+    ", ",
+    " | ",
+    "|",
+    "<!--",
+    "-->",
+    "# ",
+    "---",
+    "\n",
+    "\r\n",
+    "\r",
+    "\ufeff",
+    " ",
+    "\t",
+    "日本語",
+    "Привет",
+    "[x](y)",
+]
+JUNK = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=8)), max_size=6).map("".join)
+TUPLES = [
+    "[Created](2026-05-01 12:41)",
+    "[Done](2026-05-02 08:05)",
+    "[Next](2026-05-07 15:00)",
+    "[Repeat](every 6 hours)",
+    "[Repeat](cron 0 9;17 * * 1-5)",
+    "[TZ](Asia/Tokyo)",
+    "[ChatID](tg:-100123)",
+    "[ID](todo-1a2b3c4d)",
+    "[Created](2026-02-30 10:00)",
+    "[Foo](bar)",
+]
+NEAR_ENTRIES = st.builds(
+    lambda indent, prefix, tuples, comma, content: indent + prefix + comma.join(tuples) + content,
+    st.sampled_from(["", "", "  ", "\ufeff"]),
+    st.sampled_from(["- [ ] ", "- [x] ", "- [ ]", "* "]),
+    st.lists(st.sampled_from(TUPLES), min_size=1, max_size=4, unique=True),
+    st.sampled_from([", ", ", ", ",", ",, "]),
+    st.sampled_from([" | ", " | ", "|", ""]).flatmap(lambda sep: JUNK.map(lambda j: sep + j)),
+)
+REAL_ENTRIES = KINDS.flatmap(lambda k: entries_of(k, extended=True)).map(render_entry)
+LINES = st.tuples(
+    st.one_of(JUNK, NEAR_ENTRIES, REAL_ENTRIES),
+    st.sampled_from(["", "", "", " <!-- note -->", " <!--", "-->", "  "]),
+    st.sampled_from(["\n", "\n", "\r\n", ""]),
+).map("".join)
+TEXTS = st.lists(LINES, max_size=8).map("".join)
+
+
+def starts_with_fence(text: str) -> bool:
+    return text.removeprefix("\ufeff").split("\n", 1)[0].strip() == "---"
+
+
+ARBITRARY = TEXTS.filter(lambda t: not starts_with_fence(t))
+
+
+def lines_of(text: str) -> list[str]:
+    """Lines with their endings; only LF ends a line, as in the formats."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+# --- properties ---------------------------------------------------------------------------
+
+
+@FAST
+@given(text=ARBITRARY, kind=KINDS, dialect=DIALECTS)
+def test_render_of_parse_is_the_identity(text: str, kind: TodoKind, dialect: str) -> None:
+    doc = parse(text, kind, dialect=dialect)
+
+    assert render(doc) == text
+    assert [ln.number for ln in doc.lines] == list(range(1, len(lines_of(text)) + 1))
+    assert all(doc.lines[w.line - 1].text == w.text for w in doc.warnings)
+    assert all(doc.lines[e.line - 1].entry == e for e in doc.entries)
+
+
+@FAST
+@given(text=ARBITRARY, kind=KINDS, dialect=DIALECTS)
+def test_with_the_same_entries_the_text_is_unchanged(text: str, kind: TodoKind, dialect: str) -> None:
+    doc = parse(text, kind, dialect=dialect)
+
+    assert render(with_entries(doc, doc.entries, now=NOW)) == text
+    unraw = [replace(e, raw=None) for e in doc.entries]
+    assert render(with_entries(doc, unraw, now=NOW)) == text
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> tuple[TodoKind, str, list[Entry]]:
+    kind = draw(KINDS)
+    dialect = draw(DIALECTS)
+    entries = draw(st.lists(entries_of(kind, extended=dialect == "extended"), max_size=8))
+    return kind, dialect, entries
+
+
+@FAST
+@given(case=documents())
+def test_new_document_entries_read_back_with_the_same_values(
+    case: tuple[TodoKind, str, list[Entry]],
+) -> None:
+    kind, dialect, entries = case
+
+    text = render(new_document(kind, entries, now=NOW, dialect=dialect))
+    back = parse(text, kind, dialect=dialect)
+
+    assert [replace(e, line=0, raw=None) for e in back.entries] == entries
+    assert back.warnings == []
+    assert back.front_matter is not None and back.front_matter[kind.count_key] == len(entries)
+    assert render(with_entries(back, back.entries, now=NOW)) == text
+
+
+@FAST
+@given(text=ARBITRARY, kind=KINDS, data=st.data())
+def test_adding_an_entry_adds_exactly_one_line_and_keeps_every_other(
+    text: str, kind: TodoKind, data: st.DataObject
+) -> None:
+    text = text if text.endswith("\n") or not text else text + "\n"
+    doc = parse(text, kind)
+    new = data.draw(entries_of(kind, extended=False))
+    at = data.draw(st.integers(0, len(doc.entries)))
+
+    out = with_entries(doc, [*doc.entries[:at], new, *doc.entries[at:]], now=NOW)
+
+    before = lines_of(text)
+    after = lines_of(render(out))
+    added = render_entry(new) + doc.newline
+    if before and before[0].startswith("\ufeff") and after[0] != before[0]:
+        # the entry went before line 1, and the BOM stays at the start of the file
+        before[0] = before[0].removeprefix("\ufeff")
+        added = "\ufeff" + added
+    assert any(after[i] == added and after[:i] + after[i + 1 :] == before for i in range(len(after)))
+    assert [w.text for w in out.warnings] == [w.text for w in doc.warnings]
+    assert len(out.entries) == len(doc.entries) + 1
