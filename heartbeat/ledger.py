@@ -8,6 +8,7 @@ The CLI is a thin layer over this class; Python runtimes use it directly::
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -23,6 +24,10 @@ from heartbeat import tasks as tasks_mod
 from heartbeat.clock import Clock, load_zone, machine_zone_name, parse_when
 from heartbeat.db.models import Setting, TaskStatus
 from heartbeat.errors import HbError, InvalidInput
+from heartbeat.recur import RecurAPI
+from heartbeat.report import ReportAPI
+from heartbeat.round import RoundAPI
+from heartbeat.sync.api import SyncAPI
 
 STATE_DIR = Path(".agent") / "state"
 DB_NAME = "heartbeat.db"
@@ -34,7 +39,7 @@ def default_db_path(workspace: Path) -> Path:
     return workspace / STATE_DIR / DB_NAME
 
 
-class Ledger:
+class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
     """A workspace's ledger: its database, its settings, its clock."""
 
     def __init__(self, engine: Engine, workspace: Path, now: NowArg = None) -> None:
@@ -323,7 +328,12 @@ class Ledger:
         now = self.now()
         with self._queue_tx() as conn:
             result = queue.pop(
-                conn, now, scope=scope, task_id=task_id, worker=worker, lease=duration,
+                conn,
+                now,
+                scope=scope,
+                task_id=task_id,
+                worker=worker,
+                lease=duration,
                 accept_stale=accept_stale,
             )
         return result
@@ -367,7 +377,12 @@ class Ledger:
         now = self.now()
         with self._queue_tx() as conn:
             row = queue.fail(
-                conn, now, task_id, scope=scope, reason=reason, final=final,
+                conn,
+                now,
+                task_id,
+                scope=scope,
+                reason=reason,
+                final=final,
                 max_attempts=self.settings.queue_max_attempts,
             )
         return {
@@ -378,7 +393,7 @@ class Ledger:
             "retry": row["retry"],
         }
 
-    def clear_stale(self, scope: str | None = None) -> list[str]:
+    def clear_stale(self, scope: str | None = None) -> builtins.list[str]:
         """Return stale claims to todo; the ids cleared."""
         from heartbeat import queue
 
@@ -386,7 +401,7 @@ class Ledger:
         with self._queue_tx() as conn:
             return queue.clear_stale(conn, now, scope=scope)
 
-    def scopes(self) -> list[dict[str, Any]]:
+    def scopes(self) -> builtins.list[dict[str, Any]]:
         """Each scoped queue with its ready / in_progress / completed / total counts."""
         from heartbeat import queue
 
@@ -405,10 +420,11 @@ class Ledger:
         text = read_text(target)
         now = self.now()
         with self.write() as session:
-            report = importer(session, text, target, now)
+            report = importer(self, session, text, target, now)
         self._settings = None  # a state import may set settings
         self._zone = None
-        return report.as_dict()
+        result: dict[str, Any] = report.as_dict()
+        return result
 
     def export_text(self, kind: str) -> str | None:
         """The file of this kind as the ledger has it now (None: nothing to write)."""
@@ -416,7 +432,8 @@ class Ledger:
 
         renderer = registry.renderer(kind)
         with self.write() as session:
-            return renderer(self, session)
+            text: str | None = renderer(self, session)
+            return text
 
     def export_file(self, kind: str, path: str | Path | None = None) -> dict[str, Any]:
         """Write one workspace file from the ledger (atomically; unchanged files are not written)."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, insert, or_, select, update
+from sqlalchemy import Connection, Table, and_, func, insert, or_, select, update
 from sqlalchemy.sql import Select
 
 from heartbeat.db.models import Error, Outcome, Run, Task, TaskStatus
@@ -27,7 +27,10 @@ from heartbeat.errors import (
     StaleClaims,
 )
 
-T = Task.__table__
+T: Table = Task.__table__  # type: ignore[assignment]  # declarative tables are Tables
+_RUNS: Table = Run.__table__  # type: ignore[assignment]
+_OUTCOMES: Table = Outcome.__table__  # type: ignore[assignment]
+_ERRORS: Table = Error.__table__  # type: ignore[assignment]
 LEGACY = ""
 # Markdown TODO entries are the agent's checklist, not queue work: pop never hands them out.
 NOT_QUEUED_SOURCES = ("todo",)
@@ -51,7 +54,10 @@ def _stale(scope: str, now: datetime) -> Any:
 def scopes(conn: Connection) -> list[str]:
     """The scoped queues, in the order they first appeared."""
     rows = conn.execute(
-        select(T.c.scope, func.min(T.c.pk)).where(T.c.scope != LEGACY).group_by(T.c.scope).order_by(func.min(T.c.pk))
+        select(T.c.scope, func.min(T.c.pk))
+        .where(T.c.scope != LEGACY)
+        .group_by(T.c.scope)
+        .order_by(func.min(T.c.pk))
     )
     return [r[0] for r in rows]
 
@@ -67,7 +73,9 @@ def scope_counts(conn: Connection) -> list[dict[str, Any]]:
             func.sum(func.cast(ready, type_=T.c.attempts.type)),
             func.sum(func.cast(T.c.status == TaskStatus.DOING.value, type_=T.c.attempts.type)),
             func.sum(func.cast(T.c.status == TaskStatus.DONE.value, type_=T.c.attempts.type)),
-            func.sum(func.cast(T.c.blocked_by.is_not(None) & (T.c.status == "todo"), type_=T.c.attempts.type)),
+            func.sum(
+                func.cast(T.c.blocked_by.is_not(None) & (T.c.status == "todo"), type_=T.c.attempts.type)
+            ),
         )
         .where(T.c.scope != LEGACY)
         .group_by(T.c.scope)
@@ -139,7 +147,9 @@ def pop(
     """Claim the next task (or ``task_id``); raises the queue errors (exit 11-14, 10)."""
     scope = _check_scope(conn, scope)
     result = PopResult(task=None)
-    stale = [r[0] for r in conn.execute(select(T.c.id).where(_stale(scope, now)).order_by(T.c.position, T.c.pk))]
+    stale = [
+        r[0] for r in conn.execute(select(T.c.id).where(_stale(scope, now)).order_by(T.c.position, T.c.pk))
+    ]
     if stale:
         if not accept_stale:
             raise StaleClaims(stale)
@@ -147,7 +157,9 @@ def pop(
         result.adopted = stale
 
     if task_id is not None:
-        row = conn.execute(select(T.c.status, T.c.blocked_by).where(T.c.scope == scope, T.c.id == task_id)).first()
+        row = conn.execute(
+            select(T.c.status, T.c.blocked_by).where(T.c.scope == scope, T.c.id == task_id)
+        ).first()
         if row is None:
             raise NotFound(f"no task with id {task_id!r}" + (f" in {scope}" if scope else ""))
         if row.blocked_by is not None:
@@ -173,15 +185,21 @@ def pop(
             T.c.scope == scope, T.c.status == TaskStatus.TODO.value, T.c.blocked_by.is_not(None)
         )
         result.skipped = [
-            (r.id, r.blocked_by) for r in conn.execute(q.order_by(T.c.position, T.c.pk))
+            (r.id, r.blocked_by)
+            for r in conn.execute(q.order_by(T.c.position, T.c.pk))
             if before is None or r.position <= before
         ]
-    _run(conn, "pop", scope, now, worker=worker, task_id=claimed.id if claimed else None,
-         status="ok" if claimed else ("exhausted" if scope else "empty"))
+    _run(
+        conn,
+        "pop",
+        scope,
+        now,
+        worker=worker,
+        task_id=claimed.id if claimed else None,
+        status="ok" if claimed else ("exhausted" if scope else "empty"),
+    )
     if claimed is None and scope != LEGACY and task_id is None:
-        raise QueueExhausted(
-            f"queue {scope} is exhausted: write the evidence report and stop"
-        )
+        raise QueueExhausted(f"queue {scope} is exhausted: write the evidence report and stop")
     return result
 
 
@@ -197,7 +215,7 @@ def _run(
     record: dict[str, Any] | None = None,
 ) -> None:
     conn.execute(
-        insert(Run.__table__).values(
+        insert(_RUNS).values(
             kind=kind,
             scope=scope or None,
             status=status,
@@ -263,7 +281,7 @@ def complete(
         )
     )
     conn.execute(
-        insert(Outcome.__table__).values(
+        insert(_OUTCOMES).values(
             task_pk=row.pk,
             task_id=row.id,
             scope=row.scope,
@@ -312,7 +330,7 @@ def fail(
     reason = reason or "Unknown failure"
     extra = row.extra or {}
     conn.execute(
-        insert(Error.__table__).values(
+        insert(_ERRORS).values(
             task_pk=row.pk,
             task_id=row.id,
             scope=row.scope,
@@ -327,8 +345,16 @@ def fail(
         )
     )
     record = last_run_record(row, now, "failed" if gives_up else "retry", {"error": reason}, row.scope)
-    _run(conn, "fail", row.scope, now, status="failed" if gives_up else "retry",
-         worker=row.claimed_by, task_id=row.id, record=record)
+    _run(
+        conn,
+        "fail",
+        row.scope,
+        now,
+        status="failed" if gives_up else "retry",
+        worker=row.claimed_by,
+        task_id=row.id,
+        record=record,
+    )
     return {**dict(row._mapping), "status": status.value, "retry": not gives_up}
 
 
@@ -339,7 +365,9 @@ def clear_stale(conn: Connection, now: datetime, *, scope: str | None = None) ->
     scope_list = [scope] if scope is not None else [LEGACY, *scopes(conn)]
     cleared: list[str] = []
     for s in scope_list:
-        ids = [r[0] for r in conn.execute(select(T.c.id).where(_stale(s, now)).order_by(T.c.position, T.c.pk))]
+        ids = [
+            r[0] for r in conn.execute(select(T.c.id).where(_stale(s, now)).order_by(T.c.position, T.c.pk))
+        ]
         if ids:
             conn.execute(
                 update(T)

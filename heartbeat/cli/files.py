@@ -27,8 +27,9 @@ def import_(kind: str, path: str | None) -> None:
         warn(f"{report['path']}: {message}")
     emit(
         report,
-        lambda r: f"{r['path']}: {len(r['added'])} added, {len(r['updated'])} updated, "
-        f"{r['unchanged']} unchanged",
+        lambda r: (
+            f"{r['path']}: {len(r['added'])} added, {len(r['updated'])} updated, {r['unchanged']} unchanged"
+        ),
     )
 
 

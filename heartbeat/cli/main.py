@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from heartbeat import __version__
-from heartbeat.cli import admin, files, queue, tasks
+from heartbeat.cli import admin, files, queue, recur, report, round, sync, tasks
 from heartbeat.cli.base import HbGroup, State
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -62,7 +62,7 @@ def cli(
     ctx.call_on_close(st.close)
 
 
-for module in (admin, tasks, queue, files):
+for module in (admin, tasks, queue, files, sync, recur, round, report):
     for command in module.COMMANDS:
         cli.add_command(command)
 

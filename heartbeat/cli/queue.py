@@ -47,7 +47,9 @@ def default_worker() -> str:
 @click.option("--worker", metavar="NAME", help="Who claims the task [env HB_WORKER; default host:pid].")
 @click.option("--lease", metavar="DURATION", help="How long the claim holds (default: setting queue.lease).")
 @json_option
-def pop(scope: str | None, task_id: str | None, accept_stale: bool, worker: str | None, lease: str | None) -> None:
+def pop(
+    scope: str | None, task_id: str | None, accept_stale: bool, worker: str | None, lease: str | None
+) -> None:
     """Claim the next task and print it as one JSON object.
 
     Legacy list: the first pending task by priority, then FIFO; none: "No pending
@@ -66,7 +68,10 @@ def pop(scope: str | None, task_id: str | None, accept_stale: bool, worker: str 
     ledger = state().ledger()
     try:
         result = ledger.pop_result(
-            scope=scope, task_id=task_id, worker=worker or default_worker(), lease=lease,
+            scope=scope,
+            task_id=task_id,
+            worker=worker or default_worker(),
+            lease=lease,
             accept_stale=accept_stale,
         )
     except QueueExhausted:
@@ -128,8 +133,10 @@ def fail(task_id: str, scope: str | None, reason: str | None, final: bool) -> No
     row = state().ledger().fail(task_id, scope=scope, reason=reason, final=final)
     emit(
         row,
-        lambda r: f"{r['id']}: attempt {r['attempts']} failed; "
-        + ("returned to the queue for a retry" if r["retry"] else "marked failed"),
+        lambda r: (
+            f"{r['id']}: attempt {r['attempts']} failed; "
+            + ("returned to the queue for a retry" if r["retry"] else "marked failed")
+        ),
     )
 
 

@@ -32,9 +32,7 @@ class _Labels:
 
 
 _LABELS = {
-    "en": _Labels(
-        "Task", "Status", "blocker", "risk", "Suggestion", "fallback", "none", ": ", "; "
-    ),
+    "en": _Labels("Task", "Status", "blocker", "risk", "Suggestion", "fallback", "none", ": ", "; "),
     "zh": _Labels("任务", "状态", "阻塞", "风险", "建议", "兜底", "无", "：", "；"),
 }
 

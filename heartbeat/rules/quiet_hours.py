@@ -38,9 +38,7 @@ class QuietHours:
             return None
         m = _WINDOW.match(norm)
         if not m:
-            raise InvalidInput(
-                f"quiet hours {text!r}: expected HH:MM-HH:MM (e.g. 23:00-08:00) or off"
-            )
+            raise InvalidInput(f"quiet hours {text!r}: expected HH:MM-HH:MM (e.g. 23:00-08:00) or off")
         start = _minute_of_day(m.group(1), m.group(2), text, allow_midnight_end=False)
         end = _minute_of_day(m.group(3), m.group(4), text, allow_midnight_end=True)
         return cls(start=start, end=end)

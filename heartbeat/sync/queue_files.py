@@ -47,10 +47,10 @@ def record_from_row(row: Any) -> tasks_json.QueueRecord:
         if "completed_at" not in fields and get("scope"):
             completed_at = None
     return tasks_json.QueueRecord(
-        id=get("id"),
+        id=str(get("id")),
         scope=get("scope") or "",
         status=status.value if isinstance(status, TaskStatus) else str(status),
-        title=get("title"),
+        title=str(get("title")),
         priority=get("priority"),
         position=get("position") or 0,
         blocked_by=get("blocked_by"),
@@ -111,7 +111,9 @@ def _key(scope: str, task_id: str) -> str:
     return f"{scope}:{task_id}" if scope else task_id
 
 
-def import_tasks(session: Session, text: str, path: Path, now: datetime, *, actor: str = "import") -> ImportReport:
+def import_tasks(
+    ledger: Ledger, session: Session, text: str, path: Path, now: datetime, *, actor: str = "import"
+) -> ImportReport:
     """Read tasks.json into the ledger: new records added, changed ones updated (history kept)."""
     try:
         doc = tasks_json.parse(text)
@@ -152,8 +154,15 @@ def import_tasks(session: Session, text: str, path: Path, now: datetime, *, acto
             task.claimed_at = task.claimed_by = task.lease_expires_at = None
         task.version += 1
         task.updated_at = now
-        record_event(session, task, "updated", now, before=before, actor=actor,
-                     detail={"fields": sorted(changed), "file": str(path)})
+        record_event(
+            session,
+            task,
+            "updated",
+            now,
+            before=before,
+            actor=actor,
+            detail={"fields": sorted(changed), "file": str(path)},
+        )
         report.updated.append(_key(record.scope, record.id))
     remember(session, SOURCE, path, text, now)
     return report
@@ -182,7 +191,7 @@ def _document(session: Session, kind: str) -> tasks_json.TasksDocument:
     return tasks_json.empty_document()
 
 
-def render_tasks(session: Session) -> str:
+def render_tasks(ledger: Ledger, session: Session) -> str:
     """tasks.json as the ledger has it now."""
     doc = _document(session, SOURCE)
     rows = session.scalars(select(Task).where(in_tasks_json()).order_by(Task.scope, Task.position, Task.pk))
@@ -192,7 +201,7 @@ def render_tasks(session: Session) -> str:
 # --- errors.json ------------------------------------------------------------------
 
 
-def import_errors(session: Session, text: str, path: Path, now: datetime) -> ImportReport:
+def import_errors(ledger: Ledger, session: Session, text: str, path: Path, now: datetime) -> ImportReport:
     """Read errors.json; an item already in the ledger (same object) is not added twice."""
     try:
         items = tasks_json.parse_errors(text)
@@ -238,7 +247,7 @@ def _when(value: Any) -> datetime | None:
         return None
 
 
-def render_errors(session: Session) -> str:
+def render_errors(ledger: Ledger, session: Session) -> str:
     items = []
     for e in session.scalars(select(Error).order_by(Error.pk)):
         if e.extra is not None:
@@ -261,13 +270,15 @@ def render_errors(session: Session) -> str:
 # --- last-run.json ----------------------------------------------------------------
 
 
-def import_last_run(session: Session, text: str, path: Path, now: datetime) -> ImportReport:
+def import_last_run(ledger: Ledger, session: Session, text: str, path: Path, now: datetime) -> ImportReport:
     try:
         obj = tasks_json.parse_last_run(text)
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
     report = ImportReport("last-run", str(path))
-    latest = session.scalars(select(Run).where(Run.record.is_not(None)).order_by(Run.pk.desc()).limit(1)).first()
+    latest = session.scalars(
+        select(Run).where(Run.record.is_not(None)).order_by(Run.pk.desc()).limit(1)
+    ).first()
     if latest is not None and latest.record == obj:
         report.unchanged = 1
     else:
@@ -288,8 +299,10 @@ def import_last_run(session: Session, text: str, path: Path, now: datetime) -> I
     return report
 
 
-def render_last_run(session: Session) -> str | None:
-    latest = session.scalars(select(Run).where(Run.record.is_not(None)).order_by(Run.pk.desc()).limit(1)).first()
+def render_last_run(ledger: Ledger, session: Session) -> str | None:
+    latest = session.scalars(
+        select(Run).where(Run.record.is_not(None)).order_by(Run.pk.desc()).limit(1)
+    ).first()
     if latest is None or latest.record is None:
         return None
     return tasks_json.render_last_run(latest.record)
@@ -306,20 +319,19 @@ def export_queue_files(ledger: Ledger) -> list[str]:
     lock, so the last writer always writes the newest state.
     """
     written = []
-    with file_lock(ledger.workspace):
-        with ledger.write() as session:
-            now = ledger.now()
-            for kind, render in RENDERERS.items():
-                text = render(session)
-                if text is None:
-                    continue
-                path = default_path(ledger.workspace, kind)
-                try:
-                    current = read_text(path)
-                except Exception:
-                    current = None
-                if current != text:
-                    atomic_write(path, text)
-                    written.append(str(path))
-                remember(session, kind, path, text, now)
+    with file_lock(ledger.workspace), ledger.write() as session:
+        now = ledger.now()
+        for kind, render in RENDERERS.items():
+            text = render(ledger, session)
+            if text is None:
+                continue
+            path = default_path(ledger.workspace, kind)
+            try:
+                current = read_text(path)
+            except Exception:
+                current = None
+            if current != text:
+                atomic_write(path, text)
+                written.append(str(path))
+            remember(session, kind, path, text, now)
     return written

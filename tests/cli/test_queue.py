@@ -81,7 +81,12 @@ def test_pop_blocked_entry_by_id_exits_13(scoped: Runner) -> None:
 def test_complete_and_fail_in_scope(scoped: Runner) -> None:
     scoped("pop", "--scope", Q)
     done = scoped.json(
-        "complete", "round3-edit-item-33-southern-qualifier", "--scope", Q, "--outcome", '{"pr": 502, "merged": true}'
+        "complete",
+        "round3-edit-item-33-southern-qualifier",
+        "--scope",
+        Q,
+        "--outcome",
+        '{"pr": 502, "merged": true}',
     )
     assert done["status"] == "done"
     assert scoped.json("scopes")[0]["completed"] == 1
@@ -157,7 +162,14 @@ def test_fail_final_and_max_attempts_setting(hb: Runner) -> None:
 
 def test_every_queue_operation_writes_a_runs_row_with_scope(scoped: Runner, workspace: Path) -> None:
     scoped("--now", "2026-05-01T10:00:00Z", "pop", "--scope", Q, "--worker", "w1")
-    scoped("--now", "2026-05-01T10:05:00Z", "complete", "round3-edit-item-33-southern-qualifier", "--outcome", "shipped it")
+    scoped(
+        "--now",
+        "2026-05-01T10:05:00Z",
+        "complete",
+        "round3-edit-item-33-southern-qualifier",
+        "--outcome",
+        "shipped it",
+    )
     last = json.loads(scoped("export", "last-run", "-").stdout)
     assert last["task_id"] == "round3-edit-item-33-southern-qualifier"
     assert last["status"] == "completed" and last["scope"] == Q
@@ -182,10 +194,30 @@ def test_runs_and_outcomes_rows(hb: Runner, workspace: Path) -> None:
 
 
 def test_add_keeps_the_seed_script_options(hb: Runner) -> None:
-    hb("add", "Deep research", "--priority", "high", "--skill", "deep-research", "--project-id", "claude-skills",
-       "--agent-id", "antigravity", "--user-id", "matthias")
+    hb(
+        "add",
+        "Deep research",
+        "--priority",
+        "high",
+        "--skill",
+        "deep-research",
+        "--project-id",
+        "claude-skills",
+        "--agent-id",
+        "antigravity",
+        "--user-id",
+        "matthias",
+    )
     popped = json.loads(hb("--now", "2026-05-01T10:00:00Z", "pop").stdout)
-    assert list(popped)[:7] == ["id", "priority", "description", "assigned_skill", "project_id", "agent_id", "user_id"]
+    assert list(popped)[:7] == [
+        "id",
+        "priority",
+        "description",
+        "assigned_skill",
+        "project_id",
+        "agent_id",
+        "user_id",
+    ]
     assert popped["assigned_skill"] == "deep-research" and popped["description"] == "Deep research"
 
 
@@ -201,12 +233,32 @@ def test_errors_and_last_run_round_trip(hb: Runner, workspace: Path) -> None:
     state = workspace / ".agent" / "state"
     state.mkdir(parents=True)
     errors = [
-        {"timestamp": "2026-04-25T12:00:00+00:00Z", "task_id": "task-1", "assigned_skill": "osint",
-         "reason": "timeout", "trace_id": "t1", "decision_log": ["a", "b"], "resolved": False, "extra_note": "kept"},
+        {
+            "timestamp": "2026-04-25T12:00:00+00:00Z",
+            "task_id": "task-1",
+            "assigned_skill": "osint",
+            "reason": "timeout",
+            "trace_id": "t1",
+            "decision_log": ["a", "b"],
+            "resolved": False,
+            "extra_note": "kept",
+        },
     ]
-    last = {"timestamp": "2026-04-25T12:05:00Z", "task_id": "task-1", "status": "failed", "description": "x",
-            "assigned_skill": "osint", "project_id": None, "agent_id": None, "user_id": None,
-            "outcome": None, "trace_id": "t1", "decision_log": None, "scope": None, "custom": 1}
+    last = {
+        "timestamp": "2026-04-25T12:05:00Z",
+        "task_id": "task-1",
+        "status": "failed",
+        "description": "x",
+        "assigned_skill": "osint",
+        "project_id": None,
+        "agent_id": None,
+        "user_id": None,
+        "outcome": None,
+        "trace_id": "t1",
+        "decision_log": None,
+        "scope": None,
+        "custom": 1,
+    }
     (state / "errors.json").write_text(json.dumps(errors))
     (state / "last-run.json").write_text(json.dumps(last))
     hb("import", "errors-json", str(state / "errors.json"))

@@ -26,7 +26,11 @@ PROCESSES = 8
 def _seed_queue(workspace: Path, db: str, n: int) -> None:
     doc = {
         "pending": [
-            {"id": f"task-{i:05d}", "priority": ["critical", "high", "medium", "low"][i % 4], "description": f"job {i}"}
+            {
+                "id": f"task-{i:05d}",
+                "priority": ["critical", "high", "medium", "low"][i % 4],
+                "description": f"job {i}",
+            }
             for i in range(n)
         ],
         "in_progress": [],

@@ -1,0 +1,32 @@
+"""What an import or a sync did, per file: the report users read and scripts parse."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class SyncReport:
+    """The changes of one file kind in one ``hb sync`` (ids or file:line labels)."""
+
+    kind: str
+    path: str
+    added: list[str] = field(default_factory=list)  # new in the file -> ledger, or new in the ledger -> file
+    updated: list[str] = field(default_factory=list)
+    completed: list[str] = field(default_factory=list)
+    removed: list[str] = field(
+        default_factory=list
+    )  # gone from the file: removed from the ledger (history kept)
+    conflicts: list[str] = field(default_factory=list)  # changed on both sides: the file won
+    preserved: list[str] = field(default_factory=list)  # "path:line: reason" kept verbatim, not understood
+    written: bool = False  # the file was (or, with --dry-run, would be) rewritten
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.added or self.updated or self.completed or self.removed or self.conflicts or self.written
+        )
