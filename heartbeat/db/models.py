@@ -150,8 +150,8 @@ class Task(Base):
             "priority_rank",
             "position",
             "pk",
-            sqlite_where=text("status = 'todo' AND blocked_by IS NULL"),
-            postgresql_where=text("status = 'todo' AND blocked_by IS NULL"),
+            sqlite_where=text("status = 'todo' AND blocked_by IS NULL AND source <> 'todo'"),
+            postgresql_where=text("status = 'todo' AND blocked_by IS NULL AND source <> 'todo'"),
         ),
         # stale-claim detection
         Index(
@@ -164,6 +164,7 @@ class Task(Base):
         # the heartbeat's due scan
         Index("ix_tasks_status_next_check_at", "status", "next_check_at"),
         Index("ix_tasks_source_external_key", "source", "external_key"),
+        Index("ix_tasks_id", "id"),  # ids are unique per scope; commands find them without one
     )
 
 

@@ -138,8 +138,9 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('tasks', schema=None) as batch_op:
         batch_op.create_index('ix_tasks_claimed', ['scope', 'lease_expires_at'], unique=False, sqlite_where=sa.text("status = 'doing'"), postgresql_where=sa.text("status = 'doing'"))
-        batch_op.create_index('ix_tasks_ready', ['scope', 'priority_rank', 'position', 'pk'], unique=False, sqlite_where=sa.text("status = 'todo' AND blocked_by IS NULL"), postgresql_where=sa.text("status = 'todo' AND blocked_by IS NULL"))
+        batch_op.create_index('ix_tasks_ready', ['scope', 'priority_rank', 'position', 'pk'], unique=False, sqlite_where=sa.text("status = 'todo' AND blocked_by IS NULL AND source <> 'todo'"), postgresql_where=sa.text("status = 'todo' AND blocked_by IS NULL AND source <> 'todo'"))
         batch_op.create_index('ix_tasks_source_external_key', ['source', 'external_key'], unique=False)
+        batch_op.create_index('ix_tasks_id', ['id'], unique=False)
         batch_op.create_index('ix_tasks_status_next_check_at', ['status', 'next_check_at'], unique=False)
 
     op.create_table('errors',
@@ -256,8 +257,9 @@ def downgrade() -> None:
     op.drop_table('errors')
     with op.batch_alter_table('tasks', schema=None) as batch_op:
         batch_op.drop_index('ix_tasks_status_next_check_at')
+        batch_op.drop_index('ix_tasks_id')
         batch_op.drop_index('ix_tasks_source_external_key')
-        batch_op.drop_index('ix_tasks_ready', sqlite_where=sa.text("status = 'todo' AND blocked_by IS NULL"), postgresql_where=sa.text("status = 'todo' AND blocked_by IS NULL"))
+        batch_op.drop_index('ix_tasks_ready', sqlite_where=sa.text("status = 'todo' AND blocked_by IS NULL AND source <> 'todo'"), postgresql_where=sa.text("status = 'todo' AND blocked_by IS NULL AND source <> 'todo'"))
         batch_op.drop_index('ix_tasks_claimed', sqlite_where=sa.text("status = 'doing'"), postgresql_where=sa.text("status = 'doing'"))
 
     op.drop_table('tasks')
