@@ -79,6 +79,7 @@ class QueueExhausted(HbError):
     """Scoped queue has no ready entry left: write the evidence report and stop."""
 
     exit_code = 10
+    skipped: list[tuple[str, str]] = []  # noqa: RUF012  # (id, blocker) of the blocked entries left
 
 
 class ScopeRequired(HbError):

@@ -13,21 +13,35 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Engine, delete, select
-from sqlalchemy.orm import Session
-
 from heartbeat import settings as settings_mod
-from heartbeat import tasks as tasks_mod
 from heartbeat.clock import Clock, load_zone, machine_zone_name, parse_when
-from heartbeat.db.models import Setting, TaskStatus
-from heartbeat.errors import HbError, InvalidInput
+from heartbeat.errors import HbError, InvalidInput, NotFound
 from heartbeat.recur import RecurAPI
 from heartbeat.report import ReportAPI
 from heartbeat.round import RoundAPI
 from heartbeat.sync.api import SyncAPI
+
+if TYPE_CHECKING:  # SQLAlchemy loads on first use: `hb pop` on SQLite never needs it
+    from sqlalchemy import Engine
+    from sqlalchemy.orm import Session
+
+
+class _Lazy:
+    """A module imported on first attribute access (keeps `hb pop` free of the ORM)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(self._name), attr)
+
+
+tasks_mod: Any = _Lazy("heartbeat.tasks")
 
 STATE_DIR = Path(".agent") / "state"
 DB_NAME = "heartbeat.db"
@@ -42,11 +56,16 @@ def default_db_path(workspace: Path) -> Path:
 class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
     """A workspace's ledger: its database, its settings, its clock."""
 
-    def __init__(self, engine: Engine, workspace: Path, now: NowArg = None) -> None:
-        self.engine = engine
+    backup_path: str | None = None  # the copy made before an automatic schema upgrade
+
+    def __init__(self, url: str, workspace: Path, now: NowArg = None) -> None:
+        self.url = url
         self.workspace = workspace
+        self._engine: Engine | None = None
         self._settings: settings_mod.Settings | None = None
         self._zone: ZoneInfo | None = None
+        self._raw: Any = None  # the queue's driver connection, opened on first use
+        self._dialect: Any = None
         self.clock = self._make_clock(now)
 
     # --- opening -----------------------------------------------------------------
@@ -64,50 +83,82 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
         ``db`` is a path or SQLAlchemy URL (default: the workspace's SQLite file);
         ``now`` pins the clock: a datetime (naive = workspace zone), an ISO string,
-        or a callable. A SQLite ledger behind this hb is backed up and upgraded.
+        or a callable. A SQLite ledger behind this hb is backed up and upgraded;
+        one ahead of it is refused (SchemaError).
         """
-        from heartbeat.db.engine import make_engine
-        from heartbeat.db.migrate import ensure_current
+        from heartbeat.db import sqlite
 
         ws = Path(workspace).expanduser().resolve()
-        if db is None:
-            path = default_db_path(ws)
+        url = db if db is not None else str(default_db_path(ws))
+        path = sqlite.file_of(url)
+        if path is not None:
             if not path.exists() and not create:
-                from heartbeat.errors import NotFound
-
                 raise NotFound(f"no ledger at {path}; run `hb init`")
             path.parent.mkdir(parents=True, exist_ok=True)
-            url = str(path)
-        else:
-            url = db
-            from heartbeat.db.engine import sqlite_path
-
-            target = sqlite_path(url)
-            if target is not None:
-                if not target.exists() and not create:
-                    from heartbeat.errors import NotFound
-
-                    raise NotFound(f"no ledger at {target}; run `hb init`")
-                target.parent.mkdir(parents=True, exist_ok=True)
-        engine = make_engine(url)
+        ledger = cls(url, ws, now)
         try:
-            ledger = cls(engine, ws, now)
-            ledger.backup_path = ensure_current(engine, now=ledger.clock.now, create=create)
+            if path is None or not ledger._sqlite_at_head(path):
+                from heartbeat.db.migrate import ensure_current
+
+                ledger.backup_path = ensure_current(ledger.engine, now=ledger.clock.now, create=create)
         except BaseException:
-            engine.dispose()
+            ledger.close()
             raise
         return ledger
 
+    def _sqlite_at_head(self, path: Path) -> bool:
+        """The fast path: an existing SQLite ledger at this hb's head needs no SQLAlchemy."""
+        import sqlite3
+
+        from heartbeat.db import sqlite
+        from heartbeat.db.migrate import HEAD
+
+        if not path.exists():
+            return False
+        con = sqlite.connect(path)
+        try:
+            row = con.execute("SELECT version_num FROM alembic_version").fetchone()
+        except sqlite3.DatabaseError:
+            con.close()
+            return False
+        if row is None or row[0] != HEAD:
+            con.close()
+            return False
+        self._raw = con
+        return True
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (created on first use)."""
+        if self._engine is None:
+            from heartbeat.db.engine import make_engine
+
+            self._engine = make_engine(self.url)
+        return self._engine
+
+    @property
+    def raw(self) -> Any:
+        """The driver connection the queue speaks plain SQL on (one per Ledger)."""
+        if self._raw is None:
+            from heartbeat.db import sqlite
+
+            path = sqlite.file_of(self.url)
+            self._raw = sqlite.connect(path) if path is not None else self.engine.raw_connection()
+        return self._raw
+
     def close(self) -> None:
-        self.engine.dispose()
+        if self._raw is not None:
+            self._raw.close()
+            self._raw = None
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
 
     def __enter__(self) -> Ledger:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    backup_path: str | None = None
 
     def _make_clock(self, now: NowArg) -> Clock:
         if isinstance(now, str):
@@ -126,12 +177,16 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
     @contextmanager
     def write(self) -> Iterator[Session]:
         """One write transaction (SQLite: BEGIN IMMEDIATE)."""
+        from sqlalchemy.orm import Session
+
         with Session(self.engine, expire_on_commit=False) as session, session.begin():
             yield session
 
     @contextmanager
     def read(self) -> Iterator[Session]:
         """One read transaction (SQLite: a deferred BEGIN, no write lock)."""
+        from sqlalchemy.orm import Session
+
         with self.engine.connect() as conn:
             conn = conn.execution_options(hb_readonly=True)
             with Session(bind=conn) as session:
@@ -143,10 +198,24 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
     @property
     def settings(self) -> settings_mod.Settings:
         if self._settings is None:
-            with self.read() as s:
-                stored = {row.key: row.value for row in s.scalars(select(Setting))}
+            import json
+
+            cur = self.raw.cursor()
+            try:
+                cur.execute("SELECT key, value FROM settings")
+                rows = cur.fetchall()
+            finally:
+                cur.close()
+            if self.engine_dialect() != "sqlite":
+                self.raw.rollback()  # end the implicit read transaction
+            stored = {k: json.loads(v) if isinstance(v, str) else v for k, v in rows}
             self._settings = settings_mod.build(stored)
         return self._settings
+
+    def engine_dialect(self) -> str:
+        from heartbeat.db import sqlite
+
+        return "sqlite" if sqlite.file_of(self.url) is not None else "postgresql"
 
     @property
     def zone(self) -> ZoneInfo:
@@ -161,6 +230,10 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
     def config_list(self) -> dict[str, dict[str, Any]]:
         """Every setting: value, default, whether it was set, description."""
+        from sqlalchemy import select
+
+        from heartbeat.db.models import Setting
+
         with self.read() as s:
             stored = {row.key for row in s.scalars(select(Setting))}
         values = settings_mod.as_dict(self.settings)
@@ -181,6 +254,8 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             if from_text and isinstance(value, str)
             else (settings_mod.validate(key, value))
         )
+        from heartbeat.db.models import Setting
+
         now = self.now()
         with self.write() as s:
             row = s.get(Setting, key)
@@ -194,6 +269,10 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         return checked
 
     def config_unset(self, key: str) -> None:
+        from sqlalchemy import delete
+
+        from heartbeat.db.models import Setting
+
         settings_mod.key(key)
         with self.write() as s:
             s.execute(delete(Setting).where(Setting.key == key))
@@ -214,7 +293,8 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
     # --- tasks -------------------------------------------------------------------
 
     def _dict(self, task: Any) -> dict[str, Any]:
-        return tasks_mod.as_dict(task, self.zone)
+        out: dict[str, Any] = tasks_mod.as_dict(task, self.zone)
+        return out
 
     def add(
         self,
@@ -251,6 +331,8 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         due_before: datetime | str | None = None,
     ) -> list[dict[str, Any]]:
         """Tasks matching the filters; by default the active ones (``status="all"`` for every one)."""
+        from heartbeat.db.models import TaskStatus
+
         statuses: tuple[TaskStatus, ...] | None
         wanted = [status] if isinstance(status, str) else list(status or [])
         if not wanted or wanted == ["active"]:
@@ -278,6 +360,8 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
     def done(self, task_id: str, *, scope: str | None = None) -> dict[str, Any]:
         """Mark a task done (completed_at = now) and record its outcome."""
+        from heartbeat.db.models import TaskStatus
+
         now = self.now()
         with self.write() as s:
             task = tasks_mod.find(s, task_id, scope, lock=True)
@@ -285,6 +369,8 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
     def cancel(self, task_id: str, *, scope: str | None = None) -> dict[str, Any]:
         """Mark a task cancelled."""
+        from heartbeat.db.models import TaskStatus
+
         now = self.now()
         with self.write() as s:
             task = tasks_mod.find(s, task_id, scope, lock=True)
@@ -294,8 +380,13 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
     @contextmanager
     def _queue_tx(self) -> Iterator[Any]:
-        with self.engine.begin() as conn:
-            yield conn
+        """A queue transaction on the driver connection (the hot path), then auto-export."""
+        from heartbeat import queue
+
+        if self._dialect is None:
+            self._dialect = queue.Dialect(self.engine_dialect())
+        with queue.transaction(self.raw, self._dialect) as tx:
+            yield tx
         if self.settings.sync_auto_export:
             from heartbeat.sync.queue_files import export_queue_files
 
@@ -352,7 +443,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         Raises ScopeRequired (11), StaleClaims (12), BlockedEntry (13), ScopeNotFound (14),
         QueueExhausted (10) from :mod:`heartbeat.errors`.
         """
-        from heartbeat.sync.queue_files import task_object
+        from heartbeat.queue import task_object
 
         result = self.pop_result(
             scope=scope, task_id=task_id, worker=worker, lease=lease, accept_stale=accept_stale
@@ -405,8 +496,8 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         """Each scoped queue with its ready / in_progress / completed / total counts."""
         from heartbeat import queue
 
-        with self.engine.connect() as conn:
-            return queue.scope_counts(conn.execution_options(hb_readonly=True))
+        with self._queue_tx() as tx:
+            return queue.scope_counts(tx)
 
     # --- one-way import and export (SPEC.md section 2) ---------------------------------
 

@@ -1,22 +1,26 @@
-"""The queue: pop, complete, fail, clear-stale, scopes, as single transactions.
+"""The queue: pop, complete, fail, clear-stale, scopes, each one transaction.
 
-The claim is one statement. On SQLite the write transaction begins with
-``BEGIN IMMEDIATE`` (see db/engine.py) and a single ``UPDATE ... RETURNING``
-picks the first ready task through ``ix_tasks_ready``; on PostgreSQL the
-sub-select takes the row ``FOR UPDATE SKIP LOCKED``, so concurrent workers
-never receive the same task and never lose one.
+This is hb's hot path, so it speaks plain SQL on the driver connection (the
+same SQL on both backends, with each driver's parameter style) instead of
+building SQLAlchemy statements per call.
+
+The claim is one statement. On SQLite the transaction begins with
+``BEGIN IMMEDIATE`` and a single ``UPDATE ... RETURNING`` picks the first
+ready task through the partial index ``ix_tasks_ready``; on PostgreSQL the
+sub-select takes the row ``FOR UPDATE SKIP LOCKED``. Concurrent workers never
+receive the same task and never lose one; no Python-side lock is involved.
 """
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Table, and_, func, insert, or_, select, update
-from sqlalchemy.sql import Select
-
-from heartbeat.db.models import Error, Outcome, Run, Task, TaskStatus
 from heartbeat.errors import (
     BlockedEntry,
     InvalidState,
@@ -26,116 +30,223 @@ from heartbeat.errors import (
     ScopeRequired,
     StaleClaims,
 )
+from heartbeat.formats import tasks_json
 
-T: Table = Task.__table__  # type: ignore[assignment]  # declarative tables are Tables
-_RUNS: Table = Run.__table__  # type: ignore[assignment]
-_OUTCOMES: Table = Outcome.__table__  # type: ignore[assignment]
-_ERRORS: Table = Error.__table__  # type: ignore[assignment]
 LEGACY = ""
-# Markdown TODO entries are the agent's checklist, not queue work: pop never hands them out.
-NOT_QUEUED_SOURCES = ("todo",)
+
+# The columns a claimed task comes back with (what `hb pop` prints needs).
+TASK_COLUMNS = (
+    "pk",
+    "id",
+    "scope",
+    "source",
+    "status",
+    "title",
+    "priority",
+    "position",
+    "blocked_by",
+    "extra",
+    "created_at",
+    "completed_at",
+    "skill",
+    "project_id",
+    "agent_id",
+    "user_id",
+    "claimed_at",
+    "claimed_by",
+    "lease_expires_at",
+    "attempts",
+)
+_RETURNING = ", ".join(TASK_COLUMNS)
+_STALE = "scope = :scope AND status = 'doing' AND (lease_expires_at IS NULL OR lease_expires_at <= :now)"
+_CLAIM_SET = (
+    "claimed_at = :now, claimed_by = :worker, lease_expires_at = :lease_until, "
+    "attempts = attempts + 1, updated_at = :now, version = version + 1"
+)
+# Markdown TODO entries are the agent's checklist, not queue work: never popped.
+_READY = (
+    "SELECT pk FROM tasks WHERE scope = :scope AND status = 'todo' AND blocked_by IS NULL "
+    "AND source <> 'todo' ORDER BY priority_rank, position, pk LIMIT 1"
+)
+
+SQL = {
+    "any_scoped": "SELECT 1 FROM tasks WHERE scope > '' LIMIT 1",
+    "scopes": "SELECT scope FROM tasks WHERE scope > '' GROUP BY scope ORDER BY min(pk)",
+    "scope_exists": "SELECT 1 FROM tasks WHERE scope = :scope LIMIT 1",
+    "stale": f"SELECT id FROM tasks WHERE {_STALE} ORDER BY position, pk",
+    "adopt": f"UPDATE tasks SET {_CLAIM_SET} WHERE {_STALE}",
+    "claim": (
+        f"UPDATE tasks SET status = 'doing', {_CLAIM_SET} "
+        f"WHERE pk = ({_READY}{{lock}}) RETURNING {_RETURNING}"
+    ),
+    "claim_id": (
+        f"UPDATE tasks SET status = 'doing', {_CLAIM_SET} "
+        f"WHERE scope = :scope AND id = :id AND status = 'todo' RETURNING {_RETURNING}"
+    ),
+    "lookup": "SELECT status, blocked_by FROM tasks WHERE scope = :scope AND id = :id",
+    "blocked": (
+        "SELECT id, blocked_by, position FROM tasks WHERE scope = :scope AND status = 'todo' "
+        "AND blocked_by IS NOT NULL ORDER BY position, pk"
+    ),
+    "by_id": f"SELECT {_RETURNING} FROM tasks WHERE id = :id LIMIT 2",
+    "by_scope_id": f"SELECT {_RETURNING} FROM tasks WHERE scope = :scope AND id = :id",
+    "finish": (
+        "UPDATE tasks SET status = :status, completed_at = :completed_at, updated_at = :now, "
+        "claimed_at = :claimed_at, claimed_by = :claimed_by, lease_expires_at = NULL, "
+        "version = version + 1 WHERE pk = :pk AND status = 'doing'"
+    ),
+    "clear": (
+        f"UPDATE tasks SET status = 'todo', claimed_at = NULL, claimed_by = NULL, lease_expires_at = NULL, "
+        f"updated_at = :now, version = version + 1 WHERE {_STALE}"
+    ),
+    "run": (
+        "INSERT INTO runs (kind, scope, status, started_at, finished_at, task_id, worker, record) "
+        "VALUES (:kind, :scope, :status, :now, :now, :task_id, :worker, {json:record})"
+    ),
+    "outcome": (
+        "INSERT INTO outcomes (task_pk, task_id, scope, source, skill, success, result, claimed_at, "
+        "completed_at, duration_s, attempt, worker) VALUES (:task_pk, :task_id, :scope, :source, :skill, "
+        ":success, {json:result}, :claimed_at, :now, :duration_s, :attempt, :worker)"
+    ),
+    "error": (
+        "INSERT INTO errors (task_pk, task_id, scope, skill, at, reason, trace_id, decision_log, resolved, "
+        "attempt, final) VALUES (:task_pk, :task_id, :scope, :skill, :now, :reason, :trace_id, "
+        "{json:decision_log}, :false, :attempt, :final)"
+    ),
+    "counts": (
+        "SELECT scope, count(*) AS total, "
+        "sum(CASE WHEN status = 'todo' AND blocked_by IS NULL THEN 1 ELSE 0 END) AS ready, "
+        "sum(CASE WHEN status = 'doing' THEN 1 ELSE 0 END) AS in_progress, "
+        "sum(CASE WHEN status = 'done' THEN 1 ELSE 0 END) AS completed, "
+        "sum(CASE WHEN status = 'todo' AND blocked_by IS NOT NULL THEN 1 ELSE 0 END) AS blocked "
+        "FROM tasks WHERE scope > '' GROUP BY scope ORDER BY min(pk)"
+    ),
+}
+
+
+class Dialect:
+    """The SQL of this module for one backend: parameter style, JSON and time values."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.sqlite = name == "sqlite"
+        self._sql: dict[str, str] = {key: self._adapt(text) for key, text in SQL.items()}
+
+    def _adapt(self, text: str) -> str:
+        text = text.replace("{lock}", "" if self.sqlite else " FOR UPDATE SKIP LOCKED")
+        json_param = r":\1" if self.sqlite else r"CAST(:\1 AS json)"
+        text = re.sub(r"\{json:(\w+)\}", json_param, text)
+        if not self.sqlite:
+            text = re.sub(r"(?<!:):(\w+)", r"%(\1)s", text)
+        return text
+
+    def sql(self, key: str) -> str:
+        return self._sql[key]
+
+    def time(self, value: datetime | None) -> Any:
+        if value is None:
+            return None
+        value = value.astimezone(UTC)
+        # the text UTCDateTime stores on SQLite (so SQL comparisons agree)
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f") if self.sqlite else value
+
+    def read_time(self, value: Any) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return datetime.fromisoformat(value).replace(tzinfo=UTC)
+        return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
+
+    def read_json(self, value: Any) -> Any:
+        return json.loads(value) if isinstance(value, str) else value
+
+    def json(self, value: Any) -> str | None:
+        return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+class Tx:
+    """One transaction on a driver connection, speaking :data:`SQL` by key."""
+
+    def __init__(self, raw: Any, dialect: Dialect) -> None:
+        self.raw = raw
+        self.d = dialect
+        self.cur = raw.cursor()
+
+    def execute(self, key: str, params: Mapping[str, Any] | None = None) -> Any:
+        self.cur.execute(self.d.sql(key), dict(params or {}))
+        return self.cur
+
+    def rows(self, key: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        cur = self.execute(key, params)
+        names = [c[0] for c in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def task(self, row: dict[str, Any]) -> dict[str, Any]:
+        """Normalise a task row read through this module (times aware UTC, JSON decoded)."""
+        for name in ("created_at", "completed_at", "claimed_at", "lease_expires_at"):
+            row[name] = self.d.read_time(row.get(name))
+        row["extra"] = self.d.read_json(row.get("extra"))
+        return row
+
+
+@contextmanager
+def transaction(raw: Any, dialect: Dialect) -> Iterator[Tx]:
+    """A write transaction on ``raw`` (SQLite: BEGIN IMMEDIATE; PostgreSQL: implicit BEGIN)."""
+    if dialect.sqlite:
+        raw.execute("BEGIN IMMEDIATE")
+    tx = Tx(raw, dialect)
+    try:
+        yield tx
+    except BaseException:
+        raw.rollback()
+        raise
+    else:
+        raw.commit()
+    finally:
+        tx.cur.close()
 
 
 @dataclass
 class PopResult:
-    task: dict[str, Any] | None  # the claimed row (column values), None = nothing to pop
+    task: dict[str, Any] | None  # the claimed row, None = nothing to pop
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (id, blocker) passed over
     adopted: list[str] = field(default_factory=list)  # stale claims re-leased to this worker
 
 
-def _stale(scope: str, now: datetime) -> Any:
-    return and_(
-        T.c.scope == scope,
-        T.c.status == TaskStatus.DOING.value,
-        or_(T.c.lease_expires_at.is_(None), T.c.lease_expires_at <= now),
-    )
-
-
-def scopes(conn: Connection) -> list[str]:
+def scopes(tx: Tx) -> list[str]:
     """The scoped queues, in the order they first appeared."""
-    rows = conn.execute(
-        select(T.c.scope, func.min(T.c.pk))
-        .where(T.c.scope != LEGACY)
-        .group_by(T.c.scope)
-        .order_by(func.min(T.c.pk))
-    )
-    return [r[0] for r in rows]
+    return [r["scope"] for r in tx.rows("scopes")]
 
 
-def scope_counts(conn: Connection) -> list[dict[str, Any]]:
-    """Per queue: ready / in_progress / completed / total (the seed script's `scopes`)."""
-    ready = and_(T.c.status == TaskStatus.TODO.value, T.c.blocked_by.is_(None))
-    rows = conn.execute(
-        select(
-            T.c.scope,
-            func.min(T.c.pk),
-            func.count(),
-            func.sum(func.cast(ready, type_=T.c.attempts.type)),
-            func.sum(func.cast(T.c.status == TaskStatus.DOING.value, type_=T.c.attempts.type)),
-            func.sum(func.cast(T.c.status == TaskStatus.DONE.value, type_=T.c.attempts.type)),
-            func.sum(
-                func.cast(T.c.blocked_by.is_not(None) & (T.c.status == "todo"), type_=T.c.attempts.type)
-            ),
-        )
-        .where(T.c.scope != LEGACY)
-        .group_by(T.c.scope)
-        .order_by(func.min(T.c.pk))
-    )
+def scope_counts(tx: Tx) -> list[dict[str, Any]]:
+    """Per queue: ready / in_progress / completed / blocked / total (the seed script's `scopes`)."""
     return [
         {
-            "scope": scope,
-            "ready": int(ready_n or 0),
-            "in_progress": int(doing or 0),
-            "completed": int(done or 0),
-            "blocked": int(blocked or 0),
-            "total": int(total),
+            "scope": r["scope"],
+            "ready": int(r["ready"] or 0),
+            "in_progress": int(r["in_progress"] or 0),
+            "completed": int(r["completed"] or 0),
+            "blocked": int(r["blocked"] or 0),
+            "total": int(r["total"]),
         }
-        for scope, _first, total, ready_n, doing, done, blocked in rows
+        for r in tx.rows("counts")
     ]
 
 
-def _check_scope(conn: Connection, scope: str | None) -> str:
+def _check_scope(tx: Tx, scope: str | None) -> str:
     if scope is None or scope == LEGACY:
-        found = scopes(conn) if scope is None else []
-        if found:
-            raise ScopeRequired(found)
+        if scope is None and tx.execute("any_scoped").fetchone() is not None:
+            raise ScopeRequired(scopes(tx))
         return LEGACY
-    exists = conn.execute(select(T.c.pk).where(T.c.scope == scope).limit(1)).first()
-    if exists is None:
-        known = scopes(conn)
+    if tx.execute("scope_exists", {"scope": scope}).fetchone() is None:
+        known = scopes(tx)
         hint = f" (queues: {', '.join(known)})" if known else " (there are no scoped queues)"
         raise ScopeNotFound(f"--scope {scope!r} is not a queue{hint}")
     return scope
 
 
-def _ready(scope: str) -> Select[Any]:
-    return (
-        select(T.c.pk)
-        .where(
-            T.c.scope == scope,
-            T.c.status == TaskStatus.TODO.value,
-            T.c.blocked_by.is_(None),
-            T.c.source.not_in(NOT_QUEUED_SOURCES),
-        )
-        .order_by(T.c.priority_rank, T.c.position, T.c.pk)
-        .limit(1)
-    )
-
-
-def _claim_values(now: datetime, worker: str | None, lease: timedelta) -> dict[str, Any]:
-    return {
-        "status": TaskStatus.DOING.value,
-        "claimed_at": now,
-        "claimed_by": worker,
-        "lease_expires_at": now + lease,
-        "attempts": T.c.attempts + 1,
-        "updated_at": now,
-        "version": T.c.version + 1,
-    }
-
-
 def pop(
-    conn: Connection,
+    tx: Tx,
     now: datetime,
     *,
     scope: str | None = None,
@@ -144,165 +255,164 @@ def pop(
     lease: timedelta,
     accept_stale: bool = False,
 ) -> PopResult:
-    """Claim the next task (or ``task_id``); raises the queue errors (exit 11-14, 10)."""
-    scope = _check_scope(conn, scope)
+    """Claim the next task (or ``task_id``); raises the queue errors (exit 10-14)."""
+    scope = _check_scope(tx, scope)
+    at = tx.d.time(now)
+    claim = {"scope": scope, "now": at, "worker": worker, "lease_until": tx.d.time(now + lease)}
     result = PopResult(task=None)
-    stale = [
-        r[0] for r in conn.execute(select(T.c.id).where(_stale(scope, now)).order_by(T.c.position, T.c.pk))
-    ]
+    stale = [r[0] for r in tx.execute("stale", {"scope": scope, "now": at}).fetchall()]
     if stale:
         if not accept_stale:
             raise StaleClaims(stale)
-        conn.execute(update(T).where(_stale(scope, now)).values(_claim_values(now, worker, lease)))
+        tx.execute("adopt", claim)
         result.adopted = stale
 
     if task_id is not None:
-        row = conn.execute(
-            select(T.c.status, T.c.blocked_by).where(T.c.scope == scope, T.c.id == task_id)
-        ).first()
-        if row is None:
+        found = tx.rows("lookup", {"scope": scope, "id": task_id})
+        if not found:
             raise NotFound(f"no task with id {task_id!r}" + (f" in {scope}" if scope else ""))
-        if row.blocked_by is not None:
-            raise BlockedEntry(f"task {task_id!r} is blocked ({row.blocked_by})")
-        if row.status != TaskStatus.TODO.value:
-            raise InvalidState(f"task {task_id!r} is {row.status}, not todo")
-        target: Any = select(T.c.pk).where(T.c.scope == scope, T.c.id == task_id).scalar_subquery()
+        if found[0]["blocked_by"] is not None:
+            raise BlockedEntry(f"task {task_id!r} is blocked ({found[0]['blocked_by']})")
+        if found[0]["status"] != "todo":
+            raise InvalidState(f"task {task_id!r} is {found[0]['status']}, not todo")
+        rows = tx.rows("claim_id", {**claim, "id": task_id})
     else:
-        sub = _ready(scope)
-        if conn.dialect.name == "postgresql":
-            sub = sub.with_for_update(skip_locked=True)
-        target = sub.scalar_subquery()
-
-    claimed = conn.execute(
-        update(T).where(T.c.pk == target).values(_claim_values(now, worker, lease)).returning(*T.c)
-    ).first()
-    if claimed is not None:
-        result.task = dict(claimed._mapping)
+        rows = tx.rows("claim", claim)
+    if rows:
+        result.task = tx.task(rows[0])
 
     if scope != LEGACY:
-        before = result.task["position"] if result.task else None
-        q = select(T.c.id, T.c.blocked_by, T.c.position).where(
-            T.c.scope == scope, T.c.status == TaskStatus.TODO.value, T.c.blocked_by.is_not(None)
-        )
+        upto = result.task["position"] if result.task else None
         result.skipped = [
-            (r.id, r.blocked_by)
-            for r in conn.execute(q.order_by(T.c.position, T.c.pk))
-            if before is None or r.position <= before
+            (r["id"], r["blocked_by"])
+            for r in tx.rows("blocked", {"scope": scope})
+            if upto is None or r["position"] <= upto
         ]
-    _run(
-        conn,
-        "pop",
-        scope,
-        now,
-        worker=worker,
-        task_id=claimed.id if claimed else None,
-        status="ok" if claimed else ("exhausted" if scope else "empty"),
-    )
-    if claimed is None and scope != LEGACY and task_id is None:
-        raise QueueExhausted(f"queue {scope} is exhausted: write the evidence report and stop")
+    got = result.task["id"] if result.task else None
+    status = "ok" if got else ("exhausted" if scope else "empty")
+    _run(tx, "pop", scope, at, status=status, worker=worker, task_id=got)
+    if got is None and scope != LEGACY and task_id is None:
+        exhausted = QueueExhausted(f"queue {scope} is exhausted: write the evidence report and stop")
+        exhausted.skipped = result.skipped
+        raise exhausted
     return result
 
 
 def _run(
-    conn: Connection,
+    tx: Tx,
     kind: str,
     scope: str,
-    now: datetime,
+    at: Any,
     *,
     status: str,
     worker: str | None = None,
     task_id: str | None = None,
-    record: dict[str, Any] | None = None,
+    record: Any = None,
 ) -> None:
-    conn.execute(
-        insert(_RUNS).values(
-            kind=kind,
-            scope=scope or None,
-            status=status,
-            started_at=now,
-            finished_at=now,
-            task_id=task_id,
-            worker=worker,
-            record=record,
-        )
+    tx.execute(
+        "run",
+        {
+            "kind": kind,
+            "scope": scope or None,
+            "status": status,
+            "now": at,
+            "task_id": task_id,
+            "worker": worker,
+            "record": tx.d.json(record),
+        },
     )
 
 
-def _claimed_row(conn: Connection, task_id: str, scope: str | None) -> Any:
-    q = select(T).where(T.c.id == task_id)
-    if scope is not None:
-        q = q.where(T.c.scope == scope)
-    rows = conn.execute(q.limit(2)).all()
+def _claimed(tx: Tx, task_id: str, scope: str | None) -> dict[str, Any]:
+    if scope is None:
+        rows = tx.rows("by_id", {"id": task_id})
+        if len(rows) > 1:
+            raise InvalidState(f"task id {task_id!r} exists in several queues; pass --scope")
+    else:
+        rows = tx.rows("by_scope_id", {"scope": scope, "id": task_id})
     if not rows:
         raise NotFound(f"no task with id {task_id!r}" + (f" in {scope}" if scope else ""))
-    if len(rows) > 1:
-        raise InvalidState(f"task id {task_id!r} exists in several queues; pass --scope")
-    row = rows[0]
-    if row.status != TaskStatus.DOING.value:
-        raise InvalidState(f"task {task_id!r} is {row.status}, not claimed (pop it first)")
+    row = tx.task(rows[0])
+    if row["status"] != "doing":
+        raise InvalidState(f"task {task_id!r} is {row['status']}, not claimed (pop it first)")
     return row
 
 
-def last_run_record(row: Any, now: datetime, status: str, outcome: Any, scope: str) -> dict[str, Any]:
+def last_run_record(row: Mapping[str, Any], now: datetime, status: str, outcome: Any) -> dict[str, Any]:
     """The seed script's last-run.json object for this operation."""
-    from heartbeat.formats.timestamps import format_timestamp
+    from heartbeat.formats.tasks_json import last_run_entry
 
-    extra = row.extra or {}
-    return {
-        "timestamp": format_timestamp(now),
-        "task_id": row.id,
-        "status": status,
-        "description": row.title,
-        "assigned_skill": row.skill,
-        "project_id": row.project_id,
-        "agent_id": row.agent_id,
-        "user_id": row.user_id,
-        "outcome": outcome,
-        "trace_id": extra.get("trace_id"),
-        "decision_log": extra.get("decision_log"),
-        "scope": scope or None,
-    }
+    extra = row.get("extra") or {}
+    return last_run_entry(
+        timestamp=now,
+        task_id=row["id"],
+        status=status,
+        description=row["title"],
+        assigned_skill=row["skill"],
+        project_id=row["project_id"],
+        agent_id=row["agent_id"],
+        user_id=row["user_id"],
+        outcome=outcome,
+        trace_id=extra.get("trace_id"),
+        decision_log=extra.get("decision_log"),
+        scope=row["scope"] or None,
+    )
+
+
+def _finish(tx: Tx, row: Mapping[str, Any], now: datetime, status: str, *, keep_claim: bool) -> None:
+    tx.execute(
+        "finish",
+        {
+            "pk": row["pk"],
+            "status": status,
+            "completed_at": tx.d.time(now) if status == "done" else None,
+            "now": tx.d.time(now),
+            "claimed_at": tx.d.time(row["claimed_at"]) if keep_claim else None,
+            "claimed_by": row["claimed_by"] if keep_claim else None,
+        },
+    )
 
 
 def complete(
-    conn: Connection, now: datetime, task_id: str, *, scope: str | None = None, outcome: Any = None
+    tx: Tx, now: datetime, task_id: str, *, scope: str | None = None, outcome: Any = None
 ) -> dict[str, Any]:
     """Finish a claimed task: status done, an outcome row, a runs row."""
-    row = _claimed_row(conn, task_id, scope)
-    conn.execute(
-        update(T)
-        .where(T.c.pk == row.pk)
-        .values(
-            status=TaskStatus.DONE.value,
-            completed_at=now,
-            updated_at=now,
-            lease_expires_at=None,
-            version=T.c.version + 1,
-        )
+    row = _claimed(tx, task_id, scope)
+    _finish(tx, row, now, "done", keep_claim=True)
+    claimed_at = row["claimed_at"]
+    tx.execute(
+        "outcome",
+        {
+            "task_pk": row["pk"],
+            "task_id": row["id"],
+            "scope": row["scope"],
+            "source": row["source"],
+            "skill": row["skill"],
+            "success": True,
+            "result": tx.d.json(outcome),
+            "claimed_at": tx.d.time(claimed_at),
+            "now": tx.d.time(now),
+            "duration_s": (now - claimed_at).total_seconds() if claimed_at else None,
+            "attempt": row["attempts"],
+            "worker": row["claimed_by"],
+        },
     )
-    conn.execute(
-        insert(_OUTCOMES).values(
-            task_pk=row.pk,
-            task_id=row.id,
-            scope=row.scope,
-            source=row.source,
-            skill=row.skill,
-            success=True,
-            result=outcome,
-            claimed_at=row.claimed_at,
-            completed_at=now,
-            duration_s=(now - row.claimed_at).total_seconds() if row.claimed_at else None,
-            attempt=row.attempts,
-            worker=row.claimed_by,
-        )
+    record = last_run_record(row, now, "completed", outcome)
+    _run(
+        tx,
+        "complete",
+        row["scope"],
+        tx.d.time(now),
+        status="ok",
+        worker=row["claimed_by"],
+        task_id=row["id"],
+        record=record,
     )
-    record = last_run_record(row, now, "completed", outcome, row.scope)
-    _run(conn, "complete", row.scope, now, status="ok", worker=row.claimed_by, task_id=row.id, record=record)
-    return {**dict(row._mapping), "status": TaskStatus.DONE.value, "completed_at": now}
+    return {**row, "status": "done", "completed_at": now}
 
 
 def fail(
-    conn: Connection,
+    tx: Tx,
     now: datetime,
     task_id: str,
     *,
@@ -312,78 +422,101 @@ def fail(
     max_attempts: int,
 ) -> dict[str, Any]:
     """Record a failure; the task returns to todo for a retry until max attempts, then failed."""
-    row = _claimed_row(conn, task_id, scope)
-    gives_up = final or row.attempts >= max_attempts
-    status = TaskStatus.FAILED if gives_up else TaskStatus.TODO
-    conn.execute(
-        update(T)
-        .where(T.c.pk == row.pk)
-        .values(
-            status=status.value,
-            updated_at=now,
-            claimed_at=None,
-            claimed_by=None,
-            lease_expires_at=None,
-            version=T.c.version + 1,
-        )
-    )
+    row = _claimed(tx, task_id, scope)
+    gives_up = final or row["attempts"] >= max_attempts
+    status = "failed" if gives_up else "todo"
+    _finish(tx, row, now, status, keep_claim=False)
     reason = reason or "Unknown failure"
-    extra = row.extra or {}
-    conn.execute(
-        insert(_ERRORS).values(
-            task_pk=row.pk,
-            task_id=row.id,
-            scope=row.scope,
-            skill=row.skill,
-            at=now,
-            reason=reason,
-            trace_id=extra.get("trace_id"),
-            decision_log=extra.get("decision_log"),
-            resolved=False,
-            attempt=row.attempts,
-            final=gives_up,
-        )
+    extra = row.get("extra") or {}
+    tx.execute(
+        "error",
+        {
+            "task_pk": row["pk"],
+            "task_id": row["id"],
+            "scope": row["scope"],
+            "skill": row["skill"],
+            "now": tx.d.time(now),
+            "reason": reason,
+            "trace_id": extra.get("trace_id"),
+            "decision_log": tx.d.json(extra.get("decision_log")),
+            "false": False,
+            "attempt": row["attempts"],
+            "final": gives_up,
+        },
     )
-    record = last_run_record(row, now, "failed" if gives_up else "retry", {"error": reason}, row.scope)
+    record = last_run_record(row, now, "failed", {"error": reason})
     _run(
-        conn,
+        tx,
         "fail",
-        row.scope,
-        now,
+        row["scope"],
+        tx.d.time(now),
         status="failed" if gives_up else "retry",
-        worker=row.claimed_by,
-        task_id=row.id,
+        worker=row["claimed_by"],
+        task_id=row["id"],
         record=record,
     )
-    return {**dict(row._mapping), "status": status.value, "retry": not gives_up}
+    return {**row, "status": status, "retry": not gives_up}
 
 
-def clear_stale(conn: Connection, now: datetime, *, scope: str | None = None) -> list[str]:
+def clear_stale(tx: Tx, now: datetime, *, scope: str | None = None) -> list[str]:
     """Stale claims (lease expired, or no claim record) go back to todo; returns their ids."""
     if scope is not None:
-        _check_scope(conn, scope)
-    scope_list = [scope] if scope is not None else [LEGACY, *scopes(conn)]
+        _check_scope(tx, scope)
+    at = tx.d.time(now)
+    scope_list: Sequence[str] = [scope] if scope is not None else [LEGACY, *scopes(tx)]
     cleared: list[str] = []
     for s in scope_list:
-        ids = [
-            r[0] for r in conn.execute(select(T.c.id).where(_stale(s, now)).order_by(T.c.position, T.c.pk))
-        ]
+        ids = [r[0] for r in tx.execute("stale", {"scope": s, "now": at}).fetchall()]
         if ids:
-            conn.execute(
-                update(T)
-                .where(_stale(s, now))
-                .values(
-                    status=TaskStatus.TODO.value,
-                    claimed_at=None,
-                    claimed_by=None,
-                    lease_expires_at=None,
-                    updated_at=now,
-                    version=T.c.version + 1,
-                )
-            )
+            tx.execute("clear", {"scope": s, "now": at})
             cleared.extend(ids)
-        _run(conn, "clear-stale", s, now, status="ok", record={"cleared": ids})
+        _run(tx, "clear-stale", s, at, status="ok", record={"cleared": ids})
     return cleared
 
 
-__all__ = ["PopResult", "clear_stale", "complete", "fail", "pop", "scope_counts", "scopes"]
+# --- what `hb pop` prints -------------------------------------------------------
+
+
+def record_from_row(row: Any) -> tasks_json.QueueRecord:
+    """A task row (ORM object or column mapping) as a tasks.json record."""
+    get = row.get if isinstance(row, Mapping) else lambda k: getattr(row, k)
+    status = get("status")
+    fields = dict(get("extra") or {})
+    created_at, completed_at = get("created_at"), get("completed_at")
+    if fields:
+        # the file's own stamps: hb's bookkeeping times are not written into objects that lacked them
+        created_at = _stamp(fields.get("created_at")) if "created_at" in fields else None
+        if "completed_at" not in fields and get("scope"):
+            completed_at = None
+    return tasks_json.QueueRecord(
+        id=str(get("id")),
+        scope=get("scope") or "",
+        status=str(getattr(status, "value", status)),
+        title=str(get("title")),
+        priority=get("priority"),
+        position=get("position") or 0,
+        blocked_by=get("blocked_by"),
+        fields=fields,
+        created_at=created_at,
+        completed_at=completed_at,
+        skill=get("skill"),
+        project_id=get("project_id"),
+        agent_id=get("agent_id"),
+        user_id=get("user_id"),
+    )
+
+
+def task_object(row: Any) -> dict[str, Any]:
+    """The task as ``hb pop`` prints it: its tasks.json object, current status included."""
+    return tasks_json.render_task(record_from_row(row))
+
+
+def _stamp(value: Any) -> datetime | None:
+    from heartbeat.formats.timestamps import parse_timestamp
+
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_timestamp(value)
+    except ValueError:
+        return None

@@ -1,99 +1,52 @@
 """Workspace settings: the keys of SPEC.md section 2.1, typed and validated.
 
 Values are stored as JSON in the ``settings`` table; only keys that were set
-are stored, the rest take the defaults below. ``hb config set KEY VALUE``
-reads VALUE from text with :func:`parse_value`.
+are stored, the rest take the defaults below. What is stored was validated on
+the way in (pydantic, at the edge: ``hb config set`` and state imports), so
+reading settings back is a plain dataclass with no validation cost — the
+queue's hot path reads them on every ``hb pop``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
-from dataclasses import dataclass
+import typing
+from dataclasses import dataclass, field
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from heartbeat.errors import InvalidInput, NotFound
 
 
-class Settings(BaseModel):
+def _opt(default: Any, help: str, **limits: Any) -> Any:
+    return field(default=default, metadata={"help": help, "limits": limits})
+
+
+@dataclass(frozen=True)
+class Settings:
     """Every setting with its default. Attribute names are the keys with ``.`` -> ``_``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    timezone: str | None = _opt(None, "IANA zone; unset = the machine's zone")
+    quiet_hours: str = _opt("23:00-08:00", "HH:MM-HH:MM, workspace time; start == end = never quiet")
+    reminder_repeat_hours: float = _opt(6.0, "no second reminder for a task within this window", gt=0)
+    proactive_enabled: bool = _opt(False, "proactive chat on/off")
+    proactive_max_per_day: int = _opt(1, "proactive messages per local day", ge=0)
+    proactive_min_hours_between: float = _opt(12.0, "hours between proactive messages", ge=0)
+    proactive_min_hours_since_conversation: float = _opt(4.0, "quiet time after the user spoke", ge=0)
+    queue_lease: str = _opt("30m", "how long a pop holds a task before it is stale")
+    queue_max_attempts: int = _opt(3, "tries before a failing task becomes failed", ge=1)
+    todo_dialect: str = _opt("strict", "strict | extended (ids and cron in TODO files)")
+    sync_auto_export: bool = _opt(False, "re-render tasks.json & co after each queue operation")
+    recur_materialize: bool = _opt(False, "hb heartbeat copies due TODO.RECUR.md entries into TODO.md")
+    lang: str = _opt("en", "message language: en | zh")
+    check_interval: str = _opt("1h", "the heartbeat interval: todoWatch.nextScanAt = now + this")
+    heartbeat_guard: str = _opt("10m", "a heartbeat guard older than this is taken as abandoned")
+    hygiene_enabled: bool = _opt(False, "memory hygiene reminders")
+    hygiene_every_hours: float = _opt(24.0, "memory hygiene interval", gt=0)
 
-    timezone: str | None = Field(None, description="IANA zone; unset = the machine's zone")
-    quiet_hours: str = Field(
-        "23:00-08:00", description="HH:MM-HH:MM, workspace time; start == end = never quiet"
-    )
-    reminder_repeat_hours: float = Field(
-        6, gt=0, description="no second reminder for a task within this window"
-    )
-    proactive_enabled: bool = Field(False, description="proactive chat on/off")
-    proactive_max_per_day: int = Field(1, ge=0, description="proactive messages per local day")
-    proactive_min_hours_between: float = Field(12, ge=0, description="hours between proactive messages")
-    proactive_min_hours_since_conversation: float = Field(
-        4, ge=0, description="quiet time after the user spoke"
-    )
-    queue_lease: str = Field("30m", description="how long a pop holds a task before it is stale")
-    queue_max_attempts: int = Field(3, ge=1, description="tries before a failing task becomes failed")
-    todo_dialect: str = Field("strict", description="strict | extended (ids and cron in TODO files)")
-    sync_auto_export: bool = Field(False, description="re-render tasks.json & co after each queue operation")
-    recur_materialize: bool = Field(
-        False, description="hb heartbeat copies due TODO.RECUR.md entries into TODO.md"
-    )
-    lang: str = Field("en", description="message language: en | zh")
-    check_interval: str = Field("1h", description="the heartbeat interval: todoWatch.nextScanAt = now + this")
-    heartbeat_guard: str = Field("10m", description="a heartbeat guard older than this is taken as abandoned")
-    hygiene_enabled: bool = Field(False, description="memory hygiene reminders")
-    hygiene_every_hours: float = Field(24, gt=0, description="memory hygiene interval")
 
-    @field_validator("timezone")
-    @classmethod
-    def _zone(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        from heartbeat.clock import load_zone
-
-        try:
-            return load_zone(value).key
-        except InvalidInput as exc:
-            raise ValueError(str(exc)) from None
-
-    @field_validator("quiet_hours")
-    @classmethod
-    def _quiet(cls, value: str) -> str:
-        from heartbeat.rules.quiet_hours import QuietHours
-
-        try:
-            QuietHours.parse(value)
-        except InvalidInput as exc:
-            raise ValueError(str(exc)) from None
-        return value
-
-    @field_validator("queue_lease", "check_interval", "heartbeat_guard")
-    @classmethod
-    def _duration(cls, value: str) -> str:
-        from heartbeat.clock import parse_duration
-
-        try:
-            parse_duration(value)
-        except InvalidInput as exc:
-            raise ValueError(str(exc)) from None
-        return value
-
-    @field_validator("todo_dialect")
-    @classmethod
-    def _dialect(cls, value: str) -> str:
-        if value not in ("strict", "extended"):
-            raise ValueError("expected strict or extended")
-        return value
-
-    @field_validator("lang")
-    @classmethod
-    def _lang(cls, value: str) -> str:
-        if value not in ("en", "zh"):
-            raise ValueError("expected en or zh")
-        return value
+_PREFIXES = ("reminder", "proactive", "queue", "todo", "sync", "recur", "heartbeat", "hygiene")
 
 
 @dataclass(frozen=True)
@@ -106,17 +59,18 @@ class Key:
 
 def _keys() -> dict[str, Key]:
     out: dict[str, Key] = {}
-    for field, info in Settings.model_fields.items():
-        name = field
-        for prefix in ("reminder", "proactive", "queue", "todo", "sync", "recur", "heartbeat", "hygiene"):
-            if field.startswith(prefix + "_"):
-                name = prefix + "." + field[len(prefix) + 1 :]
+    for f in dataclasses.fields(Settings):
+        name = f.name
+        for prefix in _PREFIXES:
+            if f.name.startswith(prefix + "_"):
+                name = prefix + "." + f.name[len(prefix) + 1 :]
                 break
-        out[name] = Key(name, field, info.description or "", info.default)
+        out[name] = Key(name, f.name, f.metadata["help"], f.default)
     return out
 
 
 KEYS: dict[str, Key] = _keys()
+_BY_FIELD = {k.field: k for k in KEYS.values()}
 
 
 def key(name: str) -> Key:
@@ -127,14 +81,101 @@ def key(name: str) -> Key:
         raise NotFound(f"unknown setting {name!r} (known: {', '.join(KEYS)})") from None
 
 
+def _check_zone(value: str | None) -> str | None:
+    if value is None:
+        return None
+    from heartbeat.clock import load_zone
+
+    try:
+        return load_zone(value).key
+    except InvalidInput as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _check_quiet(value: str) -> str:
+    from heartbeat.rules.quiet_hours import QuietHours
+
+    try:
+        QuietHours.parse(value)
+    except InvalidInput as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+def _check_duration(value: str) -> str:
+    from heartbeat.clock import parse_duration
+
+    try:
+        parse_duration(value)
+    except InvalidInput as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+def _one_of(*allowed: str) -> Any:
+    def check(value: str) -> str:
+        if value not in allowed:
+            raise ValueError(f"expected {' or '.join(allowed)}")
+        return value
+
+    return check
+
+
+_CHECKS: dict[str, Any] = {
+    "timezone": _check_zone,
+    "quiet_hours": _check_quiet,
+    "queue_lease": _check_duration,
+    "check_interval": _check_duration,
+    "heartbeat_guard": _check_duration,
+    "todo_dialect": _one_of("strict", "extended"),
+    "lang": _one_of("en", "zh"),
+}
+
+
+@functools.cache
+def _model() -> Any:
+    """The pydantic model that validates settings (built on first use: pydantic at the edge)."""
+    from pydantic import ConfigDict, Field, create_model, field_validator
+
+    hints = typing.get_type_hints(Settings)
+    fields: dict[str, Any] = {
+        f.name: (hints[f.name], Field(f.default, **f.metadata["limits"]))
+        for f in dataclasses.fields(Settings)
+    }
+    validators = {
+        f"check_{name}": field_validator(name)(lambda cls, v, _check=check: _check(v))
+        for name, check in _CHECKS.items()
+    }
+    return create_model(
+        "SettingsModel",
+        __config__=ConfigDict(extra="forbid", strict=False),
+        __validators__=validators,
+        **fields,
+    )
+
+
+def validate(name: str, value: Any) -> Any:
+    """Check one value against its setting's type; InvalidInput with the reason."""
+    from pydantic import ValidationError
+
+    k = key(name)
+    try:
+        model = _model().model_validate({k.field: value})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise InvalidInput(f"setting {name}: {message} (got {value!r})") from None
+    return getattr(model, k.field)
+
+
 def parse_value(name: str, text: str) -> Any:
     """Read a value typed on the command line for setting ``name``, validated."""
     k = key(name)
-    annotation = Settings.model_fields[k.field].annotation
+    kind = typing.get_type_hints(Settings)[k.field]
     value: Any = text
     if text.strip().lower() in ("null", "none", "unset") and k.default is None:
         value = None
-    elif annotation in (bool,):
+    elif kind is bool:
         low = text.strip().lower()
         if low in ("true", "yes", "on", "1"):
             value = True
@@ -142,7 +183,7 @@ def parse_value(name: str, text: str) -> Any:
             value = False
         else:
             raise InvalidInput(f"setting {name}: expected true or false, got {text!r}")
-    elif annotation in (int, float):
+    elif kind in (int, float):
         try:
             value = json.loads(text)
         except json.JSONDecodeError:
@@ -150,25 +191,9 @@ def parse_value(name: str, text: str) -> Any:
     return validate(name, value)
 
 
-def validate(name: str, value: Any) -> Any:
-    """Check one value against its setting's type; InvalidInput with the reason."""
-    k = key(name)
-    try:
-        model = Settings.model_validate({k.field: value})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise InvalidInput(f"setting {name}: {first['msg']} (got {value!r})") from None
-    return getattr(model, k.field)
-
-
 def build(stored: dict[str, Any]) -> Settings:
-    """Settings from the stored ``{key: value}`` rows, defaults for the rest."""
-    values = {KEYS[name].field: value for name, value in stored.items() if name in KEYS}
-    try:
-        return Settings.model_validate(values)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise InvalidInput(f"stored setting {first['loc'][0]}: {first['msg']}") from None
+    """Settings from the stored ``{key: value}`` rows (validated when stored), defaults for the rest."""
+    return Settings(**{KEYS[name].field: value for name, value in stored.items() if name in KEYS})
 
 
 def as_dict(settings: Settings) -> dict[str, Any]:

@@ -63,7 +63,7 @@ def pop(
       hb pop --scope _round3_extension.ag_implementation_queue --worker agent-7
     """
     from heartbeat.errors import QueueExhausted
-    from heartbeat.sync.queue_files import task_object
+    from heartbeat.queue import task_object
 
     ledger = state().ledger()
     try:
@@ -74,9 +74,9 @@ def pop(
             lease=lease,
             accept_stale=accept_stale,
         )
-    except QueueExhausted:
-        for line in _skips(ledger, scope):
-            click.echo(line, err=True)
+    except QueueExhausted as exhausted:
+        for tid, blocker in exhausted.skipped:
+            click.echo(f"skipped {tid}: blocked ({blocker})", err=True)
         raise
     for tid in result.adopted:
         click.echo(f"adopted stale claim {tid} (re-leased to you)", err=True)
@@ -89,13 +89,6 @@ def pop(
             click.echo("No pending tasks.")
         return
     click.echo(json.dumps(task_object(result.task), ensure_ascii=False))
-
-
-def _skips(ledger: Any, scope: str | None) -> list[str]:
-    if not scope:
-        return []
-    rows = ledger.list(status="todo", scope=scope)
-    return [f"skipped {t['id']}: blocked ({t['blocked_by']})" for t in rows if t["blocked_by"]]
 
 
 @click.command()

@@ -8,9 +8,8 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
+from heartbeat.db import sqlite
 from heartbeat.errors import InvalidInput
-
-BUSY_TIMEOUT_MS = 30_000
 
 
 def normalize_url(value: str) -> str:
@@ -43,24 +42,15 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
 
 def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
     engine = create_engine(url, **kwargs)
+    memory = ":memory:" in url or url.rstrip("/") == "sqlite:"
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # pysqlite's own transaction handling would emit a deferred BEGIN; we
-        # take over (SQLAlchemy's documented recipe) to emit BEGIN IMMEDIATE.
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        if ":memory:" not in url and url.rstrip("/") != "sqlite:":
-            cursor.execute("PRAGMA journal_mode = WAL")
-        cursor.execute("PRAGMA synchronous = NORMAL")
-        cursor.execute("PRAGMA foreign_keys = ON")
-        cursor.close()
+        sqlite.configure(dbapi_connection, wal=not memory)
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        # A deferred transaction that later writes gets SQLITE_BUSY at once in
-        # WAL mode, ignoring busy_timeout: writers take the lock up front.
+        # writers take the lock up front (see heartbeat.db.sqlite.configure)
         if connection.get_execution_options().get("hb_readonly"):
             connection.exec_driver_sql("BEGIN")
         else:

@@ -15,14 +15,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, inspect, text
-from sqlalchemy.exc import OperationalError, ProgrammingError
-
-from heartbeat.db.engine import sqlite_path
 from heartbeat.errors import HbError, SchemaError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # SQLAlchemy and Alembic load only when a migration runs
     from alembic.config import Config
+    from sqlalchemy import Connection, Engine
 
 # Every revision this hb knows, oldest first; the last is the head.
 # tests/migrations checks this against the scripts in migrations/versions.
@@ -52,6 +49,9 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 def current_revision(connection: Connection) -> str | None:
     """The stamped revision, or None for an empty (or pre-Alembic) database."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError, ProgrammingError
+
     try:
         row = connection.execute(text("SELECT version_num FROM alembic_version")).first()
     except (OperationalError, ProgrammingError):
@@ -65,6 +65,10 @@ def ensure_current(engine: Engine, *, now: Callable[[], datetime], create: bool 
 
     Returns the path of the backup made before an upgrade, if any.
     """
+    from sqlalchemy import inspect
+
+    from heartbeat.db.engine import sqlite_path
+
     with engine.connect().execution_options(hb_readonly=True) as conn:
         rev = current_revision(conn)
         if rev == HEAD:

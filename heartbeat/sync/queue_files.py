@@ -8,7 +8,6 @@ metadata list it did not change.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -21,6 +20,7 @@ from heartbeat.db.models import Error, Run, SyncState, Task, TaskStatus, priorit
 from heartbeat.errors import FileFormatError
 from heartbeat.formats import tasks_json
 from heartbeat.formats.timestamps import parse_timestamp
+from heartbeat.queue import record_from_row
 from heartbeat.sync.files import atomic_write, default_path, digest, file_lock, read_text
 from heartbeat.tasks import record_event, snapshot
 
@@ -33,40 +33,6 @@ SOURCE = "tasks-json"
 def in_tasks_json() -> Any:
     """Which tasks tasks.json shows: every queue task (Markdown TODO entries have their own files)."""
     return or_(Task.scope != "", Task.source != "todo")
-
-
-def record_from_row(row: Any) -> tasks_json.QueueRecord:
-    """A task row (ORM object or column mapping) as a tasks.json record."""
-    get = row.get if isinstance(row, Mapping) else lambda k: getattr(row, k)
-    status = get("status")
-    fields = dict(get("extra") or {})
-    created_at, completed_at = get("created_at"), get("completed_at")
-    if fields:
-        # the file's own stamps: hb's bookkeeping times are not written into objects that lacked them
-        created_at = _when(fields.get("created_at")) if "created_at" in fields else None
-        if "completed_at" not in fields and get("scope"):
-            completed_at = None
-    return tasks_json.QueueRecord(
-        id=str(get("id")),
-        scope=get("scope") or "",
-        status=status.value if isinstance(status, TaskStatus) else str(status),
-        title=str(get("title")),
-        priority=get("priority"),
-        position=get("position") or 0,
-        blocked_by=get("blocked_by"),
-        fields=fields,
-        created_at=created_at,
-        completed_at=completed_at,
-        skill=get("skill"),
-        project_id=get("project_id"),
-        agent_id=get("agent_id"),
-        user_id=get("user_id"),
-    )
-
-
-def task_object(row: Any) -> dict[str, Any]:
-    """The task as ``hb pop`` prints it: its tasks.json object, current status included."""
-    return tasks_json.render_task(record_from_row(row))
 
 
 def _columns(record: tasks_json.QueueRecord, now: datetime) -> dict[str, Any]:

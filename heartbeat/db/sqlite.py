@@ -1,0 +1,48 @@
+"""SQLite connection settings, shared by the SQLAlchemy engine and the queue's direct connection.
+
+Kept free of SQLAlchemy so that ``hb pop`` can open the ledger without it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+def configure(dbapi_connection: Any, *, wal: bool = True) -> None:
+    """hb's pragmas; the caller emits BEGIN itself (pysqlite's own handling is off)."""
+    # pysqlite would emit a deferred BEGIN; a deferred transaction that later
+    # writes gets SQLITE_BUSY at once in WAL mode, ignoring busy_timeout, so
+    # hb begins write transactions with BEGIN IMMEDIATE itself.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    if wal:
+        cursor.execute("PRAGMA journal_mode = WAL")
+    cursor.execute("PRAGMA synchronous = NORMAL")
+    cursor.execute("PRAGMA foreign_keys = ON")
+    cursor.close()
+
+
+def file_of(url: str) -> Path | None:
+    """The SQLite file a path or ``sqlite:///`` URL names; None for anything else (or in-memory)."""
+    if "://" not in url:
+        return Path(url).expanduser().resolve()
+    for prefix in ("sqlite:///", "sqlite+pysqlite:///"):
+        if url.startswith(prefix):
+            rest = unquote(url[len(prefix) :].split("?", 1)[0])
+            if not rest or rest == ":memory:" or rest.startswith("file:"):
+                return None
+            return Path(rest if rest.startswith("/") else Path.cwd() / rest)
+    return None
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A configured connection to an existing ledger file."""
+    con = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    configure(con)
+    return con

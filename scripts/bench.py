@@ -1,0 +1,404 @@
+#!/usr/bin/env python3
+"""hb's benchmark: measured in one run on this machine, with ratios against raw sqlite3.
+
+    python scripts/bench.py                 # everything (a few minutes)
+    python scripts/bench.py --only queue    # one section: queue, processes, markdown, report
+    python scripts/bench.py --quick         # smaller sizes, for a smoke run
+
+Prints a table per section and one JSON line per measurement (prefix "JSON ").
+Uses only the standard library and hb itself; whole-process timings run the
+installed ``hb`` next to the Python interpreter's own start-up as the floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from heartbeat import Ledger  # noqa: E402
+
+RESULTS: list[dict[str, Any]] = []
+PRIORITIES = ("critical", "high", "medium", "low")
+
+
+def record(section: str, name: str, value: float, unit: str, **extra: Any) -> None:
+    row = {"section": section, "name": name, "value": round(value, 6), "unit": unit, **extra}
+    RESULTS.append(row)
+    print("JSON " + json.dumps(row), flush=True)
+
+
+def table(title: str, rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> None:
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    print(f"\n== {title}")
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for r in cells:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    print(flush=True)
+
+
+def hb_command() -> list[str]:
+    exe = Path(sys.executable).with_name("hb")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "heartbeat"]
+
+
+# --- workloads ----------------------------------------------------------------------
+
+
+def tasks_json_doc(n: int) -> dict[str, Any]:
+    return {
+        "pending": [
+            {
+                "id": f"task-{i:07d}",
+                "priority": PRIORITIES[i % 4],
+                "description": f"job {i}",
+                "assigned_skill": "deep-research",
+                "created_at": "2026-04-25T12:00:00Z",
+                "completed_at": None,
+            }
+            for i in range(n)
+        ],
+        "in_progress": [],
+        "completed": [],
+        "failed": [],
+    }
+
+
+def make_ledger(n: int) -> Path:
+    """A workspace whose ledger holds ``n`` pending tasks (imported from tasks.json)."""
+    ws = Path(tempfile.mkdtemp(prefix="hb-bench-"))
+    src = ws / "seed-tasks.json"
+    src.write_text(json.dumps(tasks_json_doc(n)))
+    with Ledger.open(workspace=ws) as ledger:
+        ledger.import_file("tasks-json", src)
+    return ws
+
+
+def raw_baseline_db(n: int) -> str:
+    """The minimal queue the raw baseline claims from: one table, one partial index."""
+    path = os.path.join(tempfile.mkdtemp(prefix="hb-raw-"), "queue.db")
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute(
+        "CREATE TABLE queue (pk INTEGER PRIMARY KEY, id TEXT NOT NULL, status TEXT NOT NULL, "
+        "priority_rank INTEGER NOT NULL, position INTEGER NOT NULL, claimed_at TEXT, claimed_by TEXT, "
+        "payload TEXT)"
+    )
+    con.execute("CREATE INDEX ix_ready ON queue (priority_rank, position, pk) WHERE status = 'todo'")
+    con.execute("BEGIN")
+    con.executemany(
+        "INSERT INTO queue (id, status, priority_rank, position, payload) VALUES (?, 'todo', ?, ?, ?)",
+        [(f"task-{i:07d}", i % 4, i, json.dumps({"description": f"job {i}"})) for i in range(n)],
+    )
+    con.execute("COMMIT")
+    con.close()
+    return path
+
+
+def raw_drain(path: str, worker: str, limit: int | None = None) -> list[str]:
+    """The minimal claim: BEGIN IMMEDIATE; UPDATE ... RETURNING; COMMIT; then a completing UPDATE."""
+    con = sqlite3.connect(path, isolation_level=None, timeout=60)
+    con.execute("PRAGMA synchronous=NORMAL")
+    done: list[str] = []
+    while limit is None or len(done) < limit:
+        con.execute("BEGIN IMMEDIATE")
+        row = con.execute(
+            "UPDATE queue SET status = 'doing', claimed_at = ?, claimed_by = ? WHERE pk = "
+            "(SELECT pk FROM queue WHERE status = 'todo' ORDER BY priority_rank, position, pk LIMIT 1) "
+            "RETURNING pk, id, payload",
+            (datetime.now(UTC).isoformat(), worker),
+        ).fetchone()
+        con.execute("COMMIT")
+        if row is None:
+            break
+        con.execute("UPDATE queue SET status = 'done' WHERE pk = ?", (row[0],))
+        done.append(row[1])
+    con.close()
+    return done
+
+
+def hb_drain(workspace: str, worker: str, limit: int | None = None) -> list[str]:
+    done: list[str] = []
+    with Ledger.open(workspace=workspace) as ledger:
+        while limit is None or len(done) < limit:
+            task = ledger.pop(worker=worker)
+            if task is None:
+                break
+            ledger.complete(task["id"], outcome={"ok": True})
+            done.append(task["id"])
+    return done
+
+
+def _pool_drain(fn: Callable[[str, str], list[str]], target: str, workers: int) -> tuple[float, list[str]]:
+    ctx = mp.get_context("spawn")
+    start = time.perf_counter()
+    with ctx.Pool(workers) as pool:
+        parts = pool.starmap(fn, [(target, f"w{i}") for i in range(workers)])
+    elapsed = time.perf_counter() - start
+    return elapsed, [tid for part in parts for tid in part]
+
+
+# --- sections -------------------------------------------------------------------------
+
+
+def bench_queue(n: int) -> None:
+    """1. pop+complete pairs/s through the Python API vs raw sqlite3 (one process)."""
+    raw = raw_baseline_db(n)
+    start = time.perf_counter()
+    raw_done = raw_drain(raw, "w0")
+    raw_rate = len(raw_done) / (time.perf_counter() - start)
+
+    ws = make_ledger(n)
+    start = time.perf_counter()
+    hb_done = hb_drain(str(ws), "w0")
+    hb_rate = len(hb_done) / (time.perf_counter() - start)
+    ratio = hb_rate / raw_rate
+    record("queue", "raw_sqlite3_pairs_per_s", raw_rate, "pairs/s", tasks=n)
+    record("queue", "hb_api_pairs_per_s", hb_rate, "pairs/s", tasks=n)
+    record("queue", "hb_api_vs_raw", ratio, "ratio", target=">= 0.5")
+    table(
+        f"1. pop+complete, one process, {n} tasks",
+        [
+            ("raw sqlite3 (BEGIN IMMEDIATE; UPDATE..RETURNING; COMMIT; UPDATE)", f"{raw_rate:,.0f}", "1.00"),
+            ("hb Ledger API (claim + outcome + runs rows)", f"{hb_rate:,.0f}", f"{ratio:.2f}"),
+        ],
+        ["implementation", "pairs/s", "vs raw"],
+    )
+    shutil.rmtree(ws, ignore_errors=True)
+
+
+def bench_workers(n: int, workers: int = 4) -> None:
+    """2. the same with several worker processes: throughput, duplicates, losses."""
+    raw = raw_baseline_db(n)
+    raw_time, raw_ids = _pool_drain(raw_drain, raw, workers)
+    ws = make_ledger(n)
+    hb_time, hb_ids = _pool_drain(hb_drain, str(ws), workers)
+    rows = []
+    for name, elapsed, ids in (("raw sqlite3", raw_time, raw_ids), ("hb Ledger API", hb_time, hb_ids)):
+        dups = len(ids) - len(set(ids))
+        lost = n - len(set(ids))
+        rate = len(ids) / elapsed
+        key = "raw" if name.startswith("raw") else "hb"
+        record("workers", f"{key}_pairs_per_s", rate, "pairs/s", workers=workers, tasks=n)
+        record("workers", f"{key}_duplicates", dups, "tasks")
+        record("workers", f"{key}_lost", lost, "tasks")
+        rows.append((name, f"{rate:,.0f}", dups, lost))
+    ratio = (len(hb_ids) / hb_time) / (len(raw_ids) / raw_time)
+    record("workers", "hb_vs_raw", ratio, "ratio", workers=workers)
+    rows.append(("ratio hb / raw", f"{ratio:.2f}", "", ""))
+    table(
+        f"2. pop+complete, {workers} processes, {n} tasks",
+        rows,
+        ["implementation", "pairs/s", "dups", "lost"],
+    )
+    shutil.rmtree(ws, ignore_errors=True)
+
+
+def _pop_latency(ws: Path, pops: int) -> float:
+    samples = []
+    with Ledger.open(workspace=ws) as ledger:
+        ledger.pop(worker="warm")
+        for _ in range(pops):
+            start = time.perf_counter()
+            task = ledger.pop(worker="lat")
+            samples.append(time.perf_counter() - start)
+            assert task is not None
+            ledger.complete(task["id"])
+    return statistics.median(samples)
+
+
+def bench_depth(small: int, large: int, pops: int = 300) -> None:
+    """3. pop latency with a small vs a large ledger (flat is the goal)."""
+    lat = {}
+    for n in (small, large):
+        ws = make_ledger(n)
+        lat[n] = _pop_latency(ws, pops)
+        record("depth", f"pop_median_{n}", lat[n] * 1e6, "us", tasks=n)
+        shutil.rmtree(ws, ignore_errors=True)
+    ratio = lat[large] / lat[small]
+    record("depth", "pop_large_vs_small", ratio, "ratio", target="<= 1.3")
+    table(
+        "3. pop latency by queue depth (median)",
+        [
+            (f"{small:,} tasks", f"{lat[small] * 1e6:.0f}"),
+            (f"{large:,} tasks", f"{lat[large] * 1e6:.0f}"),
+            ("ratio", f"{ratio:.2f}"),
+        ],
+        ["ledger", "us per pop"],
+    )
+
+
+def _median_runs(argv: list[str], runs: int, env: dict[str, str], cwd: Path) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(
+            argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+        )
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bench_process(runs: int = 20) -> None:
+    """4. hb pop + hb complete as whole processes, next to the interpreter's floor."""
+    ws = make_ledger(runs * 2 + 10)
+    env = {**os.environ, "HB_WORKSPACE": str(ws)}
+    floor = _median_runs([sys.executable, "-c", "import sqlite3"], runs, env, ws)
+    times_pop, times_complete = [], []
+    hb = hb_command()
+    for _ in range(runs):
+        start = time.perf_counter()
+        out = subprocess.run([*hb, "pop"], env=env, cwd=ws, capture_output=True, text=True, check=True)
+        times_pop.append(time.perf_counter() - start)
+        task_id = json.loads(out.stdout)["id"]
+        start = time.perf_counter()
+        subprocess.run([*hb, "complete", task_id], env=env, cwd=ws, capture_output=True, check=True)
+        times_complete.append(time.perf_counter() - start)
+    pop_ms, complete_ms = statistics.median(times_pop) * 1e3, statistics.median(times_complete) * 1e3
+    help_ms = _median_runs([*hb, "--help"], runs, env, ws) * 1e3
+    record("process", "python_floor_ms", floor * 1e3, "ms")
+    record("process", "hb_help_ms", help_ms, "ms")
+    record("process", "hb_pop_ms", pop_ms, "ms", vs_floor=round(pop_ms / (floor * 1e3), 2))
+    record("process", "hb_complete_ms", complete_ms, "ms", vs_floor=round(complete_ms / (floor * 1e3), 2))
+    table(
+        f"4. whole processes (median of {runs})",
+        [
+            ('python -c "import sqlite3" (floor)', f"{floor * 1e3:.1f}", "1.00"),
+            ("hb --help", f"{help_ms:.1f}", f"{help_ms / (floor * 1e3):.2f}"),
+            ("hb pop", f"{pop_ms:.1f}", f"{pop_ms / (floor * 1e3):.2f}"),
+            ("hb complete ID", f"{complete_ms:.1f}", f"{complete_ms / (floor * 1e3):.2f}"),
+        ],
+        ["command", "ms", "vs floor"],
+    )
+    _import_profile(hb, env, ws)
+    shutil.rmtree(ws, ignore_errors=True)
+
+
+def _import_profile(hb: list[str], env: dict[str, str], ws: Path) -> None:
+    """Where `hb pop`'s start-up goes: the top-level packages by cumulative import time."""
+    cmd = [sys.executable, "-X", "importtime", "-m", "heartbeat", "pop"]
+    out = subprocess.run(cmd, env=env, cwd=ws, capture_output=True, text=True, check=False)
+    totals: dict[str, int] = {}
+    for line in out.stderr.splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        parts = [p.strip() for p in line.split(":", 1)[1].split("|")]
+        if len(parts) != 3 or not parts[1].isdigit():
+            continue
+        name = parts[2]
+        if name.startswith(" ") or name != name.lstrip():
+            continue
+        top = name.split(".")[0]
+        totals[top] = max(totals.get(top, 0), int(parts[1]))
+    rows = sorted(totals.items(), key=lambda kv: -kv[1])[:8]
+    for name, us in rows:
+        record("process", f"import_{name}_ms", us / 1e3, "ms")
+    table(
+        "   where hb pop's start-up goes (python -X importtime, top-level, cumulative)",
+        [(n, f"{us / 1e3:.1f}") for n, us in rows],
+        ["package", "ms"],
+    )
+
+
+def json_script_pop(path: Path) -> dict[str, Any] | None:
+    """A faithful model of the seed script's pop: read the file, sort, move, rewrite it whole."""
+    data = json.loads(path.read_text())
+    rank = {p: i for i, p in enumerate(PRIORITIES)}
+    pending = sorted(data["pending"], key=lambda t: rank.get(t.get("priority"), 2))
+    if not pending:
+        return None
+    task = pending[0]
+    data["pending"].remove(task)
+    data["in_progress"].append(task)
+    path.write_text(json.dumps(data, indent=2))
+    return task
+
+
+def json_script_complete(path: Path, task_id: str) -> None:
+    data = json.loads(path.read_text())
+    task = next(t for t in data["in_progress"] if t["id"] == task_id)
+    data["in_progress"].remove(task)
+    task["completed_at"] = datetime.now(UTC).isoformat() + "Z"  # the script's +00:00Z, faithfully
+    data["completed"].append(task)
+    path.write_text(json.dumps(data, indent=2))
+
+
+def bench_json_script(n: int) -> None:
+    """5. the same workload through the JSON-file script model, at n tasks."""
+    ws = Path(tempfile.mkdtemp(prefix="hb-json-"))
+    path = ws / "tasks.json"
+    path.write_text(json.dumps(tasks_json_doc(n), indent=2))
+    start = time.perf_counter()
+    count = 0
+    while (task := json_script_pop(path)) is not None:
+        json_script_complete(path, task["id"])
+        count += 1
+    json_rate = count / (time.perf_counter() - start)
+    hb_ws = make_ledger(n)
+    start = time.perf_counter()
+    hb_rate = len(hb_drain(str(hb_ws), "w0")) / (time.perf_counter() - start)
+    record("json_script", "json_script_pairs_per_s", json_rate, "pairs/s", tasks=n)
+    record("json_script", "hb_pairs_per_s", hb_rate, "pairs/s", tasks=n)
+    record("json_script", "hb_vs_json_script", hb_rate / json_rate, "ratio")
+    table(
+        f"5. JSON-file script model vs hb, {n} tasks (one process)",
+        [
+            ("seed script model (read, move, rewrite)", f"{json_rate:,.0f}", "1.00"),
+            ("hb Ledger API", f"{hb_rate:,.0f}", f"{hb_rate / json_rate:.1f}"),
+        ],
+        ["implementation", "pairs/s", "vs script"],
+    )
+    shutil.rmtree(ws, ignore_errors=True)
+    shutil.rmtree(hb_ws, ignore_errors=True)
+
+
+SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
+    "queue": lambda a: bench_queue(a.tasks),
+    "processes": lambda a: bench_workers(a.tasks, 4),
+    "depth": lambda a: bench_depth(1_000, a.large),
+    "startup": lambda a: bench_process(a.runs),
+    "json": lambda a: bench_json_script(1_000),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--only", action="append", choices=sorted(SECTIONS), help="run only these sections")
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run, not a measurement)")
+    parser.add_argument("--json-out", type=Path, help="also write every measurement to this file")
+    args = parser.parse_args(argv)
+    args.tasks = 2_000 if args.quick else 20_000
+    args.large = 10_000 if args.quick else 100_000
+    args.runs = 5 if args.quick else 20
+    print(
+        f"hb benchmark  {datetime.now(UTC):%Y-%m-%d %H:%M} UTC  python {sys.version.split()[0]}  "
+        f"sqlite {sqlite3.sqlite_version}  cpus {os.cpu_count()}"
+    )
+    for name in args.only or list(SECTIONS):
+        SECTIONS[name](args)
+    if args.json_out:
+        args.json_out.write_text(json.dumps(RESULTS, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
