@@ -162,7 +162,13 @@ class Task(Base):
             postgresql_where=text("status = 'doing'"),
         ),
         # the heartbeat's due scan
-        Index("ix_tasks_status_next_check_at", "status", "next_check_at"),
+        Index(
+            "ix_tasks_status_next_check_at",
+            "status",
+            "next_check_at",
+            sqlite_where=text("next_check_at IS NOT NULL"),
+            postgresql_where=text("next_check_at IS NOT NULL"),
+        ),
         Index("ix_tasks_source_external_key", "source", "external_key"),
         Index("ix_tasks_id", "id"),  # ids are unique per scope; commands find them without one
     )
@@ -256,7 +262,12 @@ class Outcome(Base):
     __table_args__ = (
         Index("ix_outcomes_completed_at", "completed_at"),
         Index("ix_outcomes_task_pk", "task_pk"),
-        Index("ix_outcomes_recurrence_pk", "recurrence_pk"),
+        Index(
+            "ix_outcomes_recurrence_pk",
+            "recurrence_pk",
+            sqlite_where=text("recurrence_pk IS NOT NULL"),
+            postgresql_where=text("recurrence_pk IS NOT NULL"),
+        ),
     )
 
 
@@ -328,12 +339,22 @@ class Run(Base):
     task_id: Mapped[str | None] = mapped_column(String(255))
     worker: Mapped[str | None] = mapped_column(String(255))
     pid: Mapped[int | None] = mapped_column(Integer)
-    guard: Mapped[str | None] = mapped_column(String(64), unique=True)
+    guard: Mapped[str | None] = mapped_column(String(64))
     expires_at: Mapped[datetime | None]
     record: Mapped[dict[str, Any] | None]  # the last-run.json object
     detail: Mapped[dict[str, Any] | None]
 
-    __table_args__ = (Index("ix_runs_kind_started_at", "kind", "started_at"),)
+    __table_args__ = (
+        Index("ix_runs_kind_started_at", "kind", "started_at"),
+        # one holder per guard; queue runs (guard NULL) stay out of the index
+        Index(
+            "uq_runs_guard",
+            "guard",
+            unique=True,
+            sqlite_where=text("guard IS NOT NULL"),
+            postgresql_where=text("guard IS NOT NULL"),
+        ),
+    )
 
 
 class Setting(Base):

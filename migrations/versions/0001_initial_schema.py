@@ -70,11 +70,11 @@ def upgrade() -> None:
     sa.Column('expires_at', sa.DateTime(timezone=True), nullable=True),
     sa.Column('record', sa.JSON(), nullable=True),
     sa.Column('detail', sa.JSON(), nullable=True),
-    sa.PrimaryKeyConstraint('pk', name=op.f('pk_runs')),
-    sa.UniqueConstraint('guard', name=op.f('uq_runs_guard'))
+    sa.PrimaryKeyConstraint('pk', name=op.f('pk_runs'))
     )
     with op.batch_alter_table('runs', schema=None) as batch_op:
         batch_op.create_index('ix_runs_kind_started_at', ['kind', 'started_at'], unique=False)
+        batch_op.create_index('uq_runs_guard', ['guard'], unique=True, sqlite_where=sa.text('guard IS NOT NULL'), postgresql_where=sa.text('guard IS NOT NULL'))
 
     op.create_table('settings',
     sa.Column('key', sa.String(length=64), nullable=False),
@@ -141,7 +141,7 @@ def upgrade() -> None:
         batch_op.create_index('ix_tasks_ready', ['scope', 'priority_rank', 'position', 'pk'], unique=False, sqlite_where=sa.text("status = 'todo' AND blocked_by IS NULL AND source <> 'todo'"), postgresql_where=sa.text("status = 'todo' AND blocked_by IS NULL AND source <> 'todo'"))
         batch_op.create_index('ix_tasks_source_external_key', ['source', 'external_key'], unique=False)
         batch_op.create_index('ix_tasks_id', ['id'], unique=False)
-        batch_op.create_index('ix_tasks_status_next_check_at', ['status', 'next_check_at'], unique=False)
+        batch_op.create_index('ix_tasks_status_next_check_at', ['status', 'next_check_at'], unique=False, sqlite_where=sa.text('next_check_at IS NOT NULL'), postgresql_where=sa.text('next_check_at IS NOT NULL'))
 
     op.create_table('errors',
     sa.Column('pk', sa.Integer(), nullable=False),
@@ -210,7 +210,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('outcomes', schema=None) as batch_op:
         batch_op.create_index('ix_outcomes_completed_at', ['completed_at'], unique=False)
-        batch_op.create_index('ix_outcomes_recurrence_pk', ['recurrence_pk'], unique=False)
+        batch_op.create_index('ix_outcomes_recurrence_pk', ['recurrence_pk'], unique=False, sqlite_where=sa.text('recurrence_pk IS NOT NULL'), postgresql_where=sa.text('recurrence_pk IS NOT NULL'))
         batch_op.create_index('ix_outcomes_task_pk', ['task_pk'], unique=False)
 
     op.create_table('task_events',
@@ -266,6 +266,7 @@ def downgrade() -> None:
     op.drop_table('sync_state')
     op.drop_table('settings')
     with op.batch_alter_table('runs', schema=None) as batch_op:
+        batch_op.drop_index('uq_runs_guard')
         batch_op.drop_index('ix_runs_kind_started_at')
 
     op.drop_table('runs')
