@@ -66,6 +66,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         self._zone: ZoneInfo | None = None
         self._raw: Any = None  # the queue's driver connection, opened on first use
         self._dialect: Any = None
+        self._default_lease: Any = None
         self.clock = self._make_clock(now)
 
     # --- opening -----------------------------------------------------------------
@@ -266,6 +267,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
                 row.updated_at = now
         self._settings = None
         self._zone = None
+        self._default_lease = None
         return checked
 
     def config_unset(self, key: str) -> None:
@@ -278,6 +280,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             s.execute(delete(Setting).where(Setting.key == key))
         self._settings = None
         self._zone = None
+        self._default_lease = None
 
     def init(self) -> dict[str, Any]:
         """Idempotent: the database exists at head; report where and what."""
@@ -398,7 +401,9 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         from heartbeat.clock import parse_duration
 
         if lease is None:
-            return parse_duration(self.settings.queue_lease, what="queue.lease")
+            if self._default_lease is None:
+                self._default_lease = parse_duration(self.settings.queue_lease, what="queue.lease")
+            return self._default_lease
         if isinstance(lease, timedelta):
             return lease
         return parse_duration(str(lease), what="--lease")

@@ -59,6 +59,12 @@ TASK_COLUMNS = (
 )
 _RETURNING = ", ".join(TASK_COLUMNS)
 _STALE = "scope = :scope AND status = 'doing' AND (lease_expires_at IS NULL OR lease_expires_at <= :now)"
+_RELEASE = "lease_expires_at = NULL, updated_at = :now, version = version + 1"
+_TARGET_ID = (
+    "id = :id AND status = 'doing' AND NOT EXISTS "
+    "(SELECT 1 FROM tasks other WHERE other.id = :id AND other.pk <> tasks.pk)"
+)
+_TARGET_SCOPE_ID = "scope = :scope AND id = :id AND status = 'doing'"
 _CLAIM_SET = (
     "claimed_at = :now, claimed_by = :worker, lease_expires_at = :lease_until, "
     "attempts = attempts + 1, updated_at = :now, version = version + 1"
@@ -71,6 +77,12 @@ _READY = (
 
 SQL = {
     "any_scoped": "SELECT 1 FROM tasks WHERE scope > '' LIMIT 1",
+    # one round trip before a claim: are there queues, is this one known, are claims stale?
+    "preflight": (
+        "SELECT (SELECT 1 FROM tasks WHERE scope > '' LIMIT 1) AS scoped, "
+        "(SELECT 1 FROM tasks WHERE scope = :scope LIMIT 1) AS known, "
+        f"(SELECT count(*) FROM tasks WHERE {_STALE}) AS stale"
+    ),
     "scopes": "SELECT scope FROM tasks WHERE scope > '' GROUP BY scope ORDER BY min(pk)",
     "scope_exists": "SELECT 1 FROM tasks WHERE scope = :scope LIMIT 1",
     "stale": f"SELECT id FROM tasks WHERE {_STALE} ORDER BY position, pk",
@@ -90,10 +102,15 @@ SQL = {
     ),
     "by_id": f"SELECT {_RETURNING} FROM tasks WHERE id = :id LIMIT 2",
     "by_scope_id": f"SELECT {_RETURNING} FROM tasks WHERE scope = :scope AND id = :id",
-    "finish": (
-        "UPDATE tasks SET status = :status, completed_at = :completed_at, updated_at = :now, "
-        "claimed_at = :claimed_at, claimed_by = :claimed_by, lease_expires_at = NULL, "
-        "version = version + 1 WHERE pk = :pk AND status = 'doing'"
+    # complete / fail: one statement on the claimed row; the id must name exactly one task
+    "done": (
+        f"UPDATE tasks SET status = 'done', completed_at = :now, {_RELEASE} "
+        f"WHERE {{target}} RETURNING {_RETURNING}"
+    ),
+    "failed": (
+        "UPDATE tasks SET status = "
+        "CASE WHEN :final OR attempts >= :max_attempts THEN 'failed' ELSE 'todo' END, "
+        f"{_RELEASE} WHERE {{target}} RETURNING {_RETURNING}"
     ),
     "clear": (
         f"UPDATE tasks SET status = 'todo', claimed_at = NULL, claimed_by = NULL, lease_expires_at = NULL, "
@@ -124,6 +141,12 @@ SQL = {
 }
 
 
+for _key in [k for k, v in SQL.items() if "{target}" in v]:
+    _text = SQL.pop(_key)
+    SQL[f"{_key}_by_id"] = _text.replace("{target}", _TARGET_ID)
+    SQL[f"{_key}_by_scope_id"] = _text.replace("{target}", _TARGET_SCOPE_ID)
+
+
 class Dialect:
     """The SQL of this module for one backend: parameter style, JSON and time values."""
 
@@ -147,8 +170,10 @@ class Dialect:
         if value is None:
             return None
         value = value.astimezone(UTC)
+        if not self.sqlite:
+            return value
         # the text UTCDateTime stores on SQLite (so SQL comparisons agree)
-        return value.strftime("%Y-%m-%d %H:%M:%S.%f") if self.sqlite else value
+        return value.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
 
     def read_time(self, value: Any) -> datetime | None:
         if value is None:
@@ -192,9 +217,9 @@ class Tx:
 @contextmanager
 def transaction(raw: Any, dialect: Dialect) -> Iterator[Tx]:
     """A write transaction on ``raw`` (SQLite: BEGIN IMMEDIATE; PostgreSQL: implicit BEGIN)."""
-    if dialect.sqlite:
-        raw.execute("BEGIN IMMEDIATE")
     tx = Tx(raw, dialect)
+    if dialect.sqlite:
+        tx.cur.execute("BEGIN IMMEDIATE")
     try:
         yield tx
     except BaseException:
@@ -233,6 +258,20 @@ def scope_counts(tx: Tx) -> list[dict[str, Any]]:
     ]
 
 
+def _preflight(tx: Tx, scope: str | None, at: Any, accept_stale: bool) -> str:
+    """The checks before a claim, in one query: exit 11, 14 and 12 in that order."""
+    row = tx.execute("preflight", {"scope": scope or LEGACY, "now": at}).fetchone()
+    scoped, known, stale = row
+    if scope is None and scoped:
+        raise ScopeRequired(scopes(tx))
+    scope = scope or LEGACY
+    if scope != LEGACY and not known:
+        _check_scope(tx, scope)
+    if stale and not accept_stale:
+        raise StaleClaims([r[0] for r in tx.execute("stale", {"scope": scope, "now": at}).fetchall()])
+    return scope
+
+
 def _check_scope(tx: Tx, scope: str | None) -> str:
     if scope is None or scope == LEGACY:
         if scope is None and tx.execute("any_scoped").fetchone() is not None:
@@ -256,16 +295,15 @@ def pop(
     accept_stale: bool = False,
 ) -> PopResult:
     """Claim the next task (or ``task_id``); raises the queue errors (exit 10-14)."""
-    scope = _check_scope(tx, scope)
     at = tx.d.time(now)
+    scope = _preflight(tx, scope, at, accept_stale)
     claim = {"scope": scope, "now": at, "worker": worker, "lease_until": tx.d.time(now + lease)}
     result = PopResult(task=None)
-    stale = [r[0] for r in tx.execute("stale", {"scope": scope, "now": at}).fetchall()]
-    if stale:
-        if not accept_stale:
-            raise StaleClaims(stale)
-        tx.execute("adopt", claim)
-        result.adopted = stale
+    if accept_stale:
+        stale = [r[0] for r in tx.execute("stale", {"scope": scope, "now": at}).fetchall()]
+        if stale:
+            tx.execute("adopt", claim)
+            result.adopted = stale
 
     if task_id is not None:
         found = tx.rows("lookup", {"scope": scope, "id": task_id})
@@ -323,19 +361,24 @@ def _run(
     )
 
 
-def _claimed(tx: Tx, task_id: str, scope: str | None) -> dict[str, Any]:
+def _finish(tx: Tx, key: str, task_id: str, scope: str | None, params: dict[str, Any]) -> dict[str, Any]:
+    """Update the claimed task ``task_id`` with statement ``key``; explain why when nothing matched."""
     if scope is None:
-        rows = tx.rows("by_id", {"id": task_id})
-        if len(rows) > 1:
-            raise InvalidState(f"task id {task_id!r} exists in several queues; pass --scope")
+        rows = tx.rows(f"{key}_by_id", {**params, "id": task_id})
     else:
-        rows = tx.rows("by_scope_id", {"scope": scope, "id": task_id})
-    if not rows:
+        rows = tx.rows(f"{key}_by_scope_id", {**params, "id": task_id, "scope": scope})
+    if rows:
+        return tx.task(rows[0])
+    found = (
+        tx.rows("by_id", {"id": task_id})
+        if scope is None
+        else tx.rows("by_scope_id", {"scope": scope, "id": task_id})
+    )
+    if not found:
         raise NotFound(f"no task with id {task_id!r}" + (f" in {scope}" if scope else ""))
-    row = tx.task(rows[0])
-    if row["status"] != "doing":
-        raise InvalidState(f"task {task_id!r} is {row['status']}, not claimed (pop it first)")
-    return row
+    if len(found) > 1:
+        raise InvalidState(f"task id {task_id!r} exists in several queues; pass --scope")
+    raise InvalidState(f"task {task_id!r} is {found[0]['status']}, not claimed (pop it first)")
 
 
 def last_run_record(row: Mapping[str, Any], now: datetime, status: str, outcome: Any) -> dict[str, Any]:
@@ -359,26 +402,11 @@ def last_run_record(row: Mapping[str, Any], now: datetime, status: str, outcome:
     )
 
 
-def _finish(tx: Tx, row: Mapping[str, Any], now: datetime, status: str, *, keep_claim: bool) -> None:
-    tx.execute(
-        "finish",
-        {
-            "pk": row["pk"],
-            "status": status,
-            "completed_at": tx.d.time(now) if status == "done" else None,
-            "now": tx.d.time(now),
-            "claimed_at": tx.d.time(row["claimed_at"]) if keep_claim else None,
-            "claimed_by": row["claimed_by"] if keep_claim else None,
-        },
-    )
-
-
 def complete(
     tx: Tx, now: datetime, task_id: str, *, scope: str | None = None, outcome: Any = None
 ) -> dict[str, Any]:
     """Finish a claimed task: status done, an outcome row, a runs row."""
-    row = _claimed(tx, task_id, scope)
-    _finish(tx, row, now, "done", keep_claim=True)
+    row = _finish(tx, "done", task_id, scope, {"now": tx.d.time(now)})
     claimed_at = row["claimed_at"]
     tx.execute(
         "outcome",
@@ -422,10 +450,11 @@ def fail(
     max_attempts: int,
 ) -> dict[str, Any]:
     """Record a failure; the task returns to todo for a retry until max attempts, then failed."""
-    row = _claimed(tx, task_id, scope)
-    gives_up = final or row["attempts"] >= max_attempts
-    status = "failed" if gives_up else "todo"
-    _finish(tx, row, now, status, keep_claim=False)
+    row = _finish(
+        tx, "failed", task_id, scope, {"now": tx.d.time(now), "final": final, "max_attempts": max_attempts}
+    )
+    status = row["status"]
+    gives_up = status == "failed"
     reason = reason or "Unknown failure"
     extra = row.get("extra") or {}
     tx.execute(
