@@ -31,6 +31,7 @@ from heartbeat.errors import (
     StaleClaims,
 )
 from heartbeat.formats import tasks_json
+from heartbeat.formats.timestamps import timestamp_or_none
 
 LEGACY = ""
 
@@ -514,7 +515,7 @@ def record_from_row(row: Any) -> tasks_json.QueueRecord:
     created_at, completed_at = get("created_at"), get("completed_at")
     if fields:
         # the file's own stamps: hb's bookkeeping times are not written into objects that lacked them
-        created_at = _stamp(fields.get("created_at")) if "created_at" in fields else None
+        created_at = timestamp_or_none(fields.get("created_at")) if "created_at" in fields else None
         if "completed_at" not in fields and get("scope"):
             completed_at = None
     return tasks_json.QueueRecord(
@@ -538,14 +539,3 @@ def record_from_row(row: Any) -> tasks_json.QueueRecord:
 def task_object(row: Any) -> dict[str, Any]:
     """The task as ``hb pop`` prints it: its tasks.json object, current status included."""
     return tasks_json.render_task(record_from_row(row))
-
-
-def _stamp(value: Any) -> datetime | None:
-    from heartbeat.formats.timestamps import parse_timestamp
-
-    if not isinstance(value, str):
-        return None
-    try:
-        return parse_timestamp(value)
-    except ValueError:
-        return None

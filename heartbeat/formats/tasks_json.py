@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from heartbeat.errors import FileFormatError, InvalidInput, InvalidState, ScopeNotFound
-from heartbeat.formats.timestamps import format_timestamp, is_malformed, parse_timestamp
+from heartbeat.formats.timestamps import format_timestamp, is_malformed, parse_timestamp, timestamp_or_none
 
 LEGACY_LISTS = ("pending", "in_progress", "completed", "failed")
 
@@ -358,8 +358,8 @@ def _reading(item: Mapping[str, Any], task_id: str, *, scoped: bool) -> _Reading
         priority=None if scoped else _text_or_none(item.get("priority"), numbers=False),
         status=_scoped_status(item.get("status")) if scoped else None,
         order=order if scoped and isinstance(order, int) and not isinstance(order, bool) else None,
-        created_at=_timestamp_or_none(item.get("created_at")),
-        completed_at=_timestamp_or_none(item.get("completed_at")),
+        created_at=timestamp_or_none(item.get("created_at")),
+        completed_at=timestamp_or_none(item.get("completed_at")),
         skill=_text_or_none(item.get("assigned_skill")),
         project_id=_text_or_none(item.get("project_id")),
         agent_id=_text_or_none(item.get("agent_id")),
@@ -391,15 +391,6 @@ def _text_or_none(value: Any, *, numbers: bool = True) -> str | None:
     if numbers and isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     return None
-
-
-def _timestamp_or_none(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return parse_timestamp(value)
-    except ValueError:
-        return None
 
 
 def _is_entry(item: Any) -> bool:

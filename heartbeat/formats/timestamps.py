@@ -70,3 +70,13 @@ def is_malformed(text: str) -> bool:
     except ValueError:
         return False  # an impossible date is not rewritten: it is kept verbatim
     return True
+
+
+def timestamp_or_none(value: object) -> datetime | None:
+    """A stored JSON value read as an instant; None for null, non-strings and unreadable text."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_timestamp(value)
+    except ValueError:
+        return None

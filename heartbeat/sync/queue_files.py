@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from heartbeat.db.models import Error, Run, SyncState, Task, TaskStatus, priority_rank
 from heartbeat.errors import FileFormatError
 from heartbeat.formats import tasks_json
-from heartbeat.formats.timestamps import parse_timestamp
+from heartbeat.formats.timestamps import timestamp_or_none
 from heartbeat.queue import record_from_row
 from heartbeat.sync.files import atomic_write, default_path, digest, file_lock, read_text
 from heartbeat.tasks import record_event, snapshot
@@ -180,7 +180,7 @@ def import_errors(ledger: Ledger, session: Session, text: str, path: Path, now: 
         if item in known:
             report.unchanged += 1
             continue
-        at = _when(item.get("timestamp")) or now
+        at = timestamp_or_none(item.get("timestamp")) or now
         task_id = item.get("task_id")
         task = tasks.get(str(task_id)) if task_id is not None else None
         session.add(
@@ -202,15 +202,6 @@ def import_errors(ledger: Ledger, session: Session, text: str, path: Path, now: 
         report.added.append(f"[{index}]")
     remember(session, "errors-json", path, text, now)
     return report
-
-
-def _when(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return parse_timestamp(value)
-    except ValueError:
-        return None
 
 
 def render_errors(ledger: Ledger, session: Session) -> str:
@@ -248,7 +239,7 @@ def import_last_run(ledger: Ledger, session: Session, text: str, path: Path, now
     if latest is not None and latest.record == obj:
         report.unchanged = 1
     else:
-        at = _when(obj.get("timestamp")) or now
+        at = timestamp_or_none(obj.get("timestamp")) or now
         session.add(
             Run(
                 kind="import",
