@@ -369,12 +369,79 @@ def bench_json_script(n: int) -> None:
     shutil.rmtree(hb_ws, ignore_errors=True)
 
 
+def todo_files(ws: Path, entries: int, rules: int) -> None:
+    """A TODO.md of ``entries`` lines and a TODO.RECUR.md of ``rules`` lines, in the runtime's format."""
+    head = (
+        '---\ncreated_at: "2026-05-01T00:00:00Z"\nupdated_at: "2026-05-01T00:00:00Z"\n'
+        "{key}: {n}\n---\n\n# {title}\n\n"
+    )
+    lines = [
+        f"- [ ] [Created](2026-{1 + i % 12:02d}-{1 + i % 28:02d} {i % 24:02d}:{i % 60:02d}), "
+        f"[ChatID](tg:-100{i % 97}) | Task {i}: follow up with [contact {i}](tg:@user{i}) | ref {i}\n"
+        for i in range(entries)
+    ]
+    (ws / "TODO.md").write_text(
+        head.format(key="open_count", n=entries, title="TODO Work In Progress (WIP)") + "".join(lines)
+    )
+    repeats = ("daily", "weekly", "every 3 days", "every 6 hours")
+    zones = ("", ", [TZ](Asia/Tokyo)", ", [TZ](America/New_York)", ", [TZ](UTC)")
+    rules_text = [
+        f"- [ ] [Next](2026-05-{1 + i % 28:02d} {i % 24:02d}:00), [Repeat]({repeats[i % 4]})"
+        f"{zones[i % 4]} | Rule {i}\n"
+        for i in range(rules)
+    ]
+    (ws / "TODO.RECUR.md").write_text(
+        head.format(key="recurring_count", n=rules, title="TODO Recurring") + "".join(rules_text)
+    )
+
+
+def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
+    return elapsed
+
+
+def bench_markdown(entries: int, rules: int, runs: int) -> None:
+    """Issue 4: import of a large TODO.md + TODO.RECUR.md, a no-change sync, a one-line change."""
+    hb = hb_command()
+    imports, nochange, oneline = [], [], []
+    for _ in range(runs):
+        ws = Path(tempfile.mkdtemp(prefix="hb-md-"))
+        todo_files(ws, entries, rules)
+        env = {**os.environ, "HB_WORKSPACE": str(ws), "HB_NOW": "2026-05-01T00:00:00Z"}
+        subprocess.run([*hb, "init"], env=env, cwd=ws, capture_output=True, check=True)
+        imports.append(_timed([*hb, "sync"], env, ws))
+        nochange.append(_timed([*hb, "sync"], env, ws))
+        todo = ws / "TODO.md"
+        text = todo.read_text()
+        todo.write_text(text.replace(f"Task {entries // 2}:", f"Task {entries // 2} (edited):", 1))
+        oneline.append(_timed([*hb, "sync"], env, ws))
+        shutil.rmtree(ws, ignore_errors=True)
+    rows = []
+    for name, samples, target in (
+        (f"first sync: import {entries:,} TODO.md + {rules:,} TODO.RECUR.md", imports, 1.0),
+        ("no-change sync", nochange, 0.2),
+        ("sync after one line changed", oneline, 0.3),
+    ):
+        med = statistics.median(samples)
+        key = name.split(":")[0].replace(" ", "_").replace("-", "_")
+        record("markdown", key, med * 1e3, "ms", target_ms=target * 1e3, runs=runs)
+        rows.append((name, f"{med * 1e3:.0f}", f"< {target * 1e3:.0f}"))
+    table(
+        f"6. Markdown TODO files as whole processes (median of {runs})", rows, ["operation", "ms", "target"]
+    )
+
+
 SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "queue": lambda a: bench_queue(a.tasks),
     "processes": lambda a: bench_workers(a.tasks, 4),
     "depth": lambda a: bench_depth(1_000, a.large),
     "startup": lambda a: bench_process(a.runs),
     "json": lambda a: bench_json_script(1_000),
+    "markdown": lambda a: bench_markdown(a.entries, a.entries // 10, a.md_runs),
 }
 
 
@@ -389,6 +456,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.tasks = 2_000 if args.quick else 20_000
     args.large = 10_000 if args.quick else 100_000
     args.runs = 5 if args.quick else 20
+    args.entries = 1_000 if args.quick else 10_000
+    args.md_runs = 1 if args.quick else 5
     print(
         f"hb benchmark  {datetime.now(UTC):%Y-%m-%d %H:%M} UTC  python {sys.version.split()[0]}  "
         f"sqlite {sqlite3.sqlite_version}  cpus {os.cpu_count()}"
