@@ -1,7 +1,750 @@
-"""Ledger operations for recurrences and proactive tasks (SPEC.md section 6)."""
+"""Ledger operations for recurrences and proactive tasks (SPEC.md section 6).
+
+One ``recurrences`` table holds two kinds of rule:
+
+- **repeat rules**: TODO.RECUR.md entries (source ``recur``) and rules added with
+  ``hb recur add`` (source ``cli``). A Repeat rule (``daily``, ``weekly``,
+  ``every N days``, ``every N hours``, ``cron <expr>``) and ``Next``, a
+  wall-clock time in the rule's zone that is both the next occurrence and the
+  phase. Due when ``Next <= now``; the missed-run policy decides how many of
+  the due occurrences run.
+- **proactive tasks**: PROACTIVE.md (source ``proactive``). A frequency with an
+  optional time and day; due once per period (hour, day, week from Monday,
+  month), inside ``[time, time + heartbeat interval)`` when a time is set.
+
+Handing a rule out (``recur_due(claim=True)``) records the period it was handed
+out for in ``claimed_period`` (proactive: the period key; repeat rules: the
+latest occurrence handed out, as a UTC timestamp), so the next heartbeat in the
+same period does not hand it out again, outcome recorded or not.
+
+Choices the contract leaves open, made here:
+
+- A PROACTIVE.md time window stays open for one heartbeat interval (setting
+  ``check_interval``, default 1h; the runtime ticks every 30 minutes), so a
+  tick always lands in it.
+- ``user_available``: the user spoke (``hb seen``) within the last 4 hours.
+- Handing out a repeat rule does not move its ``Next`` (TODO.RECUR.md keeps the
+  runtime's view); ``recur_materialize`` does.
+- An outcome that answers no open hand-out closes the rule's current period.
+- The missed-run policy applies to repeat rules; a PROACTIVE.md task follows
+  its periods, so a window missed while the agent was down is not caught up.
+  Policy ``all`` hands out at most ``MAX_CATCH_UP`` occurrences at once.
+- ``hb recur add`` without ``--next`` starts now; a cron rule starts at its
+  first match at or after ``--next``.
+- PROACTIVE.md tasks are defined by their file: ``recur_update`` only enables
+  or disables them and ``recur_remove`` refuses (remove the block instead).
+"""
 
 from __future__ import annotations
+
+import contextlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, cast
+from zoneinfo import ZoneInfo
+
+from heartbeat.clock import isoformat, load_zone, parse_duration
+from heartbeat.errors import InvalidInput, InvalidState, NotFound
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from heartbeat.db.models import Recurrence
+    from heartbeat.ledger import Ledger
+    from heartbeat.rules.repeat import Repeat
+
+PROACTIVE = "proactive"  # source of PROACTIVE.md tasks
+REPEAT_SOURCES = ("recur", "cli")  # TODO.RECUR.md entries and `hb recur add` rules
+MISSED_POLICIES = ("skip", "once", "all")
+USER_AVAILABLE_HOURS = 4.0  # `user_available`: the user spoke within this many hours
+MAX_CATCH_UP = 100  # missed policy `all` hands out at most this many occurrences at once
+DEFAULT_PRIORITY = 50  # PROACTIVE.md's default; repeat rules sort with it
+NEXT_LAYOUT = "%Y-%m-%d %H:%M"  # TODO.RECUR.md `Next`
+_JUST_BEFORE = timedelta(microseconds=1)
+# next_at was resolved in the zone of its time; a workspace timezone changed since can put it
+# up to 26 hours off, so the scans look that far ahead and judge each rule by its Next.
+_ZONE_SLACK = timedelta(hours=27)
+_CLEAR = ("", "none", "null")
+
+
+@dataclass(frozen=True)
+class _Due:
+    """Why a rule is due now."""
+
+    period: str  # what to record as handed out (claimed_period)
+    runs: list[datetime]  # repeat rules: the occurrences to run (missed policy applied)
+    pending: int  # repeat rules: due occurrences not handed out yet (1 = none missed)
+    first: datetime | None = None  # repeat rules: the oldest of them
+
+
+def rule_dict(row: Recurrence, zone: ZoneInfo) -> dict[str, Any]:
+    """A recurrence as ``hb recur list --json`` prints it (times in the workspace zone)."""
+    proactive = row.source == PROACTIVE
+    return {
+        "id": row.id,
+        "source": row.source,
+        "kind": "proactive" if proactive else "repeat",
+        "title": row.title,
+        "rule": row.rule,
+        "tz": row.tz,
+        "next": row.next_local,
+        "next_at": isoformat(row.next_at, zone),
+        "time": row.time_of_day,
+        "day": row.day,
+        "enabled": row.enabled,
+        "priority": row.priority,
+        "permission_tier": row.permission_tier,
+        "conditions": list(row.conditions or []),
+        "instruction": row.instruction,
+        "chat_id": row.chat_id,
+        "missed_policy": None if proactive else row.missed_policy,
+        "run_count": row.run_count,
+        "last_run_at": isoformat(row.last_run_at, zone),
+        "claimed_period": row.claimed_period,
+        "claimed_at": isoformat(row.claimed_at, zone),
+        "evaluation": row.evaluation,
+        "created_at": isoformat(row.created_at, zone),
+        "updated_at": isoformat(row.updated_at, zone),
+    }
+
+
+# --- reading rule fields ----------------------------------------------------------------------
+
+
+def parse_rule(text: str) -> Repeat:
+    """A repeat rule as ``hb recur add --repeat`` takes it (InvalidInput when it is not one)."""
+    from heartbeat.rules.repeat import parse_repeat
+
+    try:
+        return parse_repeat(text)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
+def parse_next(value: str | datetime, zone: ZoneInfo) -> datetime:
+    """A ``Next`` time as a naive wall-clock time in ``zone``, minute precision.
+
+    Takes ``YYYY-MM-DD HH:MM`` or ISO 8601; a time with an offset is converted
+    to ``zone``'s wall clock.
+    """
+    if isinstance(value, datetime):
+        when = value
+    else:
+        try:
+            when = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise InvalidInput(f"bad --next time {value!r} (expected YYYY-MM-DD HH:MM or ISO 8601)") from None
+    if when.tzinfo is not None:
+        when = when.astimezone(zone).replace(tzinfo=None)
+    if when.second or when.microsecond:
+        raise InvalidInput(f"--next {value!s}: Next has minute precision (YYYY-MM-DD HH:MM)")
+    return when.replace(fold=0)
+
+
+def _stored_next(row: Recurrence) -> datetime | None:
+    if row.next_local is None:
+        return None
+    try:
+        return datetime.fromisoformat(row.next_local)
+    except ValueError:
+        raise InvalidInput(f"recurrence {row.id!r}: bad Next {row.next_local!r}") from None
+
+
+def _one_line(value: str, what: str) -> str:
+    text = value.strip()
+    if not text:
+        raise InvalidInput(f"{what} must not be empty")
+    if "\n" in text or "\r" in text:
+        raise InvalidInput(f"{what} must fit on one line")
+    return text
+
+
+def _chat_id(value: str | None) -> str | None:
+    if value is None or value.strip().lower() in _CLEAR:
+        return None
+    text = value.strip()
+    # a TODO.RECUR.md metadata value holds no comma, no parenthesis
+    if any(ch in text for ch in ",()\n\r"):
+        raise InvalidInput(f"chat id {value!r} must not contain a comma, a parenthesis or a line break")
+    return text
+
+
+def _missed(value: str) -> str:
+    policy = value.strip().lower()
+    if policy not in MISSED_POLICIES:
+        raise InvalidInput(f"missed-run policy {value!r}: expected skip, once or all")
+    return policy
+
+
+def _zone_of(row: Recurrence, workspace_zone: ZoneInfo) -> ZoneInfo:
+    return load_zone(row.tz) if row.tz else workspace_zone
+
+
+def _first_occurrence(repeat: Repeat, anchor: datetime, zone: ZoneInfo) -> datetime:
+    """The first occurrence at or after ``anchor`` (a cron expression may not match it)."""
+    from heartbeat.rules.recurrence import next_after, resolve_local
+
+    if repeat.cron is None:
+        return anchor
+    at = next_after(repeat, anchor, zone, resolve_local(anchor, zone) - _JUST_BEFORE)
+    return at.astimezone(zone).replace(tzinfo=None)
+
+
+def _set_next(row: Recurrence, local: datetime, zone: ZoneInfo) -> None:
+    from heartbeat.rules.recurrence import resolve_local
+
+    row.next_local = local.strftime(NEXT_LAYOUT)
+    row.next_at = resolve_local(local, zone)
+
+
+# --- when a rule is due -----------------------------------------------------------------------
+
+
+def _claimed_instant(row: Recurrence) -> datetime | None:
+    from heartbeat.formats.timestamps import parse_timestamp
+
+    if row.claimed_period is None:
+        return None
+    try:
+        return parse_timestamp(row.claimed_period)
+    except ValueError:
+        return None
+
+
+def _repeat_due(row: Recurrence, workspace_zone: ZoneInfo, now: datetime) -> _Due | None:
+    from heartbeat.formats.timestamps import format_timestamp
+    from heartbeat.rules.recurrence import MissedPolicy, occurrences, resolve_local, runs_for
+
+    anchor = _stored_next(row)
+    if anchor is None:
+        return None
+    zone = _zone_of(row, workspace_zone)
+    first = resolve_local(anchor, zone)
+    if first > now:
+        return None
+    after = first - _JUST_BEFORE
+    claimed = _claimed_instant(row)
+    if claimed is not None and claimed >= first:
+        after = claimed
+    pending = list(occurrences(parse_rule(row.rule), anchor, zone, after, now))
+    if not pending:
+        return None
+    runs = runs_for(MissedPolicy(row.missed_policy), pending)[-MAX_CATCH_UP:]
+    return _Due(period=format_timestamp(pending[-1]), runs=runs, pending=len(pending), first=pending[0])
+
+
+def _proactive_due(row: Recurrence, now_local: datetime, tick: timedelta) -> _Due | None:
+    from heartbeat.rules.recurrence import Frequency, due_period
+
+    try:
+        period = due_period(
+            Frequency(row.rule),
+            time=row.time_of_day,
+            day=row.day,
+            last_period=row.claimed_period,
+            now_local=now_local,
+            tick=tick,
+        )
+    except (ValueError, InvalidInput):
+        return None  # a schedule hb cannot read never fires (import reported it)
+    return None if period is None else _Due(period=period, runs=[], pending=1)
+
+
+def _open_claim(row: Recurrence) -> bool:
+    """Handed out and no outcome recorded since."""
+    if row.claimed_period is None or row.claimed_at is None:
+        return False
+    return row.last_run_at is None or row.claimed_at > row.last_run_at
+
+
+def _ledger(api: RecurAPI) -> Ledger:
+    """The ledger this mixin is part of (typed: the mixin cannot name its subclass)."""
+    return cast("Ledger", api)
+
+
+def _find(session: Session, rule_id: str, *, lock: bool = False) -> Recurrence:
+    from sqlalchemy import select
+
+    from heartbeat.db.models import Recurrence
+
+    query = select(Recurrence).where(Recurrence.id == rule_id)
+    if lock:
+        query = query.with_for_update()
+    row = session.scalars(query).first()
+    if row is None:
+        raise NotFound(f"no recurrence with id {rule_id!r}")
+    return row
+
+
+def _new_rule_id(session: Session) -> str:
+    from sqlalchemy import select
+
+    from heartbeat.db.models import Recurrence
+
+    while True:
+        candidate = "recur-" + secrets.token_hex(4)
+        if session.scalar(select(Recurrence.pk).where(Recurrence.id == candidate)) is None:
+            return candidate
+
+
+def _new_todo_id(session: Session) -> str:
+    from sqlalchemy import select
+
+    from heartbeat.db.models import Task
+
+    while True:
+        candidate = "todo-" + secrets.token_hex(4)
+        if session.scalar(select(Task.pk).where(Task.scope == "", Task.id == candidate)) is None:
+            return candidate
+
+
+def _recur_tick(ledger: Ledger) -> timedelta:
+    # A proactive time window stays open for one heartbeat interval, so a tick always lands in it.
+    return parse_duration(ledger.settings.check_interval, what="check_interval")
+
+
+def _rule_due(ledger: Ledger, row: Recurrence, now: datetime, tick: timedelta) -> _Due | None:
+    if row.source == PROACTIVE:
+        return _proactive_due(row, now.astimezone(ledger.zone), tick)
+    try:
+        return _repeat_due(row, ledger.zone, now)
+    except InvalidInput:
+        return None  # a rule or Next hb cannot read never fires (its import reported it)
+
+
+def _reschedule(
+    ledger: Ledger, row: Recurrence, repeat: str | None, next: str | datetime | None, tz: str | None
+) -> None:
+    if tz is not None:
+        row.tz = None if tz.strip().lower() in _CLEAR else load_zone(tz).key
+    rule = parse_rule(repeat if repeat is not None else row.rule)
+    row.rule = rule.render()
+    zone = _zone_of(row, ledger.zone)
+    anchor = parse_next(next, zone) if next is not None else _stored_next(row)
+    if anchor is None:
+        anchor = ledger.now().astimezone(zone).replace(tzinfo=None, second=0, microsecond=0)
+    _set_next(row, _first_occurrence(rule, anchor, zone), zone)
+    row.claimed_period = None
+    row.claimed_at = None
+
+
+def _materialize_rule(
+    ledger: Ledger,
+    s: Session,
+    row: Recurrence,
+    now: datetime,
+    created: list[dict[str, Any]],
+    advanced: list[dict[str, Any]],
+    *,
+    dry_run: bool,
+) -> None:
+    from heartbeat.rules.recurrence import materialize, resolve_local
+
+    anchor = _stored_next(row)
+    if anchor is None:
+        return
+    zone = _zone_of(row, ledger.zone)
+    rule = parse_rule(row.rule)
+    moved = materialize(rule, anchor, zone, row.tz, row.title, now)
+    if moved is None:
+        return
+    due = _repeat_due(row, ledger.zone, now)
+    entries: list[datetime] = []
+    if due is not None and due.first is not None:
+        entries = [due.first] if row.missed_policy == "once" else due.runs
+    first = resolve_local(anchor, zone)
+    label = f" ({row.tz})" if row.tz else ""
+    for at in entries:
+        # Next keeps its text as written (also when it fell in a daylight-saving gap)
+        title = moved.text if at == first else f"{at.astimezone(zone):{NEXT_LAYOUT}}{label} {row.title}"
+        entry = {"id": None, "title": title, "recurrence": row.id, "chat_id": row.chat_id}
+        if not dry_run:
+            entry["id"] = _add_todo_entry(s, row, title, now)
+        created.append(entry)
+    advanced.append(
+        {
+            "id": row.id,
+            "next": row.next_local,
+            "new_next": f"{moved.new_next_local:{NEXT_LAYOUT}}",
+            "missed": moved.missed,
+            "entries": len(entries),
+        }
+    )
+    if not dry_run:
+        row.next_local = f"{moved.new_next_local:{NEXT_LAYOUT}}"
+        row.next_at = moved.new_next_at
+        row.updated_at = now
+
+
+def _add_todo_entry(s: Session, row: Recurrence, title: str, now: datetime) -> str:
+    from sqlalchemy import func, select
+
+    from heartbeat.db.models import Task, TaskStatus, priority_rank
+    from heartbeat.tasks import record_event
+
+    top = s.scalar(select(func.min(Task.position)).where(Task.source == "todo"))
+    task = Task(
+        id=_new_todo_id(s),
+        scope="",
+        source="todo",
+        title=title,
+        status=TaskStatus.TODO,
+        priority_rank=priority_rank(None),
+        position=(top if top is not None else 0) - 1,
+        chat_id=row.chat_id,
+        follow_up=False,
+        attempts=0,
+        version=1,
+        created_at=now,
+        updated_at=now,
+        last_update_at=now,
+    )
+    s.add(task)
+    s.flush()
+    record_event(s, task, "created", now, actor="recur", detail={"recurrence": row.id})
+    return task.id
+
+
+def _record_materialize_run(
+    s: Session,
+    now: datetime,
+    created: list[dict[str, Any]],
+    advanced: list[dict[str, Any]],
+) -> None:
+    from heartbeat.db.models import Run
+
+    s.add(
+        Run(
+            kind="materialize",
+            status="ok" if advanced else "empty",
+            started_at=now,
+            finished_at=now,
+            detail={
+                "created": [e["id"] for e in created],
+                "advanced": [{k: a[k] for k in ("id", "next", "new_next")} for a in advanced],
+            },
+        )
+    )
 
 
 class RecurAPI:
     """Mixed into :class:`heartbeat.Ledger`; each method is one transaction."""
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def recur_list(self, *, source: str | None = None) -> list[dict[str, Any]]:
+        """Every recurrence (enabled or not), repeat rules first, each in file order."""
+        from sqlalchemy import case, select
+
+        from heartbeat.db.models import Recurrence
+
+        ledger = _ledger(self)
+        query = select(Recurrence).order_by(
+            case((Recurrence.source == PROACTIVE, 1), else_=0), Recurrence.position, Recurrence.pk
+        )
+        if source is not None:
+            query = query.where(Recurrence.source == source)
+        with ledger.read() as s:
+            return [rule_dict(row, ledger.zone) for row in s.scalars(query)]
+
+    def recur_get(self, rule_id: str) -> dict[str, Any]:
+        """One recurrence by its id."""
+        ledger = _ledger(self)
+        with ledger.read() as s:
+            return rule_dict(_find(s, rule_id), ledger.zone)
+
+    def recur_due(self, *, claim: bool = False) -> list[dict[str, Any]]:
+        """The enabled rules due now (seed 001's ``recurring_read``), lowest priority first.
+
+        Time, day, period and the known conditions are judged here;
+        ``conditions_to_check`` lists the ones hb does not know, for the agent.
+        With ``claim`` each is recorded as handed out for its period (also a
+        repeat rule whose missed occurrences the ``skip`` policy drops).
+        """
+        from sqlalchemy import func, or_, select
+
+        from heartbeat.db.models import Recurrence, Run
+        from heartbeat.rules.recurrence import check_conditions
+
+        ledger = _ledger(self)
+        now = ledger.now()
+        zone = ledger.zone
+        tick = _recur_tick(ledger)
+        query = (
+            select(Recurrence)
+            .where(
+                Recurrence.enabled.is_(True),
+                or_(Recurrence.source == PROACTIVE, Recurrence.next_at <= now + _ZONE_SLACK),
+            )
+            .order_by(Recurrence.position, Recurrence.pk)
+        )
+        out: list[dict[str, Any]] = []
+        with ledger.write() if claim else ledger.read() as s:
+            last_seen = s.scalar(select(func.max(Run.started_at)).where(Run.kind == "seen"))
+            for row in s.scalars(query.with_for_update() if claim else query):
+                due = _rule_due(ledger, row, now, tick)
+                if due is None:
+                    continue
+                verdict = check_conditions(
+                    [str(c) for c in row.conditions or []],
+                    now_local=now.astimezone(zone),
+                    last_conversation_at=last_seen,
+                    now=now,
+                    available_hours=USER_AVAILABLE_HOURS,
+                )
+                if not verdict.ok:
+                    continue  # not this tick; the period stays open
+                if claim:
+                    row.claimed_period = due.period
+                    row.claimed_at = now
+                if row.source != PROACTIVE and not due.runs:
+                    continue  # skip policy: periods were missed, none runs
+                item = rule_dict(row, zone)
+                item.update(
+                    period=due.period,
+                    runs=len(due.runs) or 1,
+                    occurrences=[isoformat(at, zone) for at in due.runs],
+                    missed=max(0, due.pending - 1),
+                    conditions_to_check=verdict.passed_through,
+                    claimed=claim,
+                )
+                out.append(item)
+        out.sort(key=lambda r: DEFAULT_PRIORITY if r["priority"] is None else r["priority"])
+        return out
+
+    # --- changing rules --------------------------------------------------------------------
+
+    def recur_add(
+        self,
+        title: str,
+        *,
+        repeat: str,
+        next: str | datetime | None = None,
+        tz: str | None = None,
+        chat_id: str | None = None,
+        missed: str = "once",
+        enabled: bool = True,
+    ) -> dict[str, Any]:
+        """Add a repeat rule (source ``cli``); ``next`` is the first occurrence (default: now).
+
+        ``next`` is a wall-clock time in ``tz`` (default: the workspace zone). A
+        cron rule starts at its first match at or after ``next``.
+        """
+        from sqlalchemy import func, select
+
+        from heartbeat.db.models import Recurrence
+
+        ledger = _ledger(self)
+        content = _one_line(title, "a recurrence title")
+        rule = parse_rule(repeat)
+        zone = load_zone(tz) if tz and tz.strip().lower() not in _CLEAR else None
+        rule_zone = zone or ledger.zone
+        now = ledger.now()
+        anchor = (
+            parse_next(next, rule_zone)
+            if next is not None
+            else now.astimezone(rule_zone).replace(tzinfo=None, second=0, microsecond=0)
+        )
+        first = _first_occurrence(rule, anchor, rule_zone)
+        with ledger.write() as s:
+            last = s.scalar(
+                select(func.max(Recurrence.position)).where(Recurrence.source.in_(REPEAT_SOURCES))
+            )
+            row = Recurrence(
+                id=_new_rule_id(s),
+                source="cli",
+                title=content,
+                rule=rule.render(),
+                tz=zone.key if zone else None,
+                chat_id=_chat_id(chat_id),
+                enabled=enabled,
+                missed_policy=_missed(missed),
+                run_count=0,
+                position=(last + 1) if last is not None else 0,
+                created_at=now,
+                updated_at=now,
+            )
+            _set_next(row, first, rule_zone)
+            s.add(row)
+            s.flush()
+            return rule_dict(row, ledger.zone)
+
+    def recur_update(
+        self,
+        rule_id: str,
+        *,
+        title: str | None = None,
+        repeat: str | None = None,
+        next: str | datetime | None = None,
+        tz: str | None = None,
+        chat_id: str | None = None,
+        missed: str | None = None,
+        enabled: bool | None = None,
+    ) -> dict[str, Any]:
+        """Change a rule. A new repeat, next or zone reschedules it (its claim is dropped).
+
+        PROACTIVE.md tasks are defined by their file: only ``enabled`` changes here.
+        ``tz``/``chat_id`` "none" clear them.
+        """
+        ledger = _ledger(self)
+        changes = {
+            "title": title,
+            "repeat": repeat,
+            "next": next,
+            "tz": tz,
+            "chat_id": chat_id,
+            "missed": missed,
+            "enabled": enabled,
+        }
+        given = {k for k, v in changes.items() if v is not None}
+        if not given:
+            raise InvalidInput("nothing to update: pass at least one option")
+        now = ledger.now()
+        with ledger.write() as s:
+            row = _find(s, rule_id, lock=True)
+            if row.source == PROACTIVE and given - {"enabled"}:
+                raise InvalidState(
+                    f"{rule_id!r} is a PROACTIVE.md task: edit it in PROACTIVE.md "
+                    "(here only --enable/--disable apply)"
+                )
+            if enabled is not None:
+                row.enabled = enabled
+            if title is not None:
+                row.title = _one_line(title, "a recurrence title")
+            if chat_id is not None:
+                row.chat_id = _chat_id(chat_id)
+            if missed is not None:
+                row.missed_policy = _missed(missed)
+            if given & {"repeat", "next", "tz"}:
+                _reschedule(ledger, row, repeat, next, tz)
+            row.updated_at = now
+            return rule_dict(row, ledger.zone)
+
+    def recur_remove(self, rule_id: str) -> dict[str, Any]:
+        """Delete a repeat rule (its outcomes stay). PROACTIVE.md tasks are removed in the file."""
+        ledger = _ledger(self)
+        with ledger.write() as s:
+            row = _find(s, rule_id, lock=True)
+            if row.source == PROACTIVE:
+                raise InvalidState(
+                    f"{rule_id!r} is a PROACTIVE.md task: remove its block from PROACTIVE.md "
+                    "or `hb recur update {rule_id} --disable`"
+                )
+            out = rule_dict(row, ledger.zone)
+            s.delete(row)
+            return out
+
+    # --- running rules ---------------------------------------------------------------------
+
+    def recur_outcome(self, rule_id: str, *, result: str, success: bool = True) -> dict[str, Any]:
+        """Seed 001's ``recurring_update_task(add_outcome=...)``: an outcome row, run count + 1, last run.
+
+        An outcome that answers no open hand-out also marks the rule's current
+        period as done, so the task is not handed out again this period.
+        """
+        from heartbeat.db.models import Outcome
+        from heartbeat.formats.timestamps import format_timestamp
+
+        ledger = _ledger(self)
+        if not isinstance(result, str) or not result.strip():
+            raise InvalidInput("an outcome needs a result text")
+        now = ledger.now()
+        tick = _recur_tick(ledger)
+        with ledger.write() as s:
+            row = _find(s, rule_id, lock=True)
+            claimed_at = row.claimed_at if _open_claim(row) else None
+            if claimed_at is None:
+                due = _rule_due(ledger, row, now, tick)
+                if due is not None:
+                    row.claimed_period = due.period
+                    row.claimed_at = now
+            s.add(
+                Outcome(
+                    recurrence_pk=row.pk,
+                    task_id=row.id,
+                    scope="",
+                    source=row.source,
+                    success=success,
+                    result={"result": result},
+                    claimed_at=claimed_at,
+                    completed_at=now,
+                    duration_s=(now - claimed_at).total_seconds() if claimed_at else None,
+                )
+            )
+            row.run_count += 1
+            row.last_run_at = now
+            out = rule_dict(row, ledger.zone)
+            out["outcome"] = {"timestamp": format_timestamp(now), "result": result, "success": success}
+            return out
+
+    def recur_evaluate(
+        self,
+        rule_id: str,
+        *,
+        impact: int,
+        risk: int,
+        cost: int,
+        urgency: int,
+        confidence: int,
+        long_running: bool = False,
+    ) -> dict[str, Any]:
+        """Score a rule with seed 001's rubric and record it.
+
+        Answers execute / consider / skip (total >= 18, 13-17, < 13) and INLINE / SCHEDULED.
+        """
+        from heartbeat.rules.rubric import evaluate
+
+        ledger = _ledger(self)
+        scores = {"impact": impact, "risk": risk, "cost": cost, "urgency": urgency, "confidence": confidence}
+        now = ledger.now()
+        with ledger.write() as s:
+            row = _find(s, rule_id, lock=True)
+            tier = 1 if row.permission_tier is None else row.permission_tier
+            verdict = evaluate(**scores, permission_tier=tier, long_running=long_running)
+            record = {
+                "scores": scores,
+                "total": verdict.total,
+                "decision": verdict.decision.value,
+                "execution": verdict.execution.value,
+                "permission_tier": tier,
+                "long_running": long_running,
+                "at": isoformat(now),
+            }
+            row.evaluation = record
+            return {"id": row.id, **record, "at": isoformat(now, ledger.zone)}
+
+    def recur_materialize(self, *, dry_run: bool = False) -> dict[str, Any]:
+        """Copy due repeat rules into TODO.md the way the newer runtime does (FORMATS.md 1).
+
+        Per due rule: a TODO.md task at the top of the list titled
+        ``"<Next> [(<TZ>)] <content>"`` (missed policy ``once``: one for all
+        missed periods; ``all``: one per occurrence; ``skip``: none when periods
+        were missed), then ``Next`` moves to the first occurrence after now,
+        phase kept. Occurrences already handed out by ``recur_due --claim`` get
+        no entry. Records a ``materialize`` run.
+        """
+        from sqlalchemy import select
+
+        from heartbeat.db.models import Recurrence
+
+        ledger = _ledger(self)
+        now = ledger.now()
+        query = (
+            select(Recurrence)
+            .where(
+                Recurrence.enabled.is_(True),
+                Recurrence.source.in_(REPEAT_SOURCES),
+                Recurrence.next_at <= now + _ZONE_SLACK,
+            )
+            .order_by(Recurrence.position, Recurrence.pk)
+        )
+        created: list[dict[str, Any]] = []
+        advanced: list[dict[str, Any]] = []
+        with ledger.read() if dry_run else ledger.write() as s:
+            for row in s.scalars(query if dry_run else query.with_for_update()):
+                with contextlib.suppress(InvalidInput):  # an unreadable rule is left alone
+                    _materialize_rule(ledger, s, row, now, created, advanced, dry_run=dry_run)
+            if not dry_run:
+                _record_materialize_run(s, now, created, advanced)
+        return {"dry_run": dry_run, "created": created, "advanced": advanced}

@@ -1,0 +1,369 @@
+"""PROACTIVE.md <-> the ledger (FORMATS.md section 3).
+
+Each task of the task section is a ``recurrences`` row (source ``proactive``,
+``id`` = the yaml id, ``extra`` = the yaml fields as last read from or written
+to the file). The file defines the tasks; the ledger adds what happened since:
+outcomes recorded with ``hb recur outcome`` (run_count + 1, outcome_history,
+last five kept) and ``hb recur update --enable/--disable``.
+
+Writing always starts from the file's current text, never from a copy: only
+the blocks of tasks the ledger changed are re-rendered, so prose, comments,
+unknown keys and malformed blocks come back byte-identical. Ledger changes are
+found per row against ``extra`` (the file's version): ``run_count`` above the
+file's means that many outcomes are not in the file yet. Merging is idempotent:
+an outcome already in the file's history is never added twice, so exporting
+twice (or to stdout) does not repeat it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from heartbeat.db.models import Outcome, Recurrence, SyncState
+from heartbeat.errors import FileFormatError, InvalidInput, NotFound
+from heartbeat.formats import proactive
+from heartbeat.formats.proactive import MAX_OUTCOMES, ProactiveDocument, ProactiveTask, record_outcome
+from heartbeat.formats.timestamps import format_timestamp
+from heartbeat.sync.files import default_path, read_text
+from heartbeat.sync.queue_files import remember
+from heartbeat.sync.report import SyncReport
+
+if TYPE_CHECKING:
+    from heartbeat.ledger import Ledger
+
+KIND = "proactive"
+SOURCE = "proactive"
+
+
+@dataclass
+class ImportReport:
+    """What ``hb import proactive`` did (ids), and the lines kept but not understood."""
+
+    kind: str
+    path: str
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "added": self.added,
+            "updated": self.updated,
+            "removed": self.removed,
+            "unchanged": self.unchanged,
+            "warnings": self.warnings,
+        }
+
+
+# --- reading the file ------------------------------------------------------------------------
+
+
+def _parse(text: str, path: Path) -> ProactiveDocument:
+    try:
+        return proactive.parse(text)
+    except FileFormatError as exc:
+        raise exc.at_path(str(path)) from None
+
+
+def _rows(session: Session) -> dict[str, Recurrence]:
+    query = select(Recurrence).where(Recurrence.source == SOURCE).order_by(Recurrence.position)
+    return {row.id: row for row in session.scalars(query)}
+
+
+def _jsonable(value: Any) -> Any:
+    """YAML values as JSON can hold them (dates become ISO text, odd floats text)."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, datetime):
+        return format_timestamp(value) if value.tzinfo is not None else value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+# --- what the ledger changed since the file was read -------------------------------------------
+
+
+def _file_run_count(row: Recurrence) -> int:
+    value = (row.extra or {}).get("run_count")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _file_enabled(row: Recurrence) -> bool:
+    value = (row.extra or {}).get("enabled", True)
+    return value if isinstance(value, bool) else False  # as formats.proactive reads it
+
+
+def _entry_key(entry: Mapping[str, Any]) -> tuple[str, str, bool]:
+    stamp = entry.get("timestamp")
+    if isinstance(stamp, datetime):
+        stamp = format_timestamp(stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC))
+    return (str(stamp), str(entry.get("result")), entry.get("success") is True)
+
+
+def _outcome_text(outcome: Outcome) -> str:
+    result = outcome.result
+    if isinstance(result, Mapping) and "result" in result:
+        return str(result["result"])
+    return "" if result is None else str(result)
+
+
+def _with_outcomes(task: ProactiveTask, unwritten: int, outcomes: Sequence[Outcome]) -> ProactiveTask:
+    """``task`` with the ledger's newest ``unwritten`` outcomes added (``outcomes``: the last of them).
+
+    Outcomes already in the file's history (an earlier export wrote them) are
+    not added again, and neither are the ones before them.
+    """
+    in_file = {_entry_key(entry) for entry in task.outcome_history}
+    keys = [(format_timestamp(o.completed_at), _outcome_text(o), o.success) for o in outcomes]
+    written = max((i for i, key in enumerate(keys) if key in in_file), default=-1)
+    if written >= 0:
+        unwritten = len(outcomes) - written - 1
+    for outcome in outcomes[written + 1 :]:
+        task = record_outcome(
+            task, result=_outcome_text(outcome), success=outcome.success, now=outcome.completed_at
+        )
+    surplus = unwritten - (len(outcomes) - written - 1)  # runs older than the five kept
+    if surplus > 0:
+        count = task.run_count + surplus
+        task = replace(task, run_count=count, fields={**task.fields, "run_count": count})
+    return task
+
+
+def merged_task(session: Session, task: ProactiveTask, row: Recurrence | None) -> ProactiveTask:
+    """The file's ``task`` with what changed in the ledger since the file was read."""
+    if row is None:
+        return task
+    if row.enabled != _file_enabled(row):
+        task = replace(task, enabled=row.enabled, fields={**task.fields, "enabled": row.enabled})
+    unwritten = row.run_count - _file_run_count(row)
+    if unwritten > 0:
+        newest = session.scalars(
+            select(Outcome)
+            .where(Outcome.recurrence_pk == row.pk)
+            .order_by(Outcome.pk.desc())
+            .limit(min(unwritten, MAX_OUTCOMES))
+        ).all()
+        task = _with_outcomes(task, unwritten, list(reversed(newest)))
+    return task
+
+
+def _task_from_row(row: Recurrence) -> ProactiveTask:
+    """The task as the file last had it (for a file that has to be written from the ledger)."""
+    fields = dict(row.extra or {})
+    history = fields.get("outcome_history")
+    return ProactiveTask(
+        id=row.id,
+        name=row.title,
+        frequency=row.rule,
+        time=row.time_of_day,
+        day=row.day,
+        enabled=_file_enabled(row),
+        priority=row.priority if row.priority is not None else proactive.DEFAULT_PRIORITY,
+        permission_tier=row.permission_tier if row.permission_tier is not None else proactive.DEFAULT_TIER,
+        conditions=tuple(str(c) for c in row.conditions or ()),
+        instruction=row.instruction or "",
+        run_count=_file_run_count(row),
+        outcome_history=tuple(h for h in history if isinstance(h, dict)) if isinstance(history, list) else (),
+        fields=fields,
+    )
+
+
+# --- the file -> the ledger ----------------------------------------------------------------------
+
+
+def _columns(task: ProactiveTask, position: int) -> dict[str, Any]:
+    return {
+        "title": task.name or task.id,
+        "rule": task.frequency,
+        "time_of_day": task.time,
+        "day": task.day,
+        "enabled": task.enabled,
+        "priority": task.priority,
+        "permission_tier": task.permission_tier,
+        "conditions": list(task.conditions),
+        "instruction": task.instruction or None,
+        "run_count": task.run_count,
+        "position": position,
+    }
+
+
+def _still_in_file(text: str, task_id: str) -> bool:
+    """A task whose block became unreadable is still there: its row is kept."""
+    pattern = rf"^[ \t]*id[ \t]*:[ \t]*[\"']?{re.escape(task_id)}[\"']?[ \t]*(?:#.*)?$"
+    return re.search(pattern, text, re.MULTILINE) is not None
+
+
+@dataclass
+class _Changes:
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+
+
+def _reconcile(
+    session: Session, doc: ProactiveDocument, text: str, path: Path, now: datetime, *, written: bool
+) -> tuple[list[ProactiveTask], _Changes]:
+    """Bring the rows in line with the file's tasks; returns the tasks as they should be written.
+
+    ``written``: the merged tasks are about to be written to the file, so they
+    become the rows' file version; otherwise the file as read is.
+    """
+    rows = _rows(session)
+    changes = _Changes()
+    merged: list[ProactiveTask] = []
+    for position, task in enumerate(doc.tasks):
+        row = rows.pop(task.id, None)
+        if row is None:
+            clash = session.scalars(select(Recurrence).where(Recurrence.id == task.id)).first()
+            if clash is not None:
+                raise InvalidInput(
+                    f"{path}:{task.line}: task id {task.id!r} is already a {clash.source} recurrence"
+                )
+            row = Recurrence(id=task.id, source=SOURCE, missed_policy="once", created_at=now, updated_at=now)
+            for name, value in _columns(task, position).items():
+                setattr(row, name, value)
+            row.extra = _jsonable(task.fields)
+            session.add(row)
+            changes.added.append(task.id)
+            merged.append(task)
+            continue
+        wanted = merged_task(session, task, row)
+        values = _columns(wanted, position)
+        extra = _jsonable((wanted if written else task).fields)
+        changed = [name for name, value in values.items() if getattr(row, name) != value]
+        for name in changed:
+            setattr(row, name, values[name])
+        if changed and changed != ["position"]:
+            row.updated_at = now
+            changes.updated.append(task.id)
+        elif written and wanted != task:
+            changes.updated.append(task.id)  # the file gets the ledger's changes
+        else:
+            changes.unchanged += 1
+        row.extra = extra
+        merged.append(wanted)
+    for row in rows.values():
+        if not _still_in_file(text, row.id):
+            session.delete(row)  # its outcomes stay, unlinked
+            changes.removed.append(row.id)
+    session.flush()
+    return merged, changes
+
+
+def _warnings(doc: ProactiveDocument) -> list[str]:
+    return [f"line {w.line}: {w.reason}" for w in doc.warnings]
+
+
+def import_proactive(ledger: Ledger, session: Session, text: str, path: Path, now: datetime) -> ImportReport:
+    """``hb import proactive``: the file's tasks become the ledger's (outcomes not yet written are kept)."""
+    doc = _parse(text, path)
+    _, changes = _reconcile(session, doc, text, path, now, written=False)
+    report = ImportReport(
+        KIND,
+        str(path),
+        added=changes.added,
+        updated=changes.updated,
+        removed=changes.removed,
+        unchanged=changes.unchanged,
+        warnings=_warnings(doc),
+    )
+    remember(session, KIND, path, text, now)
+    return report
+
+
+# --- the ledger -> the file ----------------------------------------------------------------------
+
+
+def _last_synced_text(session: Session) -> str:
+    row = session.get(SyncState, KIND)
+    if row is not None and row.skeleton and isinstance(row.skeleton.get("text"), str):
+        text: str = row.skeleton["text"]
+        return text
+    return ""
+
+
+def _from_ledger(
+    session: Session, doc: ProactiveDocument, rows: Mapping[str, Recurrence]
+) -> list[ProactiveTask]:
+    """Every row's task, for a file that no longer exists: the last synced text plus the ledger."""
+    present = {task.id: task for task in doc.tasks}
+    return [merged_task(session, present.get(row.id) or _task_from_row(row), row) for row in rows.values()]
+
+
+def render_proactive(ledger: Ledger, session: Session) -> str | None:
+    """PROACTIVE.md as it should be now: the workspace file's current text with the ledger's changes."""
+    path = default_path(ledger.workspace, KIND)
+    rows = _rows(session)
+    try:
+        text = read_text(path)
+    except NotFound:
+        if not rows:
+            return None
+        doc = proactive.parse(_last_synced_text(session) or "")
+        tasks = _from_ledger(session, doc, rows)
+    else:
+        doc = _parse(text, path)
+        tasks = [merged_task(session, task, rows.get(task.id)) for task in doc.tasks]
+    return proactive.render(proactive.with_tasks(doc, tasks, now=ledger.now()))
+
+
+def sync_proactive(
+    ledger: Ledger, session: Session, path: Path, text: str | None, now: datetime
+) -> tuple[SyncReport, str | None]:
+    """One ``hb sync`` step: file edits into the ledger, the ledger's outcomes into the file.
+
+    A deleted PROACTIVE.md with tasks in the ledger is written back (from the
+    last synced text), so nothing is lost.
+    """
+    report = SyncReport(KIND, str(path))
+    if text is None:
+        rows = _rows(session)
+        if not rows:
+            return report, None
+        doc = proactive.parse(_last_synced_text(session) or "")
+        tasks = _from_ledger(session, doc, rows)
+        for task in tasks:
+            rows[task.id].extra = _jsonable(task.fields)
+        report.added = list(rows)
+        report.written = True
+        out = proactive.render(proactive.with_tasks(doc, tasks, now=now))
+        remember(session, KIND, path, out, now)
+        return report, out
+    doc = _parse(text, path)
+    merged, changes = _reconcile(session, doc, text, path, now, written=True)
+    report.added = changes.added
+    report.updated = changes.updated
+    report.removed = changes.removed
+    report.preserved = [f"{path}:{w.line}: {w.reason}" for w in doc.warnings]
+    out = proactive.render(proactive.with_tasks(doc, merged, now=now))
+    remember(session, KIND, path, out, now)
+    if out == text:
+        return report, None
+    report.written = True
+    return report, out
+
+
+IMPORTERS = {KIND: import_proactive}
+RENDERERS = {KIND: render_proactive}
+SYNCERS = {KIND: sync_proactive}
