@@ -207,9 +207,11 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
                 rows = cur.fetchall()
             finally:
                 cur.close()
-            if self.engine_dialect() != "sqlite":
+            sqlite = self.engine_dialect() == "sqlite"
+            if not sqlite:
                 self.raw.rollback()  # end the implicit read transaction
-            stored = {k: json.loads(v) if isinstance(v, str) else v for k, v in rows}
+            # SQLite hands back JSON text; psycopg has already decoded the json column
+            stored = {k: json.loads(v) if sqlite and isinstance(v, str) else v for k, v in rows}
             self._settings = settings_mod.build(stored)
         return self._settings
 

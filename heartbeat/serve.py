@@ -1,0 +1,278 @@
+"""``hb serve``: ``POST /poke`` over HTTP, for runtimes that poke by webhook (SPEC.md section 7).
+
+A small stdlib server (one request at a time, which is all a poke needs):
+
+- ``POST /poke`` with ``Authorization: Bearer <token>``: the body (UTF-8 text,
+  at most 4 KiB) becomes a task, as ``hb poke`` does. 202 with the task as
+  JSON; 401 without or with a wrong token; 400 for an empty body or one that
+  is not text; 413 past 4 KiB; 409 while a heartbeat (or another poke) holds
+  the workspace guard. Any other method on ``/poke`` is 405.
+- ``GET /healthz``: 200 ``{"ok": true}``, no token needed.
+
+The token comes from a file (its first line, surrounding whitespace removed);
+without one the server does not start: a poke endpoint anyone can call would
+let anything on the machine queue work for the agent.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import socket
+import sys
+from collections.abc import Callable
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from heartbeat.errors import Busy, HbError, InvalidInput, NotFound
+
+if TYPE_CHECKING:
+    from heartbeat.ledger import Ledger
+
+MAX_BODY = 4096  # bytes: a poke is a short instruction, not a document
+TOKEN_FILE = Path(".agent") / "state" / "serve.token"  # the default, inside the workspace
+TEXT_TYPES = ("text/", "application/json", "application/x-www-form-urlencoded")
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+REQUEST_TIMEOUT = 10  # seconds a client may take to send its request
+
+
+def read_token(path: Path) -> str:
+    """The bearer token in ``path``; InvalidInput when it is missing or empty."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidInput(
+            f"{path}: no token file; hb serve needs one, e.g. "
+            f"`python -c 'import secrets; print(secrets.token_urlsafe(32))' > {path}; chmod 600 {path}`"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{path}: cannot read the token file ({exc})") from None
+    token = text.strip().splitlines()[0].strip() if text.strip() else ""
+    if not token:
+        raise InvalidInput(f"{path}: the token file is empty")
+    return token
+
+
+class PokeServer(HTTPServer):
+    """An HTTP server for one workspace and one token.
+
+    Each request opens the ledger afresh (``open_ledger``): settings changed
+    while the server runs apply to the next poke, and no connection crosses
+    threads.
+    """
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        open_ledger: Callable[[], Ledger],
+        token: str,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        self.open_ledger = open_ledger
+        self.token = token
+        self.log = log
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(address, PokeHandler)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        shown = f"[{host!s}]" if ":" in str(host) else str(host)
+        return f"http://{shown}:{port}"
+
+
+class PokeHandler(BaseHTTPRequestHandler):
+    server: PokeServer
+    server_version = "hb-serve"
+    timeout = REQUEST_TIMEOUT
+
+    # --- routing ---
+
+    def do_GET(self) -> None:
+        if self._path() == "/healthz":
+            self._reply(HTTPStatus.OK, {"ok": True})
+        else:
+            self._not_allowed_or_missing()
+
+    def do_POST(self) -> None:
+        if self._path() != "/poke":
+            self._reply(HTTPStatus.NOT_FOUND, {"error": "not found"})
+            return
+        self._poke()
+
+    def do_PUT(self) -> None:
+        self._not_allowed_or_missing()
+
+    def do_DELETE(self) -> None:
+        self._not_allowed_or_missing()
+
+    def do_PATCH(self) -> None:
+        self._not_allowed_or_missing()
+
+    def do_HEAD(self) -> None:
+        self._not_allowed_or_missing()
+
+    def do_OPTIONS(self) -> None:
+        self._not_allowed_or_missing()
+
+    def _not_allowed_or_missing(self) -> None:
+        allowed = {"/poke": "POST", "/healthz": "GET"}.get(self._path())
+        if allowed is None:
+            self._reply(HTTPStatus.NOT_FOUND, {"error": "not found"})
+        else:
+            self._reply(
+                HTTPStatus.METHOD_NOT_ALLOWED,
+                {"error": f"method {self.command} not allowed; use {allowed}"},
+                headers={"Allow": allowed},
+            )
+
+    # --- POST /poke ---
+
+    def _poke(self) -> None:
+        if not self._authorized():
+            self._reply(
+                HTTPStatus.UNAUTHORIZED,
+                {"error": "missing or wrong bearer token"},
+                headers={"WWW-Authenticate": 'Bearer realm="hb"'},
+            )
+            return
+        if self.headers.get("Transfer-Encoding"):
+            self._reply(HTTPStatus.BAD_REQUEST, {"error": "send the body with a Content-Length"}, close=True)
+            return
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            self._reply(HTTPStatus.BAD_REQUEST, {"error": "bad Content-Length"}, close=True)
+            return
+        if length > MAX_BODY:
+            self._reply(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                {"error": f"body over {MAX_BODY} bytes"},
+                close=True,  # the body is not read: the connection cannot be reused
+            )
+            return
+        body = self.rfile.read(length) if length else b""
+        text = _text_of(body, self.headers.get("Content-Type"))
+        if text is None:
+            self._reply(HTTPStatus.BAD_REQUEST, {"error": "the body must be UTF-8 text"})
+            return
+        if not text.strip():
+            self._reply(HTTPStatus.BAD_REQUEST, {"error": "empty body: the text becomes the task"})
+            return
+        try:
+            with self.server.open_ledger() as ledger:
+                task = ledger.poke(text)
+        except Busy as exc:
+            self._reply(HTTPStatus.CONFLICT, {"error": exc.message})
+            return
+        except HbError as exc:
+            self._reply(HTTPStatus.BAD_REQUEST, {"error": exc.message})
+            return
+        except Exception as exc:  # the server stays up; the client gets one line, not a traceback
+            if self.server.log is not None:
+                self.server.log(f"poke failed: {type(exc).__name__}: {exc}")
+            self._reply(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": "internal error; see the server log"})
+            return
+        summary = {"accepted": True, "id": task["id"], "title": task["title"], "status": task["status"]}
+        self._reply(HTTPStatus.ACCEPTED, {**summary, "task": task})
+
+    def _authorized(self) -> bool:
+        header = self.headers.get("Authorization") or ""
+        scheme, _, credentials = header.partition(" ")
+        if scheme.lower() != "bearer" or not credentials.strip():
+            return False
+        return hmac.compare_digest(credentials.strip().encode(), self.server.token.encode())
+
+    # --- plumbing ---
+
+    def _path(self) -> str:
+        return self.path.split("?", 1)[0].rstrip("/") or "/"
+
+    def _reply(
+        self,
+        status: HTTPStatus,
+        payload: dict[str, Any],
+        *,
+        headers: dict[str, str] | None = None,
+        close: bool = False,
+    ) -> None:
+        data = (json.dumps(payload, ensure_ascii=False) + "\n").encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if self.server.log is not None:
+            self.server.log(f"{self.address_string()} {format % args}")
+
+
+def _text_of(body: bytes, content_type: str | None) -> str | None:
+    """The body as text, or None when it is not text (declared binary, not UTF-8, control bytes)."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media and not media.startswith(TEXT_TYPES):
+        return None
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if any(ord(ch) < 32 and ch not in "\t\n\r" for ch in text) or "\x7f" in text:
+        return None
+    return text
+
+
+def make_server(
+    open_ledger: Callable[[], Ledger],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str,
+    log: Callable[[str], None] | None = None,
+) -> PokeServer:
+    """A bound server (port 0: any free port; see ``server.url``); call ``serve_forever()``.
+
+    ``open_ledger`` opens the workspace's ledger; it is called once per poke.
+    """
+    try:
+        return PokeServer((host, port), open_ledger, token, log)
+    except OSError as exc:
+        raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def token_path(ledger: Ledger, token_file: str | None) -> Path:
+    """The token file to use: the given one, else the workspace default."""
+    if token_file:
+        return Path(token_file).expanduser()
+    default = ledger.workspace / TOKEN_FILE
+    if not default.exists():
+        raise NotFound(
+            f"hb serve needs a bearer token: pass --token-file F or create {default} "
+            "(one line, e.g. from `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
+        )
+    return default
+
+
+def is_loopback(host: str) -> bool:
+    return host in LOOPBACK or host.startswith("127.")
+
+
+def serve(server: PokeServer) -> None:
+    """Serve until interrupted (Ctrl-C / SIGTERM ends it cleanly)."""
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("hb serve: stopped", file=sys.stderr)
+    finally:
+        server.server_close()

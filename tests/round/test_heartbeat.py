@@ -1,0 +1,204 @@
+"""hb heartbeat: one tick — guard, sync, materialise, round, export, run record, brief (SPEC.md 7)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Runner
+from tests.round.conftest import decisions, runs, write
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "workspace"
+NOW = "2026-05-04T09:30"  # Asia/Shanghai, a Monday
+
+
+@pytest.fixture
+def example(sh: Runner, workspace: Path) -> Runner:
+    """The example workspace, copied, in Shanghai time."""
+    shutil.copytree(EXAMPLE, workspace, dirs_exist_ok=True)
+    return sh
+
+
+def test_example_workspace_brief_is_the_checklist_plus_hygiene(example: Runner, workspace: Path) -> None:
+    checklist = (workspace / "HEARTBEAT.md").read_text()
+    todo_before = (workspace / "TODO.md").read_bytes()
+    result = example("--now", NOW, "heartbeat")
+    assert result.stdout == checklist.strip() + "\n\nmemory hygiene due\n"
+    assert f"{workspace / 'TODO.md'}:11: unknown key Craeted" in result.stderr  # kept, and said so
+    assert (workspace / "TODO.md").read_bytes() == todo_before
+    # the sync brought everything in; the state file's limits became settings
+    titles = {t["title"] for t in example.json("list")}
+    assert "Renew the domain name before 2026-05-10 (registrar: Gandi)." in titles
+    assert "Deep research the current state of local LLM orchestration." in titles
+    assert example("config", "get", "proactive.enabled").stdout.strip() == "true"
+    # the export moved the scan watermark in heartbeat-state.json, in place
+    state = (workspace / "memory" / "heartbeat-state.json").read_text()
+    assert (
+        '"todoWatch": {"lastScanAt": "2026-05-04T09:30:00+08:00", "nextScanAt": "2026-05-04T10:30:00+08:00"}'
+        in state
+    )
+    assert '"lastChecks": {"email": 1777852800, "calendar": 1777852800}' in state
+    [run] = runs(example, "heartbeat")
+    assert (run["status"], run["guard"]) == ("ok", None)
+    assert run["detail"]["checklist"] is True and run["detail"]["checked"] == 0
+    # hygiene done: the checklist alone
+    example("--now", "2026-05-04T09:35", "hygiene", "done")
+    assert example("--now", "2026-05-04T09:40", "heartbeat").stdout == checklist.strip() + "\n"
+
+
+@pytest.mark.parametrize(
+    "checklist",
+    [
+        None,
+        "",
+        "# HEARTBEAT.md\n\n## Every heartbeat\n- \n- [ ]\n* [x]\n<!-- nothing to do\n     for now -->\n",
+    ],
+)
+def test_effectively_empty_checklist_and_nothing_to_send_is_heartbeat_ok(
+    sh: Runner, workspace: Path, checklist: str | None
+) -> None:
+    if checklist is not None:
+        write(workspace / "HEARTBEAT.md", checklist)
+    add = sh("--now", "2026-05-01T08:00", "add", "Routine", "--next-check", "2026-05-01T09:00")
+    result = sh("--now", "2026-05-01T10:00", "heartbeat")
+    assert result.stdout == "HEARTBEAT_OK\n"
+    task = sh.json("show", add.stdout.strip())
+    assert task["last_checked_at"] == "2026-05-01T10:00:00+08:00"  # the round ran
+    [run] = runs(sh, "heartbeat")
+    assert run["detail"]["checklist"] is False
+
+
+def test_reminder_for_a_todo_entry_follows_the_checklist(sh_db: Runner, workspace: Path) -> None:
+    write(workspace / "HEARTBEAT.md", "# Checklist\n- Look at TODO.md.\n")
+    write(
+        workspace / "TODO.md",
+        "# TODO Work In Progress (WIP)\n\n"
+        "- [ ] [Created](2026-05-01 01:00), [ChatID](tg:-100123) | Renew the passport.\n",
+    )
+    sh_db("--now", "2026-05-01T09:00", "sync")
+    [task] = sh_db.json("list")
+    sh_db(
+        "update",
+        task["id"],
+        "--due",
+        "2026-05-01T09:30",
+        "--next-action",
+        "book the appointment online",
+        "--fallback-action",
+        "call the office",
+    )
+    todo = (workspace / "TODO.md").read_bytes()
+    out = sh_db("--now", "2026-05-01T10:00", "heartbeat").stdout
+    assert out == (
+        "# Checklist\n- Look at TODO.md.\n\n"
+        f"Task: {task['id']} Renew the passport.\n"
+        "Status: todo / blocker: none / risk: P0\n"
+        "Suggestion: book the appointment online; fallback: call the office\n"
+    )
+    assert (workspace / "TODO.md").read_bytes() == todo  # the check fields stay in the ledger
+    again = sh_db("--now", "2026-05-01T10:00:30", "heartbeat").stdout
+    assert again == "# Checklist\n- Look at TODO.md.\n"  # same minute: nothing new to send
+    assert [r["decision"] for r in decisions(sh_db)] == ["sent", "suppressed"]
+
+
+def test_chinese_brief(sh: Runner) -> None:
+    tid = sh(
+        "--now",
+        "2026-05-01T08:00",
+        "add",
+        "续签护照",
+        "--due",
+        "2026-05-01T09:00",
+        "--next-action",
+        "网上预约",
+    )
+    out = sh("--now", "2026-05-01T10:00", "heartbeat", "--lang", "zh").stdout
+    assert out == f"任务：{tid.stdout.strip()} 续签护照\n状态：todo / 阻塞：无 / 风险：P0\n建议：网上预约\n"
+
+
+def test_materialises_due_recurrences_when_enabled(sh: Runner, workspace: Path) -> None:
+    entry = "- [ ] [Next](2026-05-01 09:00), [Repeat](every 6 hours) | Check the report queue.\n"
+    recur = write(workspace / "TODO.RECUR.md", "# TODO Recurring\n\n" + entry)
+    todo = workspace / "TODO.md"
+    sh("--now", "2026-05-01T10:00", "heartbeat")
+    assert recur.read_text().endswith(entry)  # recur.materialize is off by default
+    assert "Check the report queue" not in (todo.read_text() if todo.exists() else "")
+    sh("config", "set", "recur.materialize", "true")
+    got = sh.json("--now", "2026-05-01T10:05", "heartbeat")
+    assert got["materialized"] is not None
+    assert "| 2026-05-01 09:00 Check the report queue.\n" in todo.read_text()
+    assert "[Next](2026-05-01 15:00)" in recur.read_text()  # advanced, phase kept, written back
+
+
+def test_json_output(sh: Runner, workspace: Path) -> None:
+    write(workspace / "HEARTBEAT.md", "- Check the inbox.\n")
+    tid = sh(
+        "--now", "2026-05-01T08:00", "add", "Report", "--due", "2026-05-01T09:00", "--next-action", "send"
+    )
+    got = sh.json("--now", "2026-05-01T10:00", "heartbeat")
+    assert got["ok"] is False
+    assert got["brief"].startswith("- Check the inbox.\n\nTask: " + tid.stdout.strip())
+    assert got["round"]["sent"] == 1
+    assert got["round"]["decisions"][0]["id"] == tid.stdout.strip()
+    assert {r["kind"] for r in got["sync"]["reports"]} >= {"todo", "tasks-json", "state"}
+    assert got["started_at"] == "2026-05-01T10:00:00+08:00"
+    assert isinstance(got["run"], int)
+
+
+def test_unreadable_file_fails_the_tick_and_releases_the_guard(sh: Runner, workspace: Path) -> None:
+    path = write(workspace / ".agent" / "state" / "tasks.json", '{"pending": [\n  {"id": "x",}\n]}\n')
+    result = sh("--now", "2026-05-01T10:00", "heartbeat", code=1)
+    assert result.stderr.startswith(f"hb: {path}:2:")
+    assert result.stderr.count("\n") == 1 and result.stdout == ""
+    [run] = runs(sh, "heartbeat")
+    assert (run["status"], run["guard"]) == ("error", None)
+    assert runs(sh, "check") == []  # the round never ran
+    path.write_text('{"pending": []}\n')
+    sh("--now", "2026-05-01T10:01", "heartbeat")  # the guard is free
+
+
+@pytest.mark.slow
+def test_two_heartbeats_started_together_one_runs_to_the_end(db_url: str, workspace: Path) -> None:
+    hb = Runner({"HB_DATABASE_URL": db_url})
+    hb("init", "--timezone", "Asia/Shanghai")
+    fifo = workspace / "HEARTBEAT.md"
+    os.mkfifo(fifo)  # the holder blocks reading it until the test writes the checklist
+    env = {**os.environ, "HB_WORKSPACE": str(workspace), "HB_DATABASE_URL": db_url, "PYTHONPATH": str(ROOT)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "heartbeat", "heartbeat"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    try:
+        deadline = time.monotonic() + 60
+        while all(p.poll() is None for p in procs) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        [loser] = [p for p in procs if p.poll() is not None]
+        [winner] = [p for p in procs if p is not loser]
+        _, err = loser.communicate()
+        assert loser.returncode == 75 and err.startswith("hb: busy: a heartbeat")
+        with open(fifo, "w") as pipe:  # unblocks the holder
+            pipe.write("- Look at TODO.md.\n")
+        out, err = winner.communicate(timeout=60)
+        assert winner.returncode == 0, err
+        assert out == "- Look at TODO.md.\n"
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    assert [(r["status"], r["guard"]) for r in runs(hb, "heartbeat")] == [("ok", None)]
+    assert json.loads(hb("--json", "list").stdout) == []

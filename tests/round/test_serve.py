@@ -1,0 +1,189 @@
+"""hb serve: POST /poke with a bearer token, GET /healthz, and every status code of SPEC.md section 7."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from heartbeat import Ledger
+from heartbeat.serve import MAX_BODY, PokeServer, make_server
+from tests.conftest import Runner
+from tests.round.conftest import open_ledger, runs, write
+
+TOKEN = "s3cret-token"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def server(sh_db: Runner) -> Iterator[PokeServer]:
+    srv = make_server(lambda: open_ledger(sh_db), host="127.0.0.1", port=0, token=TOKEN)
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join(10)
+
+
+def request(
+    srv: PokeServer,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    *,
+    token: str | None = TOKEN,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, str], Any]:
+    host, port = srv.server_address[:2]
+    conn = http.client.HTTPConnection(str(host), int(port), timeout=10)
+    sent = dict(headers or {})
+    if token is not None:
+        sent["Authorization"] = f"Bearer {token}"
+    try:
+        conn.request(method, path, body=body, headers=sent)
+        response = conn.getresponse()
+        raw = response.read()
+        payload = json.loads(raw) if raw else None
+        return response.status, dict(response.getheaders()), payload
+    finally:
+        conn.close()
+
+
+def test_healthz(server: PokeServer) -> None:
+    status, headers, payload = request(server, "GET", "/healthz", token=None)
+    assert (status, payload) == (200, {"ok": True})
+    assert headers["Content-Type"].startswith("application/json")
+
+
+def test_poke_accepted_202_with_the_task(server: PokeServer, sh_db: Runner) -> None:
+    status, _, payload = request(
+        server, "POST", "/poke", b"Check the build on main", headers={"Content-Type": "text/plain"}
+    )
+    assert status == 202
+    assert payload["accepted"] is True and payload["title"] == "Check the build on main"
+    task = sh_db.json("show", payload["id"])
+    assert (task["source"], task["status"], task["scope"]) == ("poke", "todo", None)
+    assert [r["task_id"] for r in runs(sh_db, "poke")] == [payload["id"]]
+
+
+def test_form_encoded_and_unicode_bodies_are_text(server: PokeServer) -> None:
+    status, _, payload = request(
+        server,
+        "POST",
+        "/poke",
+        "确认周报已发出".encode(),
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    assert status == 202 and payload["title"] == "确认周报已发出"
+
+
+def test_401_without_or_with_a_wrong_token(server: PokeServer, sh_db: Runner) -> None:
+    for token in (None, "wrong", ""):
+        status, headers, payload = request(server, "POST", "/poke", b"hello", token=token)
+        assert status == 401, token
+        assert headers["WWW-Authenticate"].startswith("Bearer")
+        assert "token" in payload["error"]
+    status, _, _ = request(server, "POST", "/poke", b"hello", token=None, headers={"Authorization": TOKEN})
+    assert status == 401  # no scheme
+    assert sh_db.json("list") == []
+
+
+def test_405_for_other_methods(server: PokeServer) -> None:
+    for method in ("GET", "PUT", "DELETE", "PATCH"):
+        status, headers, payload = request(server, method, "/poke", b"x" if method != "GET" else None)
+        assert status == 405, method
+        assert headers["Allow"] == "POST"
+        assert method in payload["error"]
+    status, headers, _ = request(server, "POST", "/healthz", b"x")
+    assert status == 404
+    status, _, _ = request(server, "GET", "/nowhere")
+    assert status == 404
+
+
+def test_400_for_empty_or_non_text_bodies(server: PokeServer, sh_db: Runner) -> None:
+    cases: list[tuple[bytes, dict[str, str]]] = [
+        (b"", {}),
+        (b"   \n\t ", {}),
+        (b"\xff\xfe\x00binary", {}),
+        (b"a\x00b", {"Content-Type": "text/plain"}),
+        (b"GIF89a", {"Content-Type": "image/gif"}),
+        (b"hello", {"Content-Type": "application/octet-stream"}),
+    ]
+    for body, headers in cases:
+        status, _, payload = request(server, "POST", "/poke", body, headers=headers)
+        assert status == 400, body
+        assert payload["error"]
+    assert sh_db.json("list") == []
+
+
+def test_413_past_4_kib(server: PokeServer, sh_db: Runner) -> None:
+    status, _, payload = request(server, "POST", "/poke", b"x" * (MAX_BODY + 1))
+    assert status == 413
+    assert "4096" in payload["error"]
+    assert sh_db.json("list") == []
+    status, _, payload = request(server, "POST", "/poke", b"y" * MAX_BODY)
+    assert status == 202 and len(payload["title"]) == MAX_BODY
+
+
+def test_409_while_a_heartbeat_holds_the_guard(server: PokeServer, sh_db: Runner) -> None:
+    with open_ledger(sh_db) as other, other.guard("heartbeat"):
+        status, _, payload = request(server, "POST", "/poke", b"wake up")
+        assert status == 409
+        assert payload["error"].startswith("busy: a heartbeat")
+    assert sh_db.json("list") == []
+    status, _, _ = request(server, "POST", "/poke", b"wake up")
+    assert status == 202
+
+
+# --- the command ---------------------------------------------------------------------
+
+
+def test_serve_refuses_to_start_without_a_token(sh: Runner, workspace: Path) -> None:
+    result = sh("serve", "--port", "0", code=1)
+    assert "needs a bearer token" in result.stderr and "serve.token" in result.stderr
+    result = sh("serve", "--port", "0", "--token-file", str(workspace / "missing"), code=1)
+    assert result.stderr.startswith(f"hb: {workspace / 'missing'}: no token file")
+    write(workspace / "empty.token", "\n")
+    result = sh("serve", "--port", "0", "--token-file", str(workspace / "empty.token"), code=1)
+    assert "token file is empty" in result.stderr
+
+
+@pytest.mark.slow
+def test_serve_command_end_to_end(sh: Runner, workspace: Path) -> None:
+    token_file = write(workspace / ".agent" / "state" / "serve.token", TOKEN + "\n")
+    env = {**os.environ, "HB_WORKSPACE": str(workspace), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "heartbeat", "serve", "--port", "0"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert "listening on http://127.0.0.1:" in line, line
+        port = int(line.split("http://127.0.0.1:", 1)[1].split()[0])
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("POST", "/poke", body=b"from curl", headers={"Authorization": f"Bearer {TOKEN}"})
+        response = conn.getresponse()
+        payload = json.loads(response.read())
+        conn.close()
+        assert response.status == 202
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+    with Ledger.open(workspace=workspace) as ledger:
+        assert ledger.get(payload["id"])["title"] == "from curl"
+    assert token_file.exists()

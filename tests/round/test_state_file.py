@@ -1,0 +1,239 @@
+"""memory/heartbeat-state.json: settings and facts in and out, unknown keys kept, edits in place."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from heartbeat.sync import registry
+from tests.conftest import Runner
+from tests.round.conftest import decisions, open_ledger, runs, write
+
+STATE = """{
+  "todoWatch": {"lastScanAt": "2026-05-01T09:00:00+08:00", "nextScanAt": "2026-05-01T10:00:00+08:00"},
+  "proactiveChat": {"enabled": true, "minHoursSinceLastConversation": 4,
+                    "minHoursBetweenProactive": 12, "maxProactivePerDay": 1,
+                    "lastProactiveAt": null, "lastConversationAt": "2026-05-01T08:30:00+08:00"},
+  "memoryHygiene": {"enabled": true, "lastRunAt": null, "everyHours": 24},
+  "lastChecks": {"email": 1714550400},
+  "notes": ["keep me", {"nested": [1, 2.50, "x"]}]
+}
+"""
+
+
+@pytest.fixture
+def state_file(workspace: Path) -> Path:
+    return write(workspace / "memory" / "heartbeat-state.json", STATE)
+
+
+def test_import_reads_settings_and_facts(sh_db: Runner, state_file: Path) -> None:
+    report = sh_db.json("--now", "2026-05-01T10:00", "import", "state")
+    assert report["path"] == str(state_file)
+    assert set(report["updated"]) == {
+        "proactiveChat.enabled",
+        "memoryHygiene.enabled",
+        "proactiveChat.lastConversationAt",
+        "todoWatch.lastScanAt",
+    }
+    assert sh_db("config", "get", "proactive.enabled").stdout.strip() == "true"
+    assert sh_db("config", "get", "hygiene.enabled").stdout.strip() == "true"
+    [seen] = runs(sh_db, "seen")
+    assert seen["started_at"].isoformat() == "2026-05-01T00:30:00+00:00"
+    [check] = runs(sh_db, "check")
+    assert check["status"] == "imported"
+    assert check["detail"]["nextScanAt"] == "2026-05-01T10:00:00+08:00"
+    # the imported conversation holds proactive chat back
+    got = json.loads(
+        sh_db(
+            "--now", "2026-05-01T11:00", "proactive", "--topic", "a", "--suggestion", "b", "--json", code=20
+        ).stdout
+    )
+    assert got["reason"] == "recent_conversation"
+    # hygiene enabled with no run recorded: due
+    assert "memory hygiene due" in sh_db("--now", "2026-05-01T13:00", "check").stdout
+
+
+def test_importing_twice_adds_no_second_fact(sh: Runner, state_file: Path) -> None:
+    sh("--now", "2026-05-01T10:00", "import", "state")
+    again = sh.json("--now", "2026-05-01T10:05", "import", "state")
+    assert again["updated"] == []
+    assert len(runs(sh, "seen")) == 1
+    assert len(runs(sh, "check")) == 1
+
+
+def test_older_fact_in_the_file_does_not_replace_a_newer_one(sh: Runner, state_file: Path) -> None:
+    sh("--now", "2026-05-01T12:00", "seen")
+    report = sh.json("--now", "2026-05-01T12:05", "import", "state")
+    assert "proactiveChat.lastConversationAt" not in report["updated"]
+    assert len(runs(sh, "seen")) == 1
+
+
+def test_last_proactive_at_counts_toward_the_daily_cap(sh: Runner, workspace: Path) -> None:
+    write(
+        workspace / "memory" / "heartbeat-state.json",
+        '{"proactiveChat": {"enabled": true, "minHoursBetweenProactive": 1,'
+        ' "lastProactiveAt": 1777593600}}\n',  # 2026-05-01T00:00:00Z = 08:00 in Shanghai
+    )
+    sh("--now", "2026-05-01T12:00", "import", "state")
+    [row] = decisions(sh, "proactive")
+    assert (row["decision"], row["local_day"]) == ("sent", "2026-05-01")
+    got = json.loads(
+        sh(
+            "--now", "2026-05-01T20:00", "proactive", "--topic", "a", "--suggestion", "b", "--json", code=20
+        ).stdout
+    )
+    assert got["reason"] == "daily_cap"
+
+
+def test_export_unchanged_ledger_leaves_the_file_byte_identical(sh: Runner, state_file: Path) -> None:
+    sh("--now", "2026-05-01T10:00", "import", "state")
+    result = sh.json("--now", "2026-05-01T10:00", "export", "state")
+    assert result["written"] is False
+    assert state_file.read_text() == STATE
+
+
+def test_check_moves_the_watermark_written_back_in_place(sh: Runner, state_file: Path) -> None:
+    sh("--now", "2026-05-01T10:00", "import", "state")
+    sh("config", "set", "check_interval", "30m")
+    sh("--now", "2026-05-01T10:15", "check")
+    assert sh.json("--now", "2026-05-01T10:16", "export", "state")["written"] is True
+    expected = STATE.replace(
+        '"lastScanAt": "2026-05-01T09:00:00+08:00", "nextScanAt": "2026-05-01T10:00:00+08:00"',
+        '"lastScanAt": "2026-05-01T10:15:00+08:00", "nextScanAt": "2026-05-01T10:45:00+08:00"',
+    )
+    assert state_file.read_text() == expected  # every other byte, unknown keys included, kept
+
+
+def test_facts_from_the_ledger_are_written_in_the_workspace_offset(sh: Runner, state_file: Path) -> None:
+    sh("--now", "2026-05-01T10:00", "import", "state")
+    sh("--now", "2026-05-01T18:00:00Z", "seen")  # 02:00 the next day in Shanghai
+    sh("--now", "2026-05-02T03:00", "hygiene", "done")
+    sh("--now", "2026-05-02T09:00", "export", "state")
+    doc = json.loads(state_file.read_text())
+    assert doc["proactiveChat"]["lastConversationAt"] == "2026-05-02T02:00:00+08:00"
+    assert doc["memoryHygiene"]["lastRunAt"] == "2026-05-02T03:00:00+08:00"
+    assert doc["lastChecks"] == {"email": 1714550400}
+    assert doc["notes"] == ["keep me", {"nested": [1, 2.5, "x"]}]
+    assert '"nested": [1, 2.50, "x"]' in state_file.read_text()
+
+
+def test_settings_set_in_the_ledger_are_exported(sh: Runner, state_file: Path) -> None:
+    sh("--now", "2026-05-01T10:00", "import", "state")
+    sh("config", "set", "proactive.max_per_day", "3")
+    sh("--now", "2026-05-01T10:00", "export", "state")
+    assert json.loads(state_file.read_text())["proactiveChat"]["maxProactivePerDay"] == 3
+    assert '"maxProactivePerDay": 3}' not in state_file.read_text()  # edited in place: layout kept
+    assert '"minHoursBetweenProactive": 12, "maxProactivePerDay": 3,' in state_file.read_text()
+
+
+def test_export_without_a_file_writes_only_what_the_ledger_knows(sh: Runner, workspace: Path) -> None:
+    assert sh.json("export", "state")["written"] is False  # nothing to say yet
+    assert not (workspace / "memory" / "heartbeat-state.json").exists()
+    sh("--now", "2026-05-01T10:00", "check")
+    sh("--now", "2026-05-01T10:00", "export", "state")
+    doc = json.loads((workspace / "memory" / "heartbeat-state.json").read_text())
+    assert doc == {
+        "todoWatch": {"lastScanAt": "2026-05-01T10:00:00+08:00", "nextScanAt": "2026-05-01T11:00:00+08:00"}
+    }
+
+
+def test_invalid_json_names_the_place_and_changes_nothing(sh: Runner, workspace: Path) -> None:
+    path = write(
+        workspace / "memory" / "heartbeat-state.json", '{\n  "proactiveChat": {"enabled": true,}\n}\n'
+    )
+    result = sh("import", "state", code=1)
+    assert result.stderr.startswith(f"hb: {path}:2:")
+    assert "Traceback" not in result.stderr
+    assert sh("config", "get", "proactive.enabled").stdout.strip() == "false"
+
+
+def test_wrong_value_type_names_the_key(sh: Runner, workspace: Path) -> None:
+    path = write(
+        workspace / "memory" / "heartbeat-state.json",
+        '{"proactiveChat": {"enabled": true, "maxProactivePerDay": "two"}}',
+    )
+    result = sh("import", "state", code=1)
+    assert result.stderr == (
+        f"hb: {path}: proactiveChat.maxProactivePerDay: expected a whole number >= 0, got 'two'\n"
+    )
+    assert sh("config", "get", "proactive.enabled").stdout.strip() == "false"  # all or nothing
+
+
+# --- the SYNCER (one step of hb sync) -------------------------------------------------
+
+
+def sync_step(hb: Runner, path: Path, now: str) -> tuple[dict[str, object], str | None]:
+    """Run the state syncer the way hb sync does: file text in, text to write out (then write it)."""
+    syncer = registry.syncer("state")
+    with open_ledger(hb, now) as ledger:
+        text = path.read_text() if path.exists() else None
+        with ledger.write() as session:
+            report, new = syncer(ledger, session, path, text, ledger.now())
+    if new is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(new)
+    return report.as_dict(), new
+
+
+def test_sync_unchanged_writes_nothing(sh_db: Runner, state_file: Path) -> None:
+    first, new = sync_step(sh_db, state_file, "2026-05-01T10:00")
+    assert new is None and first["written"] is False
+    assert "proactiveChat.enabled" in first["updated"]  # type: ignore[operator]
+    second, new = sync_step(sh_db, state_file, "2026-05-01T10:01")
+    assert new is None
+    assert second["updated"] == [] and second["conflicts"] == []
+    assert state_file.read_text() == STATE
+
+
+def test_sync_ledger_change_goes_to_the_file(sh: Runner, state_file: Path) -> None:
+    sync_step(sh, state_file, "2026-05-01T10:00")
+    sh("--now", "2026-05-01T10:30", "config", "set", "proactive.min_hours_between", "6")
+    sh("--now", "2026-05-01T10:30", "check")
+    report, new = sync_step(sh, state_file, "2026-05-01T10:31")
+    assert new == state_file.read_text()
+    assert report["written"] is True and report["conflicts"] == []
+    doc = json.loads(state_file.read_text())
+    assert doc["proactiveChat"]["minHoursBetweenProactive"] == 6
+    assert doc["todoWatch"]["lastScanAt"] == "2026-05-01T10:30:00+08:00"
+    assert float(sh("config", "get", "proactive.min_hours_between").stdout) == 6
+
+
+def test_sync_file_change_comes_into_the_ledger(sh: Runner, state_file: Path) -> None:
+    sync_step(sh, state_file, "2026-05-01T10:00")
+    state_file.write_text(STATE.replace('"maxProactivePerDay": 1', '"maxProactivePerDay": 2'))
+    report, new = sync_step(sh, state_file, "2026-05-01T11:00")
+    assert report["updated"] == ["proactiveChat.maxProactivePerDay"]
+    assert new is None  # nothing for the ledger to add
+    assert sh("config", "get", "proactive.max_per_day").stdout.strip() == "2"
+
+
+def test_sync_setting_changed_on_both_sides_is_a_conflict_the_file_wins(sh: Runner, state_file: Path) -> None:
+    sync_step(sh, state_file, "2026-05-01T10:00")
+    sh("--now", "2026-05-01T10:30", "config", "set", "proactive.max_per_day", "5")
+    state_file.write_text(STATE.replace('"maxProactivePerDay": 1', '"maxProactivePerDay": 2'))
+    report, _ = sync_step(sh, state_file, "2026-05-01T11:00")
+    assert report["conflicts"] == ["proactiveChat.maxProactivePerDay"]
+    assert sh("config", "get", "proactive.max_per_day").stdout.strip() == "2"
+    assert json.loads(state_file.read_text())["proactiveChat"]["maxProactivePerDay"] == 2
+
+
+def test_sync_creates_the_file_only_when_there_is_something_to_write(sh: Runner, workspace: Path) -> None:
+    path = workspace / "memory" / "heartbeat-state.json"
+    report, new = sync_step(sh, path, "2026-05-01T10:00")
+    assert new is None and not path.exists()
+    sh("--now", "2026-05-01T10:00", "seen")
+    report, new = sync_step(sh, path, "2026-05-01T10:01")
+    assert report["written"] is True
+    assert json.loads(path.read_text()) == {
+        "proactiveChat": {"lastConversationAt": "2026-05-01T10:00:00+08:00"}
+    }
+
+
+def test_sync_unreadable_file_raises_with_the_path(sh: Runner, workspace: Path) -> None:
+    from heartbeat.errors import FileFormatError
+
+    path = write(workspace / "memory" / "heartbeat-state.json", "[1, 2]\n")
+    with pytest.raises(FileFormatError, match=r"heartbeat-state\.json:1:1: .*JSON object"):
+        sync_step(sh, path, "2026-05-01T10:00")
