@@ -14,6 +14,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from heartbeat.db.models import Base
+from heartbeat.reporting.views import include_object
 
 config = context.config
 target_metadata = Base.metadata
@@ -27,6 +28,7 @@ def _configure(connection: Connection) -> None:
         transaction_per_migration=True,
         compare_type=True,
         compare_server_default=False,
+        include_object=include_object,  # the reporting views are not tables
     )
     with context.begin_transaction():
         context.run_migrations()

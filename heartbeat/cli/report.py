@@ -1,7 +1,151 @@
-"""CLI commands (filled in by the feature that owns them)."""
+"""Reporting: hb report KIND and read-only hb sql (SPEC.md section 8)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 
-COMMANDS: list[click.Command] = []
+from heartbeat.cli.base import info, json_option, read_text_arg, state
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Kept in step with heartbeat.reporting.reports.BY (a test checks); listed here so that
+# `hb report --help` does not import the reporting package.
+BY: dict[str, tuple[str, ...]] = {
+    "outcomes": ("day", "skill", "task", "scope", "source"),
+    "failures": ("reason", "task", "skill", "scope", "day"),
+    "notifications": ("day", "kind", "reason", "task"),
+    "queue": ("scope", "status"),
+    "recurrences": ("recurrence", "source"),
+}
+FORMATS = ("table", "json", "csv")
+
+
+def format_option(fn: F) -> F:
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        default=None,
+        help="table for people (default), json (one document) or csv (a header row) for programs.",
+    )(fn)
+
+
+def _format(fmt: str | None) -> str:
+    return "json" if state().json else (fmt or "table")
+
+
+def _report_command(kind: str, summary: str, example: str) -> click.Command:
+    choices = BY[kind]
+
+    @click.command(
+        name=kind,
+        help=f"{summary}\n\n\b\nExample:\n{example}",
+        short_help=summary.split("\n")[0].rstrip("."),
+    )
+    @click.option(
+        "--since",
+        metavar="WHEN",
+        help="From this time on (inclusive): ISO date/time (naive = workspace timezone) or a duration "
+        "back from now like 7d.",
+    )
+    @click.option("--until", metavar="WHEN", help="Before this time (exclusive); same forms as --since.")
+    @click.option(
+        "--by",
+        type=click.Choice(choices),
+        default=choices[0],
+        show_default=True,
+        help="Grouping.",
+    )
+    @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Only the first N rows.")
+    @format_option
+    @json_option
+    def command(since: str | None, until: str | None, by: str, limit: int | None, fmt: str | None) -> None:
+        from heartbeat.reporting.output import render
+
+        out = _format(fmt)
+        table = state().ledger(create=False).report_table(kind, since=since, until=until, by=by, limit=limit)
+        if out == "table":
+            meta = table.meta
+            span = f"{meta['since'] or 'start'} .. {meta['until'] or 'now'}"
+            info(f"{kind} by {by}, {span} ({meta['timezone']}): {len(table.rows)} row(s)")
+        click.echo(render(table, out))
+
+    return command
+
+
+@click.group()
+def report() -> None:
+    """Reports on what the agents did, what failed, what they said and held back.
+
+    Days are local days in the workspace timezone. Durations are seconds from
+    claim to completion: median, and p95 by nearest rank.
+
+    \b
+    Example:
+      hb report outcomes --by skill --since 7d
+      hb report failures --format csv > failures.csv
+      hb report notifications --since 2026-05-01 --format json
+    """
+
+
+for _kind, _summary, _example in (
+    (
+        "outcomes",
+        "Outcomes per day, skill, task, scope or source: count, successes, failures, success rate, "
+        "median and p95 duration.",
+        "  hb report outcomes\n  hb report outcomes --by skill --since 7d --format json",
+    ),
+    (
+        "failures",
+        "Failures and retries: reasons ranked, or per task (attempts, last reason), skill, scope or day.",
+        "  hb report failures\n  hb report failures --by task --limit 20",
+    ),
+    (
+        "notifications",
+        "Reminder and proactive decisions: sent vs each suppression reason, per day, kind, reason or task.",
+        "  hb report notifications --since 30d\n  hb report notifications --by reason --format csv",
+    ),
+    (
+        "queue",
+        "Queue depth per scope and status, with the age of active tasks.",
+        "  hb report queue\n  hb report queue --by status --json",
+    ),
+    (
+        "recurrences",
+        "Recurrences: run count, last run, the next (or overdue) period, periods missed, outcomes recorded.",
+        "  hb report recurrences\n  hb report recurrences --since 7d --format csv",
+    ),
+):
+    report.add_command(_report_command(_kind, _summary, _example))
+
+
+@click.command()
+@click.argument("query", metavar="QUERY|-")
+@format_option
+@json_option
+def sql(query: str, fmt: str | None) -> None:
+    """Run one read-only SQL statement on the ledger (QUERY, or - for standard input).
+
+    The database refuses writes (SQLite opened read-only, PostgreSQL in a READ
+    ONLY transaction). docs/sql.md lists the tables, views and example questions.
+
+    \b
+    Example:
+      hb sql "SELECT * FROM outcomes_by_skill ORDER BY outcomes DESC"
+      hb sql - --format csv < question.sql
+    """
+    from heartbeat.reporting.output import render
+
+    text = read_text_arg(query)
+    if not text.strip():
+        raise click.UsageError("QUERY is empty")
+    table = state().ledger(create=False).sql_table(text)
+    out = _format(fmt)
+    if table.columns or out == "json":  # a statement without a result set prints nothing
+        click.echo(render(table, out, document=table.records(), null="NULL"))
+
+
+COMMANDS: list[click.Command] = [report, sql]

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # SQLAlchemy and Alembic load only when a migration runs
 
 # Every revision this hb knows, oldest first; the last is the head.
 # tests/migrations checks this against the scripts in migrations/versions.
-REVISIONS: tuple[str, ...] = ("0001",)
+REVISIONS: tuple[str, ...] = ("0001", "0002")
 HEAD = REVISIONS[-1]
 
 
@@ -151,9 +151,10 @@ def check(engine: Engine) -> list[str]:
     from alembic.runtime.migration import MigrationContext
 
     from heartbeat.db.models import Base
+    from heartbeat.reporting.views import include_object
 
     with engine.connect() as conn:
-        ctx = MigrationContext.configure(conn, opts={"compare_type": True})
+        ctx = MigrationContext.configure(conn, opts={"compare_type": True, "include_object": include_object})
         diffs = compare_metadata(ctx, Base.metadata)
     return [str(d) for d in diffs]
 

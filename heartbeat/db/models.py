@@ -171,6 +171,7 @@ class Task(Base):
         ),
         Index("ix_tasks_source_external_key", "source", "external_key"),
         Index("ix_tasks_id", "id"),  # ids are unique per scope; commands find them without one
+        Index("ix_tasks_scope_status_created_at", "scope", "status", "created_at"),  # hb report queue (0002)
     )
 
 
@@ -260,11 +261,28 @@ class Outcome(Base):
     worker: Mapped[str | None] = mapped_column(String(255))
 
     __table_args__ = (
-        Index("ix_outcomes_completed_at", "completed_at"),
         Index("ix_outcomes_task_pk", "task_pk"),
+        # hb report (revision 0002): covering indexes, each ordered by duration within its
+        # group, so counts are index scans and medians / p95 are index seeks. The first
+        # replaces 0001's ix_outcomes_completed_at (its prefix).
+        Index("ix_outcomes_completed_at_duration_s", "completed_at", "duration_s", "success"),
+        Index("ix_outcomes_skill_duration_s", "skill", "duration_s", "completed_at", "success"),
+        Index("ix_outcomes_scope_duration_s", "scope", "duration_s", "completed_at", "success"),
+        Index("ix_outcomes_source_duration_s", "source", "duration_s", "completed_at", "success"),
         Index(
-            "ix_outcomes_recurrence_pk",
+            "ix_outcomes_scope_task_id_duration_s",
+            "scope",
+            "task_id",
+            "duration_s",
+            "completed_at",
+            "success",
+        ),
+        # replaces 0001's ix_outcomes_recurrence_pk (its prefix): hb report recurrences
+        Index(
+            "ix_outcomes_recurrence_pk_completed_at",
             "recurrence_pk",
+            "completed_at",
+            "success",
             sqlite_where=text("recurrence_pk IS NOT NULL"),
             postgresql_where=text("recurrence_pk IS NOT NULL"),
         ),
@@ -290,7 +308,11 @@ class Error(Base):
     final: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     extra: Mapped[dict[str, Any] | None]  # the errors.json object as read, in order
 
-    __table_args__ = (Index("ix_errors_at", "at"), Index("ix_errors_task_pk", "task_pk"))
+    __table_args__ = (
+        Index("ix_errors_at", "at"),
+        Index("ix_errors_task_pk", "task_pk"),
+        Index("ix_errors_scope_task_id_at", "scope", "task_id", "at"),  # hb report failures (0002)
+    )
 
 
 class Notification(Base):

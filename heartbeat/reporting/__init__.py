@@ -1,0 +1,1 @@
+"""Reporting: the SQL views' catalogue, the report queries, read-only SQL, output formats."""

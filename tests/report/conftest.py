@@ -1,0 +1,96 @@
+"""A small demo ledger (scripts/demo_data.py) on each backend, and raw reads of its rows.
+
+The raw reads go through SQLAlchemy Core on the model tables, independently of
+heartbeat.reporting, so the tests compare the reports against numbers computed
+here from the rows themselves.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from heartbeat import Ledger
+
+ROOT = Path(__file__).resolve().parents[2]
+END = datetime.fromisoformat("2026-03-12T06:00:00+00:00")  # the window spans New York's DST start (Mar 8)
+ZONE = "America/New_York"
+
+
+def load_script(name: str) -> ModuleType:
+    """A module from scripts/ (not a package)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class Demo:
+    workspace: Path
+    url: str
+    end: datetime
+    counts: dict[str, int]
+
+    def ledger(self, now: datetime | str | None = None) -> Ledger:
+        return Ledger.open(workspace=self.workspace, db=self.url, now=now or self.end, create=False)
+
+    def rows(self, table: str, *columns: str) -> list[dict[str, Any]]:
+        """Every row of a model table, typed (times aware UTC), as dicts."""
+        from sqlalchemy import select
+
+        from heartbeat.db.models import Base
+
+        t = Base.metadata.tables[table]
+        cols = [t.c[c] for c in columns] if columns else list(t.c)
+        with self.ledger() as ledger, ledger.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(select(*cols))]
+
+
+def fill_demo(workspace: Path, url: str, *, days: int = 7, tasks: int = 150, seed: int = 3) -> Demo:
+    demo_data = load_script("demo_data")
+    clock = demo_data.SimClock(END)
+    with Ledger.open(workspace=workspace, db=url, now=clock) as ledger:
+        ledger.config_set("timezone", ZONE)
+        counts = demo_data.fill(ledger, clock, end=END, days=days, seed=seed, tasks=tasks)
+    return Demo(workspace, url, END, counts)
+
+
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
+    """A week of demo history ending at END, on each backend in turn, shared by a module's tests.
+
+    On PostgreSQL it gets a database of its own, so that tests using ``pg_url``
+    (which empties the session database) cannot wipe it.
+    """
+    workspace = tmp_path_factory.mktemp("demo")
+    if request.param == "sqlite":
+        yield fill_demo(workspace, str(workspace / ".agent" / "state" / "heartbeat.db"))
+        return
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    server = make_url(request.getfixturevalue("pg_server_url"))
+    name = f"{server.database}_demo_{uuid.uuid4().hex[:6]}"
+    admin = create_engine(server, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield fill_demo(workspace, server.set(database=name).render_as_string(hide_password=False))
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

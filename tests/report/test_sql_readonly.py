@@ -1,0 +1,155 @@
+"""hb sql is read-only by construction: the database refuses every write, and nothing changes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Runner
+
+# Each attempt must be refused (exit 1, one line on stderr) on both backends.
+WRITES = [
+    "INSERT INTO tasks (id, scope, source, title, status, created_at, updated_at) "
+    "VALUES ('task-evil', '', 'cli', 'injected', 'todo', '2026-05-01 00:00:00', '2026-05-01 00:00:00')",
+    "UPDATE tasks SET title = 'changed'",
+    "DELETE FROM outcomes",
+    "DROP TABLE notifications",
+    "DROP VIEW queue_depth",
+    "CREATE TABLE scratch (x INTEGER)",
+    "ATTACH DATABASE 'elsewhere.db' AS elsewhere",
+    "PRAGMA writable_schema = ON",
+    "SELECT 1; DELETE FROM tasks",
+    "DELETE FROM tasks RETURNING id",
+]
+SQLITE_ONLY = [
+    "PRAGMA query_only = OFF",
+    "PRAGMA user_version = 7",
+    "VACUUM INTO 'copy.db'",
+    "DETACH DATABASE main",
+    "ANALYZE",
+    "REINDEX",
+]
+POSTGRES_ONLY = [
+    "TRUNCATE tasks CASCADE",
+    "COMMIT; DELETE FROM tasks",
+    "SELECT setval(pg_get_serial_sequence('tasks', 'pk'), 1000)",
+    "SELECT * FROM tasks FOR UPDATE",
+    "DO $$ BEGIN DELETE FROM tasks; END $$",
+    "WITH gone AS (DELETE FROM outcomes RETURNING pk) SELECT count(*) FROM gone",
+]
+
+
+def seed(hb: Runner) -> None:
+    hb("--now", "2026-05-01T09:00:00Z", "add", "write the report", "--skill", "research")
+    hb("--now", "2026-05-01T09:05:00Z", "add", "check the queue")
+    popped = json.loads(hb("--now", "2026-05-01T10:00:00Z", "pop").stdout)
+    hb("--now", "2026-05-01T10:07:00Z", "complete", popped["id"])
+    popped = json.loads(hb("--now", "2026-05-01T10:08:00Z", "pop").stdout)
+    hb("--now", "2026-05-01T10:09:00Z", "fail", popped["id"], "--reason", "timeout")
+
+
+def file_state(db: Path) -> tuple[str, list[str]]:
+    """The ledger file's digest and the files beside it (sidecars of WAL mode aside)."""
+    digest = hashlib.sha256(db.read_bytes()).hexdigest()
+    names = sorted(p.name for p in db.parent.iterdir() if not p.name.endswith(("-wal", "-shm")))
+    return digest, names
+
+
+def all_rows(url: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table and the views' definitions, for a row-identical comparison."""
+    from sqlalchemy import create_engine, inspect, text
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            out = {}
+            for name in sorted(inspect(conn).get_table_names()):
+                out[name] = [
+                    tuple(map(str, r)) for r in conn.execute(text(f'SELECT * FROM "{name}" ORDER BY 1'))
+                ]
+            out["views"] = sorted(inspect(conn).get_view_names())
+            out["sequence"] = [tuple(conn.execute(text("SELECT last_value FROM tasks_pk_seq")).one())]
+            return out
+    finally:
+        engine.dispose()
+
+
+def assert_refused(result: Any, statement: str) -> None:
+    assert result.stdout == "", statement
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hb: sql: "), (statement, result.stderr)
+    assert "Traceback" not in result.stderr
+
+
+def test_every_write_is_refused_and_the_sqlite_file_is_unchanged(hb: Runner, workspace: Path) -> None:
+    seed(hb)
+    db = workspace / ".agent" / "state" / "heartbeat.db"
+    con = sqlite3.connect(db)  # fold the WAL into the file: the digest then covers every row
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    before = file_state(db)
+    for statement in [*WRITES, *SQLITE_ONLY]:
+        result = hb("sql", statement, code=1)
+        assert_refused(result, statement)
+        assert file_state(db) == before, statement
+    assert not (workspace / "elsewhere.db").exists() and not Path("elsewhere.db").exists()
+    assert not Path("copy.db").exists()
+    # what the database said, not a guess from the text
+    assert "readonly database" in hb("sql", "DELETE FROM outcomes", code=1).stderr
+    assert "not authorized" in hb("sql", "ATTACH DATABASE 'x.db' AS x", code=1).stderr
+    assert "one statement" in hb("sql", "SELECT 1; DELETE FROM tasks", code=1).stderr
+    # and reading still works, the same data as before
+    assert hb.json("sql", "SELECT count(*) AS n FROM tasks", "--format", "json") == [{"n": 2}]
+    assert file_state(db) == before
+
+
+@pytest.mark.postgres
+def test_every_write_is_refused_and_postgres_rows_are_unchanged(pg_url: str, workspace: Path) -> None:
+    hb = Runner({"HB_DATABASE_URL": pg_url})
+    seed(hb)
+    before = all_rows(pg_url)
+    assert before["tasks"] and before["outcomes"] and before["errors"]
+    for statement in [*WRITES, *POSTGRES_ONLY]:
+        result = hb("sql", statement, code=1)
+        assert_refused(result, statement)
+        assert all_rows(pg_url) == before, statement
+    assert "read-only transaction" in hb("sql", "DELETE FROM outcomes", code=1).stderr
+    assert "multiple commands" in hb("sql", "COMMIT; DELETE FROM tasks", code=1).stderr
+    assert hb.json("sql", "SELECT count(*) AS n FROM tasks", "--format", "json") == [{"n": 2}]
+
+
+def test_reads_work_on_both_backends(hb_db: Runner) -> None:
+    seed(hb_db)
+    rows = hb_db.json(
+        "sql", "SELECT id, status FROM tasks WHERE title LIKE '%report%' ORDER BY id", "--format", "json"
+    )
+    assert [r["status"] for r in rows] == ["done"]
+    # the schema stays readable: SQLite's table-valued pragma, PostgreSQL's information_schema
+    if hb_db.env["HB_DATABASE_URL"].startswith("postgresql"):
+        query = "SELECT column_name AS name FROM information_schema.columns WHERE table_name = 'tasks'"
+    else:
+        query = "SELECT name FROM pragma_table_info('tasks')"
+    assert {"id", "status", "scope"} <= {c["name"] for c in hb_db.json("sql", query)}
+    stdin = hb_db("sql", "-", "--format", "csv", input="SELECT skill, outcomes FROM outcomes_by_skill\n")
+    assert stdin.stdout.splitlines() == ["skill,outcomes", "research,1"]
+
+
+def test_sql_usage_and_database_errors_are_one_line(hb: Runner) -> None:
+    seed(hb)
+    empty = hb("sql", "  ", code=2)
+    assert "QUERY is empty" in empty.stderr
+    bad = hb("sql", "SELEC nonsense", code=1)
+    assert bad.stderr.startswith("hb: sql: ") and bad.stderr.count("\n") == 1
+    missing = hb("sql", "SELECT * FROM no_such_table", code=1)
+    assert "no_such_table" in missing.stderr
+
+
+def test_sql_needs_an_existing_ledger(hb: Runner, workspace: Path) -> None:
+    result = hb("sql", "SELECT 1", code=1)
+    assert "no ledger" in result.stderr
+    assert not (workspace / ".agent" / "state" / "heartbeat.db").exists()
