@@ -435,6 +435,89 @@ def bench_markdown(entries: int, rules: int, runs: int) -> None:
     )
 
 
+REPORTS = ("outcomes", "failures", "notifications", "queue", "recurrences")
+
+
+def report_ledger(outcomes: int, notifications: int, cache: Path | None) -> Path:
+    """A workspace filled by scripts/demo_data.py (reused from ``cache`` when it is there)."""
+    if cache is not None and (cache / ".agent" / "state" / "heartbeat.db").exists():
+        return cache
+    ws = cache or Path(tempfile.mkdtemp(prefix="hb-report-"))
+    cmd = [
+        sys.executable,
+        str(ROOT / "scripts" / "demo_data.py"),
+        "--workspace",
+        str(ws),
+        "--end",
+        "2026-05-31T00:00:00Z",
+        "--outcomes",
+        str(outcomes),
+        "--notifications",
+        str(notifications),
+    ]
+    print(f"   filling a ledger: {outcomes:,} outcomes, {notifications:,} notifications ...", flush=True)
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    print(f"   filled in {time.perf_counter() - start:.0f} s", flush=True)
+    return ws
+
+
+def _query_plans(ws: Path, kind: str) -> list[str]:
+    """EXPLAIN QUERY PLAN of every statement one report runs (captured in-process)."""
+    statements: list[str] = []
+    with Ledger.open(workspace=ws, now="2026-05-31T00:00:00Z") as ledger:
+        ledger.raw.set_trace_callback(statements.append)
+        ledger.report(kind)
+        ledger.raw.set_trace_callback(None)
+        plans = []
+        seen: set[str] = set()
+        for sql in statements:
+            head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
+            if head not in ("SELECT", "WITH") or sql in seen or "FROM settings" in sql:
+                continue
+            seen.add(sql)
+            rows = ledger.raw.execute("EXPLAIN QUERY PLAN " + sql).fetchall()
+            plans.append(" ".join(sql.split())[:110] + " ...")
+            plans.extend("     " + str(r[-1]) for r in rows)
+            if len(seen) >= 4:
+                break
+        return plans
+
+
+def bench_reports(outcomes: int, notifications: int, runs: int, cache: Path | None) -> None:
+    """Issue 6: every `hb report` kind over a large ledger, as whole processes."""
+    ws = report_ledger(outcomes, notifications, cache)
+    env = {**os.environ, "HB_WORKSPACE": str(ws), "HB_NOW": "2026-05-31T00:00:00Z"}
+    hb = hb_command()
+    rows = []
+    for kind in REPORTS:
+        samples = [_timed([*hb, "report", kind, "--format", "json"], env, ws) for _ in range(runs)]
+        med = statistics.median(samples)
+        record(
+            "reports",
+            f"report_{kind}_ms",
+            med * 1e3,
+            "ms",
+            target_ms=1000,
+            outcomes=outcomes,
+            notifications=notifications,
+        )
+        rows.append((f"hb report {kind}", f"{med * 1e3:.0f}", "< 1000"))
+    table(
+        f"7. hb report over {outcomes:,} outcomes and {notifications:,} notifications "
+        f"(whole processes, median of {runs})",
+        rows,
+        ["command", "ms", "target"],
+    )
+    print("   query plans (the first statements of each report):")
+    for kind in REPORTS:
+        print(f"   -- {kind}")
+        for line in _query_plans(ws, kind):
+            print("   " + line)
+    if cache is None:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
 SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "queue": lambda a: bench_queue(a.tasks),
     "processes": lambda a: bench_workers(a.tasks, 4),
@@ -442,6 +525,7 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "startup": lambda a: bench_process(a.runs),
     "json": lambda a: bench_json_script(1_000),
     "markdown": lambda a: bench_markdown(a.entries, a.entries // 10, a.md_runs),
+    "reports": lambda a: bench_reports(a.outcomes, a.outcomes // 10, a.report_runs, a.report_cache),
 }
 
 
@@ -452,12 +536,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", action="append", choices=sorted(SECTIONS), help="run only these sections")
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run, not a measurement)")
     parser.add_argument("--json-out", type=Path, help="also write every measurement to this file")
+    parser.add_argument(
+        "--report-cache", type=Path, help="keep (or reuse) the large reporting ledger in this directory"
+    )
     args = parser.parse_args(argv)
     args.tasks = 2_000 if args.quick else 20_000
     args.large = 10_000 if args.quick else 100_000
     args.runs = 5 if args.quick else 20
     args.entries = 1_000 if args.quick else 10_000
     args.md_runs = 1 if args.quick else 5
+    args.outcomes = 20_000 if args.quick else 1_000_000
+    args.report_runs = 1 if args.quick else 3
     print(
         f"hb benchmark  {datetime.now(UTC):%Y-%m-%d %H:%M} UTC  python {sys.version.split()[0]}  "
         f"sqlite {sqlite3.sqlite_version}  cpus {os.cpu_count()}"
