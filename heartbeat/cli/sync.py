@@ -1,7 +1,86 @@
-"""CLI commands (filled in by the feature that owns them)."""
+"""hb sync: the workspace files and the ledger, both ways."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-COMMANDS: list[click.Command] = []
+from heartbeat.cli.base import emit, info, json_option, state, warn
+from heartbeat.sync.registry import KINDS
+
+_SHOWN = 20  # ids listed per kind of change in the text report
+
+_LISTS = (
+    ("added", "added"),
+    ("updated", "updated"),
+    ("completed", "completed"),
+    ("removed", "removed"),
+    ("conflicts", "conflict"),
+)
+
+
+def _human(result: dict[str, Any]) -> str:
+    lines: list[str] = []
+    verb = "would write" if result["dry_run"] else "written"
+    for report in result["reports"]:
+        counts = [
+            f"{len(report[key])} {word if len(report[key]) == 1 else key}"
+            for key, word in _LISTS
+            if report[key]
+        ]
+        if not counts and not report["written"]:
+            continue
+        head = f"{report['path']}: " + (", ".join(counts) if counts else "re-rendered")
+        if report["written"]:
+            head += f" ({verb})"
+        lines.append(head)
+        for key, word in _LISTS:
+            names = report[key]
+            lines.extend(f"  {word:<9} {name}" for name in names[:_SHOWN])
+            if len(names) > _SHOWN:
+                lines.append(f"  {word:<9} ... and {len(names) - _SHOWN} more (--json lists all)")
+    if not lines:
+        return "Everything is in sync."
+    return "\n".join(lines)
+
+
+@click.command()
+@click.option("--dry-run", is_flag=True, help="Report what would change; change nothing.")
+@click.option(
+    "--only",
+    "only",
+    multiple=True,
+    type=click.Choice(KINDS),
+    metavar="KIND",
+    help=f"Only these kinds (repeatable): {', '.join(KINDS)}. todo and done go together.",
+)
+@json_option
+def sync(dry_run: bool, only: tuple[str, ...]) -> None:
+    """Two-way sync of the workspace files with the ledger.
+
+    Imports what changed in the files since the last sync, writes the ledger's
+    changes back (atomically; unchanged files are not touched) and reports what
+    moved. A record changed on both sides is a conflict: the file wins and the
+    ledger's version is kept in the task's history. A line deleted from a file
+    removes its task from the ledger (history kept). Lines hb cannot read are
+    kept verbatim and reported as warnings.
+
+    \b
+    Example:
+      hb sync
+      hb sync --dry-run --json
+      hb sync --only todo --only recur
+    """
+    result = state().ledger().sync(dry_run=dry_run, only=only or None)
+    for report in result["reports"]:
+        for message in report["preserved"]:
+            warn(message)
+    if result["skipped"] and only:
+        info(f"not synced (hb cannot sync these yet): {', '.join(result['skipped'])}")
+    if dry_run:
+        info("dry run: nothing was changed")
+    emit(result, _human)
+
+
+COMMANDS: list[click.Command] = [sync]

@@ -71,17 +71,39 @@ def _show_task(t: dict[str, Any]) -> str:
     "--scope", metavar="PATH", help="Queue to add to (a scoped queue path); default: the legacy list."
 )
 @click.option("--id", "task_id", metavar="ID", help="Use this id instead of a generated task-xxxxxxxx.")
+@click.option(
+    "--source",
+    type=click.Choice(["cli", "todo"]),
+    default="cli",
+    show_default=True,
+    help="todo: a TODO.md entry (id todo-xxxxxxxx, written by hb sync); cli: a queue task (tasks.json).",
+)
+@click.option("--chat-id", "chat_id", metavar="REF", help="Chat to report to, like tg:-100123 (ChatID).")
 @field_options
 @json_option
-def add(title: tuple[str, ...], scope: str | None, task_id: str | None, **fields: Any) -> None:
+def add(
+    title: tuple[str, ...],
+    scope: str | None,
+    task_id: str | None,
+    source: str,
+    chat_id: str | None,
+    **fields: Any,
+) -> None:
     """Add a task (status todo); prints its id.
 
     \b
     Example:
       hb add "Deep research local LLM orchestration" --priority high --skill deep-research
       hb add "Send the invoice" --due 2026-05-02T17:00 --next-action "email the PDF" --json
+      hb add "Remind John to submit the report" --source todo --chat-id tg:-100123
     """
-    task = state().ledger().add(" ".join(title), scope=scope, task_id=task_id, **fields)
+    ledger = state().ledger()
+    if source == "todo":
+        if scope or task_id:
+            raise click.UsageError("--source todo takes no --scope or --id (its id is todo-xxxxxxxx)")
+        task = ledger.add_todo(" ".join(title), chat_id=chat_id, **fields)
+    else:
+        task = ledger.add(" ".join(title), scope=scope, task_id=task_id, chat_id=chat_id, **fields)
     emit(task, lambda t: t["id"])
 
 

@@ -721,13 +721,21 @@ def _fallback_insert_index(doc: Document) -> int:
 def _fix_endings(lines: list[Line], doc: Document) -> list[Line]:
     """Every line but the last ends with a newline; a missing final newline stays missing."""
     fixed = [
-        replace(ln, ending=doc.newline) if not ln.ending and i < len(lines) - 1 else ln
+        _with_ending(ln, doc.newline) if not ln.ending and i < len(lines) - 1 else ln
         for i, ln in enumerate(lines)
     ]
     had_final_newline = not doc.lines or bool(doc.lines[-1].ending)
     if fixed and not had_final_newline and fixed[-1].number == 0:
         fixed[-1] = replace(fixed[-1], ending="")
     return fixed
+
+
+def _with_ending(line: Line, ending: str) -> Line:
+    """The line with a new ending; a kept entry's raw text (which includes it) follows."""
+    entry = line.entry
+    if entry is not None and entry.raw is not None:
+        entry = replace(entry, raw=line.text + ending)
+    return replace(line, ending=ending, entry=entry)
 
 
 def _keep_bom_first(lines: list[Line], doc: Document) -> list[Line]:

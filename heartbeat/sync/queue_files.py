@@ -8,6 +8,8 @@ metadata list it did not change.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -22,6 +24,7 @@ from heartbeat.formats import tasks_json
 from heartbeat.formats.timestamps import timestamp_or_none
 from heartbeat.queue import record_from_row
 from heartbeat.sync.files import atomic_write, default_path, digest, file_lock, read_text
+from heartbeat.sync.report import SyncReport
 from heartbeat.tasks import record_event, snapshot
 
 if TYPE_CHECKING:
@@ -292,3 +295,232 @@ def export_queue_files(ledger: Ledger) -> list[str]:
                 written.append(str(path))
             remember(session, kind, path, text, now)
     return written
+
+
+# --- hb sync (two-way; added for the sync engine) -----------------------------------
+
+
+def _record_digest(record: tasks_json.QueueRecord) -> str:
+    """What a task looks like in tasks.json: its queue, its status and its object."""
+    shown = [record.scope, record.status, tasks_json.render_task(record)]
+    return digest(json.dumps(shown, sort_keys=False, default=str))
+
+
+def _base_records(session: Session, kind: str, path: Path) -> dict[tuple[str, str], str] | None:
+    """The records of the file as hb last read or wrote it (None: no such text)."""
+    row = session.get(SyncState, kind)
+    if row is None or not row.skeleton or "text" not in row.skeleton:
+        return None
+    if Path(row.path).resolve() != path.resolve():
+        return None
+    text = row.skeleton["text"]
+    if not isinstance(text, str):
+        return None
+    try:
+        doc = tasks_json.parse(text)
+    except FileFormatError:
+        return None
+    return {(r.scope, r.id): _record_digest(r) for r in doc.records}
+
+
+def _take_file_version(
+    session: Session,
+    task: Task,
+    record: tasks_json.QueueRecord,
+    now: datetime,
+    path: Path,
+    *,
+    conflict: bool,
+) -> None:
+    values = _columns(record, now)
+    changed = {k: v for k, v in values.items() if k != "created_at" and getattr(task, k) != v}
+    before = snapshot(task)
+    for name, value in changed.items():
+        setattr(task, name, value)
+    if "status" in changed and task.status is not TaskStatus.DOING:
+        task.claimed_at = task.claimed_by = task.lease_expires_at = None
+    task.version += 1
+    task.updated_at = now
+    detail: dict[str, Any] = {"fields": sorted(changed), "file": str(path)}
+    if conflict:
+        detail["note"] = "changed in the file and in the ledger; the file won"
+    record_event(
+        session, task, "conflict" if conflict else "updated", now, before=before, actor="sync", detail=detail
+    )
+
+
+def sync_tasks(
+    ledger: Ledger, session: Session, path: Path, text: str | None, now: datetime
+) -> tuple[SyncReport, str | None]:
+    """tasks.json both ways, keyed by (scope, id), three-way against the text hb last synced.
+
+    Changed only in the file: imported. Changed only in the ledger: written.
+    Changed on both sides: the file wins, the ledger's version goes to the
+    task's history (kind ``conflict``). A record gone from the file removes its
+    task (history kept); a file that is missing is written from the ledger.
+    """
+    report = SyncReport(kind=SOURCE, path=str(path))
+    tasks = {(t.scope, t.id): t for t in session.scalars(select(Task).where(in_tasks_json()))}
+    doc: tasks_json.TasksDocument | None = None
+    if text is not None:
+        try:
+            doc = tasks_json.parse(text)
+        except FileFormatError as exc:
+            raise exc.at_path(str(path)) from None
+        report.preserved = [f"{path}: {w}" for w in doc.warnings]
+        base = _base_records(session, SOURCE, path) or {}
+        seen: set[tuple[str, str]] = set()
+        for record in doc.records:
+            key = (record.scope, record.id)
+            seen.add(key)
+            task = tasks.get(key)
+            file_digest = _record_digest(record)
+            if task is None:
+                task = _new_task(session, record, now, path)
+                tasks[key] = task
+                report.added.append(_key(*key))
+                continue
+            ledger_digest = _record_digest(record_from_row(task))
+            if file_digest == ledger_digest:
+                continue
+            base_digest = base.get(key)
+            if base_digest is not None and file_digest == base_digest:
+                # only the ledger changed: rendered below
+                target = report.completed if task.status is TaskStatus.DONE else report.updated
+                target.append(_key(*key))
+                continue
+            conflict = base_digest is None or ledger_digest != base_digest
+            was_done = task.status is TaskStatus.DONE
+            _take_file_version(session, task, record, now, path, conflict=conflict)
+            if conflict:
+                report.conflicts.append(_key(*key))
+            elif task.status is TaskStatus.DONE and not was_done:
+                report.completed.append(_key(*key))
+            else:
+                report.updated.append(_key(*key))
+        for key, base_digest in base.items():
+            task = tasks.get(key)
+            if key in seen or task is None:
+                continue
+            before = snapshot(task)
+            detail: dict[str, Any] = {"reason": "the record was deleted from tasks.json", "file": str(path)}
+            if _record_digest(record_from_row(task)) != base_digest:
+                detail["note"] = "changed in the ledger too; the file won"
+                report.conflicts.append(_key(*key))
+            record_event(session, task, "removed", now, before=before, actor="sync", detail=detail)
+            session.flush()
+            session.delete(task)
+            del tasks[key]
+            report.removed.append(_key(*key))
+        for key in tasks:
+            if key not in seen and key not in base:
+                report.added.append(_key(*key))  # new in the ledger: written below
+    elif tasks:
+        report.added.extend(_key(*key) for key in tasks)
+    session.flush()
+    if doc is None and not tasks:
+        return report, None
+    ordered = sorted(tasks.values(), key=lambda t: (t.scope, t.position, t.pk))
+    out = tasks_json.render(doc or tasks_json.empty_document(), [record_from_row(t) for t in ordered])
+    return _written(session, SOURCE, path, text, out, now, report)
+
+
+def _same_json(a: str, b: str) -> bool:
+    """Whether two JSON texts hold the same values in the same key order (layout aside)."""
+    try:
+        return bool(json.loads(a, object_pairs_hook=list) == json.loads(b, object_pairs_hook=list))
+    except ValueError:
+        return False
+
+
+def _written(
+    session: Session, kind: str, path: Path, text: str | None, out: str, now: datetime, report: SyncReport
+) -> tuple[SyncReport, str | None]:
+    """Remember the file and say what to write: nothing when it already holds these values."""
+    if text is not None and (out == text or _same_json(out, text)):
+        remember(session, kind, path, text, now)
+        return report, None
+    remember(session, kind, path, out, now)
+    return report, out
+
+
+def _new_task(session: Session, record: tasks_json.QueueRecord, now: datetime, path: Path) -> Task:
+    task = Task(
+        id=record.id,
+        scope=record.scope,
+        source=SOURCE,
+        follow_up=False,
+        attempts=0,
+        version=1,
+        updated_at=now,
+        last_update_at=now,
+        **_columns(record, now),
+    )
+    if task.status is TaskStatus.DOING:
+        task.attempts = 1
+    session.add(task)
+    session.flush()
+    record_event(session, task, "created", now, actor="sync", detail={"file": str(path)})
+    return task
+
+
+def _error_identity(item: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(str(item.get(k)) for k in ("timestamp", "task_id", "reason", "trace_id"))
+
+
+def sync_errors(
+    ledger: Ledger, session: Session, path: Path, text: str | None, now: datetime
+) -> tuple[SyncReport, str | None]:
+    """errors.json is a log: new items in the file are added, an item edited in the file
+    (e.g. ``resolved``) updates its row, and the ledger's full list is written back."""
+    report = SyncReport(kind="errors-json", path=str(path))
+    state = session.get(SyncState, "errors-json")
+    if text is not None and (state is None or state.content_hash != digest(text) or state.path != str(path)):
+        try:
+            items = tasks_json.parse_errors(text)
+        except FileFormatError as exc:
+            raise exc.at_path(str(path)) from None
+        rows = list(session.scalars(select(Error).order_by(Error.pk)))
+        by_identity: dict[tuple[str, ...], list[Error]] = {}
+        for e in rows:
+            if e.extra is not None:
+                by_identity.setdefault(_error_identity(e.extra), []).append(e)
+        known = [e.extra for e in rows if e.extra is not None]
+        fresh = []
+        for index, item in enumerate(items):
+            if item in known:
+                known.remove(item)
+                continue
+            same = by_identity.get(_error_identity(item)) or []
+            target = next((e for e in same if e.extra not in items), None)
+            if target is not None:
+                target.extra = item
+                target.resolved = bool(item.get("resolved", False))
+                report.updated.append(f"[{index}]")
+            else:
+                fresh.append(item)
+        if fresh:
+            added = import_errors(ledger, session, tasks_json.render_errors(fresh), path, now)
+            report.added.extend(added.added)
+    if text is None and session.scalar(select(Error.pk).limit(1)) is None:
+        return report, None
+    session.flush()
+    return _written(session, "errors-json", path, text, render_errors(ledger, session), now, report)
+
+
+def sync_last_run(
+    ledger: Ledger, session: Session, path: Path, text: str | None, now: datetime
+) -> tuple[SyncReport, str | None]:
+    """last-run.json: a run record written in the file is imported; the ledger's last one is written."""
+    report = SyncReport(kind="last-run", path=str(path))
+    state = session.get(SyncState, "last-run")
+    if text is not None and (state is None or state.content_hash != digest(text) or state.path != str(path)):
+        imported = import_last_run(ledger, session, text, path, now)
+        report.added.extend(imported.added)
+    out = render_last_run(ledger, session)
+    if out is None:
+        return report, None
+    return _written(session, "last-run", path, text, out, now, report)
+
+
+SYNCERS = {"tasks-json": sync_tasks, "errors-json": sync_errors, "last-run": sync_last_run}

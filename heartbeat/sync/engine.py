@@ -1,0 +1,346 @@
+"""hb sync: every kind of workspace file against the ledger, in one transaction.
+
+The engine reads every selected file first (a file that cannot be read at all
+stops the sync before anything changes), runs each kind's syncer (see
+:mod:`heartbeat.sync.registry`) inside ONE write transaction, makes sure no
+file changed underneath while it worked (else it starts over), commits, and
+only then writes the files whose text changed, atomically. ``dry_run`` runs
+the same steps, rolls the transaction back and writes nothing.
+
+Kinds whose module defines ``SYNC_GROUPS`` are synced as a group (TODO.md and
+TODO.DONE.md: completing an entry moves it from one to the other, so neither
+can be synced alone); ``--only todo`` therefore syncs TODO.DONE.md too.
+
+The seal. A full sync on SQLite also records, in the same transaction, the
+hash of every file as it leaves it and a fingerprint of every table a file
+is rendered from. The next ``hb sync`` first compares both, with one SQL
+statement on the driver connection and without loading SQLAlchemy: when
+nothing moved on either side it reports exactly that and touches nothing.
+Any difference, ``--only``, ``--dry-run`` or PostgreSQL take the full path.
+
+This module's top level stays light (the sealed path must not import
+SQLAlchemy); the syncers load on demand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from heartbeat.errors import FileFormatError, InvalidInput, InvalidState
+from heartbeat.sync.files import atomic_write, default_path, file_lock
+from heartbeat.sync.registry import KINDS, MODULES
+from heartbeat.sync.report import SyncReport
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from heartbeat.ledger import Ledger
+
+Results = dict[str, tuple[SyncReport, str | None]]
+ATTEMPTS = 3  # times a sync starts over when a file changes while it runs
+SEAL = "sync.seal"  # the sync_state row of the seal
+
+# What the files are rendered from, as one consistent snapshot (a single statement).
+# The same text runs on the driver connection (check) and in the sync's transaction
+# (write), so its values compare as they are; an order SQLite happens to change only
+# costs a full sync, never a skipped one.
+_FINGERPRINT = (
+    # versions only grow and every removal records an event: these sums see every task change
+    "(SELECT count(*) || ':' || coalesce(max(pk), 0) || ':' || coalesce(sum(version), 0) || ':' || "
+    "coalesce(sum(pk * version), 0) FROM tasks)",
+    "(SELECT group_concat(pk || '|' || id || '|' || source || '|' || title || '|' || rule || '|' || "
+    "coalesce(tz, '') || '|' || coalesce(next_local, '') || '|' || coalesce(chat_id, '') || '|' || "
+    "position || '|' || enabled || '|' || run_count || '|' || updated_at, char(30)) "
+    "FROM (SELECT * FROM recurrences ORDER BY pk))",
+    "(SELECT count(*) || ':' || coalesce(max(pk), 0) FROM outcomes)",
+    "(SELECT count(*) || ':' || coalesce(max(pk), 0) || ':' || coalesce(sum(resolved), 0) FROM errors)",
+    "(SELECT count(*) || ':' || coalesce(max(pk), 0) || ':' || coalesce(max(started_at), '') || ':' || "
+    "coalesce(max(finished_at), '') || ':' || count(record) || ':' || count(finished_at) FROM runs)",
+    "(SELECT count(*) || ':' || coalesce(max(pk), 0) FROM notifications)",
+    "(SELECT group_concat(key || '=' || value, char(30)) "
+    "FROM (SELECT key, value FROM settings ORDER BY key))",
+    "(SELECT count(*) || ':' || coalesce(max(pk), 0) FROM task_events)",
+)
+_FINGERPRINT_SQL = "SELECT " + ", ".join(_FINGERPRINT)
+_CHECK_SQL = f"SELECT (SELECT skeleton FROM sync_state WHERE kind = '{SEAL}'), " + ", ".join(_FINGERPRINT)
+
+
+def read_optional(path: Path) -> str | None:
+    """A workspace file's text, or None when it does not exist (FileFormatError names path:line)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise FileFormatError("is a directory, not a file", path=str(path)) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise FileFormatError(
+            f"not UTF-8 text (byte {exc.start})", path=str(path), line=line, column=column
+        ) from None
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """Kinds synced by one call."""
+
+    kinds: tuple[str, ...]
+    run: Callable[[Ledger, Session, dict[str, tuple[Path, str | None]], datetime], Results]
+
+
+class _Rollback(Exception):
+    def __init__(self, results: Results) -> None:
+        super().__init__("dry run")
+        self.results = results
+
+
+class _Retry(Exception):
+    pass
+
+
+def _single(kind: str, syncer: Any) -> Callable[..., Results]:
+    def run(
+        ledger: Ledger, session: Session, files: dict[str, tuple[Path, str | None]], now: datetime
+    ) -> Results:
+        path, text = files[kind]
+        report, out = syncer(ledger, session, path, text, now)
+        return {kind: (report, out)}
+
+    return run
+
+
+def plan(only: Iterable[str] | None) -> tuple[list[_Unit], list[str]]:
+    """The sync units for the selected kinds (default: all), and the kinds hb cannot sync yet."""
+    selected = list(KINDS) if not only else list(dict.fromkeys(only))
+    for kind in selected:
+        if kind not in MODULES:
+            raise InvalidInput(f"unknown file kind {kind!r} (expected one of: {', '.join(KINDS)})")
+    units: list[_Unit] = []
+    skipped: list[str] = []
+    covered: set[str] = set()
+    for kind in KINDS:
+        if kind not in selected or kind in covered:
+            continue
+        try:
+            module = importlib.import_module(MODULES[kind])
+        except ModuleNotFoundError as exc:
+            if exc.name != MODULES[kind]:
+                raise
+            skipped.append(kind)
+            continue
+        group = next((g for g in getattr(module, "SYNC_GROUPS", {}) if kind in g), None)
+        if group is not None:
+            units.append(_Unit(tuple(group), module.SYNC_GROUPS[group]))
+            covered.update(group)
+        elif kind in getattr(module, "SYNCERS", {}):
+            units.append(_Unit((kind,), _single(kind, module.SYNCERS[kind])))
+            covered.add(kind)
+        else:
+            skipped.append(kind)
+    return units, skipped
+
+
+def run(ledger: Ledger, *, dry_run: bool = False, only: Iterable[str] | None = None) -> dict[str, Any]:
+    """One ``hb sync``: returns ``{"dry_run", "changed", "reports": [...], "skipped": [...]}``."""
+    selected = list(only) if only else None
+    sealable = not dry_run and selected is None and ledger.engine_dialect() == "sqlite"
+    prior = _check_seal(ledger) if sealable else None
+    if prior is not None and not prior.changed:
+        return _result(False, [_sealed_report(prior.seal, k) for k in prior.seal["order"]], prior.skipped)
+    try:
+        return _run(ledger, dry_run, selected, sealable, prior)
+    except _Unsealed:
+        return _run(ledger, dry_run, selected, sealable, None)
+
+
+def _run(
+    ledger: Ledger, dry_run: bool, only: list[str] | None, sealable: bool, prior: _Seal | None
+) -> dict[str, Any]:
+    units, skipped = plan(prior.changed if prior is not None else only)
+    paths = {k: default_path(ledger.workspace, k) for unit in units for k in unit.kinds}
+    seal = (prior, prior.skipped if prior is not None else skipped) if sealable else None
+    with file_lock(ledger.workspace):
+        results, texts = _transaction(ledger, units, paths, dry_run, seal)
+        for kind, (report, out) in results.items():
+            if out is None or out == texts[kind]:
+                continue
+            report.written = True
+            if not dry_run:
+                atomic_write(paths[kind], out)
+    ledger._settings = None  # a synced file may carry settings (heartbeat-state.json)
+    ledger._zone = None
+    if prior is not None:  # the kinds the seal vouched for are reported as they were
+        order = prior.seal["order"]
+        reports = [results[k][0] if k in results else _sealed_report(prior.seal, k) for k in order]
+        return _result(dry_run, reports, prior.skipped)
+    reports = [results[k][0] for unit in units for k in unit.kinds if k in results]
+    return _result(dry_run, reports, skipped)
+
+
+def _result(dry_run: bool, reports: Sequence[SyncReport], skipped: list[str]) -> dict[str, Any]:
+    return {
+        "dry_run": dry_run,
+        "changed": any(r.changed for r in reports),
+        "reports": [r.as_dict() for r in reports],
+        "skipped": skipped,
+    }
+
+
+def _transaction(
+    ledger: Ledger,
+    units: list[_Unit],
+    paths: dict[str, Path],
+    dry_run: bool,
+    seal: tuple[_Seal | None, list[str]] | None,
+) -> tuple[Results, dict[str, str | None]]:
+    from sqlalchemy.orm import Session
+
+    for _attempt in range(ATTEMPTS):
+        texts = {k: read_optional(p) for k, p in paths.items()}
+        now = ledger.now()
+        try:
+            with Session(ledger.engine, expire_on_commit=False) as session, session.begin():
+                if (
+                    seal is not None
+                    and seal[0] is not None
+                    and _fingerprint_of(session) != seal[0].fingerprint
+                ):
+                    raise _Unsealed  # the ledger moved since the check: sync every kind
+                results: Results = {}
+                for unit in units:
+                    given = {k: (paths[k], texts[k]) for k in unit.kinds}
+                    results.update(unit.run(ledger, session, given, now))
+                if any(read_optional(p) != texts[k] for k, p in paths.items()):
+                    raise _Retry
+                if dry_run:
+                    raise _Rollback(results)
+                if seal is not None:
+                    _seal(ledger, session, units, paths, texts, results, seal, now)
+        except _Rollback as done:
+            return done.results, texts
+        except _Retry:
+            continue
+        return results, texts
+    raise InvalidState("the workspace files kept changing while hb sync ran; try again")
+
+
+# --- the seal ------------------------------------------------------------------------------
+
+
+def _fingerprint(values: Sequence[Any]) -> str:
+    from heartbeat import __version__
+    from heartbeat.clock import machine_zone_name
+
+    h = hashlib.sha256(f"{__version__}\x1e{machine_zone_name()}\x1e{','.join(KINDS)}".encode())
+    for value in values:
+        h.update(b"\x1e" + str(value).encode("utf-8"))
+    return h.hexdigest()
+
+
+def _file_hash(text: str | None) -> str | None:
+    return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class _Seal:
+    """The last full sync's seal, when the ledger has not moved since: the kinds whose file did."""
+
+    seal: dict[str, Any]
+    changed: list[str]
+
+    @property
+    def fingerprint(self) -> str:
+        return str(self.seal["fingerprint"])
+
+    @property
+    def skipped(self) -> list[str]:
+        return list(self.seal["skipped"])
+
+
+class _Unsealed(Exception):
+    """The ledger changed between the seal check and the sync's transaction."""
+
+
+def _fingerprint_of(session: Session) -> str:
+    return _fingerprint(session.connection().exec_driver_sql(_FINGERPRINT_SQL).one())
+
+
+def _seal(
+    ledger: Ledger,
+    session: Session,
+    units: list[_Unit],
+    paths: dict[str, Path],
+    texts: dict[str, str | None],
+    results: Results,
+    seal: tuple[_Seal | None, list[str]],
+    now: datetime,
+) -> None:
+    """Record, in the sync's transaction, how it leaves the files and the ledger."""
+    from heartbeat.db.models import SyncState
+
+    prior, skipped = seal
+    session.flush()
+    synced = [k for unit in units for k in unit.kinds]
+    files: dict[str, Any] = dict(prior.seal["files"]) if prior is not None else {}
+    preserved: dict[str, Any] = dict(prior.seal["preserved"]) if prior is not None else {}
+    for k in synced:
+        out = results[k][1] if k in results else None
+        files[k] = [str(paths[k]), _file_hash(out if out is not None else texts[k])]
+        if k in results:
+            preserved[k] = results[k][0].preserved
+    skeleton = {
+        "fingerprint": _fingerprint_of(session),
+        "files": files,
+        "order": prior.seal["order"] if prior is not None else synced,
+        "skipped": skipped,
+        "preserved": preserved,
+    }
+    row = session.get(SyncState, SEAL)
+    if row is None:
+        row = SyncState(kind=SEAL, path=str(ledger.workspace), synced_at=now)
+        session.add(row)
+    row.path = str(ledger.workspace)
+    row.synced_at = now
+    row.skeleton = skeleton
+
+
+def _check_seal(ledger: Ledger) -> _Seal | None:
+    """The seal, if the ledger is as the last full sync left it (None: it is not, or no seal)."""
+    import sqlite3
+
+    try:
+        row = ledger.raw.execute(_CHECK_SQL).fetchone()
+    except sqlite3.Error:
+        return None
+    if row is None or row[0] is None:
+        return None
+    seal = json.loads(row[0])
+    if not isinstance(seal, dict) or seal.get("fingerprint") != _fingerprint(row[1:]):
+        return None
+    changed = []
+    for kind in seal["order"]:
+        path, expected = seal["files"][kind]
+        if path != str(default_path(ledger.workspace, kind)):
+            return None
+        try:
+            current = _file_hash(read_optional(Path(path)))
+        except FileFormatError:
+            current = "unreadable"  # the sync of that kind says where and why
+        if current != expected:
+            changed.append(kind)
+    return _Seal(seal, changed)
+
+
+def _sealed_report(seal: dict[str, Any], kind: str) -> SyncReport:
+    path = seal["files"][kind][0]
+    return SyncReport(kind=kind, path=path, preserved=list(seal["preserved"].get(kind, [])))

@@ -1,0 +1,1839 @@
+"""TODO.md, TODO.DONE.md and TODO.RECUR.md <-> the ledger: import, export and two-way sync.
+
+FORMATS.md section 1, SPEC.md section 4. :mod:`heartbeat.formats.todo` reads
+and writes the lines; this module decides which line is which ledger row and
+what changed on which side since the last sync.
+
+Identity. An entry is matched to a row, in this order, by: the exact line hb
+last synced for the row; the extended dialect's ``[ID]`` key; the identity key
+(``external_key``: ``Created`` + ``ChatID`` for TODO files, ``ChatID`` +
+content for TODO.RECUR.md, with a digest of the content (resp. the schedule)
+added when two entries share it); and last by the fallback key of the line
+last synced (``Created`` + ``ChatID``; the schedule of a rule), so editing the
+text of a line updates the same row.
+
+Merge. ``synced_hash`` is the digest of a row's file-relevant fields at the
+last sync. A side whose digest differs from it has changed: only the file ->
+the file's version is imported; only the ledger -> the line is rewritten,
+moved or removed; both, differently -> a conflict: the file wins and the
+ledger's version goes to the history (``task_events``, kind ``conflict``). An
+entry gone from a file that exists removes its row (history kept; a missing
+file is rewritten from the ledger instead). TODO.md and TODO.DONE.md are
+synced together: completing an entry moves it from one to the other.
+
+Speed. A file whose hash is the one recorded at the last sync is not read,
+and when the ledger did not change either (:meth:`_Family.mark`) no row is
+loaded (on SQLite the engine's seal answers that case before this module is
+even imported). When only TODO.md / TODO.DONE.md changed and neither holds an
+HTML comment, only the lines between the common prefix and suffix with the
+text last synced (kept in ``sync_state`` as ``<kind>.base``) are parsed, and
+only their rows are queried, by ``external_key``. Rows are loaded, inserted
+and updated with bulk statements; unchanged rows are not written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from sqlalchemy import Table, bindparam, case, delete, func, or_, select, update
+from sqlalchemy.orm import Session
+
+from heartbeat.clock import isoformat, load_zone
+from heartbeat.db.models import ACTIVE_STATUSES, Recurrence, SyncState, Task, TaskEvent, TaskStatus
+from heartbeat.errors import FileFormatError, InvalidInput
+from heartbeat.formats import todo as fmt
+from heartbeat.formats.todo import Entry, TodoKind
+from heartbeat.rules.repeat import parse_repeat
+from heartbeat.sync.engine import read_optional
+from heartbeat.sync.files import default_path, digest
+from heartbeat.sync.report import SyncReport
+from heartbeat.tasks import record_event, snapshot
+
+if TYPE_CHECKING:
+    from heartbeat.ledger import Ledger
+
+TODO_SOURCE = "todo"  # Task.source of Markdown TODO entries
+RECUR_SOURCES = ("recur", "cli")  # Recurrence.source of rules that live in TODO.RECUR.md
+TASK_KINDS = ("todo", "done")
+ACTOR = "sync"
+
+_TASKS = cast(Table, Task.__table__)
+_RECURRENCES = cast(Table, Recurrence.__table__)
+_EVENTS = cast(Table, TaskEvent.__table__)
+_KIND = {"todo": TodoKind.TODO, "done": TodoKind.DONE, "recur": TodoKind.RECUR}
+_ID = re.compile(r"(todo|recur)-[0-9a-f]{8}")
+_DUP = " ~"  # separates an identity key from the digest that tells duplicates apart
+_BY = "markdown-sync"  # marks a sync_state row written by this module
+_TARGETED_MAX = 2000  # changed lines up to which a sync reads only the changed region
+_CHUNK = 500  # ids per IN (...) query
+
+
+# --- small helpers -----------------------------------------------------------------------
+
+
+def _stamp(value: datetime | None) -> str | None:
+    """A UTC instant as the files write it (minute precision)."""
+    if value is None:
+        return None
+    v = value.astimezone(UTC)
+    return f"{v.year:04d}-{v.month:02d}-{v.day:02d} {v.hour:02d}:{v.minute:02d}"
+
+
+def _wall(value: datetime | None) -> str | None:
+    """A naive wall-clock time as ``YYYY-MM-DD HH:MM``."""
+    if value is None:
+        return None
+    return f"{value.year:04d}-{value.month:02d}-{value.day:02d} {value.hour:02d}:{value.minute:02d}"
+
+
+def _short(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def _content(title: str) -> str:
+    """A title as one entry line's content: one line, trimmed."""
+    return " ".join(title.split()) if ("\n" in title or "\r" in title) else title.strip()
+
+
+def _entry_id(entry: Entry | None) -> str | None:
+    if entry is None:
+        return None
+    for key, value in entry.extra:
+        if key == "ID":
+            return value
+    return None
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines with their endings; only LF ends a line (as formats.todo reads them)."""
+    parts = text.split("\n")
+    lines = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def _body(line: str) -> str:
+    """A line without its ending (LF or CRLF)."""
+    if line.endswith("\r\n"):
+        return line[:-2]
+    return line[:-1] if line.endswith("\n") else line
+
+
+def _front_matter_end(lines: Sequence[str]) -> int:
+    """How many lines the front matter spans (0: none; all: unterminated)."""
+    if not lines or _body(lines[0]).removeprefix(fmt.BOM).strip() != "---":
+        return 0
+    for index in range(1, len(lines)):
+        if _body(lines[index]).strip() == "---":
+            return index + 1
+    return len(lines)
+
+
+def _read_dialect(current: str, stored: str | None) -> str:
+    """Read with the extended dialect while leaving it, so lines with [ID] are still recognised."""
+    return "extended" if "extended" in (current, stored) else "strict"
+
+
+def _chunks(values: Sequence[Any]) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(values), _CHUNK):
+        yield values[start : start + _CHUNK]
+
+
+# --- records, rows, items ------------------------------------------------------------------
+
+
+class _Record:
+    """The file-relevant values of a row or an entry; ``place`` is the file kind (None: no file)."""
+
+    __slots__ = ("_digest", "place", "values")
+
+    def __init__(self, place: str | None, values: tuple[str | None, ...]) -> None:
+        self.place = place
+        self.values = values
+        self._digest: str | None = None
+
+    @property
+    def digest(self) -> str:
+        if self._digest is None:
+            text = "\x1f".join("\x00" if v is None else v for v in (self.place, *self.values))
+            self._digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return self._digest
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Record) and (self.place, self.values) == (other.place, other.values)
+
+    def __hash__(self) -> int:
+        return hash((self.place, self.values))
+
+
+class _Row:
+    """A ledger row as the sync sees it: loaded in bulk, written back in bulk."""
+
+    __slots__ = ("_alt", "_record", "data", "extra", "family", "id", "key", "pk", "position", "synced_hash")
+
+    def __init__(self, family: _Family, data: Any) -> None:
+        self.family = family
+        self.data = data
+        self.pk: int = data.pk
+        self.id: str = data.id
+        self.key: str | None = data.external_key
+        self.position: int = data.position or 0
+        self.synced_hash: str | None = data.synced_hash
+        self.extra: dict[str, Any] = dict(data.extra or {})
+        self._record: _Record | None = None
+        self._alt: str | None = None
+
+    @property
+    def record(self) -> _Record:
+        """The ledger's version now."""
+        if self._record is None:
+            self._record = self.family.row_record(self.data)
+        return self._record
+
+    @property
+    def alt(self) -> str:
+        """The fallback identity of the line last synced (else of the ledger's version)."""
+        if self._alt is None:
+            self._alt = self.family.row_alt(self)
+        return self._alt
+
+    @property
+    def base_place(self) -> str | None:
+        """The file the row was in at the last sync (None: none, or never synced)."""
+        place = self.extra.get("file") if self.synced_hash else None
+        return place if isinstance(place, str) else None
+
+    @property
+    def base_line(self) -> str | None:
+        line = self.extra.get("line") if self.synced_hash else None
+        return line if isinstance(line, str) else None
+
+
+@dataclass(eq=False)
+class _Item:
+    """An entry line of a file, with the row it was matched to."""
+
+    kind: str
+    number: int  # 1-based line in the file as read (0: not known, see _known)
+    raw: str  # the line without its ending
+    entry: Entry | None  # None: a line known unchanged since the last sync (``row`` set)
+    row: _Row | None = None
+    record: _Record | None = None  # the file's version (None when ``entry`` is None)
+    key: str = ""
+    alt: str = ""
+    fate: str = "keep"  # keep | rewrite | drop
+    final_extra: dict[str, Any] | None = None  # a new row's extra and synced_hash
+    final_hash: str | None = None
+
+
+@dataclass
+class _File:
+    kind: str
+    path: Path
+    text: str | None
+    items: list[_Item]
+    warnings: list[tuple[int, str, str]]  # (line, text, reason)
+    doc: fmt.Document | None = None  # full parse, made when the file is rendered
+
+
+@dataclass
+class _Stored:
+    """What the last sync recorded about a file (sync_state)."""
+
+    hash: str | None = None
+    path: str | None = None
+    mark: Any = None
+    dialect: str | None = None
+    warnings: list[tuple[int, str, str]] = field(default_factory=list)
+    ours: bool = False  # written by this module's sync: a baseline to trust
+
+    @classmethod
+    def load(cls, session: Session, kind: str) -> _Stored:
+        row = session.get(SyncState, kind)
+        if row is None:
+            return cls()
+        skeleton = row.skeleton or {}
+        if skeleton.get("by") != _BY:
+            return cls(hash=row.content_hash, path=row.path)
+        return cls(
+            hash=row.content_hash,
+            path=row.path,
+            mark=skeleton.get("mark"),
+            dialect=skeleton.get("dialect"),
+            warnings=[(int(n), str(t), str(r)) for n, t, r in skeleton.get("warnings", [])],
+            ours=True,
+        )
+
+
+def _base_text(session: Session, kind: str) -> str | None:
+    """The text of the file as the last sync left it (kept beside the small sync_state row)."""
+    row = session.get(SyncState, f"{kind}.base")
+    text = (row.skeleton or {}).get("text") if row is not None else None
+    return text if isinstance(text, str) else None
+
+
+def _store(
+    session: Session,
+    kind: str,
+    path: Path,
+    text: str | None,
+    now: datetime,
+    *,
+    mark: Any,
+    dialect: str,
+    warnings: Sequence[tuple[int, str, str]],
+    text_changed: bool = True,
+) -> None:
+    for name, skeleton in (
+        (kind, {"by": _BY, "mark": mark, "dialect": dialect, "warnings": [list(w) for w in warnings]}),
+        (f"{kind}.base", {"by": _BY, "text": text}),
+    ):
+        if name.endswith(".base") and not text_changed:
+            continue
+        row = session.get(SyncState, name)
+        if row is None:
+            row = SyncState(kind=name, path=str(path), synced_at=now)
+            session.add(row)
+        row.path = str(path)
+        row.content_hash = None if text is None else digest(text)
+        row.size = None if text is None else len(text.encode("utf-8"))
+        row.synced_at = now
+        row.skeleton = skeleton
+
+
+# --- the two families: tasks (TODO.md + TODO.DONE.md) and recurrences (TODO.RECUR.md) ------
+
+
+class _Family:
+    """What differs between TODO/DONE tasks and TODO.RECUR.md rules."""
+
+    kinds: tuple[str, ...]
+    prefix: str
+    table: Table
+
+    def __init__(self, ledger: Ledger, session: Session, now: datetime) -> None:
+        self.ledger = ledger
+        self.session = session
+        self.now = now
+        self.dialect = ledger.settings.todo_dialect
+        self.actor = ACTOR
+
+    # reading
+    def mark(self) -> Any:
+        """A cheap fingerprint of the rows: unchanged means the ledger side did not move."""
+        raise NotImplementedError
+
+    def columns(self) -> list[Any]:
+        raise NotImplementedError
+
+    def where(self) -> Any:
+        raise NotImplementedError
+
+    def load(self, condition: Any = None) -> list[_Row]:
+        """The family's rows (``condition``: only those, looked up by an index of it)."""
+        query = select(*self.columns())
+        query = query.where(self.where()) if condition is None else query.where(self.keyed(), condition)
+        return [_Row(self, data) for data in self.session.execute(query) if self.mine(data)]
+
+    def keyed(self) -> Any:
+        """The family's condition for lookups by key (what the index serves)."""
+        return self.where()
+
+    def mine(self, data: Any) -> bool:
+        return True
+
+    def row_record(self, data: Any) -> _Record:
+        raise NotImplementedError
+
+    def entry_record(self, kind: str, entry: Entry) -> _Record:
+        raise NotImplementedError
+
+    def keys(self, record: _Record) -> tuple[str, str]:
+        """(identity key, fallback key) of a record."""
+        raise NotImplementedError
+
+    def dup_key(self, key: str, record: _Record) -> str:
+        raise NotImplementedError
+
+    def row_alt(self, row: _Row) -> str:
+        line = row.base_line
+        place = row.base_place
+        if line is not None and place is not None:
+            try:
+                entry = fmt.parse_entry(line, _KIND[place], dialect="extended")
+            except ValueError:
+                pass
+            else:
+                return self.keys(self.entry_record(place, entry))[1]
+        return self.keys(row.record)[1]
+
+    # writing
+    def entry(self, row: _Row, kind: str) -> Entry:
+        raise NotImplementedError
+
+    def apply(self, changes: list[tuple[_Row, _Item, bool]], label: dict[int, str]) -> None:
+        """Import the file's version of each (row, item, conflict)."""
+        raise NotImplementedError
+
+    def remove(self, rows: list[_Row], conflicts: set[int]) -> None:
+        raise NotImplementedError
+
+    def insert(self, items: list[_Item], positions: dict[int, int], label: dict[int, str]) -> list[str]:
+        """Add rows for new entries; returns their ids (in order)."""
+        raise NotImplementedError
+
+    def incoming_order(self, kind: str, rows: list[_Row]) -> list[_Row]:
+        return sorted(rows, key=lambda r: (r.position, r.pk))
+
+    def append_only(self, kind: str) -> bool:
+        """New rows go to the end of this file (else: by position)."""
+        return False
+
+    def report_kind(self, before: str | None, after: str) -> str:
+        """Which report list a row arriving in ``after`` (from ``before``) goes to."""
+        return "updated" if before is not None else "added"
+
+    # shared
+
+    def bookkeeping(self, rows: Sequence[tuple[_Row, dict[str, Any]]]) -> None:
+        """Record, in bulk, what each row looks like in its file now."""
+        if not rows:
+            return
+        table = self.table
+        columns = ("synced_hash", "extra", "external_key", "position")
+        stmt = (
+            update(table)
+            .where(table.c.pk == bindparam("b_pk"))
+            .values({c: bindparam(c) for c in columns})
+            .execution_options(synchronize_session=False)
+        )
+        self.session.connection().execute(stmt, [{"b_pk": row.pk, **values} for row, values in rows])
+
+    def new_ids(self, keys: Sequence[str], wanted: Sequence[str | None]) -> list[str]:
+        """Stable ``<prefix>xxxxxxxx`` ids derived from the identity keys, unique in the ledger."""
+        taken_query: Callable[[Sequence[str]], Any] = self.ids_taken
+        out: list[str | None] = [None] * len(keys)
+        used: set[str] = set()
+        salt = [0] * len(keys)
+        pending = list(range(len(keys)))
+        first = True
+        while pending:
+            candidates: dict[str, int] = {}
+            retry: list[int] = []
+            for i in pending:
+                asked = wanted[i] if first else None
+                if asked is not None and _ID.fullmatch(asked) and asked.startswith(self.prefix):
+                    cand = asked
+                else:
+                    seed = keys[i] if salt[i] == 0 else f"{keys[i]}#{salt[i]}"
+                    cand = self.prefix + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:8]
+                if cand in used or cand in candidates:
+                    salt[i] += 1
+                    retry.append(i)
+                    continue
+                candidates[cand] = i
+            taken: set[str] = set()
+            for chunk in _chunks(list(candidates)):
+                taken.update(self.session.scalars(taken_query(chunk)))
+            for cand, i in candidates.items():
+                if cand in taken:
+                    salt[i] += 1
+                    retry.append(i)
+                else:
+                    out[i] = cand
+                    used.add(cand)
+            pending = sorted(retry)
+            first = False
+        return [o for o in out if o is not None]
+
+    def ids_taken(self, names: Sequence[str]) -> Any:
+        return select(self.table.c.id).where(self.table.c.id.in_(names))
+
+
+class _Tasks(_Family):
+    kinds = TASK_KINDS
+    prefix = "todo-"
+    table = _TASKS
+
+    def mark(self) -> Any:
+        t = _TASKS.c
+        mine = self.where()
+        # conditional aggregates over a plain scan: several times faster than an index walk
+        count, versions, high, low, updated = self.session.execute(
+            select(
+                func.sum(case((mine, 1), else_=0)),
+                func.sum(case((mine, t.version))),
+                func.max(case((mine, t.pk))),
+                func.min(case((mine, t.pk))),
+                func.max(case((mine, t.updated_at))),
+            ).select_from(_TASKS)
+        ).one()
+        return [
+            int(count or 0),
+            int(versions or 0),
+            high,
+            low,
+            isoformat(updated) if updated else None,
+            self.dialect,
+        ]
+
+    def columns(self) -> list[Any]:
+        t = _TASKS.c
+        return [
+            t.pk,
+            t.id,
+            t.scope,
+            t.external_key,
+            t.title,
+            t.status,
+            t.chat_id,
+            t.created_at,
+            t.completed_at,
+            t.updated_at,
+            t.position,
+            t.synced_hash,
+            t.extra,
+        ]
+
+    def where(self) -> Any:
+        return (_TASKS.c.source == TODO_SOURCE) & (_TASKS.c.scope == "")
+
+    def keyed(self) -> Any:
+        # scope is checked in Python: with it in the query SQLite may pick a scope index
+        # over (source, external_key) and scan every task
+        return _TASKS.c.source == TODO_SOURCE
+
+    def mine(self, data: Any) -> bool:
+        return bool(data.scope == "")
+
+    def ids_taken(self, names: Sequence[str]) -> Any:
+        return select(_TASKS.c.id).where(_TASKS.c.scope == "", _TASKS.c.id.in_(names))
+
+    def row_record(self, data: Any) -> _Record:
+        status = TaskStatus(data.status)
+        place = "done" if status is TaskStatus.DONE else "todo" if status in ACTIVE_STATUSES else None
+        done = _stamp(data.completed_at or data.updated_at) if place == "done" else None
+        return _Record(place, (_content(data.title), _stamp(data.created_at), done, data.chat_id))
+
+    def entry_record(self, kind: str, entry: Entry) -> _Record:
+        done = _stamp(entry.done) if kind == "done" else None
+        return _Record(kind, (entry.content, _stamp(entry.created), done, entry.chat_id))
+
+    def keys(self, record: _Record) -> tuple[str, str]:
+        base = f"{record.values[1]}|{record.values[3] or ''}"
+        return base, base
+
+    def dup_key(self, key: str, record: _Record) -> str:
+        return f"{key}{_DUP}{_short(record.values[0] or '')}"
+
+    def row_alt(self, row: _Row) -> str:
+        if row.key and row.synced_hash:
+            return row.key.split(_DUP, 1)[0]  # the Created + ChatID it was last synced with
+        return self.keys(row.record)[1]
+
+    def entry(self, row: _Row, kind: str) -> Entry:
+        data = row.data
+        done = data.completed_at or data.updated_at
+        return Entry(
+            kind=_KIND[kind],
+            content=_content(data.title),
+            created=data.created_at.astimezone(UTC),
+            done=done.astimezone(UTC) if kind == "done" else None,
+            chat_id=data.chat_id,
+            extra=(("ID", row.id),) if self.dialect == "extended" else (),
+        )
+
+    def append_only(self, kind: str) -> bool:
+        return kind == "done"  # completing moves an entry to the end of TODO.DONE.md
+
+    def incoming_order(self, kind: str, rows: list[_Row]) -> list[_Row]:
+        if kind == "done":
+            far = datetime.max.replace(tzinfo=UTC)
+            return sorted(rows, key=lambda r: (r.data.completed_at or far, r.position, r.pk))
+        return super().incoming_order(kind, rows)
+
+    def report_kind(self, before: str | None, after: str) -> str:
+        if after == "done" and before != "done":
+            return "completed"
+        return super().report_kind(before, after)
+
+    def apply(self, changes: list[tuple[_Row, _Item, bool]], label: dict[int, str]) -> None:
+        if not changes:
+            return
+        by_pk = {row.pk: (item, conflict) for row, item, conflict in changes}
+        for chunk in _chunks(list(by_pk)):
+            for task in self.session.scalars(select(Task).where(Task.pk.in_(chunk))):
+                item, conflict = by_pk[task.pk]
+                assert item.entry is not None
+                before = snapshot(task)
+                fields = self._take_entry(task, item.kind, item.entry)
+                task.version += 1
+                task.updated_at = self.now
+                task.last_update_at = self.now
+                detail: dict[str, Any] = {"fields": fields, "file": label[id(item)]}
+                if conflict:
+                    detail["note"] = "changed in the file and in the ledger; the file won"
+                kind = "conflict" if conflict else "updated"
+                record_event(
+                    self.session, task, kind, self.now, before=before, actor=self.actor, detail=detail
+                )
+        self.session.flush()
+
+    def _take_entry(self, task: Task, kind: str, entry: Entry) -> list[str]:
+        changed: list[str] = []
+
+        def put(name: str, value: Any) -> None:
+            if getattr(task, name) != value:
+                setattr(task, name, value)
+                changed.append(name)
+
+        if _content(task.title) != entry.content:
+            put("title", entry.content)
+        if kind == "done":
+            put("status", TaskStatus.DONE)
+            if _stamp(task.completed_at) != _stamp(entry.done):
+                put("completed_at", entry.done)
+        elif not task.status.active:
+            put("status", TaskStatus.TODO)
+            put("completed_at", None)
+        if task.status is not TaskStatus.DOING:
+            task.claimed_at = task.claimed_by = task.lease_expires_at = None
+        if _stamp(task.created_at) != _stamp(entry.created):
+            put("created_at", entry.created)
+        put("chat_id", entry.chat_id)
+        return changed
+
+    def remove(self, rows: list[_Row], conflicts: set[int]) -> None:
+        for chunk in _chunks([r.pk for r in rows]):
+            for task in self.session.scalars(select(Task).where(Task.pk.in_(chunk))):
+                detail = {"reason": "the line was deleted from its file"}
+                if task.pk in conflicts:
+                    detail["note"] = "changed in the ledger too; the file won"
+                before = snapshot(task)
+                record_event(
+                    self.session, task, "removed", self.now, before=before, actor=self.actor, detail=detail
+                )
+            self.session.flush()
+            self.session.execute(
+                delete(Task).where(Task.pk.in_(chunk)).execution_options(synchronize_session=False)
+            )
+
+    def insert(self, items: list[_Item], positions: dict[int, int], label: dict[int, str]) -> list[str]:
+        if not items:
+            return []
+        ids = self.new_ids([it.key for it in items], [_entry_id(it.entry) for it in items])
+        now = self.now
+        params: list[dict[str, Any]] = []
+        for it, task_id in zip(items, ids, strict=True):
+            entry = it.entry
+            assert entry is not None and entry.created is not None
+            params.append(
+                {
+                    "id": task_id,
+                    "source": TODO_SOURCE,
+                    "external_key": it.key,
+                    "title": entry.content,
+                    "status": TaskStatus.DONE if it.kind == "done" else TaskStatus.TODO,
+                    "position": positions[id(it)],
+                    "created_at": entry.created,
+                    "updated_at": now,
+                    "last_update_at": now,
+                    "completed_at": entry.done if it.kind == "done" else None,
+                    "chat_id": entry.chat_id,
+                    "extra": it.final_extra,
+                    "synced_hash": it.final_hash,
+                }
+            )
+        pks = _insert_rows(self.session, _TASKS, params)
+        events = [
+            {
+                "task_pk": pk,
+                "task_id": p["id"],
+                "scope": "",
+                "at": now,
+                "kind": "created",
+                "actor": self.actor,
+                "detail": {"file": label[id(it)]},
+            }
+            for pk, p, it in zip(pks, params, items, strict=True)
+        ]
+        _insert_rows(self.session, _EVENTS, events)
+        return ids
+
+
+class _Recurrences(_Family):
+    kinds = ("recur",)
+    prefix = "recur-"
+    table = _RECURRENCES
+
+    def mark(self) -> Any:
+        # few rows and no version column: a digest of what the file shows
+        h = hashlib.sha256()
+        cursor = self.session.connection().exec_driver_sql(
+            "SELECT pk, id, source, title, rule, tz, next_local, chat_id, position, enabled "
+            "FROM recurrences WHERE source IN ('recur', 'cli') ORDER BY pk"
+        )
+        for row in cursor:
+            h.update("\x1f".join(str(v) for v in row).encode("utf-8") + b"\x1e")
+        return [h.hexdigest(), self.dialect]
+
+    def columns(self) -> list[Any]:
+        r = _RECURRENCES.c
+        return [
+            r.pk,
+            r.id,
+            r.source,
+            r.external_key,
+            r.title,
+            r.rule,
+            r.tz,
+            r.next_local,
+            r.chat_id,
+            r.position,
+            r.enabled,
+            r.synced_hash,
+            r.extra,
+        ]
+
+    def where(self) -> Any:
+        return _RECURRENCES.c.source.in_(RECUR_SOURCES)
+
+    def _eligible(self, data: Any) -> bool:
+        """Whether the rule belongs in TODO.RECUR.md (the runtime's reader must understand it)."""
+        if not data.enabled or not data.next_local or fmt._parse_stamp(data.next_local) is None:
+            return False
+        try:
+            repeat = parse_repeat(data.rule)
+        except ValueError:
+            return False
+        return self.dialect == "extended" or repeat.runtime_readable
+
+    def row_record(self, data: Any) -> _Record:
+        place = "recur" if self._eligible(data) else None
+        values = (_content(data.title), self._rule_text(data.rule), data.tz, data.next_local, data.chat_id)
+        return _Record(place, values)
+
+    @staticmethod
+    def _rule_text(rule: str) -> str:
+        """The Repeat value for a rule: as written, cron with ';' for ','."""
+        try:
+            repeat = parse_repeat(rule)
+        except ValueError:
+            return rule
+        return rule if repeat.runtime_readable else repeat.render()
+
+    def entry_record(self, kind: str, entry: Entry) -> _Record:
+        return _Record(kind, (entry.content, entry.repeat, entry.tz, _wall(entry.next), entry.chat_id))
+
+    def keys(self, record: _Record) -> tuple[str, str]:
+        content, rule, tz, next_local, chat = record.values
+        key = f"{chat or ''}|{_short(content or '')}"
+        alt = f"{next_local}|{' '.join((rule or '').lower().split())}|{tz or ''}|{chat or ''}"
+        return key, alt
+
+    def dup_key(self, key: str, record: _Record) -> str:
+        return f"{key}{_DUP}{_short(json.dumps(record.values[1:4]))}"
+
+    def entry(self, row: _Row, kind: str) -> Entry:
+        data = row.data
+        return Entry(
+            kind=TodoKind.RECUR,
+            content=_content(data.title),
+            next=fmt._parse_stamp(data.next_local),
+            repeat=self._rule_text(data.rule),
+            tz=data.tz,
+            chat_id=data.chat_id,
+            extra=(("ID", row.id),) if self.dialect == "extended" else (),
+        )
+
+    def append_only(self, kind: str) -> bool:
+        return True
+
+    def _next_at(self, next_local: datetime, tz: str | None) -> datetime:
+        from heartbeat.rules.recurrence import resolve_local  # croniter loads only when needed
+
+        return resolve_local(next_local, load_zone(tz) if tz else self.ledger.zone)
+
+    def _event(self, rule: Recurrence, kind: str, detail: dict[str, Any]) -> None:
+        before = {
+            c.key: isoformat(v) if isinstance(v := getattr(rule, c.key), datetime) else v
+            for c in _RECURRENCES.columns
+        }
+        self.session.add(
+            TaskEvent(
+                task_pk=None,
+                task_id=rule.id,
+                scope="",
+                at=self.now,
+                kind=kind,
+                actor=self.actor,
+                before=before,
+                detail=detail,
+            )
+        )
+
+    def apply(self, changes: list[tuple[_Row, _Item, bool]], label: dict[int, str]) -> None:
+        if not changes:
+            return
+        by_pk = {row.pk: (item, conflict) for row, item, conflict in changes}
+        for rule in self.session.scalars(select(Recurrence).where(Recurrence.pk.in_(list(by_pk)))):
+            item, conflict = by_pk[rule.pk]
+            entry = item.entry
+            assert entry is not None and entry.next is not None and entry.repeat is not None
+            if conflict:
+                note = "changed in the file and in the ledger; the file won"
+                self._event(rule, "conflict", {"file": label[id(item)], "note": note})
+            if _content(rule.title) != entry.content:
+                rule.title = entry.content
+            if self._rule_text(rule.rule) != entry.repeat:
+                rule.rule = entry.repeat
+            rule.tz = entry.tz
+            rule.next_local = _wall(entry.next)
+            rule.next_at = self._next_at(entry.next, entry.tz)
+            rule.chat_id = entry.chat_id
+            rule.enabled = True
+            rule.updated_at = self.now
+        self.session.flush()
+
+    def remove(self, rows: list[_Row], conflicts: set[int]) -> None:
+        if not rows:
+            return
+        pks = [r.pk for r in rows]
+        for rule in self.session.scalars(select(Recurrence).where(Recurrence.pk.in_(pks))):
+            detail = {"reason": "the line was deleted from TODO.RECUR.md"}
+            if rule.pk in conflicts:
+                detail["note"] = "changed in the ledger too; the file won"
+            self._event(rule, "removed", detail)
+        self.session.flush()
+        self.session.execute(
+            delete(Recurrence).where(Recurrence.pk.in_(pks)).execution_options(synchronize_session=False)
+        )
+
+    def insert(self, items: list[_Item], positions: dict[int, int], label: dict[int, str]) -> list[str]:
+        if not items:
+            return []
+        ids = self.new_ids([it.key for it in items], [_entry_id(it.entry) for it in items])
+        params = []
+        for it, rule_id in zip(items, ids, strict=True):
+            entry = it.entry
+            assert entry is not None and entry.next is not None and entry.repeat is not None
+            params.append(
+                {
+                    "id": rule_id,
+                    "source": "recur",
+                    "external_key": it.key,
+                    "title": entry.content,
+                    "rule": entry.repeat,
+                    "tz": entry.tz,
+                    "next_local": _wall(entry.next),
+                    "next_at": self._next_at(entry.next, entry.tz),
+                    "chat_id": entry.chat_id,
+                    "position": positions[id(it)],
+                    "extra": it.final_extra,
+                    "synced_hash": it.final_hash,
+                    "created_at": self.now,
+                    "updated_at": self.now,
+                }
+            )
+        _insert_rows(self.session, _RECURRENCES, params)
+        return ids
+
+
+def _insert_rows(session: Session, table: Table, rows: list[dict[str, Any]]) -> list[int]:
+    """Insert rows (all with the same keys) in bulk; their primary keys, in order.
+
+    On SQLite the sync holds the write lock (BEGIN IMMEDIATE), so the keys are
+    assigned here and the rows go in with one executemany, values converted as
+    the column types store them; elsewhere, Core with RETURNING.
+    """
+    if not rows:
+        return []
+    connection = session.connection()
+    if connection.dialect.name != "sqlite":
+        pks: list[int] = []
+        for chunk in _chunks(rows):
+            stmt = table.insert().returning(table.c.pk, sort_by_parameter_order=True)
+            pks.extend(connection.execute(stmt, list(chunk)).scalars())
+        return pks
+    start = int(connection.execute(select(func.max(table.c.pk))).scalar() or 0) + 1
+    names = list(rows[0])
+    sql = (
+        f"INSERT INTO {table.name} (pk, {', '.join(names)}) "
+        f"VALUES ({', '.join('?' for _ in range(len(names) + 1))})"
+    )
+    columns = [_sqlite_column([row[n] for row in rows]) for n in names]
+    connection.exec_driver_sql(sql, list(zip(range(start, start + len(rows)), *columns, strict=True)))
+    return list(range(start, start + len(rows)))
+
+
+def _sqlite_column(values: list[Any]) -> list[Any]:
+    """One column's values as SQLAlchemy's column types store them on SQLite."""
+    sample = next((v for v in values if v is not None), None)
+    if isinstance(sample, datetime):
+        stamps: dict[datetime, str] = {}
+        out: list[Any] = []
+        for v in values:
+            if v is None:
+                out.append(None)
+            elif (got := stamps.get(v)) is not None:
+                out.append(got)
+            else:
+                u = v.astimezone(UTC)
+                text = (
+                    f"{u.year:04d}-{u.month:02d}-{u.day:02d} "
+                    f"{u.hour:02d}:{u.minute:02d}:{u.second:02d}.{u.microsecond:06d}"
+                )  # = heartbeat.db.types.sqlite_stamp, without strftime's cost
+                stamps[v] = text
+                out.append(text)
+        return out
+    if isinstance(sample, dict | list):
+        return [None if v is None else json.dumps(v) for v in values]
+    if isinstance(sample, TaskStatus):
+        return [None if v is None else v.value for v in values]
+    if isinstance(sample, bool):
+        return [None if v is None else int(v) for v in values]
+    return values
+
+
+# --- reading the files ---------------------------------------------------------------------
+
+
+def _classify(kind: TodoKind, raw: str, dialect: str) -> Entry | str | None:
+    """What the runtime makes of a line outside any HTML comment: an entry, a reason it is
+    not one (a malformed line), or None (blank or heading)."""
+    stripped = raw.strip()
+    if not stripped or stripped.startswith("#"):
+        return None
+    try:
+        return fmt.parse_entry(stripped, kind, dialect=dialect)
+    except ValueError as exc:
+        return str(exc)
+
+
+def _read(kind: str, path: Path, text: str | None, dialect: str) -> _File:
+    """Read a whole file. Without HTML comments the lines are read one by one (what
+    formats.todo.parse does, minus building the document, which waits for a render)."""
+    if text is None:
+        return _File(kind, path, None, [], [])
+    todo_kind = _KIND[kind]
+    items: list[_Item] = []
+    if "<!--" in text:
+        doc = _parse_doc(kind, path, text, dialect)
+        items = [_Item(kind, ln.number, ln.text, ln.entry) for ln in doc.lines if ln.entry is not None]
+        return _File(kind, path, text, items, [(w.line, w.text, w.reason) for w in doc.warnings], doc)
+    lines = _split_lines(text)
+    start = _front_matter_end(lines)
+    if start:
+        _parse_doc(kind, path, "".join(lines[:start]), dialect)  # the front matter must be YAML
+    warnings: list[tuple[int, str, str]] = []
+    for index in range(start, len(lines)):
+        raw = _body(lines[index])
+        seen = raw.removeprefix(fmt.BOM) if index == 0 else raw
+        got = _classify(todo_kind, seen, dialect)
+        if isinstance(got, Entry):
+            items.append(_Item(kind, index + 1, raw, got))
+        elif got is not None:
+            warnings.append((index + 1, raw, got))
+    return _File(kind, path, text, items, warnings)
+
+
+def _parse_doc(kind: str, path: Path, text: str, dialect: str) -> fmt.Document:
+    try:
+        return fmt.parse(text, _KIND[kind], dialect=dialect)
+    except FileFormatError as exc:
+        raise exc.at_path(str(path)) from None
+
+
+def _known(kind: str, path: Path, text: str | None, rows: Sequence[_Row], stored: _Stored) -> _File:
+    """A file unchanged since the last sync: its entries are the rows last synced into it."""
+    mine = sorted((r for r in rows if r.base_place == kind), key=lambda r: (r.position, r.pk))
+    items = [_Item(kind, 0, r.base_line or "", None, row=r) for r in mine]
+    return _File(kind, path, text, items, list(stored.warnings))
+
+
+@dataclass
+class _Diff:
+    """Where a file differs from the text the last sync left: old[p:old_end] became new[p:new_end]."""
+
+    old: list[str]
+    new: list[str]
+    p: int
+    old_end: int
+    new_end: int
+
+
+def _diff(stored: _Stored, base: str | None, text: str | None, dialect: str) -> _Diff | None:
+    """The changed region, when reading only it gives what a full read would; else None."""
+    if not stored.ours or base is None or text is None or stored.dialect != dialect:
+        return None
+    if digest(base) != stored.hash or "<!--" in base or "<!--" in text:
+        return None
+    old, new = _split_lines(base), _split_lines(text)
+    limit = min(len(old), len(new))
+    p = 0
+    while p < limit and old[p] == new[p]:
+        p += 1
+    s = 0
+    while s < limit - p and old[-1 - s] == new[-1 - s]:
+        s += 1
+    if p == 0 or p < max(_front_matter_end(old), _front_matter_end(new)):
+        return None  # the first line (a BOM) or the front matter changed
+    if len(old) - s - p > _TARGETED_MAX or len(new) - s - p > _TARGETED_MAX:
+        return None
+    return _Diff(old, new, p, len(old) - s, len(new) - s)
+
+
+# --- matching ------------------------------------------------------------------------------
+
+
+def _match(family: _Family, items: Sequence[_Item], rows: Sequence[_Row], *, importing: bool) -> None:
+    """Pair entries with rows (``item.row``); see the module docstring for the order."""
+    claimed = {it.row.pk for it in items if it.row is not None}
+    free = sorted(
+        (r for r in rows if r.pk not in claimed and (importing or r.base_place or r.record.place)),
+        key=lambda r: (r.position, r.pk),
+    )
+
+    def claim(item: _Item, row: _Row) -> None:
+        item.row = row
+        claimed.add(row.pk)
+
+    def pair(index: dict[Any, list[_Row]], item: _Item, key: Any, ok: Callable[[_Row], bool]) -> None:
+        for row in index.get(key, ()):
+            if row.pk not in claimed and ok(row):
+                claim(item, row)
+                return
+
+    for it in items:
+        if it.entry is not None and it.record is None:
+            it.record = family.entry_record(it.kind, it.entry)
+    anything = lambda _row: True  # noqa: E731
+    by_line: dict[Any, list[_Row]] = {}
+    by_id: dict[Any, list[_Row]] = {}
+    by_key: dict[Any, list[_Row]] = {}
+    for row in free:
+        if row.base_place and row.base_line is not None:
+            by_line.setdefault((row.base_place, row.base_line), []).append(row)
+        by_id.setdefault(row.id, []).append(row)
+        if row.key:
+            by_key.setdefault(row.key, []).append(row)
+    open_items = [it for it in items if it.row is None]
+    for it in open_items:  # 1. the exact line last synced
+        pair(by_line, it, (it.kind, it.raw), anything)
+    for it in open_items:  # 2. the extended dialect's [ID]
+        if it.row is None and (wanted := _entry_id(it.entry)):
+            pair(by_id, it, wanted, anything)
+    _assign_keys(family, items)
+    for it in open_items:  # 3. the identity key
+
+        def same(row: _Row, record: _Record | None = it.record) -> bool:
+            return bool(row.synced_hash) or importing or row.record == record
+
+        if it.row is None:
+            pair(by_key, it, it.key, same)
+    rest = [it for it in open_items if it.row is None]
+    if not rest:
+        return
+    by_alt: dict[Any, list[_Row]] = {}
+    for row in free:
+        if row.pk not in claimed and row.synced_hash and (row.base_place or importing):
+            by_alt.setdefault(row.alt, []).append(row)
+    for it in rest:  # 4. the fallback key of the line last synced (an edited line)
+        pair(by_alt, it, it.alt, anything)
+
+
+def _assign_keys(family: _Family, items: Sequence[_Item]) -> None:
+    plain: list[str] = []
+    for it in items:
+        if it.record is not None:
+            key, it.alt = family.keys(it.record)
+        else:
+            assert it.row is not None
+            key = (it.row.key or "").split(_DUP, 1)[0]
+        plain.append(key)
+    counts: dict[str, int] = {}
+    for key in plain:
+        counts[key] = counts.get(key, 0) + 1
+    for it, key in zip(items, plain, strict=True):
+        if it.record is None:
+            assert it.row is not None
+            it.key = it.row.key or key
+        else:
+            it.key = family.dup_key(key, it.record) if counts[key] > 1 else key
+
+
+# --- the two-way sync ----------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Slot:
+    """One entry line of a file after the sync: a file entry (``item``) or a row written in."""
+
+    kind: str
+    item: _Item | None
+    row: _Row | None
+    record: _Record  # the final version
+    raw: str = ""
+    number: int = 0
+
+
+def _labels(path: Path, warnings: Iterable[tuple[int, str, str]]) -> list[str]:
+    return [f"{path}:{n}: {reason}" for n, _text, reason in warnings]
+
+
+def _checked_entry(entry: Entry, dialect: str) -> str | None:
+    """Why ``entry`` cannot be written as a readable line (None: it can)."""
+    try:
+        text = fmt.render_entry(entry)
+        back = fmt.parse_entry(text, entry.kind, dialect=dialect)
+    except (InvalidInput, ValueError) as exc:
+        return str(exc)
+    if back.content != entry.content:
+        return "the content would not read back"
+    return None
+
+
+def sync_family(
+    family: _Family, given: dict[str, tuple[Path, str | None]]
+) -> dict[str, tuple[SyncReport, str | None]]:
+    """One sync of a family's files; returns each kind's report and the text to write (or None)."""
+    session = family.session
+    stored = {k: _Stored.load(session, k) for k in family.kinds}
+    reports = {k: SyncReport(kind=k, path=str(given[k][0])) for k in family.kinds}
+    mark = family.mark()
+
+    def unchanged(kind: str) -> bool:
+        path, text = given[kind]
+        st = stored[kind]
+        return st.ours and st.path == str(path) and st.hash == (None if text is None else digest(text))
+
+    ledger_same = all(stored[k].ours and stored[k].mark == mark for k in family.kinds)
+    if ledger_same and all(unchanged(k) for k in family.kinds):
+        for k in family.kinds:
+            reports[k].preserved = _labels(given[k][0], stored[k].warnings)
+        return {k: (reports[k], None) for k in family.kinds}
+    previous = next((stored[k].dialect for k in family.kinds if stored[k].dialect), None)
+    dialect = _read_dialect(family.dialect, previous)
+    if ledger_same and isinstance(family, _Tasks):
+        changed = [k for k in family.kinds if not unchanged(k)]
+        diffs = {k: _diff(stored[k], _base_text(session, k), given[k][1], dialect) for k in changed}
+        if all(d is not None for d in diffs.values()):
+            done = _targeted(family, given, stored, {k: d for k, d in diffs.items() if d}, reports, dialect)
+            if done is not None:
+                return done
+    return _full_sync(family, given, stored, reports, dialect, ledger_same, unchanged)
+
+
+def _full_sync(
+    family: _Family,
+    given: dict[str, tuple[Path, str | None]],
+    stored: dict[str, _Stored],
+    reports: dict[str, SyncReport],
+    dialect: str,
+    ledger_same: bool,
+    unchanged: Callable[[str], bool],
+) -> dict[str, tuple[SyncReport, str | None]]:
+    rows = family.load()
+    files: dict[str, _File] = {}
+    for k in family.kinds:
+        path, text = given[k]
+        if ledger_same and unchanged(k):
+            files[k] = _known(k, path, text, rows, stored[k])
+        else:
+            files[k] = _read(k, path, text, dialect)
+    items = [it for k in family.kinds for it in files[k].items]
+    _match(family, items, rows, importing=False)
+    label = {id(it): f"{files[it.kind].path}:{it.number}" for it in items}
+
+    changes: list[tuple[_Row, _Item, bool]] = []
+    incoming: dict[str, list[_Row]] = {k: [] for k in family.kinds}
+    final: dict[int, _Record] = {}  # row pk -> its version after the sync
+    for it in items:
+        row = it.row
+        if row is None:
+            continue
+        base, ledger = row.synced_hash, row.record
+        file_rec = it.record
+        if file_rec is None or file_rec.digest == ledger.digest:
+            final[row.pk] = ledger
+            if it.entry is not None and family.dialect == "strict" and _entry_id(it.entry):
+                it.fate = "rewrite"  # leaving the extended dialect: drop the [ID] key
+            continue
+        file_changed = file_rec.digest != base
+        ledger_changed = ledger.digest != base
+        if file_changed and not ledger_changed:
+            changes.append((row, it, False))
+            final[row.pk] = file_rec
+            getattr(reports[it.kind], family.report_kind(ledger.place, it.kind)).append(row.id)
+        elif ledger_changed and not file_changed:
+            final[row.pk] = ledger
+            target = ledger.place
+            if target == it.kind:
+                it.fate = "rewrite"
+                reports[it.kind].updated.append(row.id)
+            else:
+                it.fate = "drop"
+                if target is None:
+                    reports[it.kind].removed.append(row.id)
+                else:
+                    incoming[target].append(row)
+                    getattr(reports[target], family.report_kind(it.kind, target)).append(row.id)
+        else:
+            changes.append((row, it, True))
+            final[row.pk] = file_rec
+            reports[it.kind].conflicts.append(row.id)
+
+    matched = {it.row.pk for it in items if it.row is not None}
+    removed: list[_Row] = []
+    removed_conflicts: set[int] = set()
+    for row in rows:
+        if row.pk in matched or not (row.base_place or row.record.place):
+            continue
+        place = row.base_place
+        if place is not None and files[place].text is not None:
+            removed.append(row)
+            reports[place].removed.append(row.id)
+            if row.record.digest != row.synced_hash:
+                removed_conflicts.add(row.pk)
+                reports[place].conflicts.append(row.id)
+        elif row.record.place is not None:
+            incoming[row.record.place].append(row)
+            final[row.pk] = row.record
+            getattr(reports[row.record.place], family.report_kind(None, row.record.place)).append(row.id)
+        else:
+            final[row.pk] = row.record  # in no file, now or before
+
+    texts: dict[str, str | None] = {}
+    slots: dict[str, list[_Slot]] = {}
+    for k in family.kinds:
+        texts[k], slots[k] = _render(family, files[k], incoming[k], final, dialect, reports[k])
+
+    family.apply(changes, label)
+    family.remove(removed, removed_conflicts)
+    _finish(family, slots, rows, final, label, reports)
+    family.session.flush()
+    mark_after = family.mark()
+    for k in family.kinds:
+        f = files[k]
+        out = texts[k] if texts[k] is not None else f.text
+        warnings = f.warnings
+        if texts[k] is not None:
+            assert out is not None
+            warnings = [(w.line, w.text, w.reason) for w in _parse_doc(k, f.path, out, dialect).warnings]
+        reports[k].preserved = _labels(f.path, warnings) + reports[k].preserved
+        _store(
+            family.session,
+            k,
+            f.path,
+            out,
+            family.now,
+            mark=mark_after,
+            dialect=family.dialect,
+            warnings=warnings,
+            text_changed=not (ledger_same and unchanged(k)),
+        )
+    return {k: (reports[k], texts[k]) for k in family.kinds}
+
+
+def _render(
+    family: _Family,
+    f: _File,
+    incoming: list[_Row],
+    final: dict[int, _Record],
+    dialect: str,
+    report: SyncReport,
+) -> tuple[str | None, list[_Slot]]:
+    """The file's entries after the sync, and its new text (None: leave the file as it is)."""
+    kind = f.kind
+
+    def item_slot(it: _Item) -> _Slot:
+        record = final[it.row.pk] if it.row is not None else it.record
+        assert record is not None
+        return _Slot(kind, it, it.row, record, it.raw, it.number)
+
+    writes: dict[int, Entry] = {}
+    for it in f.items:
+        if it.fate != "rewrite":
+            continue
+        assert it.row is not None and it.entry is not None
+        entry = family.entry(it.row, kind)
+        problem = _checked_entry(entry, family.dialect)
+        if problem is not None:
+            it.fate = "keep"  # the ledger's version cannot be written: keep the line, say why
+            report.preserved.append(f"{f.path}:{it.number}: {it.row.id} not rewritten: {problem}")
+            _unreport(report, it.row.id)
+            assert it.record is not None
+            final[it.row.pk] = it.record  # the line stays: the next sync tries again
+            continue
+        writes[id(it)] = entry
+    arriving: list[tuple[_Row, Entry]] = []
+    for row in family.incoming_order(kind, incoming):
+        entry = family.entry(row, kind)
+        problem = _checked_entry(entry, family.dialect)
+        if problem is not None:
+            report.preserved.append(f"{f.path}: {row.id} not written: {problem}")
+            _unreport(report, row.id)
+            final.pop(row.pk, None)
+            continue
+        arriving.append((row, entry))
+    kept = [it for it in f.items if it.fate != "drop"]
+    if not writes and not arriving and len(kept) == len(f.items):
+        return None, [item_slot(it) for it in f.items]
+
+    order: list[_Item | tuple[_Row, Entry]] = []
+    if family.append_only(kind):
+        order = [*kept, *arriving]
+    else:
+        pending = list(arriving)
+        for it in kept:
+            position = it.row.position if it.row is not None else None
+            while pending and position is not None and pending[0][0].position < position:
+                order.append(pending.pop(0))
+            order.append(it)
+        order.extend(pending)
+    if f.text is not None and f.doc is None:
+        f.doc = _parse_doc(kind, f.path, f.text, dialect)
+    by_line = {ln.number: ln.entry for ln in f.doc.lines if ln.entry is not None} if f.doc else {}
+    entries: list[Entry] = []
+    for slot in order:
+        if isinstance(slot, _Item):
+            if id(slot) in writes:
+                entries.append(Entry(**{**writes[id(slot)].__dict__, "line": slot.number}))
+            else:
+                # a file is only rendered after it was read (never one known unchanged)
+                assert slot.number in by_line, f"{f.path}: line {slot.number} was not read"
+                entries.append(by_line[slot.number])
+        else:
+            entries.append(slot[1])
+    if f.doc is not None:
+        doc = fmt.with_entries(f.doc, entries, now=family.now)
+    elif entries:
+        doc = fmt.new_document(_KIND[kind], entries, now=family.now, dialect=dialect)
+    else:
+        return None, []
+    lines = [ln for ln in doc.lines if ln.entry is not None]
+    if len(lines) != len(order):
+        raise InvalidInput(f"{f.path}: the entries did not come out as written")
+    out: list[_Slot] = []
+    for slot, line in zip(order, lines, strict=True):
+        made = item_slot(slot) if isinstance(slot, _Item) else _Slot(kind, None, slot[0], final[slot[0].pk])
+        made.raw, made.number = line.text, line.number
+        out.append(made)
+    return fmt.render(doc), out
+
+
+def _unreport(report: SyncReport, row_id: str) -> None:
+    for name in ("added", "updated", "completed", "removed"):
+        values = getattr(report, name)
+        if row_id in values:
+            values.remove(row_id)
+
+
+def _positions(slots: Sequence[_Slot]) -> list[int]:
+    """File order as strictly increasing positions, changing as few rows as possible."""
+    out: list[int] = []
+    prev: int | None = None
+    for index, slot in enumerate(slots):
+        current = slot.row.position if slot.row is not None else None
+        if current is not None and (prev is None or current > prev):
+            value = current
+        elif prev is not None:
+            value = prev + 1
+        else:
+            following = next((s.row.position for s in slots[index + 1 :] if s.row is not None), None)
+            value = following - 1 if following is not None else 0
+        out.append(value)
+        prev = value
+    return out
+
+
+def _finish(
+    family: _Family,
+    slots: dict[str, list[_Slot]],
+    rows: Sequence[_Row],
+    final: dict[int, _Record],
+    label: dict[int, str],
+    reports: dict[str, SyncReport],
+) -> None:
+    """Record what each row looks like in the files now; add the rows for new entries."""
+    every = [s for k in slots for s in slots[k]]
+    plain = [family.keys(s.record)[0] for s in every]
+    counts: dict[str, int] = {}
+    for key in plain:
+        counts[key] = counts.get(key, 0) + 1
+    positions: dict[int, int] = {}
+    for k in slots:
+        for slot, position in zip(slots[k], _positions(slots[k]), strict=True):
+            positions[id(slot)] = position
+    placed: dict[int, dict[str, Any]] = {}
+    new_items: list[_Item] = []
+    for slot, key in zip(every, plain, strict=True):
+        full = family.dup_key(key, slot.record) if counts[key] > 1 else key
+        where = {"file": slot.kind, "line": slot.raw}
+        if slot.row is None:
+            assert slot.item is not None
+            slot.item.key = full
+            slot.item.final_extra = where
+            slot.item.final_hash = slot.record.digest
+            positions[id(slot.item)] = positions[id(slot)]
+            new_items.append(slot.item)
+        else:
+            placed[slot.row.pk] = {
+                "synced_hash": slot.record.digest,
+                "extra": {**slot.row.extra, **where},
+                "external_key": full,
+                "position": positions[id(slot)],
+            }
+    updates: list[tuple[_Row, dict[str, Any]]] = []
+    for row in rows:
+        values = placed.get(row.pk)
+        if values is None:
+            record = final.get(row.pk)
+            if record is None or record.place is not None:
+                continue  # removed, or not written: it stays as it was
+            values = {
+                "synced_hash": record.digest,
+                "extra": {k: v for k, v in row.extra.items() if k not in ("file", "line")},
+                "external_key": row.key,
+                "position": row.position,
+            }
+        if (
+            values["synced_hash"] != row.synced_hash
+            or values["extra"] != row.extra
+            or values["external_key"] != row.key
+            or values["position"] != row.position
+        ):
+            updates.append((row, values))
+    family.bookkeeping(updates)
+    for it, new_id in zip(new_items, family.insert(new_items, positions, label), strict=True):
+        reports[it.kind].added.append(new_id)
+
+
+# --- a few lines changed in the files, nothing in the ledger --------------------------------
+
+
+def _targeted(
+    family: _Tasks,
+    given: dict[str, tuple[Path, str | None]],
+    stored: dict[str, _Stored],
+    diffs: dict[str, _Diff],
+    reports: dict[str, SyncReport],
+    dialect: str,
+) -> dict[str, tuple[SyncReport, str | None]] | None:
+    """Sync only the changed regions: their old lines name the rows that left, their new lines
+    are the entries that arrived. None when the ledger does not look as the last sync left it
+    (the caller then does a full sync)."""
+    gone: list[_Row] = []
+    items: list[_Item] = []
+    warnings: dict[str, list[tuple[int, str, str]]] = {}
+    for kind, d in diffs.items():
+        rows = _rows_of_lines(family, kind, d, dialect)
+        if rows is None:
+            return None
+        gone.extend(rows)
+        todo_kind = _KIND[kind]
+        found: list[tuple[int, str, str]] = []
+        for index in range(d.p, d.new_end):
+            raw = _body(d.new[index])
+            got = _classify(todo_kind, raw, dialect)
+            if isinstance(got, Entry):
+                items.append(_Item(kind, index + 1, raw, got))
+            elif got is not None:
+                found.append((index + 1, raw, got))
+        delta = d.new_end - d.old_end
+        before = [w for w in stored[kind].warnings if w[0] <= d.p]
+        after = [(n + delta, t, r) for n, t, r in stored[kind].warnings if n > d.old_end]
+        warnings[kind] = before + found + after
+    if any(row.record.digest != row.synced_hash for row in gone):
+        return None  # the ledger moved after all
+    _match(family, items, gone, importing=False)
+    path_of = {k: given[k][0] for k in family.kinds}
+    label = {id(it): f"{path_of[it.kind]}:{it.number}" for it in items}
+    changes: list[tuple[_Row, _Item, bool]] = []
+    keep: list[tuple[_Row, _Item]] = []
+    for it in items:
+        row = it.row
+        if row is None:
+            continue
+        assert it.record is not None
+        if it.record.digest != row.synced_hash:
+            changes.append((row, it, False))
+            getattr(reports[it.kind], family.report_kind(row.base_place, it.kind)).append(row.id)
+        keep.append((row, it))
+    matched = {it.row.pk for it in items if it.row is not None}
+    removed = [row for row in gone if row.pk not in matched]
+    for row in removed:
+        assert row.base_place is not None
+        reports[row.base_place].removed.append(row.id)
+
+    family.apply(changes, label)
+    family.remove(removed, set())
+    _region_keys(family, items, {row.pk for row in gone})
+    positions = _region_positions(family, items, diffs, dialect)
+    updates = []
+    for row, it in keep:
+        assert it.record is not None
+        values = {
+            "synced_hash": it.record.digest,
+            "extra": {**row.extra, "file": it.kind, "line": it.raw},
+            "external_key": it.key,
+            "position": positions[id(it)],
+        }
+        if (values["synced_hash"], values["extra"], values["external_key"], values["position"]) != (
+            row.synced_hash,
+            row.extra,
+            row.key,
+            row.position,
+        ):
+            updates.append((row, values))
+    family.bookkeeping(updates)
+    new_items = [it for it in items if it.row is None]
+    for it in new_items:
+        assert it.record is not None
+        it.final_extra = {"file": it.kind, "line": it.raw}
+        it.final_hash = it.record.digest
+    for it, new_id in zip(new_items, family.insert(new_items, positions, label), strict=True):
+        reports[it.kind].added.append(new_id)
+    family.session.flush()
+    mark_after = family.mark()
+    for k in family.kinds:
+        path, text = given[k]
+        w = warnings.get(k, stored[k].warnings)
+        reports[k].preserved = _labels(path, w)
+        _store(
+            family.session,
+            k,
+            path,
+            text,
+            family.now,
+            mark=mark_after,
+            dialect=family.dialect,
+            warnings=w,
+            text_changed=k in diffs,
+        )
+    return {k: (reports[k], None) for k in family.kinds}
+
+
+def _rows_of_lines(family: _Tasks, kind: str, d: _Diff, dialect: str) -> list[_Row] | None:
+    """The rows whose lines were in the changed region of the old text (None: not found,
+    the ledger does not look as the last sync left it)."""
+    todo_kind = _KIND[kind]
+    wanted: list[tuple[int, str]] = []
+    keys: set[str] = set()
+    for index in range(d.p, d.old_end):
+        raw = _body(d.old[index])
+        got = _classify(todo_kind, raw, dialect)
+        if isinstance(got, Entry):
+            record = family.entry_record(kind, got)
+            plain = family.keys(record)[0]
+            keys.update((plain, family.dup_key(plain, record)))
+            wanted.append((index, raw))
+    if not wanted:
+        return []
+    rows: list[_Row] = []
+    for chunk in _chunks(sorted(keys)):
+        rows.extend(family.load(_TASKS.c.external_key.in_(chunk)))
+    by_line: dict[str, list[_Row]] = {}
+    for row in sorted(rows, key=lambda r: (r.position, r.pk)):
+        if row.base_place == kind and row.base_line is not None:
+            by_line.setdefault(row.base_line, []).append(row)
+    out: list[_Row] = []
+    for index, raw in wanted:
+        candidates = by_line.get(raw, [])
+        if len(candidates) == 1:
+            out.append(candidates[0])
+            continue
+        nth = sum(1 for line in d.old[:index] if _body(line) == raw)  # identical lines: in file order
+        if nth >= len(candidates):
+            return None
+        out.append(candidates[nth])
+    if len({r.pk for r in out}) != len(out):
+        return None
+    return out
+
+
+def _region_keys(family: _Tasks, items: Sequence[_Item], gone: set[int]) -> None:
+    """An arriving entry whose Created + ChatID another entry already has gets the long key."""
+    plains = {it.key.split(_DUP, 1)[0] for it in items}
+    if not plains:
+        return
+    c = _TASKS.c.external_key
+    taken: set[str] = set()
+    for chunk in _chunks(sorted(plains)):
+        condition = or_(c.in_(chunk), *(c.between(k + _DUP, k + _DUP + "g") for k in chunk))
+        for row in family.load(condition):
+            if row.pk not in gone and row.key:
+                taken.add(row.key.split(_DUP, 1)[0])
+    for it in items:
+        plain = it.key.split(_DUP, 1)[0]
+        if plain in taken and it.key == plain:
+            assert it.record is not None
+            it.key = family.dup_key(plain, it.record)
+
+
+def _region_positions(
+    family: _Tasks, items: Sequence[_Item], diffs: dict[str, _Diff], dialect: str
+) -> dict[int, int]:
+    """Positions for the entries of the changed regions: a row that stayed in its file keeps
+    its own; an arriving one takes its upper neighbour's (ties are listed by creation)."""
+    out: dict[int, int] = {}
+    for kind, d in diffs.items():
+        prev = _neighbour(family, kind, d.new, range(d.p - 1, -1, -1), dialect)
+        after = _neighbour(family, kind, d.new, range(d.new_end, len(d.new)), dialect)
+        for it in (x for x in items if x.kind == kind):
+            if it.row is not None and it.row.base_place == kind:
+                value = it.row.position
+            elif prev is not None:
+                value = prev
+            else:
+                value = after - 1 if after is not None else 0
+            out[id(it)] = value
+            prev = value
+    return out
+
+
+def _neighbour(family: _Tasks, kind: str, lines: Sequence[str], order: range, dialect: str) -> int | None:
+    """The position of the nearest unchanged entry line in ``order`` (a few lines looked at)."""
+    todo_kind = _KIND[kind]
+    for looked, index in enumerate(order):
+        if looked > 50:
+            return None
+        raw = _body(lines[index])
+        got = _classify(todo_kind, raw.removeprefix(fmt.BOM) if index == 0 else raw, dialect)
+        if not isinstance(got, Entry):
+            continue
+        record = family.entry_record(kind, got)
+        plain = family.keys(record)[0]
+        rows = family.load(_TASKS.c.external_key.in_([plain, family.dup_key(plain, record)]))
+        for row in rows:
+            if row.base_place == kind and row.base_line == raw:
+                return row.position
+        return None
+    return None
+
+
+# --- one-way import and export ---------------------------------------------------------------
+
+
+@dataclass
+class ImportReport:
+    """What ``hb import todo|done|recur`` did."""
+
+    kind: str
+    path: str
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    warnings: list[str] = field(default_factory=list)  # "line N: reason"
+    preserved: list[str] = field(default_factory=list)  # "path:N: reason"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "warnings": self.warnings,
+            "preserved": self.preserved,
+        }
+
+
+def _family(kind: str, ledger: Ledger, session: Session, now: datetime) -> _Family:
+    if kind in TASK_KINDS:
+        return _Tasks(ledger, session, now)
+    return _Recurrences(ledger, session, now)
+
+
+def import_family(family: _Family, kind: str, path: Path, text: str) -> ImportReport:
+    """Read one file into the ledger: the file's version of every entry wins; nothing is removed.
+
+    Importing the workspace's own file (its default path) also records the
+    entries as synced, so the next ``hb sync`` sees no change on either side.
+    """
+    baseline = path.resolve() == default_path(family.ledger.workspace, kind).resolve()
+    f = _read(kind, path, text, family.dialect)
+    report = ImportReport(kind, str(path))
+    report.warnings = [f"line {n}: {reason}" for n, _t, reason in f.warnings]
+    report.preserved = _labels(path, f.warnings)
+    rows = family.load()
+    _match(family, f.items, rows, importing=True)
+    label = {id(it): f"{path}:{it.number}" for it in f.items}
+    changes: list[tuple[_Row, _Item, bool]] = []
+    final: dict[int, _Record] = {}
+    for it in f.items:
+        assert it.record is not None
+        if it.row is None:
+            continue
+        final[it.row.pk] = it.record
+        if it.record.digest != it.row.record.digest:
+            changes.append((it.row, it, False))
+            report.updated.append(it.row.id)
+        else:
+            report.unchanged += 1
+    family.actor = "import"
+    family.apply(changes, label)
+    slots = [_Slot(kind, it, it.row, it.record, it.raw, it.number) for it in f.items if it.record is not None]
+    reports = {kind: SyncReport(kind=kind, path=str(path))}
+    if baseline:
+        _finish(family, {kind: slots}, rows, final, label, reports)
+    else:
+        new = [s for s in slots if s.row is None]
+        _assign_keys(family, [s.item for s in new if s.item is not None])
+        start = max((r.position for r in rows), default=-1) + 1
+        positions: dict[int, int] = {}
+        for index, s in enumerate(new):
+            assert s.item is not None
+            s.item.final_extra, s.item.final_hash = {}, None
+            positions[id(s.item)] = start + index
+        items = [s.item for s in new if s.item is not None]
+        reports[kind].added.extend(family.insert(items, positions, label))
+    report.added = reports[kind].added
+    return report
+
+
+def render_family(family: _Family, kind: str) -> str:
+    """The file as the ledger has it now, laid over the text hb last synced (comments and
+    unreadable lines kept)."""
+    stored = _Stored.load(family.session, kind)
+    path = default_path(family.ledger.workspace, kind)
+    dialect = _read_dialect(family.dialect, stored.dialect)
+    base = _base_text(family.session, kind) if stored.ours else None
+    try:
+        if base is None:
+            base = read_optional(path)  # never synced: lay the ledger over the workspace's file
+        f = _read(kind, path, base, dialect)
+    except FileFormatError:
+        f = _read(kind, path, None, dialect)
+    rows = family.load()
+    for it in f.items:
+        it.record = family.entry_record(kind, it.entry) if it.entry is not None else None
+    by_line: dict[str, list[_Row]] = {}
+    for row in sorted(rows, key=lambda r: (r.position, r.pk)):
+        if row.base_place == kind and row.base_line is not None:
+            by_line.setdefault(row.base_line, []).append(row)
+    final: dict[int, _Record] = {}
+    for it in f.items:
+        candidates = by_line.get(it.raw)
+        found = candidates.pop(0) if candidates else None
+        if found is None or found.record.place != kind:
+            it.fate = "drop"
+            continue
+        it.row = found
+        final[found.pk] = found.record
+        if it.record != found.record:
+            it.fate = "rewrite"
+    matched = {it.row.pk for it in f.items if it.row is not None}
+    incoming = [r for r in rows if r.pk not in matched and r.record.place == kind]
+    for row in incoming:
+        final[row.pk] = row.record
+    report = SyncReport(kind=kind, path=str(path))
+    text, _slots = _render(family, f, incoming, final, dialect, report)
+    if text is not None:
+        return text
+    if f.text is not None:
+        return f.text
+    return fmt.render(fmt.new_document(_KIND[kind], [], now=family.now, dialect=dialect))
+
+
+def _importer(kind: str) -> Any:
+    def run(ledger: Ledger, session: Session, text: str, path: Path, now: datetime) -> ImportReport:
+        return import_family(_family(kind, ledger, session, now), kind, Path(path), text)
+
+    return run
+
+
+def _renderer(kind: str) -> Any:
+    def run(ledger: Ledger, session: Session) -> str | None:
+        return render_family(_family(kind, ledger, session, ledger.now()), kind)
+
+    return run
+
+
+# --- hb sync entry points ---------------------------------------------------------------------
+
+
+def sync_group(
+    ledger: Ledger, session: Session, files: dict[str, tuple[Path, str | None]], now: datetime
+) -> dict[str, tuple[SyncReport, str | None]]:
+    """Sync TODO.md + TODO.DONE.md together (or TODO.RECUR.md): see the module docstring."""
+    kinds = tuple(files)
+    return sync_family(_family(kinds[0], ledger, session, now), files)
+
+
+def _syncer(kind: str) -> Any:
+    """The registry's one-kind syncer: TODO.md and TODO.DONE.md are still synced as a pair;
+    the sibling file is read here and written after the commit."""
+
+    def run(
+        ledger: Ledger, session: Session, path: Path, text: str | None, now: datetime
+    ) -> tuple[SyncReport, str | None]:
+        family = _family(kind, ledger, session, now)
+        given = {
+            k: (Path(path), text) if k == kind else (default_path(ledger.workspace, k), None)
+            for k in family.kinds
+        }
+        for k in family.kinds:
+            if k != kind:
+                given[k] = (given[k][0], read_optional(given[k][0]))
+        result = sync_family(family, given)
+        for k, (_report, out) in result.items():
+            if k != kind and out is not None and out != given[k][1]:
+                _write_after_commit(session, given[k][0], out)
+        return result[kind]
+
+    return run
+
+
+def _write_after_commit(session: Session, path: Path, text: str) -> None:
+    from sqlalchemy import event
+
+    from heartbeat.sync.files import atomic_write
+
+    def write(_session: Session) -> None:
+        atomic_write(path, text)
+
+    event.listen(session, "after_commit", write, once=True)
+
+
+SYNC_GROUPS = {("todo", "done"): sync_group, ("recur",): sync_group}
+SYNCERS = {kind: _syncer(kind) for kind in ("todo", "done", "recur")}
+IMPORTERS = {kind: _importer(kind) for kind in ("todo", "done", "recur")}
+RENDERERS = {kind: _renderer(kind) for kind in ("todo", "done", "recur")}
+
+
+# --- a Markdown task made in the ledger ---------------------------------------------------------
+
+
+def add_todo(
+    ledger: Ledger, session: Session, title: str, now: datetime, *, chat_id: str | None, **fields: Any
+) -> Task:
+    """A TODO.md task created in the ledger (``hb add --source todo``); the next sync writes it."""
+    from heartbeat import tasks as tasks_mod
+
+    content = title.strip()
+    entry = Entry(kind=TodoKind.TODO, content=content, created=now, chat_id=chat_id)
+    problem = _checked_entry(entry, "strict")
+    if problem is not None:
+        raise InvalidInput(f"cannot be a TODO.md entry: {problem}")
+    family = _Tasks(ledger, session, now)
+    record = family.entry_record("todo", entry)
+    key = family.keys(record)[0]
+    t = _TASKS.c
+    scopes = session.scalars(select(t.scope).where(t.source == TODO_SOURCE, t.external_key == key))
+    taken = any(scope == "" for scope in scopes)
+    if taken:
+        key = family.dup_key(key, record)
+    [task_id] = family.new_ids([key], [None])
+    changes = tasks_mod.Changes.from_input({**fields, "chat_id": chat_id}, ledger.zone)
+    task = tasks_mod.add(session, content, changes, now, scope="", source=TODO_SOURCE, task_id=task_id)
+    task.external_key = key
+    return task

@@ -1,0 +1,137 @@
+"""hb import/export of the TODO files, and the sync engine's guarantees."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from heartbeat import Ledger
+from heartbeat.errors import InvalidInput, InvalidState
+from heartbeat.formats import todo as fmt
+from heartbeat.sync import engine, markdown
+from tests.conftest import Runner
+from tests.sync.helpers import LINE_JOHN, LINE_MILK, LINE_TYPO, done_text, read, report, todo_text, write
+
+NOW = "2026-05-03T10:00:00Z"
+
+
+def test_import_of_the_workspace_file_is_a_sync_baseline(hb: Runner, workspace: Path) -> None:
+    todo = workspace / "TODO.md"
+    write(todo, todo_text(LINE_JOHN, LINE_MILK, LINE_TYPO))
+    result = hb("import", "todo", str(todo), HB_NOW=NOW)
+    assert result.stdout == f"{todo}: 2 added, 0 updated, 0 unchanged\n"
+    assert result.stderr == f"hb: warning: {todo}: line 11: bad timestamp '2026-05-0 13:00' in Created\n"
+    again = hb.json("import", "todo", str(todo))
+    assert again["added"] == [] and again["unchanged"] == 2
+    assert again["preserved"] == [f"{todo}:11: bad timestamp '2026-05-0 13:00' in Created"]
+    out = json.loads(hb("sync", "--json", HB_NOW=NOW).stdout)
+    assert report(out, "todo")["added"] == [] and report(out, "todo")["written"] is False
+    assert hb("export", "todo", "-").stdout == read(todo)
+
+
+def test_import_of_another_file_adds_tasks_that_sync_writes(hb: Runner, workspace: Path) -> None:
+    todo = workspace / "TODO.md"
+    write(todo, todo_text(LINE_JOHN))
+    hb("sync", HB_NOW=NOW)
+    other = workspace / "inbox.md"
+    write(other, todo_text(LINE_MILK, front=False))
+    got = hb.json("import", "todo", str(other), HB_NOW=NOW)
+    [milk] = got["added"]
+    out = json.loads(hb("sync", "--json", HB_NOW="2026-05-03T11:00:00Z").stdout)
+    assert report(out, "todo")["added"] == [milk]
+    assert read(todo).endswith(LINE_JOHN + "\n" + LINE_MILK + "\n")
+    assert read(other) == todo_text(LINE_MILK, front=False)
+
+
+def test_import_done_and_export(hb: Runner, workspace: Path) -> None:
+    done = workspace / "TODO.DONE.md"
+    line = "- [x] [Created](2026-04-20 08:00), [Done](2026-04-21 09:00), [ChatID](tg:-1) | Old chore"
+    write(done, done_text(line))
+    [task_id] = hb.json("import", "done", str(done))["added"]
+    got = hb.json("show", task_id)
+    assert (got["status"], got["completed_at"]) == ("done", "2026-04-21T09:00:00+00:00")
+    assert hb("export", "done", "-").stdout == read(done)
+    exported = workspace / "copy.md"
+    assert hb.json("export", "done", str(exported))["written"] is True
+    assert read(exported) == read(done)
+
+
+def test_export_without_a_file_writes_the_runtime_form(hb: Runner) -> None:
+    hb("add", "Pay the invoice", "--source", "todo", HB_NOW=NOW)
+    text = hb("export", "todo", "-", HB_NOW=NOW).stdout
+    doc = fmt.parse(text, fmt.TodoKind.TODO)
+    assert [e.content for e in doc.entries] == ["Pay the invoice"]
+    assert text.startswith('---\ncreated_at: "2026-05-03T10:00:00Z"\n')
+
+
+def test_nothing_to_sync(hb: Runner, workspace: Path) -> None:
+    assert hb("sync").stdout == "Everything is in sync.\n"
+    assert sorted(p.name for p in workspace.iterdir()) == [".agent"]
+
+
+def test_a_file_changed_while_syncing_makes_the_sync_start_over(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    todo = workspace / "TODO.md"
+    write(todo, todo_text(LINE_JOHN))
+    calls: list[int] = []
+    real = markdown.sync_group
+
+    def racing(*args: Any) -> Any:
+        out = real(*args)
+        if not calls:
+            write(todo, todo_text(LINE_JOHN, LINE_MILK))  # the agent writes meanwhile
+        calls.append(1)
+        return out
+
+    monkeypatch.setattr(markdown, "SYNC_GROUPS", {("todo", "done"): racing, ("recur",): real})
+    with Ledger.open(workspace=workspace, now=NOW) as led:
+        result = led.sync()
+        assert len(report(result, "todo")["added"]) == 2
+        assert [t["title"] for t in led.list()] == [
+            "Remind [John](tg:@john) to submit report.",
+            "Buy milk | and eggs",
+        ]
+    assert len(calls) == 2
+
+
+def test_a_file_that_never_settles_is_an_error(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    todo = workspace / "TODO.md"
+    write(todo, todo_text(LINE_JOHN))
+    real = markdown.sync_group
+    count = [0]
+
+    def racing(*args: Any) -> Any:
+        count[0] += 1
+        write(todo, todo_text(*(LINE_JOHN.replace("report", f"report {i}") for i in range(count[0]))))
+        return real(*args)
+
+    monkeypatch.setattr(markdown, "SYNC_GROUPS", {("todo", "done"): racing, ("recur",): real})
+    with Ledger.open(workspace=workspace, now=NOW) as led:
+        with pytest.raises(InvalidState, match="kept changing"):
+            led.sync()
+        assert led.list(status="all") == []
+
+
+def test_kinds_without_a_syncer_are_skipped(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(engine.MODULES, "proactive", "heartbeat.sync.no_such_module")
+    units, skipped = engine.plan(["proactive", "recur"])
+    assert [u.kinds for u in units] == [("recur",)] and skipped == ["proactive"]
+    with pytest.raises(InvalidInput, match="unknown file kind"):
+        engine.plan(["nonsense"])
+
+
+def test_the_registry_syncer_for_one_kind_still_moves_entries(workspace: Path) -> None:
+    write(workspace / "TODO.md", todo_text(LINE_JOHN))
+    with Ledger.open(workspace=workspace, now=NOW) as led:
+        led.sync()
+        [john] = led.list()
+        led.done(john["id"])
+        path = workspace / "TODO.md"
+        with led.write() as session:
+            rep, out = markdown.SYNCERS["todo"](led, session, path, read(path), led.now())
+        assert out is not None and LINE_JOHN not in out and rep.written is False
+    assert "| Remind [John](tg:@john) to submit report." in read(workspace / "TODO.DONE.md")

@@ -1,0 +1,147 @@
+"""The seal: a sync with nothing to do is answered without loading SQLAlchemy; any change breaks it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import Runner
+from tests.sync.helpers import LINE_JOHN, LINE_MILK, LINE_TYPO, read, report, todo_text, write
+
+PROBE = (
+    "import sys, json\n"
+    "from heartbeat.cli.main import main\n"
+    "try:\n    main(['sync', '--json'])\nexcept SystemExit:\n    pass\n"
+    "print(json.dumps({'sqlalchemy': 'sqlalchemy' in sys.modules}))\n"
+)
+
+
+def probe(workspace: Path) -> tuple[dict[str, Any], bool]:
+    env = {**os.environ, "HB_WORKSPACE": str(workspace), "HB_NOW": "2026-05-03T10:00:00Z"}
+    env.pop("HB_DATABASE_URL", None)
+    done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True)
+    *report_lines, last = done.stdout.strip().splitlines()
+    return json.loads("\n".join(report_lines)), json.loads(last)["sqlalchemy"]
+
+
+def test_a_sync_with_nothing_to_do_does_not_load_sqlalchemy(hb: Runner, workspace: Path) -> None:
+    write(workspace / "TODO.md", todo_text(LINE_JOHN, LINE_MILK, LINE_TYPO))
+    hb("sync")
+    out, loaded = probe(workspace)
+    assert loaded is False
+    assert out["changed"] is False
+    assert report(out, "todo")["preserved"] == [
+        f"{workspace / 'TODO.md'}:11: bad timestamp '2026-05-0 13:00' in Created"
+    ]
+    write(workspace / "TODO.md", read(workspace / "TODO.md").replace("Buy milk", "Buy bread"))
+    out, loaded = probe(workspace)
+    assert loaded is True and len(report(out, "todo")["updated"]) == 1
+
+
+def test_rewriting_a_file_with_the_same_bytes_keeps_the_seal(hb: Runner, workspace: Path) -> None:
+    todo = workspace / "TODO.md"
+    write(todo, todo_text(LINE_JOHN))
+    hb("sync")
+    write(todo, read(todo))
+    assert probe(workspace)[1] is False
+
+
+def test_ledger_changes_break_the_seal(hb: Runner, workspace: Path) -> None:
+    todo = workspace / "TODO.md"
+    write(todo, todo_text(LINE_JOHN))
+    hb("sync")
+    [john] = hb.json("list")
+    hb("update", john["id"], "--note", "not in the file")  # a version bump the file does not show
+    out, loaded = probe(workspace)
+    assert loaded is True and out["changed"] is False
+    assert probe(workspace)[1] is False  # sealed again
+    hb("config", "set", "todo.dialect", "extended")
+    out, loaded = probe(workspace)
+    assert loaded is True
+    hb("add", "queue job")
+    out, loaded = probe(workspace)
+    assert loaded is True and report(out, "tasks-json")["written"] is True
+
+
+def test_only_and_dry_run_never_use_or_write_the_seal(hb: Runner, workspace: Path) -> None:
+    write(workspace / "TODO.md", todo_text(LINE_JOHN))
+    hb("sync", "--dry-run")
+    hb("sync", "--only", "todo")
+    assert probe(workspace)[1] is True  # no full sync yet: nothing was sealed
+    assert probe(workspace)[1] is False
+
+
+def test_a_title_the_file_cannot_hold_is_reported_and_the_line_kept(hb: Runner, workspace: Path) -> None:
+    todo = workspace / "TODO.md"
+    write(todo, todo_text(LINE_JOHN))
+    hb("sync")
+    [john] = hb.json("list")
+    hb("update", john["id"], "--title", "Remind John <!-- later")
+    for _ in range(2):
+        out = json.loads(hb("sync", "--json").stdout)
+        [message] = report(out, "todo")["preserved"]
+        assert message.startswith(f"{todo}:9: {john['id']} not rewritten: ") and "HTML comment" in message
+        assert report(out, "todo")["updated"] == [] and LINE_JOHN in read(todo)
+    hb("update", john["id"], "--title", "Remind John later")
+    out = json.loads(hb("sync", "--json").stdout)
+    assert report(out, "todo")["updated"] == [john["id"]]
+    assert "| Remind John later\n" in read(todo)
+
+
+PARTIAL_PROBE = (
+    "import sys, json\n"
+    "from heartbeat.cli.main import main\n"
+    "try:\n    main(['sync', '--json'])\nexcept SystemExit:\n    pass\n"
+    "print(json.dumps({'queue_files': 'heartbeat.sync.queue_files' in sys.modules}))\n"
+)
+
+
+def test_only_the_kinds_whose_file_changed_are_synced(hb: Runner, workspace: Path) -> None:
+    todo = workspace / "TODO.md"
+    write(todo, todo_text(LINE_JOHN))
+    hb("add", "queue job")
+    hb("sync")
+    write(todo, todo_text(LINE_JOHN, LINE_MILK))
+    env = {**os.environ, "HB_WORKSPACE": str(workspace)}
+    env.pop("HB_DATABASE_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", PARTIAL_PROBE], env=env, capture_output=True, text=True, check=True
+    )
+    *lines, last = done.stdout.strip().splitlines()
+    out = json.loads("\n".join(lines))
+    assert json.loads(last) == {"queue_files": False}
+    assert [r["kind"] for r in out["reports"]][:4] == ["tasks-json", "errors-json", "last-run", "todo"]
+    assert len(report(out, "todo")["added"]) == 1 and report(out, "tasks-json")["added"] == []
+    assert probe(workspace)[1] is False  # sealed again, every kind
+
+
+def test_a_ledger_change_after_the_seal_check_syncs_every_kind(
+    hb: Runner, workspace: Path, monkeypatch: Any
+) -> None:
+    from heartbeat import Ledger
+    from heartbeat.sync import engine
+
+    todo = workspace / "TODO.md"
+    write(todo, todo_text(LINE_JOHN))
+    hb("sync")
+    write(todo, todo_text(LINE_JOHN, LINE_MILK))
+    real = engine._check_seal
+
+    def stale(ledger: Any) -> Any:
+        seen = real(ledger)
+        assert seen is not None and seen.changed == ["todo"]
+        with Ledger.open(workspace=workspace) as other:  # another process, right after the check
+            other.add("queue job from elsewhere")
+        return seen
+
+    monkeypatch.setattr(engine, "_check_seal", stale)
+    with Ledger.open(workspace=workspace) as led:
+        out = led.sync()
+    assert len(report(out, "todo")["added"]) == 1
+    assert report(out, "tasks-json")["written"] is True
+    tasks = json.loads((workspace / ".agent" / "state" / "tasks.json").read_text())
+    assert [t["description"] for t in tasks["pending"]] == ["queue job from elsewhere"]

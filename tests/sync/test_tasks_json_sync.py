@@ -1,0 +1,147 @@
+"""hb sync with tasks.json, errors.json and last-run.json: the same identity and conflict rules."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Runner
+from tests.sync.helpers import events, report, write
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+Q = "_round3_extension.ag_implementation_queue"
+
+
+def sync(hb: Runner, now: str = "2026-05-03T10:00:00Z") -> dict[str, Any]:
+    return json.loads(hb("sync", "--json", HB_NOW=now).stdout)
+
+
+def ordered(text: str) -> Any:
+    return json.loads(text, object_pairs_hook=list)
+
+
+@pytest.fixture
+def tasks_file(workspace: Path) -> Path:
+    path = workspace / ".agent" / "state" / "tasks.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(FIXTURES / "tasks_legacy.json", path)
+    return path
+
+
+def test_first_sync_imports_and_writes_only_the_timestamp_fix(hb_db: Runner, tasks_file: Path) -> None:
+    original = tasks_file.read_text()
+    out = sync(hb_db)
+    tj = report(out, "tasks-json")
+    assert sorted(tj["added"]) == sorted(t["id"] for t in ordered_ids(original))
+    assert tj["written"] is True  # the one deliberate change: "+00:00Z" is written "Z"
+    assert ordered(tasks_file.read_text()) == ordered(original.replace("+00:00Z", "Z"))
+    assert sync(hb_db)["changed"] is False
+
+
+def ordered_ids(text: str) -> list[dict[str, Any]]:
+    doc = json.loads(text)
+    return [t for key in ("pending", "in_progress", "completed", "failed") for t in doc.get(key, [])]
+
+
+def test_a_file_without_changes_to_make_is_not_rewritten(hb: Runner, workspace: Path) -> None:
+    path = workspace / ".agent" / "state" / "tasks.json"
+    path.parent.mkdir(parents=True)
+    text = '{"pending": [{"id": "a", "priority": "high", "description": "x"}], "completed": []}'
+    path.write_text(text)
+    assert report(sync(hb), "tasks-json")["written"] is False
+    assert path.read_text() == text  # hb's own layout would differ; the values do not
+
+
+def test_ledger_changes_are_written_and_file_changes_imported(
+    hb_db: Runner, tasks_file: Path, workspace: Path
+) -> None:
+    sync(hb_db)
+    popped = json.loads(hb_db("pop", "--worker", "w1", HB_NOW="2026-05-03T10:05:00Z").stdout)
+    out = sync(hb_db, now="2026-05-03T10:06:00Z")
+    assert report(out, "tasks-json")["updated"] == [popped["id"]]
+    doc = json.loads(tasks_file.read_text())
+    assert [t["id"] for t in doc["in_progress"]] == [popped["id"]]
+    doc["pending"][0]["description"] = "tidy the notes, edited in the file"
+    tasks_file.write_text(json.dumps(doc, indent=2))
+    out = sync(hb_db, now="2026-05-03T10:07:00Z")
+    assert report(out, "tasks-json")["updated"] == [doc["pending"][0]["id"]]
+    assert hb_db.json("show", doc["pending"][0]["id"])["title"] == "tidy the notes, edited in the file"
+    assert hb_db.json("show", popped["id"])["status"] == "doing"  # the claim survives the import
+
+
+def test_both_sides_changed_is_a_conflict_the_file_wins(
+    hb_db: Runner, tasks_file: Path, workspace: Path, db_url: str
+) -> None:
+    sync(hb_db)
+    hb_db("update", "task-low", "--title", "ledger title")
+    doc = json.loads(tasks_file.read_text())
+    doc["pending"][0]["description"] = "file title"
+    tasks_file.write_text(json.dumps(doc, indent=2))
+    out = sync(hb_db)
+    assert report(out, "tasks-json")["conflicts"] == ["task-low"]
+    assert hb_db.json("show", "task-low")["title"] == "file title"
+    [conflict] = [e for e in events(workspace, "task-low", db_url) if e["kind"] == "conflict"]
+    assert conflict["before"]["title"] == "ledger title"
+
+
+def test_a_record_deleted_from_the_file_is_removed(hb_db: Runner, tasks_file: Path) -> None:
+    sync(hb_db)
+    doc = json.loads(tasks_file.read_text())
+    gone = doc["pending"].pop(0)["id"]
+    tasks_file.write_text(json.dumps(doc, indent=2))
+    out = sync(hb_db)
+    assert report(out, "tasks-json")["removed"] == [gone]
+    hb_db("show", gone, code=1)
+
+
+def test_scoped_queue_status_round_trips(hb: Runner, workspace: Path) -> None:
+    path = workspace / ".agent" / "state" / "tasks.json"
+    path.parent.mkdir(parents=True)
+    shutil.copy(FIXTURES / "tasks_scoped.json", path)
+    sync(hb)
+    got = json.loads(hb("pop", "--scope", Q).stdout)
+    sync(hb)
+    entries = json.loads(path.read_text())["_round3_extension"]["ag_implementation_queue"]
+    assert [e.get("status") for e in entries if e["task_id"] == got["task_id"]] == ["in_progress"]
+
+
+def test_invalid_tasks_json_stops_the_whole_sync(hb: Runner, tasks_file: Path, workspace: Path) -> None:
+    write(workspace / "TODO.md", "- [ ] [Created](2026-05-01 12:41) | A todo.\n")
+    tasks_file.write_text('{"pending": [\n  {"id": "a",}\n]}')
+    result = hb("sync", code=1)
+    assert result.stderr.startswith(f"hb: {tasks_file}:2") and result.stderr.count("\n") == 1
+    assert hb.json("list", "--all") == []
+
+
+def test_errors_and_last_run_sync(hb: Runner, workspace: Path) -> None:
+    state = workspace / ".agent" / "state"
+    state.mkdir(parents=True)
+    item = {
+        "timestamp": "2026-04-25T12:00:00Z",
+        "task_id": "task-1",
+        "assigned_skill": "osint",
+        "reason": "timeout",
+        "trace_id": "t1",
+        "decision_log": None,
+        "resolved": False,
+    }
+    (state / "errors.json").write_text(json.dumps([item], indent=2))
+    out = sync(hb)
+    assert report(out, "errors-json")["added"] == ["[0]"] and report(out, "errors-json")["written"] is False
+    (state / "errors.json").write_text(json.dumps([{**item, "resolved": True}], indent=2))
+    out = sync(hb)
+    assert report(out, "errors-json")["updated"] == ["[0]"]
+    assert json.loads(hb("export", "errors-json", "-").stdout) == [{**item, "resolved": True}]
+    hb("add", "job")
+    popped = json.loads(hb("pop").stdout)
+    hb("fail", popped["id"], "--reason", "boom", "--final")
+    out = sync(hb)
+    assert report(out, "errors-json")["written"] is True and report(out, "last-run")["written"] is True
+    errors = json.loads((state / "errors.json").read_text())
+    assert [e["reason"] for e in errors] == ["timeout", "boom"]
+    assert json.loads((state / "last-run.json").read_text())["task_id"] == popped["id"]
+    assert sync(hb)["changed"] is False
