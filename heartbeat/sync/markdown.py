@@ -53,7 +53,7 @@ from heartbeat.formats.todo import Entry, TodoKind
 from heartbeat.rules.repeat import parse_repeat
 from heartbeat.sync.engine import read_optional
 from heartbeat.sync.files import default_path, digest
-from heartbeat.sync.report import SyncReport
+from heartbeat.sync.report import ImportReport, SyncReport
 from heartbeat.tasks import record_event, snapshot
 
 if TYPE_CHECKING:
@@ -1621,30 +1621,6 @@ def _neighbour(family: _Tasks, kind: str, lines: Sequence[str], order: range, di
 
 
 # --- one-way import and export ---------------------------------------------------------------
-
-
-@dataclass
-class ImportReport:
-    """What ``hb import todo|done|recur`` did."""
-
-    kind: str
-    path: str
-    added: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    unchanged: int = 0
-    warnings: list[str] = field(default_factory=list)  # "line N: reason"
-    preserved: list[str] = field(default_factory=list)  # "path:N: reason"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "path": self.path,
-            "added": self.added,
-            "updated": self.updated,
-            "unchanged": self.unchanged,
-            "warnings": self.warnings,
-            "preserved": self.preserved,
-        }
 
 
 def _family(kind: str, ledger: Ledger, session: Session, now: datetime) -> _Family:

@@ -35,37 +35,13 @@ from heartbeat.formats.proactive import MAX_OUTCOMES, ProactiveDocument, Proacti
 from heartbeat.formats.timestamps import format_timestamp
 from heartbeat.sync.files import default_path, read_text
 from heartbeat.sync.queue_files import remember
-from heartbeat.sync.report import SyncReport
+from heartbeat.sync.report import ImportReport, SyncReport
 
 if TYPE_CHECKING:
     from heartbeat.ledger import Ledger
 
 KIND = "proactive"
 SOURCE = "proactive"
-
-
-@dataclass
-class ImportReport:
-    """What ``hb import proactive`` did (ids), and the lines kept but not understood."""
-
-    kind: str
-    path: str
-    added: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    unchanged: int = 0
-    warnings: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "path": self.path,
-            "added": self.added,
-            "updated": self.updated,
-            "removed": self.removed,
-            "unchanged": self.unchanged,
-            "warnings": self.warnings,
-        }
 
 
 # --- reading the file ------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +23,7 @@ from heartbeat.formats import tasks_json
 from heartbeat.formats.timestamps import timestamp_or_none
 from heartbeat.queue import record_from_row
 from heartbeat.sync.files import atomic_write, default_path, digest, file_lock, read_text
-from heartbeat.sync.report import SyncReport
+from heartbeat.sync.report import ImportReport, SyncReport
 from heartbeat.tasks import record_event, snapshot
 
 if TYPE_CHECKING:
@@ -54,26 +53,6 @@ def _columns(record: tasks_json.QueueRecord, now: datetime) -> dict[str, Any]:
         "agent_id": record.agent_id,
         "user_id": record.user_id,
     }
-
-
-@dataclass
-class ImportReport:
-    kind: str
-    path: str
-    added: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    unchanged: int = 0
-    warnings: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "path": self.path,
-            "added": self.added,
-            "updated": self.updated,
-            "unchanged": self.unchanged,
-            "warnings": self.warnings,
-        }
 
 
 def _key(scope: str, task_id: str) -> str:

@@ -30,3 +30,20 @@ class SyncReport:
         return bool(
             self.added or self.updated or self.completed or self.removed or self.conflicts or self.written
         )
+
+
+@dataclass
+class ImportReport:
+    """What one ``hb import KIND`` did (ids or labels), and the lines kept but not understood."""
+
+    kind: str
+    path: str
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    warnings: list[str] = field(default_factory=list)  # readable but odd: kept as written
+    preserved: list[str] = field(default_factory=list)  # "path:line: reason", kept verbatim
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -24,7 +24,6 @@ since the last sync is a conflict: the file wins and the report names it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,9 +35,10 @@ from heartbeat import settings as settings_mod
 from heartbeat.db.models import Notification, Run, Setting, SyncState
 from heartbeat.errors import FileFormatError, InvalidInput
 from heartbeat.formats import state as state_fmt
+from heartbeat.formats.timestamps import timestamp_or_none
 from heartbeat.sync.files import digest
 from heartbeat.sync.queue_files import remember
-from heartbeat.sync.report import SyncReport
+from heartbeat.sync.report import ImportReport, SyncReport
 
 if TYPE_CHECKING:
     from heartbeat.ledger import Ledger
@@ -48,28 +48,6 @@ KIND = "state"
 # Where each fact the file holds lives in the file, for report labels.
 _LABELS = {key: ".".join(paths[0]) for key, paths in state_fmt.FACT_PATHS.items()}
 _LABELS.update({key: ".".join(paths[0]) for key, paths in state_fmt.SETTING_PATHS.items()})
-
-
-@dataclass
-class StateReport:
-    """What ``hb import state`` did: settings set and facts taken from the file."""
-
-    kind: str
-    path: str
-    added: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    unchanged: int = 0
-    warnings: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "path": self.path,
-            "added": self.added,
-            "updated": self.updated,
-            "unchanged": self.unchanged,
-            "warnings": self.warnings,
-        }
 
 
 # --- reading -------------------------------------------------------------------------
@@ -169,19 +147,8 @@ def _last_check(session: Session) -> tuple[datetime, datetime | None] | None:
     if run is None:
         return None
     detail = run.detail or {}
-    next_scan = _parse_time(detail.get("nextScanAt"))
+    next_scan = timestamp_or_none(detail.get("nextScanAt"))
     return run.started_at, next_scan
-
-
-def _parse_time(value: Any) -> datetime | None:
-    from heartbeat.formats.timestamps import parse_timestamp
-
-    if not isinstance(value, str):
-        return None
-    try:
-        return parse_timestamp(value)
-    except ValueError:
-        return None
 
 
 def _aware(value: Any) -> datetime | None:
@@ -255,12 +222,12 @@ def _has_anything(session: Session) -> bool:
 # --- the registry's three entry points -------------------------------------------------
 
 
-def import_state(ledger: Ledger, session: Session, text: str, path: Path, now: datetime) -> StateReport:
+def import_state(ledger: Ledger, session: Session, text: str, path: Path, now: datetime) -> ImportReport:
     """``hb import state``: the file's settings win; its times are taken when newer."""
     doc = _parse(text, path)
     changed, unchanged = _apply(ledger, session, doc, path, now)
     remember(session, KIND, path, text, now)
-    return StateReport(KIND, str(path), updated=changed, unchanged=unchanged)
+    return ImportReport(KIND, str(path), updated=changed, unchanged=unchanged)
 
 
 def render_state(ledger: Ledger, session: Session) -> str | None:
