@@ -67,7 +67,12 @@ def acquire(ledger: Ledger, kind: str) -> GuardRun:
             s.flush()
             return GuardRun(pk=run.pk, kind=kind, started_at=now, expires_at=now + lifetime)
     except IntegrityError:
-        # PostgreSQL: another process inserted its guard row between our look and our insert
+        # PostgreSQL: another process inserted its guard row between our look and our insert;
+        # name it the same way as when we saw it first
+        with ledger.read() as s:
+            winner = s.scalars(select(Run).where(Run.guard == GUARD)).first()
+            if winner is not None:
+                raise Busy(_busy_message(ledger, winner)) from None
         raise Busy(f"busy: another heartbeat or poke holds the guard of {ledger.workspace}") from None
 
 
