@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Generate docs/cli.md, the command reference, from the commands' own --help.
 
-    python scripts/gen_cli_doc.py          # rewrite docs/cli.md
-    python scripts/gen_cli_doc.py --check  # exit 1 if docs/cli.md is out of date
+python scripts/gen_cli_doc.py          # rewrite docs/cli.md
+python scripts/gen_cli_doc.py --check  # exit 1 if docs/cli.md is out of date
 """
 
 from __future__ import annotations
@@ -44,7 +44,9 @@ def render() -> str:
         parent = ctx
         for name in path[:-1]:
             parent = click.Context(parent.command.commands[name], info_name=name, parent=parent)  # type: ignore[attr-defined]
-        sub = click.Context(command, info_name=path[-1], parent=parent, terminal_width=100, max_content_width=100)
+        sub = click.Context(
+            command, info_name=path[-1], parent=parent, terminal_width=100, max_content_width=100
+        )
         parts += [f"## hb {' '.join(path)}", "", "```", command.get_help(sub), "```", ""]
     return "\n".join(parts)
 
