@@ -73,22 +73,7 @@ def import_tasks(
         values = _columns(record, now)
         task = existing.get((record.scope, record.id))
         if task is None:
-            task = Task(
-                id=record.id,
-                scope=record.scope,
-                source=SOURCE,
-                follow_up=False,
-                attempts=0,
-                version=1,
-                updated_at=now,
-                last_update_at=now,
-                **values,
-            )
-            if task.status is TaskStatus.DOING:
-                task.attempts = 1  # someone is (or was) working on it: that is an attempt
-            session.add(task)
-            session.flush()
-            record_event(session, task, "created", now, actor=actor, detail={"file": str(path)})
+            _new_task(session, record, now, path, actor=actor)
             report.added.append(_key(record.scope, record.id))
             continue
         changed = {k: v for k, v in values.items() if k != "created_at" and getattr(task, k) != v}
@@ -423,7 +408,10 @@ def _written(
     return report, out
 
 
-def _new_task(session: Session, record: tasks_json.QueueRecord, now: datetime, path: Path) -> Task:
+def _new_task(
+    session: Session, record: tasks_json.QueueRecord, now: datetime, path: Path, *, actor: str = "sync"
+) -> Task:
+    """A task for a record new in tasks.json, with its "created" history entry."""
     task = Task(
         id=record.id,
         scope=record.scope,
@@ -436,10 +424,10 @@ def _new_task(session: Session, record: tasks_json.QueueRecord, now: datetime, p
         **_columns(record, now),
     )
     if task.status is TaskStatus.DOING:
-        task.attempts = 1
+        task.attempts = 1  # someone is (or was) working on it: that is an attempt
     session.add(task)
     session.flush()
-    record_event(session, task, "created", now, actor="sync", detail={"file": str(path)})
+    record_event(session, task, "created", now, actor=actor, detail={"file": str(path)})
     return task
 
 
