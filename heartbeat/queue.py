@@ -18,9 +18,10 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from heartbeat.db import plain
 from heartbeat.errors import (
     BlockedEntry,
     InvalidState,
@@ -160,28 +161,15 @@ class Dialect:
         text = text.replace("{lock}", "" if self.sqlite else " FOR UPDATE SKIP LOCKED")
         json_param = r":\1" if self.sqlite else r"CAST(:\1 AS json)"
         text = re.sub(r"\{json:(\w+)\}", json_param, text)
-        if not self.sqlite:
-            text = re.sub(r"(?<!:):(\w+)", r"%(\1)s", text)
-        return text
+        return text if self.sqlite else plain.pyformat(text)
 
     def sql(self, key: str) -> str:
         return self._sql[key]
 
     def time(self, value: datetime | None) -> Any:
-        if value is None:
-            return None
-        value = value.astimezone(UTC)
-        if not self.sqlite:
-            return value
-        # the text UTCDateTime stores on SQLite (so SQL comparisons agree)
-        return value.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+        return plain.bind_time(value, sqlite=self.sqlite)
 
-    def read_time(self, value: Any) -> datetime | None:
-        if value is None:
-            return None
-        if isinstance(value, str):
-            return datetime.fromisoformat(value).replace(tzinfo=UTC)
-        return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
+    read_time = staticmethod(plain.read_time)
 
     def read_json(self, value: Any) -> Any:
         return json.loads(value) if isinstance(value, str) else value

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
-from sqlalchemy import JSON, DateTime, Dialect
+from sqlalchemy import DateTime, Dialect
 from sqlalchemy.types import TypeDecorator
 
 
@@ -34,13 +33,3 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
-
-
-def sqlite_stamp(value: datetime) -> str:
-    """The text UTCDateTime stores on SQLite, for hand-written hot-path SQL."""
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-
-
-# JSON that keeps key order on both backends (PostgreSQL ``json``, not ``jsonb``).
-Document = JSON().with_variant(JSON(none_as_null=True), "postgresql")
-JSONValue = dict[str, Any]

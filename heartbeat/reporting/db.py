@@ -6,13 +6,12 @@ backends) so that ``hb report`` on SQLite needs no SQLAlchemy at all.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-_PARAM = re.compile(r"(?<![:\w]):(\w+)")
+from heartbeat.db import plain
 
 
 class Reader:
@@ -31,7 +30,7 @@ class Reader:
             if self.sqlite:
                 adapted = sql.replace("{binary}", "COLLATE BINARY")
             else:
-                adapted = _PARAM.sub(r"%(\1)s", sql.replace("%", "%%").replace("{binary}", 'COLLATE "C"'))
+                adapted = plain.pyformat(sql.replace("{binary}", 'COLLATE "C"'))
             self._cache[sql] = adapted
         return adapted
 
@@ -69,18 +68,9 @@ class Reader:
 
     def time(self, value: datetime) -> Any:
         """A time parameter as the ledger stores it (SQLite: UTC text that sorts)."""
-        value = value.astimezone(UTC)
-        return value.strftime("%Y-%m-%d %H:%M:%S.%f") if self.sqlite else value
+        return plain.bind_time(value, sqlite=self.sqlite)
 
-    def read_time(self, value: Any) -> datetime | None:
-        """A stored time back as an aware UTC datetime."""
-        if value is None:
-            return None
-        if isinstance(value, str):
-            return datetime.fromisoformat(value).replace(tzinfo=UTC)
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
-        return value.astimezone(UTC)  # type: ignore[no-any-return]
+    read_time = staticmethod(plain.read_time)
 
 
 @contextmanager

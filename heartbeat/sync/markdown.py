@@ -46,6 +46,7 @@ from sqlalchemy import Table, bindparam, case, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from heartbeat.clock import isoformat, load_zone
+from heartbeat.db import plain
 from heartbeat.db.models import ACTIVE_STATUSES, Recurrence, SyncState, Task, TaskEvent, TaskStatus
 from heartbeat.errors import FileFormatError, InvalidInput
 from heartbeat.formats import todo as fmt
@@ -886,11 +887,7 @@ def _sqlite_column(values: list[Any]) -> list[Any]:
             elif (got := stamps.get(v)) is not None:
                 out.append(got)
             else:
-                u = v.astimezone(UTC)
-                text = (
-                    f"{u.year:04d}-{u.month:02d}-{u.day:02d} "
-                    f"{u.hour:02d}:{u.minute:02d}:{u.second:02d}.{u.microsecond:06d}"
-                )  # = heartbeat.db.types.sqlite_stamp, without strftime's cost
+                text = plain.stamp(v)
                 stamps[v] = text
                 out.append(text)
         return out
