@@ -23,8 +23,10 @@ TARGET = ROOT / "docs" / "cli.md"
 
 def _walk(group: click.Group, path: list[str]) -> list[tuple[list[str], click.Command]]:
     out: list[tuple[list[str], click.Command]] = []
-    for name in sorted(group.commands):
-        command = group.commands[name]
+    ctx = click.Context(group)
+    for name in sorted(group.list_commands(ctx)):
+        command = group.get_command(ctx, name)
+        assert command is not None
         out.append(([*path, name], command))
         if isinstance(command, click.Group):
             out.extend(_walk(command, [*path, name]))
@@ -43,7 +45,8 @@ def render() -> str:
     for path, command in _walk(cli, []):
         parent = ctx
         for name in path[:-1]:
-            parent = click.Context(parent.command.commands[name], info_name=name, parent=parent)  # type: ignore[attr-defined]
+            group_cmd = parent.command.get_command(parent, name)  # type: ignore[attr-defined]
+            parent = click.Context(group_cmd, info_name=name, parent=parent)
         sub = click.Context(
             command, info_name=path[-1], parent=parent, terminal_width=100, max_content_width=100
         )

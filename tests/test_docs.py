@@ -15,7 +15,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _commands(group: click.Group, prefix: str = "hb") -> list[str]:
     out = []
-    for name, command in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None
         out.append(f"{prefix} {name}")
         if isinstance(command, click.Group):
             out.extend(_commands(command, f"{prefix} {name}"))
@@ -36,3 +39,15 @@ def test_every_command_is_documented() -> None:
         assert f"## {command}\n" in reference, command
         top = " ".join(command.split()[:2])
         assert f"`{top}" in readme, f"{top} is not in the README"
+
+
+def test_the_lazy_command_map_matches_the_command_modules() -> None:
+    import importlib
+
+    from heartbeat.cli.main import COMMAND_MODULES
+
+    defined = {}
+    for module in set(COMMAND_MODULES.values()):
+        for command in importlib.import_module(f"heartbeat.cli.{module}").COMMANDS:
+            defined[command.name] = module
+    assert defined == COMMAND_MODULES

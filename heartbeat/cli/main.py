@@ -2,19 +2,48 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
 import click
 
 from heartbeat import __version__
-from heartbeat.cli import admin, files, queue, recur, report, round, sync, tasks
 from heartbeat.cli.base import HbGroup, State
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
+# command -> the module of heartbeat.cli that defines it (in its COMMANDS list). A command's
+# module is imported only when that command runs, so `hb pop` does not load the others.
+COMMAND_MODULES = {
+    **dict.fromkeys(("init", "db", "config"), "admin"),
+    **dict.fromkeys(("add", "list", "show", "update", "done", "cancel"), "tasks"),
+    **dict.fromkeys(("scopes", "pop", "complete", "fail", "clear-stale"), "queue"),
+    **dict.fromkeys(("import", "export"), "files"),
+    "sync": "sync",
+    "recur": "recur",
+    **dict.fromkeys(
+        ("due", "check", "notify", "proactive", "seen", "hygiene", "heartbeat", "poke", "serve"), "round"
+    ),
+    **dict.fromkeys(("report", "sql"), "report"),
+}
 
-@click.group(cls=HbGroup, context_settings=CONTEXT)
+
+class LazyGroup(HbGroup):
+    """The top-level group: subcommands load on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMAND_MODULES.get(cmd_name)
+        if module is None:
+            return None
+        commands = importlib.import_module(f"heartbeat.cli.{module}").COMMANDS
+        return next((c for c in commands if c.name == cmd_name), None)
+
+
+@click.group(cls=LazyGroup, context_settings=CONTEXT)
 @click.option(
     "--workspace",
     "-w",
@@ -60,11 +89,6 @@ def cli(
     st = State(workspace=workspace, db=db, now=now or None, json=as_json, quiet=quiet, verbose=verbose)
     ctx.obj = st
     ctx.call_on_close(st.close)
-
-
-for module in (admin, tasks, queue, files, sync, recur, round, report):
-    for command in module.COMMANDS:
-        cli.add_command(command)
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -221,7 +221,9 @@ def test_every_command_has_help_with_an_example(hb: Runner) -> None:
 
     def walk(group: click.Group, prefix: list[str]) -> list[list[str]]:
         out = []
-        for name, cmd in group.commands.items():
+        ctx = click.Context(group)
+        for name in group.list_commands(ctx):
+            cmd = group.get_command(ctx, name)
             out.append([*prefix, name])
             if isinstance(cmd, click.Group):
                 out.extend(walk(cmd, [*prefix, name]))
