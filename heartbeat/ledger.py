@@ -90,6 +90,8 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         from heartbeat.db import sqlite
 
         ws = Path(workspace).expanduser().resolve()
+        if not ws.is_dir():
+            raise NotFound(f"workspace {ws} is not a directory (create it, or pass --workspace)")
         url = db if db is not None else str(default_db_path(ws))
         path = sqlite.file_of(url)
         if path is not None:

@@ -79,6 +79,8 @@ class State:
             self._ledger = Ledger.open(
                 workspace=self.workspace or ".", db=self.db, now=self.now, create=create
             )
+            if self.now:
+                self._ledger.now()  # a bad --now is an error even for commands that never ask the time
             if self._ledger.backup_path and not self.quiet:
                 info(f"upgraded the ledger schema; backup at {self._ledger.backup_path}")
         return self._ledger

@@ -145,6 +145,7 @@ def test_done_and_cancel(hb: Runner) -> None:
         (["config", "set", "queue.max_attempts", "zero"], "expected a number"),
         (["config", "get", "no.such.key"], "unknown setting 'no.such.key'"),
         (["--now", "yesterday", "add", "x"], "bad --now time 'yesterday'"),
+        (["--now", "2026-13-45", "list"], "bad --now time '2026-13-45'"),
     ],
 )
 def test_bad_input_is_one_line_exit_1_and_changes_nothing(
@@ -159,6 +160,13 @@ def test_bad_input_is_one_line_exit_1_and_changes_nothing(
     assert result.stderr.count("\n") == 1, result.stderr
     assert "Traceback" not in result.stderr
     assert hb.json("list", "--all") == before
+
+
+def test_a_missing_workspace_is_an_error_not_a_new_ledger(hb: Runner, tmp_path: Path) -> None:
+    missing = tmp_path / "typo" / "ws"
+    result = hb("--workspace", str(missing), "list", code=1)
+    assert result.stderr == f"hb: workspace {missing} is not a directory (create it, or pass --workspace)\n"
+    assert not missing.exists() and not missing.parent.exists()
 
 
 def test_usage_errors_exit_2(hb: Runner) -> None:
