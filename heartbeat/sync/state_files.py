@@ -197,7 +197,10 @@ def _updated(ledger: Ledger, session: Session, doc: state_fmt.HeartbeatState) ->
     stored = {row.key for row in session.scalars(select(Setting))}
     values = _current_settings(session)
     settings = {key: values[key] for key in state_fmt.SETTING_PATHS if key in present or key in stored}
-    facts = {key: moment for key, moment in _facts(session).items() if moment is not None}
+    # the file keeps whole seconds, like the runtimes write it; the ledger keeps the exact instant
+    facts = {
+        key: moment.replace(microsecond=0) for key, moment in _facts(session).items() if moment is not None
+    }
     return state_fmt.with_updates(doc, settings=settings, facts=facts, tz=ledger.zone)
 
 
