@@ -70,32 +70,14 @@ def import_tasks(
     report = ImportReport(SOURCE, str(path), warnings=list(doc.warnings))
     existing = {(t.scope, t.id): t for t in session.scalars(select(Task).where(in_tasks_json()))}
     for record in doc.records:
-        values = _columns(record, now)
         task = existing.get((record.scope, record.id))
         if task is None:
             _new_task(session, record, now, path, actor=actor)
             report.added.append(_key(record.scope, record.id))
             continue
-        changed = {k: v for k, v in values.items() if k != "created_at" and getattr(task, k) != v}
-        if not changed:
+        if not _take_file_version(session, task, record, now, path, actor=actor):
             report.unchanged += 1
             continue
-        before = snapshot(task)
-        for name, value in changed.items():
-            setattr(task, name, value)
-        if "status" in changed and task.status is not TaskStatus.DOING:
-            task.claimed_at = task.claimed_by = task.lease_expires_at = None
-        task.version += 1
-        task.updated_at = now
-        record_event(
-            session,
-            task,
-            "updated",
-            now,
-            before=before,
-            actor=actor,
-            detail={"fields": sorted(changed), "file": str(path)},
-        )
         report.updated.append(_key(record.scope, record.id))
     remember(session, SOURCE, path, text, now)
     return report
@@ -294,10 +276,17 @@ def _take_file_version(
     now: datetime,
     path: Path,
     *,
-    conflict: bool,
-) -> None:
-    values = _columns(record, now)
-    changed = {k: v for k, v in values.items() if k != "created_at" and getattr(task, k) != v}
+    actor: str = "sync",
+    conflict: bool = False,
+) -> list[str]:
+    """Give ``task`` the file's version of its record; the fields that changed.
+
+    The previous version goes to the history (kind ``conflict`` when the ledger had
+    changed too); a record that reads the same as the task changes nothing.
+    """
+    changed = {k: v for k, v in _columns(record, now).items() if k != "created_at" and getattr(task, k) != v}
+    if not changed and not conflict:
+        return []
     before = snapshot(task)
     for name, value in changed.items():
         setattr(task, name, value)
@@ -309,8 +298,9 @@ def _take_file_version(
     if conflict:
         detail["note"] = "changed in the file and in the ledger; the file won"
     record_event(
-        session, task, "conflict" if conflict else "updated", now, before=before, actor="sync", detail=detail
+        session, task, "conflict" if conflict else "updated", now, before=before, actor=actor, detail=detail
     )
+    return sorted(changed)
 
 
 def sync_tasks(
