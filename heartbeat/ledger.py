@@ -386,7 +386,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
     # --- the queue (SPEC.md section 3) ---------------------------------------------
 
     @contextmanager
-    def _queue_tx(self) -> Iterator[Any]:
+    def _queue_tx(self, *, export: bool = True) -> Iterator[Any]:
         """A queue transaction on the driver connection (the hot path), then auto-export."""
         from heartbeat import queue
 
@@ -394,7 +394,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             self._dialect = queue.Dialect(self.engine_dialect())
         with queue.transaction(self.raw, self._dialect) as tx:
             yield tx
-        if self.settings.sync_auto_export:
+        if export and self.settings.sync_auto_export:
             from heartbeat.sync.queue_files import export_queue_files
 
             export_queue_files(self)
@@ -505,7 +505,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         """Each scoped queue with its ready / in_progress / completed / total counts."""
         from heartbeat import queue
 
-        with self._queue_tx() as tx:
+        with self._queue_tx(export=False) as tx:  # a read: nothing to re-render
             return queue.scope_counts(tx)
 
     # --- one-way import and export (SPEC.md section 2) ---------------------------------
