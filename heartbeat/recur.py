@@ -38,7 +38,6 @@ Choices the contract leaves open, made here:
 from __future__ import annotations
 
 import contextlib
-import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
@@ -283,7 +282,7 @@ def _new_rule_id(session: Session) -> str:
     from heartbeat.db.models import Recurrence
 
     while True:
-        candidate = "recur-" + secrets.token_hex(4)
+        candidate = "recur-" + _token()
         if session.scalar(select(Recurrence.pk).where(Recurrence.id == candidate)) is None:
             return candidate
 
@@ -294,7 +293,7 @@ def _new_todo_id(session: Session) -> str:
     from heartbeat.db.models import Task
 
     while True:
-        candidate = "todo-" + secrets.token_hex(4)
+        candidate = "todo-" + _token()
         if session.scalar(select(Task.pk).where(Task.scope == "", Task.id == candidate)) is None:
             return candidate
 
@@ -748,3 +747,9 @@ class RecurAPI:
             if not dry_run:
                 _record_materialize_run(s, now, created, advanced)
         return {"dry_run": dry_run, "created": created, "advanced": advanced}
+
+
+def _token() -> str:
+    import secrets  # not at import time: every hb command loads this module
+
+    return secrets.token_hex(4)

@@ -8,7 +8,6 @@ ahead of this hb is refused.
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from collections.abc import Callable
 from datetime import datetime
@@ -112,6 +111,8 @@ def backup_sqlite(path: Path, revision: str, now: datetime) -> Path:
             dst.close()
     finally:
         src.close()
+    import shutil  # only a backup needs it
+
     shutil.copymode(path, target)
     return target
 

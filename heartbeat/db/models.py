@@ -9,7 +9,6 @@ order so that files round-trip.
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 from typing import Any, ClassVar
 
 from sqlalchemy import (
@@ -29,6 +28,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from heartbeat.db.status import ACTIVE_STATUSES as ACTIVE_STATUSES
+from heartbeat.db.status import TaskStatus as TaskStatus
 from heartbeat.db.types import UTCDateTime
 
 NAMING_CONVENTION = {
@@ -48,27 +49,6 @@ class Base(DeclarativeBase):
         list[Any]: JSON(),
     }
 
-
-class TaskStatus(StrEnum):
-    """One canonical status set for every source (SPEC.md section 3)."""
-
-    TODO = "todo"  # ready to be worked on (tasks.json pending, TODO.md "[ ]")
-    DOING = "doing"  # claimed by a worker (tasks.json in_progress)
-    WAITING = "waiting"  # waiting on someone else
-    BLOCKED = "blocked"  # cannot move until a blocker clears
-    SNOOZED = "snoozed"  # parked until its next check
-    DONE = "done"  # finished (tasks.json completed, TODO.DONE.md "[x]")
-    CANCELLED = "cancelled"  # dropped on purpose
-    FAILED = "failed"  # gave up after its attempts (tasks.json failed)
-
-    @property
-    def active(self) -> bool:
-        return self in ACTIVE_STATUSES
-
-
-ACTIVE_STATUSES = frozenset(
-    {TaskStatus.TODO, TaskStatus.DOING, TaskStatus.WAITING, TaskStatus.BLOCKED, TaskStatus.SNOOZED}
-)
 
 PRIORITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 DEFAULT_PRIORITY_RANK = 2  # anything unknown sorts as medium, as the seed script does

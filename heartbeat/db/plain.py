@@ -7,7 +7,9 @@ their comparisons agree with rows SQLAlchemy wrote. Free of SQLAlchemy.
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,3 +46,86 @@ def read_time(value: Any) -> datetime | None:
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
     return value.astimezone(UTC)  # type: ignore[no-any-return]
+
+
+_JSON_PARAM = re.compile(r"\{json:(\w+)\}")
+
+
+class Conn:
+    """Plain SQL on a driver connection (sqlite3 or psycopg), inside the caller's transaction.
+
+    SQL is written once with ``:name`` parameters; ``{json:name}`` marks a JSON
+    parameter (PostgreSQL casts it). Values are bound and read as SQLAlchemy's
+    column types store them, so rows written here and rows written through the
+    models are the same rows.
+    """
+
+    def __init__(self, raw: Any, *, sqlite: bool) -> None:
+        self.raw = raw
+        self.sqlite = sqlite
+        self._sql: dict[str, str] = {}
+        # run by whoever commits the transaction, once it committed (never after a rollback)
+        self.after_commit: list[Callable[[], None]] = []
+
+    def sql(self, text: str) -> str:
+        out = self._sql.get(text)
+        if out is None:
+            out = _JSON_PARAM.sub(r":\1" if self.sqlite else r"CAST(:\1 AS json)", text)
+            out = out if self.sqlite else pyformat(out)
+            self._sql[text] = out
+        return out
+
+    def rows(self, text: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        cur = self.raw.cursor()
+        try:
+            cur.execute(self.sql(text), dict(params or {}))
+            return list(cur.fetchall()) if cur.description is not None else []
+        finally:
+            cur.close()
+
+    def dicts(self, text: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        cur = self.raw.cursor()
+        try:
+            cur.execute(self.sql(text), dict(params or {}))
+            names = [c[0] for c in cur.description]
+            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        finally:
+            cur.close()
+
+    def one(self, text: str, params: Mapping[str, Any] | None = None) -> tuple[Any, ...] | None:
+        got = self.rows(text, params)
+        return got[0] if got else None
+
+    def execute(self, text: str, params: Mapping[str, Any] | None = None) -> None:
+        self.rows(text, params)
+
+    def executemany(self, text: str, params: Sequence[Mapping[str, Any]]) -> None:
+        if not params:
+            return
+        cur = self.raw.cursor()
+        try:
+            cur.executemany(self.sql(text), [dict(p) for p in params])
+        finally:
+            cur.close()
+
+    def time(self, value: datetime | None) -> Any:
+        return bind_time(value, sqlite=self.sqlite)
+
+    def flag(self, value: bool | None) -> Any:
+        return None if value is None else (int(value) if self.sqlite else bool(value))
+
+    @staticmethod
+    def json(value: Any) -> str | None:
+        return None if value is None else json.dumps(value)
+
+    read_time = staticmethod(read_time)
+
+    @staticmethod
+    def read_json(value: Any) -> Any:
+        return json.loads(value) if isinstance(value, str) else value
+
+
+def in_list(name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
+    """``(:name0, :name1, ...)`` for an IN clause, and its parameters."""
+    names = [f"{name}{i}" for i in range(len(values))]
+    return "(" + ", ".join(f":{n}" for n in names) + ")", dict(zip(names, values, strict=True))

@@ -19,8 +19,6 @@ from enum import StrEnum
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import yaml
-
 from heartbeat.errors import FileFormatError, InvalidInput
 from heartbeat.rules.repeat import parse_repeat
 
@@ -368,6 +366,8 @@ def _read_front_matter(
         raise FileFormatError("front matter has no closing '---'", line=1)
     # one text line per file line, so YAML's marks map to file lines
     source = "".join(text + "\n" for _, text, _ in raw_lines[1:close])
+    import yaml  # only a file with front matter needs it (a one-line sync may not)
+
     try:
         loaded = yaml.safe_load(source)
     except yaml.YAMLError as exc:

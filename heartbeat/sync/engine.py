@@ -18,6 +18,12 @@ statement on the driver connection and without loading SQLAlchemy: when
 nothing moved on either side it reports exactly that and touches nothing.
 Any difference, ``--only``, ``--dry-run`` or PostgreSQL take the full path.
 
+The plain path. When the seal holds for the ledger and only files changed,
+just their kinds are synced; if every such kind's module offers a plain-SQL
+syncer (``PLAIN_SYNC_GROUPS``: the Markdown TODO files), that transaction runs
+on the driver connection too (``BEGIN IMMEDIATE``, the same checks, the seal
+renewed inside it), so an edited TODO.md is synced without SQLAlchemy.
+
 This module's top level stays light (the sealed path must not import
 SQLAlchemy); the syncers load on demand.
 """
@@ -27,13 +33,16 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from heartbeat.db.plain import Conn
 from heartbeat.errors import FileFormatError, InvalidInput, InvalidState
+from heartbeat.sync import bookmarks
 from heartbeat.sync.files import atomic_write, default_path, file_lock
 from heartbeat.sync.registry import KINDS, MODULES
 from heartbeat.sync.report import SyncReport
@@ -92,10 +101,12 @@ def read_optional(path: Path) -> str | None:
 
 @dataclass(frozen=True)
 class _Unit:
-    """Kinds synced by one call."""
+    """Kinds synced by one call: ``run`` in a SQLAlchemy session, ``plain`` (when the kinds'
+    module offers it) on plain SQL in the same kind of transaction."""
 
     kinds: tuple[str, ...]
     run: Callable[[Ledger, Session, dict[str, tuple[Path, str | None]], datetime], Results]
+    plain: Callable[[Ledger, Conn, dict[str, tuple[Path, str | None]], datetime], Results] | None = None
 
 
 class _Rollback(Exception):
@@ -140,7 +151,8 @@ def plan(only: Iterable[str] | None) -> tuple[list[_Unit], list[str]]:
             continue
         group = next((g for g in getattr(module, "SYNC_GROUPS", {}) if kind in g), None)
         if group is not None:
-            units.append(_Unit(tuple(group), module.SYNC_GROUPS[group]))
+            plain = getattr(module, "PLAIN_SYNC_GROUPS", {}).get(group)
+            units.append(_Unit(tuple(group), module.SYNC_GROUPS[group], plain))
             covered.update(group)
         elif kind in getattr(module, "SYNCERS", {}):
             units.append(_Unit((kind,), _single(kind, module.SYNCERS[kind])))
@@ -203,35 +215,63 @@ def _transaction(
     dry_run: bool,
     seal: tuple[_Seal | None, list[str]] | None,
 ) -> tuple[Results, dict[str, str | None]]:
-    from sqlalchemy.orm import Session
-
+    # Only files changed since a full sync sealed the ledger, and every kind among them can
+    # sync on plain SQL: the transaction runs on the driver connection, without SQLAlchemy.
+    plain = seal is not None and seal[0] is not None and all(unit.plain for unit in units)
     for _attempt in range(ATTEMPTS):
         texts = {k: read_optional(p) for k, p in paths.items()}
         now = ledger.now()
         try:
-            with Session(ledger.engine, expire_on_commit=False) as session, session.begin():
-                if (
-                    seal is not None
-                    and seal[0] is not None
-                    and _fingerprint_of(session) != seal[0].fingerprint
-                ):
+            with _write_transaction(ledger, plain) as (db, session):
+                if seal is not None and seal[0] is not None and _moved(db, seal[0], plain):
                     raise _Unsealed  # the ledger moved since the check: sync every kind
                 results: Results = {}
                 for unit in units:
                     given = {k: (paths[k], texts[k]) for k in unit.kinds}
-                    results.update(unit.run(ledger, session, given, now))
+                    if session is None:
+                        assert unit.plain is not None
+                        results.update(unit.plain(ledger, db, given, now))
+                    else:
+                        results.update(unit.run(ledger, session, given, now))
                 if any(read_optional(p) != texts[k] for k, p in paths.items()):
                     raise _Retry
                 if dry_run:
                     raise _Rollback(results)
                 if seal is not None:
-                    _seal(ledger, session, units, paths, texts, results, seal, now)
+                    if session is not None:
+                        session.flush()
+                    _seal(ledger, db, units, paths, texts, results, seal, now)
         except _Rollback as done:
             return done.results, texts
         except _Retry:
             continue
         return results, texts
     raise InvalidState("the workspace files kept changing while hb sync ran; try again")
+
+
+@contextmanager
+def _write_transaction(ledger: Ledger, plain: bool) -> Iterator[tuple[Conn, Session | None]]:
+    """One write transaction: on the driver connection (``plain``), or a SQLAlchemy session's,
+    with a plain-SQL view of it (flush the session before using that)."""
+    if plain:
+        raw = ledger.raw
+        raw.execute("BEGIN IMMEDIATE")
+        db = Conn(raw, sqlite=True)
+        try:
+            yield db, None
+        except BaseException:
+            raw.rollback()
+            raise
+        raw.commit()
+        for action in db.after_commit:
+            action()
+        return
+    from sqlalchemy.orm import Session
+
+    with Session(ledger.engine, expire_on_commit=False) as session, session.begin():
+        connection = session.connection()
+        db = Conn(connection.connection.driver_connection, sqlite=connection.dialect.name == "sqlite")
+        yield db, session
 
 
 # --- the seal ------------------------------------------------------------------------------
@@ -257,6 +297,7 @@ class _Seal:
 
     seal: dict[str, Any]
     changed: list[str]
+    data_version: int | None = None  # SQLite's PRAGMA data_version when the check began
 
     @property
     def fingerprint(self) -> str:
@@ -271,13 +312,24 @@ class _Unsealed(Exception):
     """The ledger changed between the seal check and the sync's transaction."""
 
 
-def _fingerprint_of(session: Session) -> str:
-    return _fingerprint(session.connection().exec_driver_sql(_FINGERPRINT_SQL).one())
+def _moved(db: Conn, prior: _Seal, plain: bool) -> bool:
+    """Whether the ledger changed since the seal was checked (on the same connection)."""
+    if plain and prior.data_version is not None:
+        row = db.one("PRAGMA data_version")
+        if row is not None and row[0] == prior.data_version:
+            return False  # no other connection committed since: the check still holds
+    return _fingerprint_of(db) != prior.fingerprint
+
+
+def _fingerprint_of(db: Conn) -> str:
+    row = db.one(_FINGERPRINT_SQL)
+    assert row is not None
+    return _fingerprint(row)
 
 
 def _seal(
     ledger: Ledger,
-    session: Session,
+    db: Conn,
     units: list[_Unit],
     paths: dict[str, Path],
     texts: dict[str, str | None],
@@ -286,10 +338,7 @@ def _seal(
     now: datetime,
 ) -> None:
     """Record, in the sync's transaction, how it leaves the files and the ledger."""
-    from heartbeat.db.models import SyncState
-
     prior, skipped = seal
-    session.flush()
     synced = [k for unit in units for k in unit.kinds]
     files: dict[str, Any] = dict(prior.seal["files"]) if prior is not None else {}
     preserved: dict[str, Any] = dict(prior.seal["preserved"]) if prior is not None else {}
@@ -299,19 +348,14 @@ def _seal(
         if k in results:
             preserved[k] = results[k][0].preserved
     skeleton = {
-        "fingerprint": _fingerprint_of(session),
+        "fingerprint": _fingerprint_of(db),
         "files": files,
         "order": prior.seal["order"] if prior is not None else synced,
         "skipped": skipped,
         "preserved": preserved,
     }
-    row = session.get(SyncState, SEAL)
-    if row is None:
-        row = SyncState(kind=SEAL, path=str(ledger.workspace), synced_at=now)
-        session.add(row)
-    row.path = str(ledger.workspace)
-    row.synced_at = now
-    row.skeleton = skeleton
+    path = str(ledger.workspace)
+    bookmarks.save(db, SEAL, path=path, content_hash=None, size=None, synced_at=now, skeleton=skeleton)
 
 
 def _check_seal(ledger: Ledger) -> _Seal | None:
@@ -319,6 +363,8 @@ def _check_seal(ledger: Ledger) -> _Seal | None:
     import sqlite3
 
     try:
+        # read before the check: a commit landing in between then shows as a new version
+        (version,) = ledger.raw.execute("PRAGMA data_version").fetchone()
         row = ledger.raw.execute(_CHECK_SQL).fetchone()
     except sqlite3.Error:
         return None
@@ -338,7 +384,7 @@ def _check_seal(ledger: Ledger) -> _Seal | None:
             current = "unreadable"  # the sync of that kind says where and why
         if current != expected:
             changed.append(kind)
-    return _Seal(seal, changed)
+    return _Seal(seal, changed, version)
 
 
 def _sealed_report(seal: dict[str, Any], kind: str) -> SyncReport:

@@ -26,38 +26,50 @@ and when the ledger did not change either (:meth:`_Family.mark`) no row is
 loaded (on SQLite the engine's seal answers that case before this module is
 even imported). When only TODO.md / TODO.DONE.md changed and neither holds an
 HTML comment, only the lines between the common prefix and suffix with the
-text last synced (kept in ``sync_state`` as ``<kind>.base``) are parsed, and
-only their rows are queried, by ``external_key``. Rows are loaded, inserted
-and updated with bulk statements; unchanged rows are not written.
+text last synced are parsed, and only their rows are queried, by
+``external_key``. That text is kept as a copy beside the ledger
+(``.agent/state/sync/<kind>.base``, written after the commit) and trusted only
+while its hash is the one ``sync_state`` recorded; rewriting a 1 MB copy inside
+the database on every sync cost more than the sync itself. Rows are loaded,
+inserted and updated with bulk statements; unchanged rows are not written.
+
+Plain SQL. The module speaks plain SQL on the driver connection of the
+transaction it is given (:class:`heartbeat.db.plain.Conn`; a SQLAlchemy
+session's own, or the engine's when it syncs without SQLAlchemy), with the
+column types of :mod:`heartbeat.db.shape`, so it never imports SQLAlchemy.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
-
-from sqlalchemy import Table, bindparam, case, delete, func, or_, select, update
-from sqlalchemy.orm import Session
+from typing import TYPE_CHECKING, Any
 
 from heartbeat.clock import isoformat, load_zone
 from heartbeat.db import plain
-from heartbeat.db.models import ACTIVE_STATUSES, Recurrence, SyncState, Task, TaskEvent, TaskStatus
+from heartbeat.db.plain import Conn, in_list
+from heartbeat.db.shape import RECURRENCES, TASK_EVENTS, TASKS, Shape
+from heartbeat.db.status import ACTIVE_STATUSES, TaskStatus
 from heartbeat.errors import FileFormatError, InvalidInput
 from heartbeat.formats import todo as fmt
 from heartbeat.formats.todo import Entry, TodoKind
 from heartbeat.rules.repeat import parse_repeat
+from heartbeat.sync import bookmarks
 from heartbeat.sync.engine import read_optional
-from heartbeat.sync.files import default_path, digest
+from heartbeat.sync.files import STATE, atomic_write, default_path, digest
 from heartbeat.sync.report import ImportReport, SyncReport
-from heartbeat.tasks import record_event, snapshot
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from heartbeat.db.models import Task
     from heartbeat.ledger import Ledger
 
 TODO_SOURCE = "todo"  # Task.source of Markdown TODO entries
@@ -65,9 +77,6 @@ RECUR_SOURCES = ("recur", "cli")  # Recurrence.source of rules that live in TODO
 TASK_KINDS = ("todo", "done")
 ACTOR = "sync"
 
-_TASKS = cast(Table, Task.__table__)
-_RECURRENCES = cast(Table, Recurrence.__table__)
-_EVENTS = cast(Table, TaskEvent.__table__)
 _KIND = {"todo": TodoKind.TODO, "done": TodoKind.DONE, "recur": TodoKind.RECUR}
 _ID = re.compile(r"(todo|recur)-[0-9a-f]{8}")
 _DUP = " ~"  # separates an identity key from the digest that tells duplicates apart
@@ -257,16 +266,16 @@ class _Stored:
     ours: bool = False  # written by this module's sync: a baseline to trust
 
     @classmethod
-    def load(cls, session: Session, kind: str) -> _Stored:
-        row = session.get(SyncState, kind)
+    def load(cls, db: Conn, kind: str) -> _Stored:
+        row = bookmarks.load(db, kind)
         if row is None:
             return cls()
-        skeleton = row.skeleton or {}
+        skeleton = row["skeleton"] or {}
         if skeleton.get("by") != _BY:
-            return cls(hash=row.content_hash, path=row.path)
+            return cls(hash=row["content_hash"], path=row["path"])
         return cls(
-            hash=row.content_hash,
-            path=row.path,
+            hash=row["content_hash"],
+            path=row["path"],
             mark=skeleton.get("mark"),
             dialect=skeleton.get("dialect"),
             warnings=[(int(n), str(t), str(r)) for n, t, r in skeleton.get("warnings", [])],
@@ -274,15 +283,21 @@ class _Stored:
         )
 
 
-def _base_text(session: Session, kind: str) -> str | None:
-    """The text of the file as the last sync left it (kept beside the small sync_state row)."""
-    row = session.get(SyncState, f"{kind}.base")
-    text = (row.skeleton or {}).get("text") if row is not None else None
-    return text if isinstance(text, str) else None
+def _base_path(workspace: Path, kind: str) -> Path:
+    return workspace / STATE / "sync" / f"{kind}.base"
+
+
+def _base_text(workspace: Path, kind: str) -> str | None:
+    """The text of the file as the last sync left it: a copy kept beside the ledger, trusted
+    only while its hash is the one the ledger recorded (else the sync reads the whole file)."""
+    try:
+        return _base_path(workspace, kind).read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _store(
-    session: Session,
+    db: Conn,
     kind: str,
     path: Path,
     text: str | None,
@@ -291,23 +306,34 @@ def _store(
     mark: Any,
     dialect: str,
     warnings: Sequence[tuple[int, str, str]],
-    text_changed: bool = True,
+    base: Path | None,
 ) -> None:
-    for name, skeleton in (
-        (kind, {"by": _BY, "mark": mark, "dialect": dialect, "warnings": [list(w) for w in warnings]}),
-        (f"{kind}.base", {"by": _BY, "text": text}),
-    ):
-        if name.endswith(".base") and not text_changed:
-            continue
-        row = session.get(SyncState, name)
-        if row is None:
-            row = SyncState(kind=name, path=str(path), synced_at=now)
-            session.add(row)
-        row.path = str(path)
-        row.content_hash = None if text is None else digest(text)
-        row.size = None if text is None else len(text.encode("utf-8"))
-        row.synced_at = now
-        row.skeleton = skeleton
+    """Record how the sync leaves a file; ``base``: where to keep a copy of its text (None: the
+    copy there is already this text)."""
+    bookmarks.save(
+        db,
+        kind,
+        path=str(path),
+        content_hash=None if text is None else digest(text),
+        size=None if text is None else len(text.encode("utf-8")),
+        synced_at=now,
+        skeleton={"by": _BY, "mark": mark, "dialect": dialect, "warnings": [list(w) for w in warnings]},
+    )
+    if base is not None:
+        db.after_commit.append(lambda: _keep_base(base, text))
+
+
+def _keep_base(base: Path, text: str | None) -> None:
+    """Write (or drop) the copy of a synced file's text. A copy that could not be written only
+    costs the next sync a full read."""
+    try:
+        if text is None:
+            base.unlink(missing_ok=True)
+        else:
+            atomic_write(base, text)
+    except OSError:
+        with contextlib.suppress(OSError):
+            base.unlink(missing_ok=True)
 
 
 # --- the two families: tasks (TODO.md + TODO.DONE.md) and recurrences (TODO.RECUR.md) ------
@@ -318,11 +344,14 @@ class _Family:
 
     kinds: tuple[str, ...]
     prefix: str
-    table: Table
+    shape: Shape
+    columns: tuple[str, ...]  # what a _Row is made of
+    where: str  # the family's rows (SQL)
+    keyed: str  # the family's condition for lookups by key (what the index serves)
 
-    def __init__(self, ledger: Ledger, session: Session, now: datetime) -> None:
+    def __init__(self, ledger: Ledger, db: Conn, now: datetime) -> None:
         self.ledger = ledger
-        self.session = session
+        self.db = db
         self.now = now
         self.dialect = ledger.settings.todo_dialect
         self.actor = ACTOR
@@ -332,21 +361,30 @@ class _Family:
         """A cheap fingerprint of the rows: unchanged means the ledger side did not move."""
         raise NotImplementedError
 
-    def columns(self) -> list[Any]:
-        raise NotImplementedError
-
-    def where(self) -> Any:
-        raise NotImplementedError
-
-    def load(self, condition: Any = None) -> list[_Row]:
+    def load(self, condition: str | None = None, params: dict[str, Any] | None = None) -> list[_Row]:
         """The family's rows (``condition``: only those, looked up by an index of it)."""
-        query = select(*self.columns())
-        query = query.where(self.where()) if condition is None else query.where(self.keyed(), condition)
-        return [_Row(self, data) for data in self.session.execute(query) if self.mine(data)]
+        where = self.where if condition is None else f"{self.keyed} AND ({condition})"
+        sql = f"SELECT {', '.join(self.columns)} FROM {self.shape.name} WHERE {where}"
+        out = []
+        for values in self.db.rows(sql, params):
+            data = _Data(self.shape.decode(values, self.columns))
+            if self.mine(data):
+                out.append(_Row(self, data))
+        return out
 
-    def keyed(self) -> Any:
-        """The family's condition for lookups by key (what the index serves)."""
-        return self.where()
+    def full_rows(self, pks: Sequence[int]) -> list[dict[str, Any]]:
+        """Whole rows (every column, decoded) by primary key."""
+        out: list[dict[str, Any]] = []
+        for chunk in _chunks(list(pks)):
+            frag, params = in_list("pk", chunk)
+            sql = f"SELECT {self.shape.select()} FROM {self.shape.name} WHERE pk IN {frag}"
+            out.extend(self.shape.decode(values) for values in self.db.rows(sql, params))
+        return out
+
+    def delete(self, pks: Sequence[int]) -> None:
+        for chunk in _chunks(list(pks)):
+            frag, params = in_list("pk", chunk)
+            self.db.execute(f"DELETE FROM {self.shape.name} WHERE pk IN {frag}", params)
 
     def mine(self, data: Any) -> bool:
         return True
@@ -406,21 +444,15 @@ class _Family:
 
     def bookkeeping(self, rows: Sequence[tuple[_Row, dict[str, Any]]]) -> None:
         """Record, in bulk, what each row looks like in its file now."""
-        if not rows:
-            return
-        table = self.table
-        columns = ("synced_hash", "extra", "external_key", "position")
-        stmt = (
-            update(table)
-            .where(table.c.pk == bindparam("b_pk"))
-            .values({c: bindparam(c) for c in columns})
-            .execution_options(synchronize_session=False)
+        db = self.db
+        db.executemany(
+            f"UPDATE {self.shape.name} SET synced_hash = :synced_hash, extra = {{json:extra}}, "
+            "external_key = :external_key, position = :position WHERE pk = :b_pk",
+            [{**values, "b_pk": row.pk, "extra": db.json(values["extra"])} for row, values in rows],
         )
-        self.session.connection().execute(stmt, [{"b_pk": row.pk, **values} for row, values in rows])
 
     def new_ids(self, keys: Sequence[str], wanted: Sequence[str | None]) -> list[str]:
         """Stable ``<prefix>xxxxxxxx`` ids derived from the identity keys, unique in the ledger."""
-        taken_query: Callable[[Sequence[str]], Any] = self.ids_taken
         out: list[str | None] = [None] * len(keys)
         used: set[str] = set()
         salt = [0] * len(keys)
@@ -443,7 +475,8 @@ class _Family:
                 candidates[cand] = i
             taken: set[str] = set()
             for chunk in _chunks(list(candidates)):
-                taken.update(self.session.scalars(taken_query(chunk)))
+                frag, params = in_list("id", chunk)
+                taken.update(r[0] for r in self.db.rows(f"{self.ids_taken} AND id IN {frag}", params))
             for cand, i in candidates.items():
                 if cand in taken:
                     salt[i] += 1
@@ -455,28 +488,61 @@ class _Family:
             first = False
         return [o for o in out if o is not None]
 
-    def ids_taken(self, names: Sequence[str]) -> Any:
-        return select(self.table.c.id).where(self.table.c.id.in_(names))
+    ids_taken: str  # the ids new ones must not repeat (SQL, ANDed with ``id IN (...)``)
+
+
+class _Data:
+    """A loaded row's columns as attributes."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.__dict__.update(values)
+
+    def __getattr__(self, name: str) -> Any:  # typed access for mypy; every column is set
+        raise AttributeError(name)
 
 
 class _Tasks(_Family):
     kinds = TASK_KINDS
     prefix = "todo-"
-    table = _TASKS
+    shape = TASKS
+    columns = (
+        "pk",
+        "id",
+        "scope",
+        "external_key",
+        "title",
+        "status",
+        "chat_id",
+        "created_at",
+        "completed_at",
+        "updated_at",
+        "position",
+        "synced_hash",
+        "extra",
+    )
+    where = f"source = '{TODO_SOURCE}' AND scope = ''"
+    # scope is checked in Python: with it in the query SQLite may pick a scope index
+    # over (source, external_key) and scan every task
+    keyed = f"source = '{TODO_SOURCE}'"
+    ids_taken = "SELECT id FROM tasks WHERE scope = ''"
+    _MARK = (
+        "SELECT sum(CASE WHEN {mine} THEN 1 ELSE 0 END), sum(CASE WHEN {mine} THEN version END), "
+        "max(CASE WHEN {mine} THEN pk END), min(CASE WHEN {mine} THEN pk END), "
+        "max(CASE WHEN {mine} THEN updated_at END) FROM tasks"
+    ).format(mine=f"({where})")
+    _UPDATE = (
+        "UPDATE tasks SET title = :title, status = :status, completed_at = :completed_at, "
+        "created_at = :created_at, chat_id = :chat_id, claimed_at = :claimed_at, claimed_by = :claimed_by, "
+        "lease_expires_at = :lease_expires_at, version = :version, updated_at = :updated_at, "
+        "last_update_at = :last_update_at WHERE pk = :pk"
+    )
 
     def mark(self) -> Any:
-        t = _TASKS.c
-        mine = self.where()
         # conditional aggregates over a plain scan: several times faster than an index walk
-        count, versions, high, low, updated = self.session.execute(
-            select(
-                func.sum(case((mine, 1), else_=0)),
-                func.sum(case((mine, t.version))),
-                func.max(case((mine, t.pk))),
-                func.min(case((mine, t.pk))),
-                func.max(case((mine, t.updated_at))),
-            ).select_from(_TASKS)
-        ).one()
+        row = self.db.one(self._MARK)
+        assert row is not None
+        count, versions, high, low, updated = row
+        updated = plain.read_time(updated)
         return [
             int(count or 0),
             int(versions or 0),
@@ -486,37 +552,8 @@ class _Tasks(_Family):
             self.dialect,
         ]
 
-    def columns(self) -> list[Any]:
-        t = _TASKS.c
-        return [
-            t.pk,
-            t.id,
-            t.scope,
-            t.external_key,
-            t.title,
-            t.status,
-            t.chat_id,
-            t.created_at,
-            t.completed_at,
-            t.updated_at,
-            t.position,
-            t.synced_hash,
-            t.extra,
-        ]
-
-    def where(self) -> Any:
-        return (_TASKS.c.source == TODO_SOURCE) & (_TASKS.c.scope == "")
-
-    def keyed(self) -> Any:
-        # scope is checked in Python: with it in the query SQLite may pick a scope index
-        # over (source, external_key) and scan every task
-        return _TASKS.c.source == TODO_SOURCE
-
     def mine(self, data: Any) -> bool:
         return bool(data.scope == "")
-
-    def ids_taken(self, names: Sequence[str]) -> Any:
-        return select(_TASKS.c.id).where(_TASKS.c.scope == "", _TASKS.c.id.in_(names))
 
     def row_record(self, data: Any) -> _Record:
         status = TaskStatus(data.status)
@@ -569,63 +606,74 @@ class _Tasks(_Family):
     def apply(self, changes: list[tuple[_Row, _Item, bool]], label: dict[int, str]) -> None:
         if not changes:
             return
+        db, now = self.db, self.now
         by_pk = {row.pk: (item, conflict) for row, item, conflict in changes}
-        for chunk in _chunks(list(by_pk)):
-            for task in self.session.scalars(select(Task).where(Task.pk.in_(chunk))):
-                item, conflict = by_pk[task.pk]
-                assert item.entry is not None
-                before = snapshot(task)
-                fields = self._take_entry(task, item.kind, item.entry)
-                task.version += 1
-                task.updated_at = self.now
-                task.last_update_at = self.now
-                detail: dict[str, Any] = {"fields": fields, "file": label[id(item)]}
-                if conflict:
-                    detail["note"] = "changed in the file and in the ledger; the file won"
-                kind = "conflict" if conflict else "updated"
-                record_event(
-                    self.session, task, kind, self.now, before=before, actor=self.actor, detail=detail
-                )
-        self.session.flush()
+        updates: list[dict[str, Any]] = []
+        events: list[dict[str, Any]] = []
+        for task in self.full_rows(list(by_pk)):
+            item, conflict = by_pk[task["pk"]]
+            assert item.entry is not None
+            before = TASKS.snapshot(task)
+            fields = self._take_entry(task, item.kind, item.entry)
+            updates.append(
+                {
+                    "pk": task["pk"],
+                    "title": task["title"],
+                    "status": str(task["status"]),
+                    "chat_id": task["chat_id"],
+                    "claimed_by": task["claimed_by"],
+                    "version": task["version"] + 1,
+                    **{
+                        name: db.time(task[name])
+                        for name in ("completed_at", "created_at", "claimed_at", "lease_expires_at")
+                    },
+                    "updated_at": db.time(now),
+                    "last_update_at": db.time(now),
+                }
+            )
+            detail: dict[str, Any] = {"fields": fields, "file": label[id(item)]}
+            if conflict:
+                detail["note"] = "changed in the file and in the ledger; the file won"
+            events.append(_event(task, "conflict" if conflict else "updated", before=before, detail=detail))
+        db.executemany(self._UPDATE, updates)
+        _record_events(db, events, now, self.actor)
 
-    def _take_entry(self, task: Task, kind: str, entry: Entry) -> list[str]:
+    def _take_entry(self, task: dict[str, Any], kind: str, entry: Entry) -> list[str]:
+        """Set the entry's fields on the row (a dict); the names of those that changed."""
         changed: list[str] = []
 
         def put(name: str, value: Any) -> None:
-            if getattr(task, name) != value:
-                setattr(task, name, value)
+            if task[name] != value:
+                task[name] = value
                 changed.append(name)
 
-        if _content(task.title) != entry.content:
+        if _content(task["title"]) != entry.content:
             put("title", entry.content)
         if kind == "done":
             put("status", TaskStatus.DONE)
-            if _stamp(task.completed_at) != _stamp(entry.done):
+            if _stamp(task["completed_at"]) != _stamp(entry.done):
                 put("completed_at", entry.done)
-        elif not task.status.active:
+        elif not TaskStatus(task["status"]).active:
             put("status", TaskStatus.TODO)
             put("completed_at", None)
-        if task.status is not TaskStatus.DOING:
-            task.claimed_at = task.claimed_by = task.lease_expires_at = None
-        if _stamp(task.created_at) != _stamp(entry.created):
+        if task["status"] != TaskStatus.DOING:
+            task["claimed_at"] = task["claimed_by"] = task["lease_expires_at"] = None
+        if _stamp(task["created_at"]) != _stamp(entry.created):
             put("created_at", entry.created)
         put("chat_id", entry.chat_id)
         return changed
 
     def remove(self, rows: list[_Row], conflicts: set[int]) -> None:
-        for chunk in _chunks([r.pk for r in rows]):
-            for task in self.session.scalars(select(Task).where(Task.pk.in_(chunk))):
-                detail = {"reason": "the line was deleted from its file"}
-                if task.pk in conflicts:
-                    detail["note"] = "changed in the ledger too; the file won"
-                before = snapshot(task)
-                record_event(
-                    self.session, task, "removed", self.now, before=before, actor=self.actor, detail=detail
-                )
-            self.session.flush()
-            self.session.execute(
-                delete(Task).where(Task.pk.in_(chunk)).execution_options(synchronize_session=False)
-            )
+        if not rows:
+            return
+        events = []
+        for task in self.full_rows([r.pk for r in rows]):
+            detail = {"reason": "the line was deleted from its file"}
+            if task["pk"] in conflicts:
+                detail["note"] = "changed in the ledger too; the file won"
+            events.append(_event(task, "removed", before=TASKS.snapshot(task), detail=detail))
+        _record_events(self.db, events, self.now, self.actor)
+        self.delete([r.pk for r in rows])
 
     def insert(self, items: list[_Item], positions: dict[int, int], label: dict[int, str]) -> list[str]:
         if not items:
@@ -653,59 +701,57 @@ class _Tasks(_Family):
                     "synced_hash": it.final_hash,
                 }
             )
-        pks = _insert_rows(self.session, _TASKS, params)
+        pks = _insert_rows(self.db, TASKS, params)
         events = [
             {
                 "task_pk": pk,
                 "task_id": p["id"],
                 "scope": "",
-                "at": now,
                 "kind": "created",
-                "actor": self.actor,
                 "detail": {"file": label[id(it)]},
             }
             for pk, p, it in zip(pks, params, items, strict=True)
         ]
-        _insert_rows(self.session, _EVENTS, events)
+        _record_events(self.db, events, now, self.actor)
         return ids
 
 
 class _Recurrences(_Family):
     kinds = ("recur",)
     prefix = "recur-"
-    table = _RECURRENCES
+    shape = RECURRENCES
+    columns = (
+        "pk",
+        "id",
+        "source",
+        "external_key",
+        "title",
+        "rule",
+        "tz",
+        "next_local",
+        "chat_id",
+        "position",
+        "enabled",
+        "synced_hash",
+        "extra",
+    )
+    where = keyed = "source IN ('recur', 'cli')"
+    ids_taken = "SELECT id FROM recurrences WHERE 1 = 1"
+    _UPDATE = (
+        "UPDATE recurrences SET title = :title, rule = :rule, tz = :tz, next_local = :next_local, "
+        "next_at = :next_at, chat_id = :chat_id, enabled = :enabled, updated_at = :updated_at WHERE pk = :pk"
+    )
 
     def mark(self) -> Any:
         # few rows and no version column: a digest of what the file shows
         h = hashlib.sha256()
-        cursor = self.session.connection().exec_driver_sql(
+        rows = self.db.rows(
             "SELECT pk, id, source, title, rule, tz, next_local, chat_id, position, enabled "
             "FROM recurrences WHERE source IN ('recur', 'cli') ORDER BY pk"
         )
-        for row in cursor:
+        for row in rows:
             h.update("\x1f".join(str(v) for v in row).encode("utf-8") + b"\x1e")
         return [h.hexdigest(), self.dialect]
-
-    def columns(self) -> list[Any]:
-        r = _RECURRENCES.c
-        return [
-            r.pk,
-            r.id,
-            r.source,
-            r.external_key,
-            r.title,
-            r.rule,
-            r.tz,
-            r.next_local,
-            r.chat_id,
-            r.position,
-            r.enabled,
-            r.synced_hash,
-            r.extra,
-        ]
-
-    def where(self) -> Any:
-        return _RECURRENCES.c.source.in_(RECUR_SOURCES)
 
     def _eligible(self, data: Any) -> bool:
         """Whether the rule belongs in TODO.RECUR.md (the runtime's reader must understand it)."""
@@ -763,60 +809,59 @@ class _Recurrences(_Family):
 
         return resolve_local(next_local, load_zone(tz) if tz else self.ledger.zone)
 
-    def _event(self, rule: Recurrence, kind: str, detail: dict[str, Any]) -> None:
-        before = {
-            c.key: isoformat(v) if isinstance(v := getattr(rule, c.key), datetime) else v
-            for c in _RECURRENCES.columns
+    @staticmethod
+    def _event(rule: dict[str, Any], kind: str, detail: dict[str, Any]) -> dict[str, Any]:
+        """A history row for a rule (no task: ``task_id`` is the rule's id)."""
+        return {
+            "task_pk": None,
+            "task_id": rule["id"],
+            "scope": "",
+            "kind": kind,
+            "before": RECURRENCES.snapshot(rule),
+            "detail": detail,
         }
-        self.session.add(
-            TaskEvent(
-                task_pk=None,
-                task_id=rule.id,
-                scope="",
-                at=self.now,
-                kind=kind,
-                actor=self.actor,
-                before=before,
-                detail=detail,
-            )
-        )
 
     def apply(self, changes: list[tuple[_Row, _Item, bool]], label: dict[int, str]) -> None:
         if not changes:
             return
+        db = self.db
         by_pk = {row.pk: (item, conflict) for row, item, conflict in changes}
-        for rule in self.session.scalars(select(Recurrence).where(Recurrence.pk.in_(list(by_pk)))):
-            item, conflict = by_pk[rule.pk]
+        updates: list[dict[str, Any]] = []
+        events: list[dict[str, Any]] = []
+        for rule in self.full_rows(list(by_pk)):
+            item, conflict = by_pk[rule["pk"]]
             entry = item.entry
             assert entry is not None and entry.next is not None and entry.repeat is not None
             if conflict:
                 note = "changed in the file and in the ledger; the file won"
-                self._event(rule, "conflict", {"file": label[id(item)], "note": note})
-            if _content(rule.title) != entry.content:
-                rule.title = entry.content
-            if self._rule_text(rule.rule) != entry.repeat:
-                rule.rule = entry.repeat
-            rule.tz = entry.tz
-            rule.next_local = _wall(entry.next)
-            rule.next_at = self._next_at(entry.next, entry.tz)
-            rule.chat_id = entry.chat_id
-            rule.enabled = True
-            rule.updated_at = self.now
-        self.session.flush()
+                events.append(self._event(rule, "conflict", {"file": label[id(item)], "note": note}))
+            updates.append(
+                {
+                    "pk": rule["pk"],
+                    "title": entry.content if _content(rule["title"]) != entry.content else rule["title"],
+                    "rule": entry.repeat if self._rule_text(rule["rule"]) != entry.repeat else rule["rule"],
+                    "tz": entry.tz,
+                    "next_local": _wall(entry.next),
+                    "next_at": db.time(self._next_at(entry.next, entry.tz)),
+                    "chat_id": entry.chat_id,
+                    "enabled": db.flag(True),
+                    "updated_at": db.time(self.now),
+                }
+            )
+        _record_events(db, events, self.now, self.actor)
+        db.executemany(self._UPDATE, updates)
 
     def remove(self, rows: list[_Row], conflicts: set[int]) -> None:
         if not rows:
             return
-        pks = [r.pk for r in rows]
-        for rule in self.session.scalars(select(Recurrence).where(Recurrence.pk.in_(pks))):
+        events = []
+        for rule in self.full_rows([r.pk for r in rows]):
             detail = {"reason": "the line was deleted from TODO.RECUR.md"}
-            if rule.pk in conflicts:
+            if rule["pk"] in conflicts:
                 detail["note"] = "changed in the ledger too; the file won"
-            self._event(rule, "removed", detail)
-        self.session.flush()
-        self.session.execute(
-            delete(Recurrence).where(Recurrence.pk.in_(pks)).execution_options(synchronize_session=False)
-        )
+            events.append(self._event(rule, "removed", detail))
+        _record_events(self.db, events, self.now, self.actor)
+        self.delete([r.pk for r in rows])
 
     def insert(self, items: list[_Item], positions: dict[int, int], label: dict[int, str]) -> list[str]:
         if not items:
@@ -844,60 +889,94 @@ class _Recurrences(_Family):
                     "updated_at": self.now,
                 }
             )
-        _insert_rows(self.session, _RECURRENCES, params)
+        _insert_rows(self.db, RECURRENCES, params)
         return ids
 
 
-def _insert_rows(session: Session, table: Table, rows: list[dict[str, Any]]) -> list[int]:
-    """Insert rows (all with the same keys) in bulk; their primary keys, in order.
+def _event(
+    task: dict[str, Any], kind: str, *, before: dict[str, Any], detail: dict[str, Any]
+) -> dict[str, Any]:
+    """A history row for a task (``task_events``), as ``heartbeat.tasks.record_event`` writes it."""
+    return {
+        "task_pk": task["pk"],
+        "task_id": task["id"],
+        "scope": task["scope"],
+        "kind": kind,
+        "before": before,
+        "detail": detail,
+    }
 
-    On SQLite the sync holds the write lock (BEGIN IMMEDIATE), so the keys are
-    assigned here and the rows go in with one executemany, values converted as
-    the column types store them; elsewhere, Core with RETURNING.
+
+def _record_events(db: Conn, events: list[dict[str, Any]], now: datetime, actor: str) -> None:
+    _insert_rows(
+        db,
+        TASK_EVENTS,
+        [
+            {
+                "task_pk": e["task_pk"],
+                "task_id": e["task_id"],
+                "scope": e["scope"],
+                "at": now,
+                "kind": e["kind"],
+                "actor": actor,
+                "before": e.get("before"),
+                "detail": e["detail"],
+            }
+            for e in events
+        ],
+        keys=False,
+    )
+
+
+def _insert_rows(db: Conn, shape: Shape, rows: list[dict[str, Any]], *, keys: bool = True) -> list[int]:
+    """Insert rows (all with the same keys) with one executemany; their primary keys, in order.
+
+    The sync holds the write lock, so the keys are assigned here: on SQLite
+    after the highest one, on PostgreSQL from the table's sequence. Values are
+    bound as the column types store them (times, JSON, booleans).
     """
     if not rows:
         return []
-    connection = session.connection()
-    if connection.dialect.name != "sqlite":
-        pks: list[int] = []
-        for chunk in _chunks(rows):
-            stmt = table.insert().returning(table.c.pk, sort_by_parameter_order=True)
-            pks.extend(connection.execute(stmt, list(chunk)).scalars())
-        return pks
-    start = int(connection.execute(select(func.max(table.c.pk))).scalar() or 0) + 1
     names = list(rows[0])
-    sql = (
-        f"INSERT INTO {table.name} (pk, {', '.join(names)}) "
-        f"VALUES ({', '.join('?' for _ in range(len(names) + 1))})"
-    )
-    columns = [_sqlite_column([row[n] for row in rows]) for n in names]
-    connection.exec_driver_sql(sql, list(zip(range(start, start + len(rows)), *columns, strict=True)))
-    return list(range(start, start + len(rows)))
-
-
-def _sqlite_column(values: list[Any]) -> list[Any]:
-    """One column's values as SQLAlchemy's column types store them on SQLite."""
-    sample = next((v for v in values if v is not None), None)
-    if isinstance(sample, datetime):
-        stamps: dict[datetime, str] = {}
-        out: list[Any] = []
-        for v in values:
-            if v is None:
-                out.append(None)
-            elif (got := stamps.get(v)) is not None:
-                out.append(got)
-            else:
-                text = plain.stamp(v)
-                stamps[v] = text
-                out.append(text)
-        return out
-    if isinstance(sample, dict | list):
-        return [None if v is None else json.dumps(v) for v in values]
-    if isinstance(sample, TaskStatus):
-        return [None if v is None else v.value for v in values]
-    if isinstance(sample, bool):
-        return [None if v is None else int(v) for v in values]
-    return values
+    pks: list[int] = []
+    if keys:
+        if db.sqlite:
+            high = db.one(f"SELECT max(pk) FROM {shape.name}")
+            start = int((high[0] if high else None) or 0) + 1
+            pks = list(range(start, start + len(rows)))
+        else:
+            got = db.rows(
+                f"SELECT nextval(pg_get_serial_sequence('{shape.name}', 'pk')) FROM generate_series(1, :n)",
+                {"n": len(rows)},
+            )
+            pks = sorted(int(r[0]) for r in got)
+    columns = (["pk"] if keys else []) + names
+    values = [f"{{json:{n}}}" if n in shape.json else f":{n}" for n in columns]
+    sql = f"INSERT INTO {shape.name} ({', '.join(columns)}) VALUES ({', '.join(values)})"
+    times = [n for n in names if n in shape.times]
+    jsons = [n for n in names if n in shape.json]
+    flags = [n for n in names if n in shape.flags]
+    stamps: dict[datetime, Any] = {}
+    params: list[dict[str, Any]] = []
+    for index, row in enumerate(rows):
+        p = dict(row)
+        if keys:
+            p["pk"] = pks[index]
+        for n in times:
+            value = p[n]
+            if value is not None:
+                if (got_stamp := stamps.get(value)) is None:
+                    got_stamp = stamps[value] = db.time(value)
+                p[n] = got_stamp
+        for n in jsons:
+            p[n] = db.json(p[n])
+        for n in flags:
+            p[n] = db.flag(p[n])
+        if isinstance(status := p.get("status"), TaskStatus):
+            p["status"] = status.value
+        params.append(p)
+    db.executemany(sql, params)
+    return pks
 
 
 # --- reading the files ---------------------------------------------------------------------
@@ -1099,13 +1178,21 @@ def _checked_entry(entry: Entry, dialect: str) -> str | None:
 
 
 def sync_family(
-    family: _Family, given: dict[str, tuple[Path, str | None]]
+    family: _Family, given: dict[str, tuple[Path, str | None]], *, sealed: bool = False
 ) -> dict[str, tuple[SyncReport, str | None]]:
-    """One sync of a family's files; returns each kind's report and the text to write (or None)."""
-    session = family.session
-    stored = {k: _Stored.load(session, k) for k in family.kinds}
+    """One sync of a family's files; returns each kind's report and the text to write (or None).
+
+    ``sealed``: the engine checked that no table changed since the last full sync, which
+    recorded the family's mark; that mark is then taken as it is instead of recomputed.
+    """
+    db = family.db
+    stored = {k: _Stored.load(db, k) for k in family.kinds}
     reports = {k: SyncReport(kind=k, path=str(given[k][0])) for k in family.kinds}
-    mark = family.mark()
+    marks = [stored[k].mark for k in family.kinds if stored[k].ours]
+    if sealed and len(marks) == len(family.kinds) and all(m == marks[0] for m in marks):
+        mark = marks[0]
+    else:
+        mark = family.mark()
 
     def unchanged(kind: str) -> bool:
         path, text = given[kind]
@@ -1121,7 +1208,9 @@ def sync_family(
     dialect = _read_dialect(family.dialect, previous)
     if ledger_same and isinstance(family, _Tasks):
         changed = [k for k in family.kinds if not unchanged(k)]
-        diffs = {k: _diff(stored[k], _base_text(session, k), given[k][1], dialect) for k in changed}
+        diffs = {
+            k: _diff(stored[k], _base_text(family.ledger.workspace, k), given[k][1], dialect) for k in changed
+        }
         if all(d is not None for d in diffs.values()):
             done = _targeted(family, given, stored, {k: d for k, d in diffs.items() if d}, reports, dialect)
             if done is not None:
@@ -1216,7 +1305,6 @@ def _full_sync(
     family.apply(changes, label)
     family.remove(removed, removed_conflicts)
     _finish(family, slots, rows, final, label, reports)
-    family.session.flush()
     mark_after = family.mark()
     for k in family.kinds:
         f = files[k]
@@ -1227,7 +1315,7 @@ def _full_sync(
             warnings = [(w.line, w.text, w.reason) for w in _parse_doc(k, f.path, out, dialect).warnings]
         reports[k].preserved = _labels(f.path, warnings) + reports[k].preserved
         _store(
-            family.session,
+            family.db,
             k,
             f.path,
             out,
@@ -1235,7 +1323,7 @@ def _full_sync(
             mark=mark_after,
             dialect=family.dialect,
             warnings=warnings,
-            text_changed=not (ledger_same and unchanged(k)),
+            base=None if ledger_same and unchanged(k) else _base_path(family.ledger.workspace, k),
         )
     return {k: (reports[k], texts[k]) for k in family.kinds}
 
@@ -1499,14 +1587,13 @@ def _targeted(
         it.final_hash = it.record.digest
     for it, new_id in zip(new_items, family.insert(new_items, positions, label), strict=True):
         reports[it.kind].added.append(new_id)
-    family.session.flush()
     mark_after = family.mark()
     for k in family.kinds:
         path, text = given[k]
         w = warnings.get(k, stored[k].warnings)
         reports[k].preserved = _labels(path, w)
         _store(
-            family.session,
+            family.db,
             k,
             path,
             text,
@@ -1514,7 +1601,7 @@ def _targeted(
             mark=mark_after,
             dialect=family.dialect,
             warnings=w,
-            text_changed=k in diffs,
+            base=_base_path(family.ledger.workspace, k) if k in diffs else None,
         )
     return {k: (reports[k], None) for k in family.kinds}
 
@@ -1537,7 +1624,8 @@ def _rows_of_lines(family: _Tasks, kind: str, d: _Diff, dialect: str) -> list[_R
         return []
     rows: list[_Row] = []
     for chunk in _chunks(sorted(keys)):
-        rows.extend(family.load(_TASKS.c.external_key.in_(chunk)))
+        frag, params = in_list("k", chunk)
+        rows.extend(family.load(f"external_key IN {frag}", params))
     by_line: dict[str, list[_Row]] = {}
     for row in sorted(rows, key=lambda r: (r.position, r.pk)):
         if row.base_place == kind and row.base_line is not None:
@@ -1562,11 +1650,14 @@ def _region_keys(family: _Tasks, items: Sequence[_Item], gone: set[int]) -> None
     plains = {it.key.split(_DUP, 1)[0] for it in items}
     if not plains:
         return
-    c = _TASKS.c.external_key
     taken: set[str] = set()
     for chunk in _chunks(sorted(plains)):
-        condition = or_(c.in_(chunk), *(c.between(k + _DUP, k + _DUP + "g") for k in chunk))
-        for row in family.load(condition):
+        frag, params = in_list("k", chunk)
+        ranges = []
+        for i, k in enumerate(chunk):
+            ranges.append(f" OR external_key BETWEEN :lo{i} AND :hi{i}")
+            params[f"lo{i}"], params[f"hi{i}"] = k + _DUP, k + _DUP + "g"
+        for row in family.load(f"external_key IN {frag}{''.join(ranges)}", params):
             if row.pk not in gone and row.key:
                 taken.add(row.key.split(_DUP, 1)[0])
     for it in items:
@@ -1609,7 +1700,8 @@ def _neighbour(family: _Tasks, kind: str, lines: Sequence[str], order: range, di
             continue
         record = family.entry_record(kind, got)
         plain = family.keys(record)[0]
-        rows = family.load(_TASKS.c.external_key.in_([plain, family.dup_key(plain, record)]))
+        frag, params = in_list("k", [plain, family.dup_key(plain, record)])
+        rows = family.load(f"external_key IN {frag}", params)
         for row in rows:
             if row.base_place == kind and row.base_line == raw:
                 return row.position
@@ -1620,10 +1712,23 @@ def _neighbour(family: _Tasks, kind: str, lines: Sequence[str], order: range, di
 # --- one-way import and export ---------------------------------------------------------------
 
 
-def _family(kind: str, ledger: Ledger, session: Session, now: datetime) -> _Family:
+def _family(kind: str, ledger: Ledger, db: Conn, now: datetime) -> _Family:
     if kind in TASK_KINDS:
-        return _Tasks(ledger, session, now)
-    return _Recurrences(ledger, session, now)
+        return _Tasks(ledger, db, now)
+    return _Recurrences(ledger, db, now)
+
+
+@contextmanager
+def _plain(session: Session) -> Iterator[Conn]:
+    """The session's transaction as plain SQL on its driver connection (pending ORM changes
+    flushed first; loaded objects expired after, since rows change under them)."""
+    session.flush()
+    connection = session.connection()
+    db = Conn(connection.connection.driver_connection, sqlite=connection.dialect.name == "sqlite")
+    yield db
+    session.expire_all()
+    for action in db.after_commit:
+        _after_commit(session, action)
 
 
 def import_family(family: _Family, kind: str, path: Path, text: str) -> ImportReport:
@@ -1676,10 +1781,12 @@ def import_family(family: _Family, kind: str, path: Path, text: str) -> ImportRe
 def render_family(family: _Family, kind: str) -> str:
     """The file as the ledger has it now, laid over the text hb last synced (comments and
     unreadable lines kept)."""
-    stored = _Stored.load(family.session, kind)
+    stored = _Stored.load(family.db, kind)
     path = default_path(family.ledger.workspace, kind)
     dialect = _read_dialect(family.dialect, stored.dialect)
-    base = _base_text(family.session, kind) if stored.ours else None
+    base = _base_text(family.ledger.workspace, kind) if stored.ours else None
+    if base is not None and digest(base) != stored.hash:
+        base = None  # the copy is not the text the ledger recorded
     try:
         if base is None:
             base = read_optional(path)  # never synced: lay the ledger over the workspace's file
@@ -1719,14 +1826,16 @@ def render_family(family: _Family, kind: str) -> str:
 
 def _importer(kind: str) -> Any:
     def run(ledger: Ledger, session: Session, text: str, path: Path, now: datetime) -> ImportReport:
-        return import_family(_family(kind, ledger, session, now), kind, Path(path), text)
+        with _plain(session) as db:
+            return import_family(_family(kind, ledger, db, now), kind, Path(path), text)
 
     return run
 
 
 def _renderer(kind: str) -> Any:
     def run(ledger: Ledger, session: Session) -> str | None:
-        return render_family(_family(kind, ledger, session, ledger.now()), kind)
+        with _plain(session) as db:
+            return render_family(_family(kind, ledger, db, ledger.now()), kind)
 
     return run
 
@@ -1734,12 +1843,21 @@ def _renderer(kind: str) -> Any:
 # --- hb sync entry points ---------------------------------------------------------------------
 
 
+def sync_plain(
+    ledger: Ledger, db: Conn, files: dict[str, tuple[Path, str | None]], now: datetime
+) -> dict[str, tuple[SyncReport, str | None]]:
+    """Sync TODO.md + TODO.DONE.md together (or TODO.RECUR.md) while the engine's seal holds
+    (the ledger is as the last full sync left it): see the module docstring."""
+    kinds = tuple(files)
+    return sync_family(_family(kinds[0], ledger, db, now), files, sealed=True)
+
+
 def sync_group(
     ledger: Ledger, session: Session, files: dict[str, tuple[Path, str | None]], now: datetime
 ) -> dict[str, tuple[SyncReport, str | None]]:
-    """Sync TODO.md + TODO.DONE.md together (or TODO.RECUR.md): see the module docstring."""
-    kinds = tuple(files)
-    return sync_family(_family(kinds[0], ledger, session, now), files)
+    """Sync TODO.md + TODO.DONE.md together (or TODO.RECUR.md) in a SQLAlchemy session."""
+    with _plain(session) as db:
+        return sync_family(_family(next(iter(files)), ledger, db, now), files)
 
 
 def _syncer(kind: str) -> Any:
@@ -1749,15 +1867,16 @@ def _syncer(kind: str) -> Any:
     def run(
         ledger: Ledger, session: Session, path: Path, text: str | None, now: datetime
     ) -> tuple[SyncReport, str | None]:
-        family = _family(kind, ledger, session, now)
-        given = {
-            k: (Path(path), text) if k == kind else (default_path(ledger.workspace, k), None)
-            for k in family.kinds
-        }
-        for k in family.kinds:
-            if k != kind:
-                given[k] = (given[k][0], read_optional(given[k][0]))
-        result = sync_family(family, given)
+        with _plain(session) as db:
+            family = _family(kind, ledger, db, now)
+            given = {
+                k: (Path(path), text) if k == kind else (default_path(ledger.workspace, k), None)
+                for k in family.kinds
+            }
+            for k in family.kinds:
+                if k != kind:
+                    given[k] = (given[k][0], read_optional(given[k][0]))
+            result = sync_family(family, given)
         for k, (_report, out) in result.items():
             if k != kind and out is not None and out != given[k][1]:
                 _write_after_commit(session, given[k][0], out)
@@ -1767,17 +1886,17 @@ def _syncer(kind: str) -> Any:
 
 
 def _write_after_commit(session: Session, path: Path, text: str) -> None:
+    _after_commit(session, lambda: atomic_write(path, text))
+
+
+def _after_commit(session: Session, action: Callable[[], None]) -> None:
     from sqlalchemy import event
 
-    from heartbeat.sync.files import atomic_write
-
-    def write(_session: Session) -> None:
-        atomic_write(path, text)
-
-    event.listen(session, "after_commit", write, once=True)
+    event.listen(session, "after_commit", lambda _session: action(), once=True)
 
 
 SYNC_GROUPS = {("todo", "done"): sync_group, ("recur",): sync_group}
+PLAIN_SYNC_GROUPS = {("todo", "done"): sync_plain, ("recur",): sync_plain}  # the engine's fast path
 SYNCERS = {kind: _syncer(kind) for kind in ("todo", "done", "recur")}
 IMPORTERS = {kind: _importer(kind) for kind in ("todo", "done", "recur")}
 RENDERERS = {kind: _renderer(kind) for kind in ("todo", "done", "recur")}
@@ -1797,15 +1916,16 @@ def add_todo(
     problem = _checked_entry(entry, "strict")
     if problem is not None:
         raise InvalidInput(f"cannot be a TODO.md entry: {problem}")
-    family = _Tasks(ledger, session, now)
-    record = family.entry_record("todo", entry)
-    key = family.keys(record)[0]
-    t = _TASKS.c
-    scopes = session.scalars(select(t.scope).where(t.source == TODO_SOURCE, t.external_key == key))
-    taken = any(scope == "" for scope in scopes)
-    if taken:
-        key = family.dup_key(key, record)
-    [task_id] = family.new_ids([key], [None])
+    with _plain(session) as db:
+        family = _Tasks(ledger, db, now)
+        record = family.entry_record("todo", entry)
+        key = family.keys(record)[0]
+        scopes = db.rows(
+            f"SELECT scope FROM tasks WHERE source = '{TODO_SOURCE}' AND external_key = :key", {"key": key}
+        )
+        if any(scope == "" for (scope,) in scopes):
+            key = family.dup_key(key, record)
+        [task_id] = family.new_ids([key], [None])
     changes = tasks_mod.Changes.from_input({**fields, "chat_id": chat_id}, ledger.zone)
     task = tasks_mod.add(session, content, changes, now, scope="", source=TODO_SOURCE, task_id=task_id)
     task.external_key = key

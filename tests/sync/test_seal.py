@@ -20,6 +20,10 @@ PROBE = (
 )
 
 
+def titles(hb: Runner) -> str:
+    return "\n".join(t["title"] for t in hb.json("list"))
+
+
 def probe(workspace: Path) -> tuple[dict[str, Any], bool]:
     env = {**os.environ, "HB_WORKSPACE": str(workspace), "HB_NOW": "2026-05-03T10:00:00Z"}
     env.pop("HB_DATABASE_URL", None)
@@ -38,8 +42,42 @@ def test_a_sync_with_nothing_to_do_does_not_load_sqlalchemy(hb: Runner, workspac
         f"{workspace / 'TODO.md'}:11: bad timestamp '2026-05-0 13:00' in Created"
     ]
     write(workspace / "TODO.md", read(workspace / "TODO.md").replace("Buy milk", "Buy bread"))
+    out, loaded = probe(workspace)  # only a TODO file moved: synced on plain SQL
+    assert loaded is False and len(report(out, "todo")["updated"]) == 1
+    assert "Buy bread" in titles(hb) and "Buy milk" not in titles(hb)
+    again, loaded = probe(workspace)
+    assert loaded is False and again["changed"] is False  # sealed again
+
+
+def test_a_changed_file_of_a_kind_without_a_plain_sync_loads_sqlalchemy(hb: Runner, workspace: Path) -> None:
+    hb("add", "queue job")
+    hb("sync")
+    tasks_json = workspace / ".agent" / "state" / "tasks.json"
+    tasks_json.write_text(tasks_json.read_text().replace("queue job", "queue job, edited"))
     out, loaded = probe(workspace)
-    assert loaded is True and len(report(out, "todo")["updated"]) == 1
+    assert loaded is True and len(report(out, "tasks-json")["updated"]) == 1
+    assert probe(workspace)[1] is False
+
+
+def test_the_copy_of_the_last_synced_text_is_only_a_cache(hb: Runner, workspace: Path) -> None:
+    todo = workspace / "TODO.md"
+    write(todo, todo_text(LINE_JOHN, LINE_MILK))
+    hb("sync")
+    base = workspace / ".agent" / "state" / "sync" / "todo.base"
+    assert base.read_text() == read(todo)
+    write(todo, read(todo).replace("Buy milk", "Buy bread"))
+    hb("sync", "--dry-run")
+    assert "Buy milk" in base.read_text()  # a dry run writes nothing, not even the copy
+    base.write_text(read(todo).replace("Remind", "Something else"))  # a copy gone wrong
+    out, loaded = probe(workspace)
+    assert loaded is False and len(report(out, "todo")["updated"]) == 1
+    assert "Buy bread" in titles(hb) and "Remind [John]" in titles(hb)
+    assert base.read_text() == read(todo)
+    base.unlink()
+    write(todo, read(todo).replace("Buy bread", "Buy cheese"))
+    out, _ = probe(workspace)
+    assert len(report(out, "todo")["updated"]) == 1
+    assert "Buy cheese" in titles(hb) and "Remind [John]" in titles(hb)
 
 
 def test_rewriting_a_file_with_the_same_bytes_keeps_the_seal(hb: Runner, workspace: Path) -> None:
