@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,6 +54,8 @@ def atomic_write(path: Path, text: str) -> None:
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:
         mode = NEW_FILE_MODE
+    import tempfile  # not at import time: most hb commands write no file
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:

@@ -321,6 +321,8 @@ def _store(
     )
     if base is not None:
         db.after_commit.append(lambda: _keep_base(base, text))
+        # hb 0.1.0 kept the copy in the database: drop it once the copy beside it exists
+        db.execute("DELETE FROM sync_state WHERE kind = :kind", {"kind": f"{kind}.base"})
 
 
 def _keep_base(base: Path, text: str | None) -> None:
