@@ -1,6 +1,6 @@
 """``python -m heartbeat`` runs the ``hb`` command."""
 
-from heartbeat.cli.main import main
+from heartbeat.cli.main import run
 
 if __name__ == "__main__":
-    main()
+    run()
