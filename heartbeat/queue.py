@@ -9,6 +9,13 @@ The claim is one statement. On SQLite the transaction begins with
 ready task through the partial index ``ix_tasks_ready``; on PostgreSQL the
 sub-select takes the row ``FOR UPDATE SKIP LOCKED``. Concurrent workers never
 receive the same task and never lose one; no Python-side lock is involved.
+The checks a pop makes first (scoped queues without ``--scope``, stale
+claims) are conditions of that same statement; only a pop that claims
+nothing runs them one by one, to say why.
+
+Every index a queue operation touches is a page written per commit, so the
+indexes the reports read leave the queue's rows out where they can (see
+migration 0003): a pop writes four pages, a completion about nine.
 """
 
 from __future__ import annotations
@@ -72,14 +79,28 @@ _CLAIM_SET = (
     "attempts = attempts + 1, updated_at = :now, version = version + 1"
 )
 # Markdown TODO entries are the agent's checklist, not queue work: never popped.
-_READY = (
-    "SELECT pk FROM tasks WHERE scope = :scope AND status = 'todo' AND blocked_by IS NULL "
-    "AND source <> 'todo' ORDER BY priority_rank, position, pk LIMIT 1"
+# READY and IDLE are the conditions of the partial indexes ix_tasks_ready and
+# ix_tasks_scope_status_created_at; a query names them to read through them.
+READY = "status = 'todo' AND blocked_by IS NULL AND source <> 'todo'"
+IDLE = f"status <> 'doing' AND NOT ({READY})"
+_READY = f"SELECT pk FROM tasks WHERE scope = :scope AND {READY} ORDER BY priority_rank, position, pk LIMIT 1"
+
+# The claim with the preflight's checks folded in: it takes a task only when the
+# pop may not fail (no stale claims in the queue; for a pop without --scope, no
+# scoped queues), so the common pop is one statement. When it takes nothing,
+# :func:`pop` runs the checks one by one to say why (or that nothing is ready).
+# (two seeks on ix_tasks_claimed, however many claims are in flight)
+_CLAIM_GUARD = (
+    "NOT EXISTS (SELECT 1 FROM tasks WHERE scope = :scope AND status = 'doing' AND lease_expires_at IS NULL) "
+    "AND NOT EXISTS (SELECT 1 FROM tasks WHERE scope = :scope AND status = 'doing' "
+    "AND lease_expires_at <= :now)"
 )
+_NO_SCOPED = "NOT EXISTS (SELECT 1 FROM tasks WHERE scope > '')"
 
 SQL = {
     "any_scoped": "SELECT 1 FROM tasks WHERE scope > '' LIMIT 1",
-    # one round trip before a claim: are there queues, is this one known, are claims stale?
+    # when the checked claim took nothing, in one round trip: are there queues, is this one
+    # known, are claims stale?
     "preflight": (
         "SELECT (SELECT 1 FROM tasks WHERE scope > '' LIMIT 1) AS scoped, "
         "(SELECT 1 FROM tasks WHERE scope = :scope LIMIT 1) AS known, "
@@ -93,6 +114,14 @@ SQL = {
         f"UPDATE tasks SET status = 'doing', {_CLAIM_SET} "
         f"WHERE pk = ({_READY}{{lock}}) RETURNING {_RETURNING}"
     ),
+    "claim_checked": (
+        f"UPDATE tasks SET status = 'doing', {_CLAIM_SET} "
+        f"WHERE pk = ({_READY}{{lock}}) AND {_CLAIM_GUARD} RETURNING {_RETURNING}"
+    ),
+    "claim_checked_legacy": (
+        f"UPDATE tasks SET status = 'doing', {_CLAIM_SET} "
+        f"WHERE pk = ({_READY}{{lock}}) AND {_CLAIM_GUARD} AND {_NO_SCOPED} RETURNING {_RETURNING}"
+    ),
     "claim_id": (
         f"UPDATE tasks SET status = 'doing', {_CLAIM_SET} "
         f"WHERE scope = :scope AND id = :id AND status = 'todo' RETURNING {_RETURNING}"
@@ -100,7 +129,7 @@ SQL = {
     "lookup": "SELECT status, blocked_by FROM tasks WHERE scope = :scope AND id = :id",
     "blocked": (
         "SELECT id, blocked_by, position FROM tasks WHERE scope = :scope AND status = 'todo' "
-        "AND blocked_by IS NOT NULL ORDER BY position, pk"
+        f"AND blocked_by IS NOT NULL AND {IDLE} ORDER BY position, pk"
     ),
     "by_id": f"SELECT {_RETURNING} FROM tasks WHERE id = :id LIMIT 2",
     "by_scope_id": f"SELECT {_RETURNING} FROM tasks WHERE scope = :scope AND id = :id",
@@ -175,7 +204,12 @@ class Dialect:
         return json.loads(value) if isinstance(value, str) else value
 
     def json(self, value: Any) -> str | None:
-        return None if value is None else json.dumps(value, ensure_ascii=False)
+        return None if value is None else _encode(value)
+
+
+# json.dumps(value, ensure_ascii=False) without building an encoder per call
+_encode = json.JSONEncoder(ensure_ascii=False).encode
+_TIMES = ("created_at", "completed_at", "claimed_at", "lease_expires_at")
 
 
 class Tx:
@@ -187,18 +221,24 @@ class Tx:
         self.cur = raw.cursor()
 
     def execute(self, key: str, params: Mapping[str, Any] | None = None) -> Any:
-        self.cur.execute(self.d.sql(key), dict(params or {}))
+        self.cur.execute(self.d.sql(key), params if isinstance(params, dict) else dict(params or {}))
         return self.cur
 
     def rows(self, key: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         cur = self.execute(key, params)
+        found = cur.fetchall()
+        if not found:
+            return []
         names = [c[0] for c in cur.description]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        return [dict(zip(names, row, strict=True)) for row in found]
 
     def task(self, row: dict[str, Any]) -> dict[str, Any]:
         """Normalise a task row read through this module (times aware UTC, JSON decoded)."""
-        for name in ("created_at", "completed_at", "claimed_at", "lease_expires_at"):
-            row[name] = self.d.read_time(row.get(name))
+        read_time = self.d.read_time
+        for name in _TIMES:
+            value = row.get(name)
+            if value is not None:
+                row[name] = read_time(value)
         row["extra"] = self.d.read_json(row.get("extra"))
         return row
 
@@ -285,9 +325,17 @@ def pop(
 ) -> PopResult:
     """Claim the next task (or ``task_id``); raises the queue errors (exit 10-14)."""
     at = tx.d.time(now)
-    scope = _preflight(tx, scope, at, accept_stale)
-    claim = {"scope": scope, "now": at, "worker": worker, "lease_until": tx.d.time(now + lease)}
+    lease_until = tx.d.time(now + lease)
     result = PopResult(task=None)
+    if task_id is None and not accept_stale:
+        # the common pop: one statement that claims only when no check would fail
+        claim = {"scope": scope or LEGACY, "now": at, "worker": worker, "lease_until": lease_until}
+        rows = tx.rows("claim_checked" if scope is not None else "claim_checked_legacy", claim)
+        if rows:
+            result.task = tx.task(rows[0])
+            return _popped(tx, result, claim["scope"], at, worker, None)
+    scope = _preflight(tx, scope, at, accept_stale)
+    claim = {"scope": scope, "now": at, "worker": worker, "lease_until": lease_until}
     if accept_stale:
         stale = [r[0] for r in tx.execute("stale", {"scope": scope, "now": at}).fetchall()]
         if stale:
@@ -307,7 +355,13 @@ def pop(
         rows = tx.rows("claim", claim)
     if rows:
         result.task = tx.task(rows[0])
+    return _popped(tx, result, scope, at, worker, task_id)
 
+
+def _popped(
+    tx: Tx, result: PopResult, scope: str, at: Any, worker: str | None, task_id: str | None
+) -> PopResult:
+    """After the claim: the blocked entries passed over, the runs row, exit 10 when exhausted."""
     if scope != LEGACY:
         upto = result.task["position"] if result.task else None
         result.skipped = [
@@ -395,7 +449,8 @@ def complete(
     tx: Tx, now: datetime, task_id: str, *, scope: str | None = None, outcome: Any = None
 ) -> dict[str, Any]:
     """Finish a claimed task: status done, an outcome row, a runs row."""
-    row = _finish(tx, "done", task_id, scope, {"now": tx.d.time(now)})
+    at = tx.d.time(now)
+    row = _finish(tx, "done", task_id, scope, {"now": at})
     claimed_at = row["claimed_at"]
     tx.execute(
         "outcome",
@@ -408,7 +463,7 @@ def complete(
             "success": True,
             "result": tx.d.json(outcome),
             "claimed_at": tx.d.time(claimed_at),
-            "now": tx.d.time(now),
+            "now": at,
             "duration_s": (now - claimed_at).total_seconds() if claimed_at else None,
             "attempt": row["attempts"],
             "worker": row["claimed_by"],
@@ -419,7 +474,7 @@ def complete(
         tx,
         "complete",
         row["scope"],
-        tx.d.time(now),
+        at,
         status="ok",
         worker=row["claimed_by"],
         task_id=row["id"],
@@ -439,9 +494,8 @@ def fail(
     max_attempts: int,
 ) -> dict[str, Any]:
     """Record a failure; the task returns to todo for a retry until max attempts, then failed."""
-    row = _finish(
-        tx, "failed", task_id, scope, {"now": tx.d.time(now), "final": final, "max_attempts": max_attempts}
-    )
+    at = tx.d.time(now)
+    row = _finish(tx, "failed", task_id, scope, {"now": at, "final": final, "max_attempts": max_attempts})
     status = row["status"]
     gives_up = status == "failed"
     reason = reason or "Unknown failure"
@@ -453,7 +507,7 @@ def fail(
             "task_id": row["id"],
             "scope": row["scope"],
             "skill": row["skill"],
-            "now": tx.d.time(now),
+            "now": at,
             "reason": reason,
             "trace_id": extra.get("trace_id"),
             "decision_log": tx.d.json(extra.get("decision_log")),
@@ -467,7 +521,7 @@ def fail(
         tx,
         "fail",
         row["scope"],
-        tx.d.time(now),
+        at,
         status="failed" if gives_up else "retry",
         worker=row["claimed_by"],
         task_id=row["id"],

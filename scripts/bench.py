@@ -115,6 +115,13 @@ def raw_baseline_db(n: int) -> str:
 def raw_drain(path: str, worker: str, limit: int | None = None) -> list[str]:
     """The minimal claim: BEGIN IMMEDIATE; UPDATE ... RETURNING; COMMIT; then a completing UPDATE."""
     con = sqlite3.connect(path, isolation_level=None, timeout=60)
+    done = raw_drain_on(con, worker, limit)
+    con.close()
+    return done
+
+
+def raw_drain_on(con: sqlite3.Connection, worker: str, limit: int | None = None) -> list[str]:
+    """raw_drain on an open connection."""
     con.execute("PRAGMA synchronous=NORMAL")
     done: list[str] = []
     while limit is None or len(done) < limit:
@@ -130,7 +137,6 @@ def raw_drain(path: str, worker: str, limit: int | None = None) -> list[str]:
             break
         con.execute("UPDATE queue SET status = 'done' WHERE pk = ?", (row[0],))
         done.append(row[1])
-    con.close()
     return done
 
 
@@ -173,15 +179,72 @@ def bench_queue(n: int) -> None:
     record("queue", "raw_sqlite3_pairs_per_s", raw_rate, "pairs/s", tasks=n)
     record("queue", "hb_api_pairs_per_s", hb_rate, "pairs/s", tasks=n)
     record("queue", "hb_api_vs_raw", ratio, "ratio", target=">= 0.5")
+    raw_pages = _raw_pages_per_pair()
+    pop_pages, complete_pages = _hb_pages_per_operation()
+    record("queue", "raw_sqlite3_pages_per_pair", raw_pages, "pages")
+    record("queue", "hb_api_pages_per_pop", pop_pages, "pages")
+    record("queue", "hb_api_pages_per_complete", complete_pages, "pages")
     table(
         f"1. pop+complete, one process, {n} tasks",
         [
-            ("raw sqlite3 (BEGIN IMMEDIATE; UPDATE..RETURNING; COMMIT; UPDATE)", f"{raw_rate:,.0f}", "1.00"),
-            ("hb Ledger API (claim + outcome + runs rows)", f"{hb_rate:,.0f}", f"{ratio:.2f}"),
+            (
+                "raw sqlite3 (BEGIN IMMEDIATE; UPDATE..RETURNING; COMMIT; UPDATE)",
+                f"{raw_rate:,.0f}",
+                "1.00",
+                f"{raw_pages:.1f}",
+            ),
+            (
+                "hb Ledger API (claim + outcome + runs rows)",
+                f"{hb_rate:,.0f}",
+                f"{ratio:.2f}",
+                f"{pop_pages:.1f} + {complete_pages:.1f}",
+            ),
         ],
-        ["implementation", "pairs/s", "vs raw"],
+        ["implementation", "pairs/s", "vs raw", "WAL pages per pair"],
     )
     shutil.rmtree(ws, ignore_errors=True)
+
+
+_FRAME = 4096 + 24  # a WAL frame: one page and its header
+
+
+def _wal_growth(wal: Path, before: int) -> int:
+    return (wal.stat().st_size if wal.exists() else 0) - before
+
+
+def _raw_pages_per_pair(pairs: int = 500) -> float:
+    """Pages the raw baseline writes per pop+complete (WAL growth, no checkpoint in between)."""
+    path = Path(raw_baseline_db(pairs + 100))
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("PRAGMA wal_autocheckpoint = 0")
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    wal = path.with_name(path.name + "-wal")
+    before = wal.stat().st_size if wal.exists() else 0
+    raw_drain_on(con, "w0", pairs)
+    grown = _wal_growth(wal, before)
+    con.close()
+    shutil.rmtree(path.parent, ignore_errors=True)
+    return grown / _FRAME / pairs
+
+
+def _hb_pages_per_operation(pairs: int = 500) -> tuple[float, float]:
+    """Pages the API writes per pop and per complete (WAL growth, no checkpoint in between)."""
+    ws = make_ledger(pairs + 100)
+    wal = ws / ".agent" / "state" / "heartbeat.db-wal"
+    pops = completes = 0
+    with Ledger.open(workspace=ws) as ledger:
+        ledger.raw.execute("PRAGMA wal_autocheckpoint = 0")
+        ledger.raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        for _ in range(pairs):
+            before = _wal_growth(wal, 0)
+            task = ledger.pop(worker="w0")
+            assert task is not None
+            middle = _wal_growth(wal, 0)
+            ledger.complete(task["id"], outcome={"ok": True})
+            pops += middle - before
+            completes += _wal_growth(wal, middle)
+    shutil.rmtree(ws, ignore_errors=True)
+    return pops / _FRAME / pairs, completes / _FRAME / pairs
 
 
 def bench_workers(n: int, workers: int = 4) -> None:
@@ -462,25 +525,35 @@ def report_ledger(outcomes: int, notifications: int, cache: Path | None) -> Path
     return ws
 
 
-def _query_plans(ws: Path, kind: str) -> list[str]:
-    """EXPLAIN QUERY PLAN of every statement one report runs (captured in-process)."""
+def _query_plans(ws: Path, kind: str, shapes: int = 8) -> list[str]:
+    """EXPLAIN QUERY PLAN of the statements one report runs (captured in-process).
+
+    Statements that differ only in their values (one per day, per group, ...)
+    are one shape, shown once with how many times it ran.
+    """
+    import re
+
     statements: list[str] = []
     with Ledger.open(workspace=ws, now="2026-05-31T00:00:00Z") as ledger:
         ledger.raw.set_trace_callback(statements.append)
         ledger.report(kind)
         ledger.raw.set_trace_callback(None)
-        plans = []
-        seen: set[str] = set()
+        first: dict[str, str] = {}
+        runs: dict[str, int] = {}
         for sql in statements:
             head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
-            if head not in ("SELECT", "WITH") or sql in seen or "FROM settings" in sql:
+            if head not in ("SELECT", "WITH") or "FROM settings" in sql:
                 continue
-            seen.add(sql)
+            shape = re.sub(r"\b\d+(\.\d+)?(e[+-]?\d+)?\b", "?", re.sub(r"'[^']*'", "?", sql))
+            first.setdefault(shape, sql)
+            runs[shape] = runs.get(shape, 0) + 1
+        plans = []
+        for shape, sql in list(first.items())[:shapes]:
             rows = ledger.raw.execute("EXPLAIN QUERY PLAN " + sql).fetchall()
-            plans.append(" ".join(sql.split())[:110] + " ...")
+            plans.append(f"[x{runs[shape]}] " + " ".join(shape.split())[:110] + " ...")
             plans.extend("     " + str(r[-1]) for r in rows)
-            if len(seen) >= 4:
-                break
+        if len(first) > shapes:
+            plans.append(f"(and {len(first) - shapes} more statement shapes)")
         return plans
 
 

@@ -151,7 +151,20 @@ class Task(Base):
         ),
         Index("ix_tasks_source_external_key", "source", "external_key"),
         Index("ix_tasks_id", "id"),  # ids are unique per scope; commands find them without one
-        Index("ix_tasks_scope_status_created_at", "scope", "status", "created_at"),  # hb report queue (0002)
+        # hb report queue (0002); since 0003 without the ready and claimed tasks (read through the
+        # two indexes above), so that a pop does not move it
+        Index(
+            "ix_tasks_scope_status_created_at",
+            "scope",
+            "status",
+            "created_at",
+            sqlite_where=text(
+                "status <> 'doing' AND NOT (status = 'todo' AND blocked_by IS NULL AND source <> 'todo')"
+            ),
+            postgresql_where=text(
+                "status <> 'doing' AND NOT (status = 'todo' AND blocked_by IS NULL AND source <> 'todo')"
+            ),
+        ),
     )
 
 
@@ -242,17 +255,16 @@ class Outcome(Base):
 
     __table_args__ = (
         Index("ix_outcomes_task_pk", "task_pk"),
-        # hb report (revision 0002): covering indexes, each ordered by duration within its
-        # group, so counts are index scans and medians / p95 are index seeks. The first
-        # replaces 0001's ix_outcomes_completed_at (its prefix).
+        # hb report: covering indexes (revision 0002, the second one 0003). Per local day: a
+        # range of the first (it replaces 0001's ix_outcomes_completed_at, its prefix). Per
+        # skill, scope or source: the (scope, skill, source) groups of the second, each
+        # ordered by duration, so medians / p95 are short index walks.
         Index("ix_outcomes_completed_at_duration_s", "completed_at", "duration_s", "success"),
-        Index("ix_outcomes_skill_duration_s", "skill", "duration_s", "completed_at", "success"),
-        Index("ix_outcomes_scope_duration_s", "scope", "duration_s", "completed_at", "success"),
-        Index("ix_outcomes_source_duration_s", "source", "duration_s", "completed_at", "success"),
         Index(
-            "ix_outcomes_scope_task_id_duration_s",
+            "ix_outcomes_scope_skill_source_duration_s",
             "scope",
-            "task_id",
+            "skill",
+            "source",
             "duration_s",
             "completed_at",
             "success",
@@ -347,7 +359,14 @@ class Run(Base):
     detail: Mapped[dict[str, Any] | None]
 
     __table_args__ = (
-        Index("ix_runs_kind_started_at", "kind", "started_at"),
+        # the heartbeat's latest run of a kind; the runs row of every queue operation stays out
+        Index(
+            "ix_runs_kind_started_at",
+            "kind",
+            "started_at",
+            sqlite_where=text("kind = 'seen' OR kind = 'hygiene' OR kind = 'check'"),
+            postgresql_where=text("kind = 'seen' OR kind = 'hygiene' OR kind = 'check'"),
+        ),
         # one holder per guard; queue runs (guard NULL) stay out of the index
         Index(
             "uq_runs_guard",

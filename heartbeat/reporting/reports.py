@@ -1,13 +1,16 @@
 """The reports behind ``hb report``: each is a few indexed queries in one read snapshot.
 
-Designed for ledgers with millions of outcomes (migration 0002's indexes):
+Designed for ledgers with millions of outcomes (the indexes of migrations 0002
+and 0003), while keeping the indexes a queue operation writes to few:
 
-- grouped counts are scans of a covering index in group order (no sort);
-- medians and p95 are order statistics: with few groups, an index seek per
-  group (``ORDER BY duration_s LIMIT 2 OFFSET k`` walks the index); with many,
-  one pass over the index in (group, duration) order;
-- days are the workspace's local calendar days (daylight saving included):
-  each day is a range of ``completed_at``, its durations sorted in Python.
+- outcomes per local day (daylight saving included) are ranges of
+  ``ix_outcomes_completed_at_duration_s``; per skill, scope or source, the
+  (scope, skill, source) groups of ``ix_outcomes_scope_skill_source_duration_s``
+  combined; medians and p95 are exact order statistics that read only a
+  short range of durations around each (:mod:`heartbeat.reporting.order`);
+- per task (many small groups), one pass in (task, duration) order;
+- the queue report reads idle tasks from ``ix_tasks_scope_status_created_at``
+  and ready / claimed ones from the queue's own indexes.
 
 The numbers agree with the views of migration 0002 (same median and p95).
 """
@@ -22,7 +25,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from heartbeat.errors import InvalidInput
-from heartbeat.reporting import stats
+from heartbeat.reporting import order, stats
 from heartbeat.reporting.db import Reader
 from heartbeat.reporting.table import Column, Table
 
@@ -48,7 +51,6 @@ REASONS = (
     "disabled",
     "risk_p2",
 )
-SEEK_GROUPS = 200  # up to this many groups, order statistics are index seeks per group
 MISSED_CAP = 10_000  # open periods are counted up to this many
 HORIZON = timedelta(days=3660)  # how far ahead a rule's next period is looked for
 _SUCCESS = "SUM(CASE WHEN success THEN 1 ELSE 0 END)"
@@ -203,107 +205,81 @@ def outcomes(by: str, ctx: Context) -> Table:
     """Outcomes per group: count, successes, failures, success rate, median and p95 duration."""
     if by == "day":
         return _outcomes_by_day(ctx)
-    keys = _OUTCOME_KEYS[by]
-    key_sql = ", ".join(keys)
-    where, params = ctx.window.sql("completed_at", ctx.r, prefix="WHERE")
-    # biggest groups first, then by key (NULL last) in code-point order, as Python sorts
-    ordering = ", ".join(f"CASE WHEN {k} IS NULL THEN 1 ELSE 0 END, {k} {{binary}}" for k in keys)
-    limit = ""
-    if ctx.limit is not None:
-        limit, params["limit"] = " LIMIT :limit", ctx.limit
-    groups = ctx.r.rows(
-        f"SELECT {key_sql}, COUNT(*), {_SUCCESS}, COUNT(duration_s) FROM outcomes{where} "
-        f"GROUP BY {key_sql} ORDER BY COUNT(*) DESC, {ordering}{limit}",
-        params,
-    )
-    width = len(keys)
-    timed = {tuple(g[:width]): int(g[width + 2]) for g in groups}
-    order = _order_stats(ctx, keys, timed)
-    rows = [
-        _outcome_row(tuple(g[:width]), int(g[width]), int(g[width + 1] or 0), *order[tuple(g[:width])])
-        for g in groups
-    ]
+    if by == "task":
+        return _outcomes_by_task(ctx)
+    return _outcomes_by_dimension(by, ctx)
+
+
+def _outcomes_table(ctx: Context, keys: Sequence[str], rows: list[tuple[Any, ...]]) -> Table:
     columns = [(k, "scope" if k == "scope" else "key") for k in keys]
     return _table(ctx, [*columns, *_OUTCOME_COLUMNS], rows)
 
 
-def _order_stats(
-    ctx: Context, keys: Sequence[str], timed: dict[tuple[Any, ...], int]
-) -> dict[tuple[Any, ...], tuple[float | None, float | None]]:
-    """Median and p95 duration of each group (``timed``: its number of durations)."""
-    if len(timed) <= SEEK_GROUPS:
-        return {key: _seek_stats(ctx, keys, key, n) for key, n in timed.items()}
-    out: dict[tuple[Any, ...], tuple[float | None, float | None]] = dict.fromkeys(timed, (None, None))
-    key_sql = ", ".join(keys)
-    where, params = ctx.window.sql("completed_at", ctx.r)
-    width = len(keys)
-    current: tuple[Any, ...] | None = None
-    values: list[float] = []
-    for row in ctx.r.stream(
-        f"SELECT {key_sql}, duration_s FROM outcomes WHERE duration_s IS NOT NULL{where} "
-        f"ORDER BY {key_sql}, duration_s",
+def _outcomes_by_dimension(by: str, ctx: Context) -> Table:
+    """Per skill, scope or source: the (scope, skill, source) groups of the grouped index, combined."""
+    position = _CELL_COLUMNS.index(by)
+    groups: dict[tuple[Any, ...], order.Group] = {}
+    for cell in order.cells(ctx.r):
+        key = (cell[position],)
+        groups.setdefault(key, order.Group(key, [])).parts.append(order.match(_CELL_COLUMNS, cell))
+    window, params = ctx.window.sql("completed_at", ctx.r)
+    in_window = ctx.window.sql("completed_at", ctx.r, prefix="")[0].strip()
+    order.sample(ctx.r, list(groups.values()), by, lambda value: groups.get((value,)), in_window, params)
+    order.compute(ctx.r, groups.values(), window, params, ordered=True)
+    found = [g for g in groups.values() if g.n]
+    # biggest groups first, then by key (NULL last) in code-point order
+    found.sort(key=lambda g: (-g.n, *(_key_order(k) for k in g.key)))
+    if ctx.limit is not None:
+        found = found[: ctx.limit]
+    return _outcomes_table(ctx, (by,), [_outcome_row(g.key, g.n, g.ok, g.median, g.p95) for g in found])
+
+
+_CELL_COLUMNS = ("scope", "skill", "source")  # ix_outcomes_scope_skill_source_duration_s
+
+
+def _outcomes_by_task(ctx: Context) -> Table:
+    """Per task (many small groups): one pass over the outcomes in (task, duration) order."""
+    where, params = ctx.window.sql("completed_at", ctx.r, prefix="WHERE")
+    rows: list[tuple[Any, ...]] = []
+    key: tuple[Any, ...] | None = None
+    n = ok = 0
+    durations: list[float] = []
+    for scope, task_id, success, duration in ctx.r.stream(
+        f"SELECT scope, task_id, success, duration_s FROM outcomes{where} "
+        "ORDER BY scope, task_id, duration_s",
         params,
     ):
-        key = tuple(row[:width])
-        if key != current:
-            if current in out:
-                out[current] = (stats.median(values), stats.p95(values))
-            current, values = key, []
-        values.append(row[width])
-    if current in out:
-        out[current] = (stats.median(values), stats.p95(values))
-    return out
-
-
-def _seek_stats(
-    ctx: Context, keys: Sequence[str], key: tuple[Any, ...], n: int
-) -> tuple[float | None, float | None]:
-    if n == 0:
-        return None, None
-    conds, params = [], {}
-    for i, (name, value) in enumerate(zip(keys, key, strict=True)):
-        if value is None:
-            conds.append(f"{name} IS NULL")
-        else:
-            conds.append(f"{name} = :k{i}")
-            params[f"k{i}"] = value
-    where, window = ctx.window.sql("completed_at", ctx.r)
-    base = f"SELECT duration_s FROM outcomes WHERE {' AND '.join(conds)} AND duration_s IS NOT NULL{where}"
-    params.update(window)
-    lo, hi = stats.median_positions(n)
-    middle = ctx.r.column(
-        f"{base} ORDER BY duration_s LIMIT :n OFFSET :k", {**params, "n": hi - lo + 1, "k": lo}
-    )
-    pos = stats.p95_position(n)
-    # the walk is shorter from the top: p95 sits near the end
-    top = ctx.r.column(f"{base} ORDER BY duration_s DESC LIMIT 1 OFFSET :k", {**params, "k": n - 1 - pos})
-    med = (middle[0] + middle[-1]) / 2 if lo != hi else middle[0]
-    return med, top[0]
+        if (scope, task_id) != key:
+            if key is not None:
+                rows.append(_outcome_row(key, n, ok, stats.median(durations), stats.p95(durations)))
+            key, n, ok, durations = (scope, task_id), 0, 0, []
+        n += 1
+        ok += 1 if success else 0
+        if duration is not None:
+            durations.append(duration)  # ascending within the task (NULLs sort apart)
+    if key is not None:
+        rows.append(_outcome_row(key, n, ok, stats.median(durations), stats.p95(durations)))
+    # biggest groups first, then by key (NULL last) in code-point order
+    rows.sort(key=lambda row: (-row[2], _key_order(row[0]), _key_order(row[1])))
+    if ctx.limit is not None:
+        rows = rows[: ctx.limit]
+    return _outcomes_table(ctx, ("scope", "task_id"), rows)
 
 
 def _outcomes_by_day(ctx: Context) -> Table:
-    rows = []
-    for name, start, end in _day_span(ctx, "outcomes", "completed_at"):
-        n, ok, med, p95 = range_stats(ctx.r, start, end)
-        rows.append(_outcome_row((name,), n, ok, med, p95))
+    days = _day_span(ctx, "outcomes", "completed_at")
+    bounds = [(ctx.r.time(start), ctx.r.time(end)) for _name, start, end in days]
+    groups = [
+        order.Group((name,), [order.Part("completed_at >= :a AND completed_at < :b", {"a": a, "b": b})])
+        for (name, _start, _end), (a, b) in zip(days, bounds, strict=True)
+    ]
+    if groups:
+        span = {"first": bounds[0][0], "last": bounds[-1][1]}
+        condition = "completed_at >= :first AND completed_at < :last"
+        order.sample(ctx.r, groups, "completed_at", order.range_finder(bounds, groups), condition, span)
+    order.compute(ctx.r, groups)
+    rows = [_outcome_row(g.key, g.n, g.ok, g.median, g.p95) for g in groups]
     return _table(ctx, [("day", "text"), *_OUTCOME_COLUMNS], rows)
-
-
-def range_stats(r: Reader, start: datetime, end: datetime) -> tuple[int, int, float | None, float | None]:
-    """Outcomes completed in [start, end): count, successes, median and p95 duration.
-
-    One pass over a slice of ``ix_outcomes_completed_at_duration_s``: the slice
-    is not ordered by duration, so its durations are sorted here. (Measured on
-    a million outcomes, this beats both SQLite's sorter and bracketing the ranks
-    with a sample: each extra pass over the slice costs more than the sort.)
-    """
-    found = r.rows(
-        "SELECT success, duration_s FROM outcomes WHERE completed_at >= :a AND completed_at < :b",
-        {"a": r.time(start), "b": r.time(end)},
-    )
-    values = sorted(d for _s, d in found if d is not None)
-    ok = sum(1 for success, _d in found if success)
-    return len(found), ok, stats.median(values), stats.p95(values)
 
 
 # --- failures -------------------------------------------------------------------------------------
@@ -493,25 +469,40 @@ def notifications(by: str, ctx: Context) -> Table:
 
 # --- queue ----------------------------------------------------------------------------------------
 
+# the partial-index conditions of ix_tasks_ready and ix_tasks_scope_status_created_at (0003)
+TASKS_READY = "status = 'todo' AND blocked_by IS NULL AND source <> 'todo'"
+TASKS_IDLE = f"status <> 'doing' AND NOT ({TASKS_READY})"
+
 
 def queue(by: str, ctx: Context) -> Table:
     """Queue depth per scope and status; the age of active tasks (now - created_at)."""
-    where, params = ctx.window.sql("created_at", ctx.r, prefix="WHERE")
+    window_sql, params = ctx.window.sql("created_at", ctx.r)
+    # idle tasks (neither ready nor claimed): counted on their index, in (scope, status) order
     found = ctx.r.rows(
-        f"SELECT scope, status, COUNT(*), MIN(created_at), MAX(created_at) FROM tasks{where} "
-        "GROUP BY scope, status",
+        f"SELECT scope, status, COUNT(*), MIN(created_at), MAX(created_at) FROM tasks "
+        f"WHERE {TASKS_IDLE}{window_sql} GROUP BY scope, status",
         params,
     )
-    window_sql, _ = ctx.window.sql("created_at", ctx.r)
     created = [
         (scope, status, at)
         for scope, status, *_rest in found
         if status in ACTIVE
         for (at,) in ctx.r.rows(  # an index seek per active (scope, status)
-            f"SELECT created_at FROM tasks WHERE scope = :scope AND status = :status{window_sql}",
+            f"SELECT created_at FROM tasks WHERE scope = :scope AND status = :status AND {TASKS_IDLE}"
+            f"{window_sql}",
             {**params, "scope": scope, "status": status},
         )
     ]
+    # ready and claimed tasks: through the queue's own indexes (ix_tasks_ready, ix_tasks_claimed)
+    busy: dict[tuple[str, str], list[Any]] = {}
+    for status, condition in (("todo", TASKS_READY), ("doing", "status = 'doing'")):
+        for scope, at in ctx.r.rows(
+            f"SELECT scope, created_at FROM tasks WHERE {condition}{window_sql}", params
+        ):
+            busy.setdefault((scope, status), []).append(at)
+    for (scope, status), times in busy.items():
+        found.append((scope, status, len(times), min(times), max(times)))
+        created.extend((scope, status, at) for at in times)
 
     def group(scope: str, status: str) -> tuple[str, ...]:
         return (scope, status) if by == "scope" else (status,)
@@ -525,17 +516,15 @@ def queue(by: str, ctx: Context) -> Table:
         else:  # --by status: the same status in another scope
             g[0] += int(n)
             g[1], g[2] = min(g[1], first), max(g[2], last)
-    ages: dict[tuple[str, ...], list[float]] = {}
+    created_at: dict[tuple[str, ...], list[Any]] = {}
     for scope, status, at in created:
-        stamp = ctx.r.read_time(at)
-        if stamp is not None:
-            ages.setdefault(group(scope, status), []).append((ctx.now - stamp).total_seconds())
+        if at is not None:
+            created_at.setdefault(group(scope, status), []).append(at)
     rank = {s: i for i, s in enumerate(STATUSES)}
     rows = []
     for key in sorted(counts, key=lambda k: (*k[:-1], rank.get(k[-1], len(rank)), k[-1])):
         n, first, last = counts[key]
-        values = sorted(ages.get(key, []))
-        rows.append((*key, n, first, last, stats.median(values), values[-1] if values else None))
+        rows.append((*key, n, first, last, *_ages(ctx, sorted(created_at.get(key, [])))))
     columns = [
         *([("scope", "scope")] if by == "scope" else []),
         ("status", "text"),
@@ -546,6 +535,25 @@ def queue(by: str, ctx: Context) -> Table:
         ("max_age_s", "duration"),
     ]
     return _table(ctx, columns, rows)
+
+
+def _ages(ctx: Context, created: list[Any]) -> tuple[float | None, float | None]:
+    """Median and largest age (now - created_at) from the stored creation times, oldest first.
+
+    Ages fall as creation times rise, so only the ages at the middle and at
+    the oldest end are computed (exactly as sorting every age would give them).
+    """
+    if not created:
+        return None, None
+    n = len(created)
+
+    def age(i: int) -> float:  # the i-th smallest age
+        stamp = ctx.r.read_time(created[n - 1 - i])
+        assert stamp is not None
+        return (ctx.now - stamp).total_seconds()
+
+    lo, hi = stats.median_positions(n)
+    return ((age(lo) + age(hi)) / 2 if lo != hi else age(lo)), age(n - 1)
 
 
 # --- recurrences ----------------------------------------------------------------------------------

@@ -134,6 +134,23 @@ def test_lease_expiry_makes_a_claim_stale(hb: Runner) -> None:
     assert shown["lease_expires_at"] == "2026-05-01T10:46:00+00:00"  # default lease 30m
 
 
+def test_a_stale_claim_blocks_its_queue_even_with_work_ready(hb: Runner) -> None:
+    """The claim itself checks for stale claims: a ready task is not taken past one."""
+    stuck = hb.json("add", "stuck", "--priority", "critical")
+    waiting = hb.json("add", "next in line")
+    other = hb.json("add", "elsewhere", "--scope", "_r9_extension.other")
+    hb("--now", "2026-05-01T10:00:00Z", "pop", "--scope", "", "--lease", "15m", "--worker", "w1")
+    late = hb("--now", "2026-05-01T10:20:00Z", "pop", "--scope", "", code=12)
+    assert stuck["id"] in late.stderr
+    assert hb.json("show", waiting["id"])["status"] == "todo"  # untouched
+    # another queue is not held up by this one's stale claim
+    got = json.loads(hb("--now", "2026-05-01T10:20:00Z", "pop", "--scope", "_r9_extension.other").stdout)
+    assert got["task_id"] == other["id"]
+    # without --scope, scoped queues must be named (exit 11) before anything is claimed
+    hb("--now", "2026-05-01T10:20:00Z", "pop", code=11)
+    assert hb.json("show", waiting["id"])["status"] == "todo"
+
+
 def test_fail_retries_until_max_attempts(hb: Runner, workspace: Path) -> None:
     t = hb.json("add", "flaky")
     for attempt in (1, 2):
