@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -331,8 +332,11 @@ def _keep_base(base: Path, text: str | None) -> None:
     try:
         if text is None:
             base.unlink(missing_ok=True)
-        else:
-            atomic_write(base, text)
+        else:  # temp file + rename, no fsync: a torn copy fails its hash check like any other
+            base.parent.mkdir(parents=True, exist_ok=True)
+            tmp = base.with_name(f".{base.name}.tmp")
+            tmp.write_bytes(text.encode("utf-8"))
+            os.replace(tmp, base)
     except OSError:
         with contextlib.suppress(OSError):
             base.unlink(missing_ok=True)
