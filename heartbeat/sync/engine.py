@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from heartbeat.db.plain import Conn
 from heartbeat.errors import FileFormatError, InvalidInput, InvalidState
 from heartbeat.sync import bookmarks
-from heartbeat.sync.files import atomic_write, default_path, file_lock
+from heartbeat.sync.files import atomic_write, default_path, digest, file_lock
 from heartbeat.sync.registry import KINDS, MODULES
 from heartbeat.sync.report import SyncReport
 
@@ -288,7 +288,7 @@ def _fingerprint(values: Sequence[Any]) -> str:
 
 
 def _file_hash(text: str | None) -> str | None:
-    return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return None if text is None else digest(text)
 
 
 @dataclass(frozen=True)

@@ -428,8 +428,26 @@ class _Family:
         """Import the file's version of each (row, item, conflict)."""
         raise NotImplementedError
 
-    def remove(self, rows: list[_Row], conflicts: set[int]) -> None:
+    removed: str  # the history's reason for a row whose line was deleted
+
+    def history(
+        self, row: dict[str, Any], kind: str, detail: dict[str, Any], before: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """A ``task_events`` row for ``row`` (``before``: its snapshot, default the row as it is)."""
         raise NotImplementedError
+
+    def remove(self, rows: list[_Row], conflicts: set[int]) -> None:
+        """Delete the rows of deleted lines, each with a ``removed`` history row."""
+        if not rows:
+            return
+        events = []
+        for row in self.full_rows([r.pk for r in rows]):
+            detail = {"reason": self.removed}
+            if row["pk"] in conflicts:
+                detail["note"] = "changed in the ledger too; the file won"
+            events.append(self.history(row, "removed", detail))
+        _record_events(self.db, events, self.now, self.actor)
+        self.delete([r.pk for r in rows])
 
     def insert(self, items: list[_Item], positions: dict[int, int], label: dict[int, str]) -> list[str]:
         """Add rows for new entries; returns their ids (in order)."""
@@ -511,6 +529,7 @@ class _Tasks(_Family):
     kinds = TASK_KINDS
     prefix = "todo-"
     shape = TASKS
+    removed = "the line was deleted from its file"
     columns = (
         "pk",
         "id",
@@ -641,7 +660,7 @@ class _Tasks(_Family):
             detail: dict[str, Any] = {"fields": fields, "file": label[id(item)]}
             if conflict:
                 detail["note"] = "changed in the file and in the ledger; the file won"
-            events.append(_event(task, "conflict" if conflict else "updated", before=before, detail=detail))
+            events.append(self.history(task, "conflict" if conflict else "updated", detail, before))
         db.executemany(self._UPDATE, updates)
         _record_events(db, events, now, self.actor)
 
@@ -670,17 +689,19 @@ class _Tasks(_Family):
         put("chat_id", entry.chat_id)
         return changed
 
-    def remove(self, rows: list[_Row], conflicts: set[int]) -> None:
-        if not rows:
-            return
-        events = []
-        for task in self.full_rows([r.pk for r in rows]):
-            detail = {"reason": "the line was deleted from its file"}
-            if task["pk"] in conflicts:
-                detail["note"] = "changed in the ledger too; the file won"
-            events.append(_event(task, "removed", before=TASKS.snapshot(task), detail=detail))
-        _record_events(self.db, events, self.now, self.actor)
-        self.delete([r.pk for r in rows])
+    def history(
+        self, row: dict[str, Any], kind: str, detail: dict[str, Any], before: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        # as heartbeat.tasks.record_event writes it
+        before = TASKS.snapshot(row) if before is None else before
+        return {
+            "task_pk": row["pk"],
+            "task_id": row["id"],
+            "scope": row["scope"],
+            "kind": kind,
+            "before": before,
+            "detail": detail,
+        }
 
     def insert(self, items: list[_Item], positions: dict[int, int], label: dict[int, str]) -> list[str]:
         if not items:
@@ -727,6 +748,7 @@ class _Recurrences(_Family):
     kinds = ("recur",)
     prefix = "recur-"
     shape = RECURRENCES
+    removed = "the line was deleted from TODO.RECUR.md"
     columns = (
         "pk",
         "id",
@@ -816,15 +838,17 @@ class _Recurrences(_Family):
 
         return resolve_local(next_local, load_zone(tz) if tz else self.ledger.zone)
 
-    @staticmethod
-    def _event(rule: dict[str, Any], kind: str, detail: dict[str, Any]) -> dict[str, Any]:
-        """A history row for a rule (no task: ``task_id`` is the rule's id)."""
+    def history(
+        self, row: dict[str, Any], kind: str, detail: dict[str, Any], before: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        # a rule has no task: its id stands as the task_id
+        before = RECURRENCES.snapshot(row) if before is None else before
         return {
             "task_pk": None,
-            "task_id": rule["id"],
+            "task_id": row["id"],
             "scope": "",
             "kind": kind,
-            "before": RECURRENCES.snapshot(rule),
+            "before": before,
             "detail": detail,
         }
 
@@ -841,7 +865,7 @@ class _Recurrences(_Family):
             assert entry is not None and entry.next is not None and entry.repeat is not None
             if conflict:
                 note = "changed in the file and in the ledger; the file won"
-                events.append(self._event(rule, "conflict", {"file": label[id(item)], "note": note}))
+                events.append(self.history(rule, "conflict", {"file": label[id(item)], "note": note}))
             updates.append(
                 {
                     "pk": rule["pk"],
@@ -857,18 +881,6 @@ class _Recurrences(_Family):
             )
         _record_events(db, events, self.now, self.actor)
         db.executemany(self._UPDATE, updates)
-
-    def remove(self, rows: list[_Row], conflicts: set[int]) -> None:
-        if not rows:
-            return
-        events = []
-        for rule in self.full_rows([r.pk for r in rows]):
-            detail = {"reason": "the line was deleted from TODO.RECUR.md"}
-            if rule["pk"] in conflicts:
-                detail["note"] = "changed in the ledger too; the file won"
-            events.append(self._event(rule, "removed", detail))
-        _record_events(self.db, events, self.now, self.actor)
-        self.delete([r.pk for r in rows])
 
     def insert(self, items: list[_Item], positions: dict[int, int], label: dict[int, str]) -> list[str]:
         if not items:
@@ -898,20 +910,6 @@ class _Recurrences(_Family):
             )
         _insert_rows(self.db, RECURRENCES, params)
         return ids
-
-
-def _event(
-    task: dict[str, Any], kind: str, *, before: dict[str, Any], detail: dict[str, Any]
-) -> dict[str, Any]:
-    """A history row for a task (``task_events``), as ``heartbeat.tasks.record_event`` writes it."""
-    return {
-        "task_pk": task["pk"],
-        "task_id": task["id"],
-        "scope": task["scope"],
-        "kind": kind,
-        "before": before,
-        "detail": detail,
-    }
 
 
 def _record_events(db: Conn, events: list[dict[str, Any]], now: datetime, actor: str) -> None:
@@ -1201,10 +1199,11 @@ def sync_family(
     else:
         mark = family.mark()
 
+    hashes = {k: None if text is None else digest(text) for k, (_path, text) in given.items()}
+
     def unchanged(kind: str) -> bool:
-        path, text = given[kind]
         st = stored[kind]
-        return st.ours and st.path == str(path) and st.hash == (None if text is None else digest(text))
+        return st.ours and st.path == str(given[kind][0]) and st.hash == hashes[kind]
 
     ledger_same = all(stored[k].ours and stored[k].mark == mark for k in family.kinds)
     if ledger_same and all(unchanged(k) for k in family.kinds):
