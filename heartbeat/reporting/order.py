@@ -281,16 +281,7 @@ def _fetch(
             text, p = b.condition(str(i))
             conditions.append(text)
             params.update(p)
-        inside = " OR ".join(conditions)
-        values: list[float] = []
-        for part in group.parts:
-            values.extend(
-                r.column(
-                    f"SELECT duration_s FROM outcomes WHERE {part.where}{window} AND ({inside})",
-                    {**params, **part.params},
-                )
-            )
-        values.sort()
+        values = _durations(r, group, window, f"({' OR '.join(conditions)})", params)
         for b in brackets:
             start = 0 if b.lo is None else bisect_left(values, b.lo)
             end = len(values) if b.hi is None else bisect_right(values, b.hi)
@@ -305,14 +296,20 @@ def _fetch(
     return True
 
 
-def _read_all(r: Reader, group: Group, window: str, common: dict[str, Any]) -> None:
+def _durations(r: Reader, group: Group, window: str, condition: str, params: dict[str, Any]) -> list[float]:
+    """The group's durations meeting ``condition``, over all its parts, sorted."""
     values: list[float] = []
     for part in group.parts:
         values.extend(
             r.column(
-                f"SELECT duration_s FROM outcomes WHERE {part.where}{window} AND duration_s IS NOT NULL",
-                {**common, **part.params},
+                f"SELECT duration_s FROM outcomes WHERE {part.where}{window} AND {condition}",
+                {**params, **part.params},
             )
         )
     values.sort()
+    return values
+
+
+def _read_all(r: Reader, group: Group, window: str, common: dict[str, Any]) -> None:
+    values = _durations(r, group, window, "duration_s IS NOT NULL", common)
     group.median, group.p95 = stats.median(values), stats.p95(values)
