@@ -21,7 +21,6 @@ migration 0003): a pop writes four pages, a completion about nine.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -188,9 +187,7 @@ class Dialect:
 
     def _adapt(self, text: str) -> str:
         text = text.replace("{lock}", "" if self.sqlite else " FOR UPDATE SKIP LOCKED")
-        json_param = r":\1" if self.sqlite else r"CAST(:\1 AS json)"
-        text = re.sub(r"\{json:(\w+)\}", json_param, text)
-        return text if self.sqlite else plain.pyformat(text)
+        return plain.adapt(text, sqlite=self.sqlite)
 
     def sql(self, key: str) -> str:
         return self._sql[key]

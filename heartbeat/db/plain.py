@@ -51,6 +51,13 @@ def read_time(value: Any) -> datetime | None:
 _JSON_PARAM = re.compile(r"\{json:(\w+)\}")
 
 
+def adapt(text: str, *, sqlite: bool) -> str:
+    """SQL written with ``:name`` and ``{json:name}`` parameters, for the driver: PostgreSQL casts
+    the JSON ones and takes ``%(name)s``."""
+    text = _JSON_PARAM.sub(r":\1" if sqlite else r"CAST(:\1 AS json)", text)
+    return text if sqlite else pyformat(text)
+
+
 class Conn:
     """Plain SQL on a driver connection (sqlite3 or psycopg), inside the caller's transaction.
 
@@ -70,9 +77,7 @@ class Conn:
     def sql(self, text: str) -> str:
         out = self._sql.get(text)
         if out is None:
-            out = _JSON_PARAM.sub(r":\1" if self.sqlite else r"CAST(:\1 AS json)", text)
-            out = out if self.sqlite else pyformat(out)
-            self._sql[text] = out
+            out = self._sql[text] = adapt(text, sqlite=self.sqlite)
         return out
 
     def rows(self, text: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
