@@ -24,6 +24,13 @@ syncer (``PLAIN_SYNC_GROUPS``: the Markdown TODO files), that transaction runs
 on the driver connection too (``BEGIN IMMEDIATE``, the same checks, the seal
 renewed inside it), so an edited TODO.md is synced without SQLAlchemy.
 
+Idle kinds. A full sync leaves out a kind whose file does not exist while the
+ledger holds nothing that file shows (:func:`heartbeat.sync.registry.holds_sql`):
+its syncer would change and write nothing, so its module is not even loaded.
+The first sync of a workspace with only TODO files therefore takes the plain
+path too. Both conditions are checked again inside the transaction; if either
+no longer holds, the sync starts over with every kind.
+
 This module's top level stays light (the sealed path must not import
 SQLAlchemy); the syncers load on demand.
 """
@@ -44,7 +51,7 @@ from heartbeat.db.plain import Conn
 from heartbeat.errors import FileFormatError, InvalidInput, InvalidState
 from heartbeat.sync import bookmarks
 from heartbeat.sync.files import atomic_write, default_path, digest, file_lock
-from heartbeat.sync.registry import KINDS, MODULES
+from heartbeat.sync.registry import KINDS, MODULES, holds_sql
 from heartbeat.sync.report import SyncReport
 
 if TYPE_CHECKING:
@@ -102,11 +109,13 @@ def read_optional(path: Path) -> str | None:
 @dataclass(frozen=True)
 class _Unit:
     """Kinds synced by one call: ``run`` in a SQLAlchemy session, ``plain`` (when the kinds'
-    module offers it) on plain SQL in the same kind of transaction."""
+    module offers it) on plain SQL in the same kind of transaction (``sealed``: the seal
+    vouches for the ledger). An ``idle`` unit (no file, nothing in the ledger) has neither."""
 
     kinds: tuple[str, ...]
-    run: Callable[[Ledger, Session, dict[str, tuple[Path, str | None]], datetime], Results]
-    plain: Callable[[Ledger, Conn, dict[str, tuple[Path, str | None]], datetime], Results] | None = None
+    run: Callable[[Ledger, Session, dict[str, tuple[Path, str | None]], datetime], Results] | None
+    plain: Callable[..., Results] | None = None
+    idle: bool = False
 
 
 class _Rollback(Exception):
@@ -130,8 +139,36 @@ def _single(kind: str, syncer: Any) -> Callable[..., Results]:
     return run
 
 
-def plan(only: Iterable[str] | None) -> tuple[list[_Unit], list[str]]:
-    """The sync units for the selected kinds (default: all), and the kinds hb cannot sync yet."""
+class _NotIdle(Exception):
+    """A kind planned as idle got a file or ledger rows before the sync's transaction."""
+
+
+def _idle_kinds(ledger: Ledger) -> frozenset[str]:
+    """The kinds with no file and nothing in the ledger (read outside any transaction)."""
+    import sqlite3
+
+    idle = set()
+    for kind in KINDS:
+        sql = holds_sql(kind)
+        if sql is None or default_path(ledger.workspace, kind).exists():
+            continue
+        try:
+            if ledger.raw.execute(sql).fetchone() is None:
+                idle.add(kind)
+        except sqlite3.Error:
+            continue
+    return frozenset(idle)
+
+
+def _still_idle(db: Conn, kind: str, text: str | None) -> bool:
+    sql = holds_sql(kind)
+    return text is None and sql is not None and db.one(sql) is None
+
+
+def plan(only: Iterable[str] | None, idle: frozenset[str] = frozenset()) -> tuple[list[_Unit], list[str]]:
+    """The sync units for the selected kinds (default: all), and the kinds hb cannot sync yet.
+
+    Kinds in ``idle`` get a unit that syncs nothing (their module is not loaded)."""
     selected = list(KINDS) if not only else list(dict.fromkeys(only))
     for kind in selected:
         if kind not in MODULES:
@@ -141,6 +178,10 @@ def plan(only: Iterable[str] | None) -> tuple[list[_Unit], list[str]]:
     covered: set[str] = set()
     for kind in KINDS:
         if kind not in selected or kind in covered:
+            continue
+        if kind in idle:
+            units.append(_Unit((kind,), None, idle=True))
+            covered.add(kind)
             continue
         try:
             module = importlib.import_module(MODULES[kind])
@@ -169,16 +210,22 @@ def run(ledger: Ledger, *, dry_run: bool = False, only: Iterable[str] | None = N
     prior = _check_seal(ledger) if sealable else None
     if prior is not None and not prior.changed:
         return _result(False, [_sealed_report(prior.seal, k) for k in prior.seal["order"]], prior.skipped)
+    idle = _idle_kinds(ledger) if sealable and prior is None else frozenset()
     try:
-        return _run(ledger, dry_run, selected, sealable, prior)
-    except _Unsealed:
-        return _run(ledger, dry_run, selected, sealable, None)
+        return _run(ledger, dry_run, selected, sealable, prior, idle)
+    except (_Unsealed, _NotIdle):
+        return _run(ledger, dry_run, selected, sealable, None, frozenset())
 
 
 def _run(
-    ledger: Ledger, dry_run: bool, only: list[str] | None, sealable: bool, prior: _Seal | None
+    ledger: Ledger,
+    dry_run: bool,
+    only: list[str] | None,
+    sealable: bool,
+    prior: _Seal | None,
+    idle: frozenset[str],
 ) -> dict[str, Any]:
-    units, skipped = plan(prior.changed if prior is not None else only)
+    units, skipped = plan(prior.changed if prior is not None else only, idle)
     paths = {k: default_path(ledger.workspace, k) for unit in units for k in unit.kinds}
     seal = (prior, prior.skipped if prior is not None else skipped) if sealable else None
     with file_lock(ledger.workspace):
@@ -215,9 +262,10 @@ def _transaction(
     dry_run: bool,
     seal: tuple[_Seal | None, list[str]] | None,
 ) -> tuple[Results, dict[str, str | None]]:
-    # Only files changed since a full sync sealed the ledger, and every kind among them can
-    # sync on plain SQL: the transaction runs on the driver connection, without SQLAlchemy.
-    plain = seal is not None and seal[0] is not None and all(unit.plain for unit in units)
+    # Every kind to sync can on plain SQL (or is idle), and the ledger is SQLite (sealable):
+    # the transaction runs on the driver connection, without SQLAlchemy.
+    plain = seal is not None and all(unit.plain is not None or unit.idle for unit in units)
+    sealed = seal is not None and seal[0] is not None
     for _attempt in range(ATTEMPTS):
         texts = {k: read_optional(p) for k, p in paths.items()}
         now = ledger.now()
@@ -228,10 +276,15 @@ def _transaction(
                 results: Results = {}
                 for unit in units:
                     given = {k: (paths[k], texts[k]) for k in unit.kinds}
-                    if session is None:
+                    if unit.idle:
+                        if not all(_still_idle(db, k, texts[k]) for k in unit.kinds):
+                            raise _NotIdle
+                        results.update({k: (SyncReport(k, str(paths[k])), None) for k in unit.kinds})
+                    elif session is None:
                         assert unit.plain is not None
-                        results.update(unit.plain(ledger, db, given, now))
+                        results.update(unit.plain(ledger, db, given, now, sealed=sealed))
                     else:
+                        assert unit.run is not None
                         results.update(unit.run(ledger, session, given, now))
                 if any(read_optional(p) != texts[k] for k, p in paths.items()):
                     raise _Retry

@@ -1850,12 +1850,12 @@ def _renderer(kind: str) -> Any:
 
 
 def sync_plain(
-    ledger: Ledger, db: Conn, files: dict[str, tuple[Path, str | None]], now: datetime
+    ledger: Ledger, db: Conn, files: dict[str, tuple[Path, str | None]], now: datetime, *, sealed: bool
 ) -> dict[str, tuple[SyncReport, str | None]]:
-    """Sync TODO.md + TODO.DONE.md together (or TODO.RECUR.md) while the engine's seal holds
-    (the ledger is as the last full sync left it): see the module docstring."""
+    """Sync TODO.md + TODO.DONE.md together (or TODO.RECUR.md) on the driver connection;
+    ``sealed``: the engine's seal holds (the ledger is as the last full sync left it)."""
     kinds = tuple(files)
-    return sync_family(_family(kinds[0], ledger, db, now), files, sealed=True)
+    return sync_family(_family(kinds[0], ledger, db, now), files, sealed=sealed)
 
 
 def sync_group(

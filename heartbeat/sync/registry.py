@@ -52,6 +52,36 @@ MODULES: dict[str, str] = {
 }
 KINDS = tuple(MODULES)
 
+# kind -> one statement that returns a row when the ledger holds something the kind's file
+# shows. With no such row and no file, the kind's syncer changes nothing and writes nothing
+# (tests/sync/test_idle_kinds.py holds every syncer to that), so hb sync can leave the kind
+# out without loading its module. Kinds missing here are always synced.
+_HOLDS: dict[str, str] = {
+    # queue_files.in_tasks_json(): every queue task
+    "tasks-json": "SELECT 1 FROM tasks WHERE scope <> '' OR source <> 'todo' LIMIT 1",
+    "errors-json": "SELECT 1 FROM errors LIMIT 1",
+    # queue_files.render_last_run(): the newest run with a record
+    "last-run": "SELECT 1 FROM runs WHERE record IS NOT NULL LIMIT 1",
+    "proactive": "SELECT 1 FROM recurrences WHERE source = 'proactive' LIMIT 1",
+    # state_files._has_anything(): a setting the file holds, or one of the facts it records
+    "state": (
+        "SELECT 1 FROM settings WHERE key IN ({settings}) "
+        "UNION ALL SELECT 1 FROM runs WHERE kind IN ('seen', 'hygiene', 'check') "
+        "UNION ALL SELECT 1 FROM notifications WHERE kind = 'proactive' AND decision = 'sent' "
+        "LIMIT 1"
+    ),
+}
+
+
+def holds_sql(kind: str) -> str | None:
+    """The statement telling whether the ledger holds anything of ``kind`` (see ``_HOLDS``)."""
+    sql = _HOLDS.get(kind)
+    if sql is None or "{settings}" not in sql:
+        return sql
+    from heartbeat.formats.state import SETTING_PATHS
+
+    return sql.format(settings=", ".join(f"'{key}'" for key in SETTING_PATHS))
+
 
 def _table(kind: str, name: str) -> Any:
     if kind not in MODULES:

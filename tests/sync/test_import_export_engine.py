@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,22 +73,37 @@ def test_nothing_to_sync(hb: Runner, workspace: Path) -> None:
     assert sorted(p.name for p in workspace.iterdir()) == [".agent"]
 
 
+def _patch_todo_sync(
+    monkeypatch: pytest.MonkeyPatch, before: Callable[[], None], after: Callable[[], None]
+) -> None:
+    """Run ``before``/``after`` around the TODO family's sync, on the session path and the plain one."""
+
+    def wrap(real: Callable[..., Any]) -> Callable[..., Any]:
+        def racing(*args: Any, **kwargs: Any) -> Any:
+            before()
+            out = real(*args, **kwargs)
+            after()
+            return out
+
+        return racing
+
+    for name, real in (("SYNC_GROUPS", markdown.sync_group), ("PLAIN_SYNC_GROUPS", markdown.sync_plain)):
+        monkeypatch.setattr(markdown, name, {("todo", "done"): wrap(real), ("recur",): real})
+
+
 def test_a_file_changed_while_syncing_makes_the_sync_start_over(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     todo = workspace / "TODO.md"
     write(todo, todo_text(LINE_JOHN))
     calls: list[int] = []
-    real = markdown.sync_group
 
-    def racing(*args: Any) -> Any:
-        out = real(*args)
+    def meanwhile() -> None:
         if not calls:
             write(todo, todo_text(LINE_JOHN, LINE_MILK))  # the agent writes meanwhile
         calls.append(1)
-        return out
 
-    monkeypatch.setattr(markdown, "SYNC_GROUPS", {("todo", "done"): racing, ("recur",): real})
+    _patch_todo_sync(monkeypatch, lambda: None, meanwhile)
     with Ledger.open(workspace=workspace, now=NOW) as led:
         result = led.sync()
         assert len(report(result, "todo")["added"]) == 2
@@ -101,19 +117,18 @@ def test_a_file_changed_while_syncing_makes_the_sync_start_over(
 def test_a_file_that_never_settles_is_an_error(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     todo = workspace / "TODO.md"
     write(todo, todo_text(LINE_JOHN))
-    real = markdown.sync_group
     count = [0]
 
-    def racing(*args: Any) -> Any:
+    def meanwhile() -> None:
         count[0] += 1
         write(todo, todo_text(*(LINE_JOHN.replace("report", f"report {i}") for i in range(count[0]))))
-        return real(*args)
 
-    monkeypatch.setattr(markdown, "SYNC_GROUPS", {("todo", "done"): racing, ("recur",): real})
+    _patch_todo_sync(monkeypatch, meanwhile, lambda: None)
     with Ledger.open(workspace=workspace, now=NOW) as led:
         with pytest.raises(InvalidState, match="kept changing"):
             led.sync()
         assert led.list(status="all") == []
+    assert count[0] == engine.ATTEMPTS
 
 
 def test_kinds_without_a_syncer_are_skipped(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
