@@ -221,6 +221,19 @@ def parse(text: str, kind: TodoKind, *, dialect: str = "strict") -> Document:
     return Document(kind, tuple(lines), front_matter, dialect, _newline_of(raw_lines))
 
 
+# The canonical TODO.md / TODO.DONE.md line, as the runtime writes it: read in one match. Only
+# lines the general reader below accepts, with the same result, match (the ChatID value
+# excludes what that reader would split or reject); anything else takes the general reader.
+_TIME = r"([0-9]{4})-([0-9]{2})-([0-9]{2}) ([0-9]{1,2}):([0-9]{2})"
+_CHAT = r"(?:, \[ChatID\]\(([A-Za-z][A-Za-z0-9_-]*:[^\s(),]+)\))?"
+_CANONICAL = {
+    TodoKind.TODO: re.compile(rf"- \[ \] \[Created\]\({_TIME}\){_CHAT} \| (.*)", re.DOTALL),
+    TodoKind.DONE: re.compile(
+        rf"- \[x\] \[Created\]\({_TIME}\), \[Done\]\({_TIME}\){_CHAT} \| (.*)", re.DOTALL
+    ),
+}
+
+
 def parse_entry(line: str, kind: TodoKind, *, dialect: str = "strict") -> Entry:
     """Read one entry line as the runtime does; raise ValueError(reason) if it is not one.
 
@@ -228,8 +241,37 @@ def parse_entry(line: str, kind: TodoKind, *, dialect: str = "strict") -> Entry:
     (``line`` 0, ``raw`` None). Comments are not removed here: that is the
     document's job.
     """
-    extended = _is_extended(dialect)
     stripped = line.strip()
+    canonical = _CANONICAL.get(kind)
+    match = canonical.fullmatch(stripped) if canonical is not None else None
+    if match is not None and dialect in DIALECTS:
+        got = _canonical_entry(kind, match)
+        if got is not None:
+            return got
+    return _parse_entry(stripped, kind, dialect)
+
+
+def _canonical_entry(kind: TodoKind, match: re.Match[str]) -> Entry | None:
+    """The entry of a canonical line; None when the general reader must say what is wrong."""
+    g = match.groups()
+    content = g[-1].strip()
+    if not content:
+        return None
+    try:
+        created = datetime(int(g[0]), int(g[1]), int(g[2]), int(g[3]), int(g[4]), tzinfo=UTC)
+        done = (
+            datetime(int(g[5]), int(g[6]), int(g[7]), int(g[8]), int(g[9]), tzinfo=UTC)
+            if kind is TodoKind.DONE
+            else None
+        )
+    except ValueError:
+        return None
+    return Entry(kind=kind, content=content, created=created, done=done, chat_id=g[-2])
+
+
+def _parse_entry(stripped: str, kind: TodoKind, dialect: str) -> Entry:
+    """The general reader: any key order and spacing the runtime's reader takes."""
+    extended = _is_extended(dialect)
     if not stripped.startswith(kind.prefix):
         raise ValueError("not an entry")
     rest = stripped[len(kind.prefix) :].strip()

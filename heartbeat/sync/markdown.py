@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import operator
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -955,32 +956,43 @@ def _insert_rows(db: Conn, shape: Shape, rows: list[dict[str, Any]], *, keys: bo
                 {"n": len(rows)},
             )
             pks = sorted(int(r[0]) for r in got)
-    columns = (["pk"] if keys else []) + names
-    values = [f"{{json:{n}}}" if n in shape.json else f":{n}" for n in columns]
-    sql = f"INSERT INTO {shape.name} ({', '.join(columns)}) VALUES ({', '.join(values)})"
-    times = [n for n in names if n in shape.times]
-    jsons = [n for n in names if n in shape.json]
-    flags = [n for n in names if n in shape.flags]
     stamps: dict[datetime, Any] = {}
-    params: list[dict[str, Any]] = []
-    for index, row in enumerate(rows):
-        p = dict(row)
-        if keys:
-            p["pk"] = pks[index]
-        for n in times:
-            value = p[n]
-            if value is not None:
-                if (got_stamp := stamps.get(value)) is None:
-                    got_stamp = stamps[value] = db.time(value)
-                p[n] = got_stamp
-        for n in jsons:
-            p[n] = db.json(p[n])
-        for n in flags:
-            p[n] = db.flag(p[n])
-        if isinstance(status := p.get("status"), TaskStatus):
-            p["status"] = status.value
-        params.append(p)
-    db.executemany(sql, params)
+
+    def bind_time(value: datetime | None) -> Any:
+        if value is None:
+            return None
+        got = stamps.get(value)
+        if got is None:
+            got = stamps[value] = db.time(value)
+        return got
+
+    def bind_status(value: Any) -> Any:
+        return value.value if isinstance(value, TaskStatus) else value
+
+    binders: list[Callable[[Any], Any] | None] = [
+        bind_time
+        if n in shape.times
+        else db.json
+        if n in shape.json
+        else db.flag
+        if n in shape.flags
+        else bind_status
+        if n == "status"
+        else None
+        for n in names
+    ]
+    bound = [(i, b) for i, b in enumerate(binders) if b is not None]
+    take = operator.itemgetter(*names)
+    params: list[list[Any]] = []
+    for row in rows:
+        values = list(take(row)) if len(names) > 1 else [row[names[0]]]
+        for i, binder in bound:
+            values[i] = binder(values[i])
+        params.append(values)
+    if keys:
+        for pk, values in zip(pks, params, strict=True):
+            values.insert(0, pk)
+    db.insert_many(shape.name, (["pk"] if keys else []) + names, params, json=shape.json)
     return pks
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -11,8 +12,10 @@ from hypothesis import strategies as st
 from heartbeat.formats.todo import (
     Entry,
     TodoKind,
+    _parse_entry,
     new_document,
     parse,
+    parse_entry,
     render,
     render_entry,
     with_entries,
@@ -218,3 +221,59 @@ def test_adding_an_entry_adds_exactly_one_line_and_keeps_every_other(
     assert any(after[i] == added and after[:i] + after[i + 1 :] == before for i in range(len(after)))
     assert [w.text for w in out.warnings] == [w.text for w in doc.warnings]
     assert len(out.entries) == len(doc.entries) + 1
+
+
+# --- the one-match reader of canonical lines agrees with the general reader ------------------
+
+
+def mostly(usual: str, *bent: str) -> st.SearchStrategy[str]:
+    """``usual`` two times in three, else one of the bent variants."""
+    return st.sampled_from([usual] * (2 * len(bent)) + list(bent))
+
+
+STAMPS = mostly(
+    "2026-05-01 13:00", "2026-02-30 09:00", "2026-05-01 9:05", "2026-5-01 09:00", "x", " 2026-05-01 13:00"
+)
+CHATS = mostly("tg:-100123", "tg:@john", "tg:", "tg:a,b", "tg:a b", "tg:a(b", "1x:y", "slack:C0", "tg:a)")
+SPACES = mostly("", " ", "  ", "\t", "\u3000")
+
+
+@st.composite
+def near_canonical_lines(draw: st.DrawFn) -> str:
+    """Lines shaped like the canonical one, with a piece bent here and there."""
+    kind = draw(st.sampled_from(["- [ ] ", "- [x] "]))
+    prefix = draw(mostly(kind, "-  [ ] ", "- [ ]", "- [X] "))
+    items = [f"[Created]({draw(STAMPS)})"]
+    if kind == "- [x] " or draw(st.integers(0, 5)) == 0:
+        items.append(f"[Done]({draw(STAMPS)})")
+    if draw(st.booleans()):
+        items.append(f"[ChatID]({draw(CHATS)})")
+    if draw(st.integers(0, 5)) == 0:
+        items.insert(draw(st.integers(0, len(items))), draw(st.sampled_from(["[ID](todo-1)", "[Next](x)"])))
+    comma = draw(mostly(", ", ",", " , ", ",  "))
+    separator = draw(mostly(" | ", "|", " |  ", " | | ", " |"))
+    content = draw(SPACES) + draw(CONTENT | st.just("")) + draw(SPACES)
+    return draw(SPACES) + prefix + comma.join(items) + separator + content + draw(SPACES)
+
+
+def _outcome(read: Callable[[], Entry]) -> object:
+    try:
+        return read()
+    except ValueError as exc:
+        return ("ValueError", str(exc))
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    line=near_canonical_lines()
+    | st.builds(render_entry, entries_of(TodoKind.TODO, extended=False))
+    | st.builds(render_entry, entries_of(TodoKind.DONE, extended=False)),
+    kind=KINDS,
+    dialect=DIALECTS,
+)
+def test_a_canonical_line_reads_as_the_general_reader_reads_it(
+    line: str, kind: TodoKind, dialect: str
+) -> None:
+    fast = _outcome(lambda: parse_entry(line, kind, dialect=dialect))
+    general = _outcome(lambda: _parse_entry(line.strip(), kind, dialect))
+    assert fast == general
