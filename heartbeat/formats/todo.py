@@ -406,6 +406,9 @@ def _read_front_matter(
     close = next((i for i, (n, t, _) in enumerate(raw_lines) if i and _is_fence(n, t)), None)
     if close is None:
         raise FileFormatError("front matter has no closing '---'", line=1)
+    simple = _simple_front_matter([text for _, text, _ in raw_lines[1:close]])
+    if simple is not None:
+        return simple, close + 1
     # one text line per file line, so YAML's marks map to file lines
     source = "".join(text + "\n" for _, text, _ in raw_lines[1:close])
     import yaml  # only a file with front matter needs it (a one-line sync may not)
@@ -430,6 +433,28 @@ def _read_front_matter(
     if not isinstance(loaded, dict):
         raise FileFormatError("front matter is not a YAML mapping", line=2)
     return loaded, close + 1
+
+
+# A front-matter line as the runtime writes it: a plain key and a double-quoted string without
+# escapes, or a decimal integer. YAML reads these as str and int; any other line goes to YAML.
+_YAML_WORDS = frozenset(("yes", "no", "true", "false", "on", "off", "null"))
+_SIMPLE_ITEM = re.compile(r'([A-Za-z_][A-Za-z0-9_]*): (?:"([^"\\]*)"|(0|[1-9][0-9]{0,17}))')
+
+
+def _simple_front_matter(lines: Sequence[str]) -> dict[Any, Any] | None:
+    """The front matter without loading YAML when every line is that simple (else None)."""
+    out: dict[Any, Any] = {}
+    for line in lines:
+        match = _SIMPLE_ITEM.fullmatch(line)
+        if match is None or match.group(1) in out:
+            return None
+        key, text, number = match.groups()
+        if key.lower() in _YAML_WORDS:
+            return None  # a key YAML reads as a boolean or null
+        if text is not None and not text.isprintable():
+            return None  # YAML folds or rejects some characters: let it say what they are
+        out[key] = text if text is not None else int(number)
+    return out
 
 
 @dataclass(frozen=True)

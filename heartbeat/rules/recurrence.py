@@ -24,8 +24,6 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from enum import StrEnum
 from zoneinfo import ZoneInfo
 
-from croniter import CroniterBadDateError, croniter
-
 from heartbeat.errors import InvalidInput
 from heartbeat.rules.repeat import Repeat, RepeatKind
 
@@ -141,6 +139,8 @@ def _hour_slots(first: datetime, hours: int, zone: ZoneInfo, after: datetime) ->
 
 def _cron_slots(expr: str, anchor: datetime, zone: ZoneInfo, after: datetime) -> Iterator[_Slot]:
     # A match at or before the wall clock of `after` resolves to an instant <= `after`.
+    from croniter import CroniterBadDateError, croniter  # lazy: only cron rules need it
+
     begin = max(_wall_clock(after, zone), anchor - timedelta(minutes=1))
     matches = croniter(expr, start_time=begin, ret_type=datetime)
     while True:

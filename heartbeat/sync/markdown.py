@@ -94,8 +94,8 @@ def _stamp(value: datetime | None) -> str | None:
     """A UTC instant as the files write it (minute precision)."""
     if value is None:
         return None
-    v = value.astimezone(UTC)
-    return f"{v.year:04d}-{v.month:02d}-{v.day:02d} {v.hour:02d}:{v.minute:02d}"
+    v = value if value.tzinfo is UTC else value.astimezone(UTC)
+    return v.replace(tzinfo=None).isoformat(" ", "minutes")
 
 
 def _wall(value: datetime | None) -> str | None:
@@ -499,7 +499,9 @@ class _Family:
                     continue
                 candidates[cand] = i
             taken: set[str] = set()
-            for chunk in _chunks(list(candidates)):
+            if len(candidates) > _CHUNK:  # many at once (a first sync): read every id once
+                taken.update(r[0] for r in self.db.rows(self.ids_taken))
+            for chunk in _chunks(list(candidates)) if len(candidates) <= _CHUNK else ():
                 frag, params = in_list("id", chunk)
                 taken.update(r[0] for r in self.db.rows(f"{self.ids_taken} AND id IN {frag}", params))
             for cand, i in candidates.items():
@@ -914,27 +916,29 @@ class _Recurrences(_Family):
 
 
 def _record_events(db: Conn, events: list[dict[str, Any]], now: datetime, actor: str) -> None:
-    _insert_rows(
-        db,
-        TASK_EVENTS,
+    """The events' rows, bound as tuples (a first sync writes one per entry)."""
+    at = db.time(now)
+    db.insert_many(
+        TASK_EVENTS.name,
+        ("task_pk", "task_id", "scope", "at", "kind", "actor", "before", "detail"),
         [
-            {
-                "task_pk": e["task_pk"],
-                "task_id": e["task_id"],
-                "scope": e["scope"],
-                "at": now,
-                "kind": e["kind"],
-                "actor": actor,
-                "before": e.get("before"),
-                "detail": e["detail"],
-            }
+            (
+                e["task_pk"],
+                e["task_id"],
+                e["scope"],
+                at,
+                e["kind"],
+                actor,
+                db.json(e.get("before")),
+                db.json(e["detail"]),
+            )
             for e in events
         ],
-        keys=False,
+        json=TASK_EVENTS.json,
     )
 
 
-def _insert_rows(db: Conn, shape: Shape, rows: list[dict[str, Any]], *, keys: bool = True) -> list[int]:
+def _insert_rows(db: Conn, shape: Shape, rows: list[dict[str, Any]]) -> list[int]:
     """Insert rows (all with the same keys) with one executemany; their primary keys, in order.
 
     The sync holds the write lock, so the keys are assigned here: on SQLite
@@ -944,18 +948,16 @@ def _insert_rows(db: Conn, shape: Shape, rows: list[dict[str, Any]], *, keys: bo
     if not rows:
         return []
     names = list(rows[0])
-    pks: list[int] = []
-    if keys:
-        if db.sqlite:
-            high = db.one(f"SELECT max(pk) FROM {shape.name}")
-            start = int((high[0] if high else None) or 0) + 1
-            pks = list(range(start, start + len(rows)))
-        else:
-            got = db.rows(
-                f"SELECT nextval(pg_get_serial_sequence('{shape.name}', 'pk')) FROM generate_series(1, :n)",
-                {"n": len(rows)},
-            )
-            pks = sorted(int(r[0]) for r in got)
+    if db.sqlite:
+        high = db.one(f"SELECT max(pk) FROM {shape.name}")
+        start = int((high[0] if high else None) or 0) + 1
+        pks = list(range(start, start + len(rows)))
+    else:
+        got = db.rows(
+            f"SELECT nextval(pg_get_serial_sequence('{shape.name}', 'pk')) FROM generate_series(1, :n)",
+            {"n": len(rows)},
+        )
+        pks = sorted(int(r[0]) for r in got)
     stamps: dict[datetime, Any] = {}
 
     def bind_time(value: datetime | None) -> Any:
@@ -984,15 +986,13 @@ def _insert_rows(db: Conn, shape: Shape, rows: list[dict[str, Any]], *, keys: bo
     bound = [(i, b) for i, b in enumerate(binders) if b is not None]
     take = operator.itemgetter(*names)
     params: list[list[Any]] = []
-    for row in rows:
+    for pk, row in zip(pks, rows, strict=True):
         values = list(take(row)) if len(names) > 1 else [row[names[0]]]
         for i, binder in bound:
             values[i] = binder(values[i])
+        values.append(pk)
         params.append(values)
-    if keys:
-        for pk, values in zip(pks, params, strict=True):
-            values.insert(0, pk)
-    db.insert_many(shape.name, (["pk"] if keys else []) + names, params, json=shape.json)
+    db.insert_many(shape.name, [*names, "pk"], params, json=shape.json)
     return pks
 
 

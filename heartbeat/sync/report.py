@@ -23,7 +23,18 @@ class SyncReport:
     written: bool = False  # the file was (or, with --dry-run, would be) rewritten
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # by hand: dataclasses.asdict deep-copies every id of a large first sync
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "added": list(self.added),
+            "updated": list(self.updated),
+            "completed": list(self.completed),
+            "removed": list(self.removed),
+            "conflicts": list(self.conflicts),
+            "preserved": list(self.preserved),
+            "written": self.written,
+        }
 
     @property
     def changed(self) -> bool:

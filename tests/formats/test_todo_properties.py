@@ -13,6 +13,7 @@ from heartbeat.formats.todo import (
     Entry,
     TodoKind,
     _parse_entry,
+    _simple_front_matter,
     new_document,
     parse,
     parse_entry,
@@ -277,3 +278,29 @@ def test_a_canonical_line_reads_as_the_general_reader_reads_it(
     fast = _outcome(lambda: parse_entry(line, kind, dialect=dialect))
     general = _outcome(lambda: _parse_entry(line.strip(), kind, dialect))
     assert fast == general
+
+
+# --- front matter read without YAML is what YAML reads ------------------------------------------
+
+FRONT_KEYS = st.sampled_from(
+    ["created_at", "updated_at", "open_count", "yes", "On", "NULL", "x_1", "_", "Ab"]
+)
+FRONT_VALUES = (
+    st.sampled_from(
+        ['"2026-05-01T03:41:00Z"', "0", "17", "007", "1_000", "-3", "2026-05-01", '"a\\"b"', "''"]
+    )
+    | st.text(max_size=12).map(lambda t: f'"{t}"')
+    | st.integers(0, 10**19).map(str)
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(items=st.lists(st.tuples(FRONT_KEYS, FRONT_VALUES, st.sampled_from([": ", ":  ", ":", ": "]))))
+def test_front_matter_read_without_yaml_is_what_yaml_reads(items: list[tuple[str, str, str]]) -> None:
+    import yaml
+
+    lines = [f"{key}{colon}{value}" for key, value, colon in items]
+    fast = _simple_front_matter(lines)
+    if fast is None:
+        return
+    assert fast == (yaml.safe_load("".join(line + "\n" for line in lines)) or {})
