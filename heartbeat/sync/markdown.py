@@ -95,7 +95,7 @@ def _stamp(value: datetime | None) -> str | None:
     if value is None:
         return None
     v = value if value.tzinfo is UTC else value.astimezone(UTC)
-    return v.replace(tzinfo=None).isoformat(" ", "minutes")
+    return str(v)[:16]  # "YYYY-MM-DD HH:MM:SS+00:00", cut
 
 
 def _wall(value: datetime | None) -> str | None:

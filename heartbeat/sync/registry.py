@@ -63,9 +63,12 @@ _HOLDS: dict[str, str] = {
     # queue_files.render_last_run(): the newest run with a record
     "last-run": "SELECT 1 FROM runs WHERE record IS NOT NULL LIMIT 1",
     "proactive": "SELECT 1 FROM recurrences WHERE source = 'proactive' LIMIT 1",
-    # state_files._has_anything(): a setting the file holds, or one of the facts it records
+    # state_files._has_anything(): a setting the file holds (formats.state.SETTING_PATHS, named
+    # here so the check does not load that module), or one of the facts it records
     "state": (
-        "SELECT 1 FROM settings WHERE key IN ({settings}) "
+        "SELECT 1 FROM settings WHERE key IN ('proactive.enabled', 'proactive.max_per_day', "
+        "'proactive.min_hours_between', 'proactive.min_hours_since_conversation', 'hygiene.enabled', "
+        "'hygiene.every_hours') "
         "UNION ALL SELECT 1 FROM runs WHERE kind IN ('seen', 'hygiene', 'check') "
         "UNION ALL SELECT 1 FROM notifications WHERE kind = 'proactive' AND decision = 'sent' "
         "LIMIT 1"
@@ -75,12 +78,7 @@ _HOLDS: dict[str, str] = {
 
 def holds_sql(kind: str) -> str | None:
     """The statement telling whether the ledger holds anything of ``kind`` (see ``_HOLDS``)."""
-    sql = _HOLDS.get(kind)
-    if sql is None or "{settings}" not in sql:
-        return sql
-    from heartbeat.formats.state import SETTING_PATHS
-
-    return sql.format(settings=", ".join(f"'{key}'" for key in SETTING_PATHS))
+    return _HOLDS.get(kind)
 
 
 def _table(kind: str, name: str) -> Any:

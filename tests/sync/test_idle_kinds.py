@@ -3,6 +3,7 @@ hb sync without loading its module; the statement that decides it must agree wit
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -128,3 +129,12 @@ def test_a_kind_that_stops_being_idle_before_the_transaction_is_synced_after_all
         result = engine.run(led)
     assert report(result, "tasks-json")["written"] is True
     assert "queue job" in (workspace / ".agent" / "state" / "tasks.json").read_text()
+
+
+def test_the_state_files_settings_are_the_ones_the_idle_check_looks_for() -> None:
+    from heartbeat.formats.state import SETTING_PATHS
+
+    sql = holds_sql("state")
+    assert sql is not None
+    named = set(re.findall(r"'([a-z_.]+)'", sql.split("UNION ALL")[0]))
+    assert named == set(SETTING_PATHS)
