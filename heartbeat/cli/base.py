@@ -42,7 +42,19 @@ def _translate(exc: BaseException) -> HbClickError | None:
         return HbClickError(f"database error: {text}", 1)
     if isinstance(exc, OSError) and exc.filename:
         return HbClickError(f"{exc.filename}: {exc.strerror}", 1)
+    if isinstance(exc, FileNotFoundError) and not _cwd_exists():
+        return HbClickError("the current directory no longer exists; cd to a directory that does", 1)
     return None
+
+
+def _cwd_exists() -> bool:
+    import os
+
+    try:
+        os.getcwd()
+    except OSError:
+        return False
+    return True
 
 
 class HbGroup(click.Group):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from pathlib import Path
@@ -240,3 +241,22 @@ def test_every_command_has_help_with_an_example(hb: Runner) -> None:
     for path in walk(cli, []):
         result = hb(*path, "--help")
         assert "Example" in result.stdout, f"hb {' '.join(path)} --help has no example"
+
+
+def test_a_deleted_current_directory_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = (
+        "import os, sys\n"
+        f"os.chdir({str(gone)!r}); os.rmdir({str(gone)!r})\n"
+        "from heartbeat.cli.main import run\n"
+        "sys.argv = ['hb', 'list']\n"
+        "run()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HB_")}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert done.returncode == 1
+    assert done.stderr.strip() == "hb: the current directory no longer exists; cd to a directory that does"
