@@ -532,7 +532,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
         renderer = registry.renderer(kind)
         with self.write() as session:
-            text: str | None = renderer(self, session)
+            text: str | None = renderer(self, session, None)
             return text
 
     def export_file(self, kind: str, path: str | Path | None = None) -> dict[str, Any]:
@@ -545,9 +545,9 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         target = Path(path) if path is not None else default_path(self.workspace, kind)
         synced = target.resolve() == default_path(self.workspace, kind).resolve()
         with file_lock(self.workspace), self.write() as session:
-            text = renderer(self, session)
+            text = renderer(self, session, target)
             if text is None:
-                return {"kind": kind, "path": str(target), "written": False}
+                return {"kind": kind, "path": str(target), "written": False, "empty": True}
             try:
                 current: str | None = read_text(target)
             except HbError:
@@ -557,4 +557,4 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
                 atomic_write(target, text)
             if synced:
                 remember(session, kind, target, text, self.now())
-        return {"kind": kind, "path": str(target), "written": written}
+        return {"kind": kind, "path": str(target), "written": written, "empty": False}

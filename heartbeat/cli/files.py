@@ -50,10 +50,19 @@ def export(kind: str, path: str | None) -> None:
     ledger = state().ledger()
     if path == "-":
         text = ledger.export_text(kind)
-        click.echo(text or "", nl=False)
+        if state().json:  # one JSON document: the text inside it
+            emit({"kind": kind, "path": "-", "text": text}, lambda r: "")
+        else:
+            click.echo(text or "", nl=False)
         return
     result = ledger.export_file(kind, path)
-    emit(result, lambda r: f"{r['path']}: " + ("written" if r["written"] else "unchanged"))
+    emit(result, _export_line)
+
+
+def _export_line(r: dict[str, object]) -> str:
+    if r["empty"]:
+        return f"{r['path']}: not written (the ledger holds nothing for this file yet)"
+    return f"{r['path']}: " + ("written" if r["written"] else "unchanged")
 
 
 COMMANDS = [import_, export]

@@ -48,7 +48,16 @@ def read_text(path: Path) -> str:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically (temp file + rename), keeping its mode."""
+    """Replace ``path`` with ``text`` atomically (temp file + rename), keeping its mode.
+
+    A failure names ``path`` (not the temporary file) and leaves no temporary file behind."""
+    try:
+        _atomic_write(path, text)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
+def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = path.stat().st_mode & 0o7777

@@ -1796,21 +1796,28 @@ def import_family(family: _Family, kind: str, path: Path, text: str) -> ImportRe
     return report
 
 
-def render_family(family: _Family, kind: str) -> str:
+def render_family(family: _Family, kind: str, target: Path | None = None) -> str:
     """The file as the ledger has it now, laid over the text hb last synced (comments and
-    unreadable lines kept)."""
+    unreadable lines kept); for ``target``, an existing file other than the workspace's, laid
+    over that file's own text (one that cannot be read is an error, never overwritten)."""
     stored = _Stored.load(family.db, kind)
     path = default_path(family.ledger.workspace, kind)
     dialect = _read_dialect(family.dialect, stored.dialect)
-    base = _base_text(family.ledger.workspace, kind) if stored.ours else None
-    if base is not None and digest(base) != stored.hash:
-        base = None  # the copy is not the text the ledger recorded
-    try:
-        if base is None:
-            base = read_optional(path)  # never synced: lay the ledger over the workspace's file
-        f = _read(kind, path, base, dialect)
-    except FileFormatError:
-        f = _read(kind, path, None, dialect)
+    own = read_optional(target) if target is not None and target.resolve() != path.resolve() else None
+    if own is not None:
+        assert target is not None
+        f = _read(kind, target, own, dialect)
+        path = target
+    else:
+        base = _base_text(family.ledger.workspace, kind) if stored.ours else None
+        if base is not None and digest(base) != stored.hash:
+            base = None  # the copy is not the text the ledger recorded
+        try:
+            if base is None:
+                base = read_optional(path)  # never synced: lay the ledger over the workspace's file
+            f = _read(kind, path, base, dialect)
+        except FileFormatError:
+            f = _read(kind, path, None, dialect)
     rows = family.load()
     for it in f.items:
         it.record = family.entry_record(kind, it.entry) if it.entry is not None else None
@@ -1851,9 +1858,9 @@ def _importer(kind: str) -> Any:
 
 
 def _renderer(kind: str) -> Any:
-    def run(ledger: Ledger, session: Session) -> str | None:
+    def run(ledger: Ledger, session: Session, path: Path | None = None) -> str | None:
         with _plain(session) as db:
-            return render_family(_family(kind, ledger, db, ledger.now()), kind)
+            return render_family(_family(kind, ledger, db, ledger.now()), kind, path)
 
     return run
 

@@ -287,9 +287,11 @@ def _from_ledger(
     return [merged_task(session, present.get(row.id) or _task_from_row(row), row) for row in rows.values()]
 
 
-def render_proactive(ledger: Ledger, session: Session) -> str | None:
-    """PROACTIVE.md as it should be now: the workspace file's current text with the ledger's changes."""
-    path = default_path(ledger.workspace, KIND)
+def render_proactive(ledger: Ledger, session: Session, path: Path | None = None) -> str | None:
+    """PROACTIVE.md as it should be now: the current text of the file at ``path`` (default: the
+    workspace's) with the ledger's changes."""
+    if path is None or not path.exists():  # a new file: a copy of the workspace's, as the ledger has it
+        path = default_path(ledger.workspace, KIND)
     rows = _rows(session)
     try:
         text = read_text(path)

@@ -106,7 +106,7 @@ def _document(session: Session, kind: str) -> tasks_json.TasksDocument:
     return tasks_json.empty_document()
 
 
-def render_tasks(ledger: Ledger, session: Session) -> str:
+def render_tasks(ledger: Ledger, session: Session, path: Path | None = None) -> str:
     """tasks.json as the ledger has it now."""
     doc = _document(session, SOURCE)
     rows = session.scalars(select(Task).where(in_tasks_json()).order_by(Task.scope, Task.position, Task.pk))
@@ -153,7 +153,7 @@ def import_errors(ledger: Ledger, session: Session, text: str, path: Path, now: 
     return report
 
 
-def render_errors(ledger: Ledger, session: Session) -> str:
+def render_errors(ledger: Ledger, session: Session, path: Path | None = None) -> str:
     items = []
     for e in session.scalars(select(Error).order_by(Error.pk)):
         if e.extra is not None:
@@ -205,7 +205,7 @@ def import_last_run(ledger: Ledger, session: Session, text: str, path: Path, now
     return report
 
 
-def render_last_run(ledger: Ledger, session: Session) -> str | None:
+def render_last_run(ledger: Ledger, session: Session, path: Path | None = None) -> str | None:
     latest = session.scalars(
         select(Run).where(Run.record.is_not(None)).order_by(Run.pk.desc()).limit(1)
     ).first()

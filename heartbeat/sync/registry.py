@@ -8,9 +8,11 @@ dicts keyed by kind:
     ledger inside ``session``; raise FileFormatError (with the path) when the
     file cannot be read at all. ``Report.as_dict()`` is printed.
 
-``RENDERERS[kind](ledger, session) -> str | None``
-    one-way ``hb export``: the file as the ledger has it now (None: nothing
-    to write, e.g. last-run.json before any run).
+``RENDERERS[kind](ledger, session, path) -> str | None``
+    one-way ``hb export``: the file at ``path`` (None: the workspace's) as the
+    ledger has it now, laid over that file's own text where the format keeps
+    what hb does not own (comments, unreadable lines, unknown keys); None:
+    nothing to write, e.g. last-run.json before any run.
 
 ``SYNCERS[kind](ledger, session, path, text, now) -> tuple[SyncReport, str | None]``
     one step of ``hb sync``: ``text`` is the file's current content (None if
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
     from heartbeat.sync.report import SyncReport
 
 Importer = Callable[["Ledger", "Session", str, Path, datetime], Any]
-Renderer = Callable[["Ledger", "Session"], str | None]
+Renderer = Callable[["Ledger", "Session", "Path | None"], str | None]
 Syncer = Callable[["Ledger", "Session", Path, str | None, datetime], "tuple[SyncReport, str | None]"]
 
 # kind -> module; the order is the order hb sync visits them

@@ -233,8 +233,9 @@ def import_state(ledger: Ledger, session: Session, text: str, path: Path, now: d
     return ImportReport(KIND, str(path), updated=changed, unchanged=unchanged)
 
 
-def render_state(ledger: Ledger, session: Session) -> str | None:
-    """``hb export state``: the workspace's file (or the last one synced) with the ledger's values.
+def render_state(ledger: Ledger, session: Session, path: Path | None = None) -> str | None:
+    """``hb export state``: the file at ``path`` (default: the workspace's; else the last one
+    synced) with the ledger's values.
 
     None when there is no file and nothing worth writing.
     """
@@ -242,8 +243,11 @@ def render_state(ledger: Ledger, session: Session) -> str | None:
     from heartbeat.sync.files import default_path, read_text
 
     base: state_fmt.HeartbeatState | None = None
+    workspace_file = default_path(ledger.workspace, KIND)
+    if path is not None and path.exists() and path.resolve() != workspace_file.resolve():
+        return state_fmt.render(_updated(ledger, session, _parse(read_text(path), path)))
     try:
-        base = state_fmt.parse(read_text(default_path(ledger.workspace, KIND)))
+        base = state_fmt.parse(read_text(workspace_file))
     except HbError:
         row = session.get(SyncState, KIND)
         if row is not None and row.skeleton and "text" in row.skeleton:

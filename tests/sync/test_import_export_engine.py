@@ -150,3 +150,47 @@ def test_the_registry_syncer_for_one_kind_still_moves_entries(workspace: Path) -
             rep, out = markdown.SYNCERS["todo"](led, session, path, read(path), led.now())
         assert out is not None and LINE_JOHN not in out and rep.written is False
     assert "| Remind [John](tg:@john) to submit report." in read(workspace / "TODO.DONE.md")
+
+
+def test_export_to_another_file_keeps_that_files_own_lines_in_place(hb: Runner, workspace: Path) -> None:
+    other = workspace / "list.md"
+    text = (
+        "# TODO Work In Progress (WIP)\n<!-- keep me -->\n"
+        "- [ ] [Created](2026-05-01 12:41) | A.\n"
+        "- [ ] [Craeted](2026-05-01 12:42) | B typo.\n"
+        "notes: call Bob\n"
+    )
+    write(other, text)
+    hb("import", "todo", str(other), HB_NOW=NOW)
+    out = hb.json("export", "todo", str(other))
+    assert out["written"] is False and read(other) == text  # nothing changed: not rewritten
+    [a] = hb.json("list")
+    hb("update", a["id"], "--title", "A, edited.")
+    hb("export", "todo", str(other))
+    assert read(other) == text.replace("| A.\n", "| A, edited.\n")
+
+
+def test_export_into_a_directory_names_the_target_not_a_temporary_file(hb: Runner, workspace: Path) -> None:
+    write(workspace / "TODO.md", todo_text(LINE_JOHN))
+    hb("sync")
+    target = workspace / "TODO.DONE.md"
+    target.mkdir()
+    result = hb("export", "todo", str(target), code=1)
+    assert result.stderr == f"hb: {target}: is a directory, not a file\n"
+    assert [p.name for p in workspace.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_export_with_nothing_to_write_says_so_and_json_output_is_one_document(
+    hb: Runner, workspace: Path
+) -> None:
+    hb("init")
+    target = workspace / "last-run.json"
+    result = hb("export", "last-run", str(target))
+    assert result.stdout == f"{target}: not written (the ledger holds nothing for this file yet)\n"
+    assert not target.exists()
+    assert hb.json("export", "last-run", str(target))["empty"] is True
+    assert hb.json("export", "last-run", "-") == {"kind": "last-run", "path": "-", "text": None}
+    write(workspace / "TODO.md", todo_text(LINE_JOHN))
+    hb("sync")
+    doc = hb.json("export", "todo", "-")
+    assert doc["kind"] == "todo" and doc["text"] == read(workspace / "TODO.md")
