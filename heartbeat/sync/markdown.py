@@ -49,7 +49,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -241,7 +241,7 @@ class _Item:
     record: _Record | None = None  # the file's version (None when ``entry`` is None)
     key: str = ""
     alt: str = ""
-    fate: str = "keep"  # keep | rewrite | drop
+    fate: str = "keep"  # keep | rewrite (the row's version) | merged (``entry`` as merged) | drop
     final_extra: dict[str, Any] | None = None  # a new row's extra and synced_hash
     final_hash: str | None = None
 
@@ -460,6 +460,11 @@ class _Family:
     def append_only(self, kind: str) -> bool:
         """New rows go to the end of this file (else: by position)."""
         return False
+
+    def merge(self, row: _Row, entry: Entry) -> Entry | None:
+        """For a conflict (the line and the row both changed): the line's version with what the
+        ledger changed and the line did not, when that is not just the line (None: the line wins)."""
+        return None
 
     def report_kind(self, before: str | None, after: str) -> str:
         """Which report list a row arriving in ``after`` (from ``before``) goes to."""
@@ -835,6 +840,19 @@ class _Recurrences(_Family):
 
     def append_only(self, kind: str) -> bool:
         return True
+
+    def merge(self, row: _Row, entry: Entry) -> Entry | None:
+        # Next is moved by hb itself (materialize, a claimed period): an edit that left the line's
+        # Next as it was synced must not move it back, or that occurrence would fire again
+        base_line = row.base_line
+        ledger_next = fmt._parse_stamp(row.data.next_local or "")
+        if base_line is None or ledger_next is None or entry.next == ledger_next:
+            return None
+        try:
+            base = fmt.parse_entry(base_line, TodoKind.RECUR, dialect="extended")
+        except ValueError:
+            return None
+        return replace(entry, next=ledger_next) if base.next == entry.next else None
 
     def _next_at(self, next_local: datetime, tz: str | None) -> datetime:
         from heartbeat.rules.recurrence import resolve_local  # croniter loads only when needed
@@ -1291,6 +1309,10 @@ def _full_sync(
                     incoming[target].append(row)
                     getattr(reports[target], family.report_kind(it.kind, target)).append(row.id)
         else:
+            merged = family.merge(row, it.entry) if it.entry is not None else None
+            if merged is not None:
+                it.entry, it.record, it.fate = merged, family.entry_record(it.kind, merged), "merged"
+                file_rec = it.record
             changes.append((row, it, True))
             final[row.pk] = file_rec
             reports[it.kind].conflicts.append(row.id)
@@ -1364,10 +1386,10 @@ def _render(
 
     writes: dict[int, Entry] = {}
     for it in f.items:
-        if it.fate != "rewrite":
+        if it.fate not in ("rewrite", "merged"):
             continue
         assert it.row is not None and it.entry is not None
-        entry = family.entry(it.row, kind)
+        entry = it.entry if it.fate == "merged" else family.entry(it.row, kind)
         problem = _checked_entry(entry, family.dialect)
         if problem is not None:
             it.fate = "keep"  # the ledger's version cannot be written: keep the line, say why

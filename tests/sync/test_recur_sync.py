@@ -207,3 +207,37 @@ def test_import_and_export_recur(hb: Runner, recur: Path, workspace: Path) -> No
     assert got["added"] == [] and got["unchanged"] == 3
     assert hb("export", "recur", "-").stdout == read(recur)
     assert sync(hb)["changed"] is False
+
+
+def test_an_edit_that_left_next_alone_does_not_bring_back_a_fired_occurrence(
+    hb: Runner, workspace: Path
+) -> None:
+    path = workspace / "TODO.RECUR.md"
+    write(path, recur_text("- [ ] [Next](2026-05-03 09:00), [Repeat](daily) | Water plants."))
+    hb("init", "--timezone", "UTC")
+    sync(hb, now="2026-05-03T08:00:00Z")
+    write(path, read(path).replace("Water plants.", "Water the plants."))  # a hand edit of the text
+    hb("recur", "materialize", HB_NOW="2026-05-03T09:00:00Z")  # fires 05-03 09:00; Next -> 05-04
+    out = sync(hb, now="2026-05-03T09:00:00Z")
+    [rule] = recurrences(workspace)
+    assert report(out, "recur")["conflicts"] == [rule["id"]]
+    assert (rule["title"], rule["next_local"]) == ("Water the plants.", "2026-05-04 09:00")
+    assert "- [ ] [Next](2026-05-04 09:00), [Repeat](daily) | Water the plants.\n" in read(path)
+    hb("recur", "materialize", HB_NOW="2026-05-03T09:30:00Z")
+    sync(hb, now="2026-05-03T09:30:00Z")
+    todo = read(workspace / "TODO.md")
+    assert todo.count("| 2026-05-03 09:00 ") == 1, todo  # that occurrence fired once
+    assert [e["kind"] for e in events(workspace, rule["id"])][-1] == "conflict"
+
+
+def test_an_edit_that_moved_next_wins_over_the_ledgers_next(hb: Runner, workspace: Path) -> None:
+    path = workspace / "TODO.RECUR.md"
+    write(path, recur_text("- [ ] [Next](2026-05-03 09:00), [Repeat](daily) | Water plants."))
+    hb("init", "--timezone", "UTC")
+    sync(hb, now="2026-05-03T08:00:00Z")
+    write(path, read(path).replace("2026-05-03 09:00", "2026-05-10 07:00"))  # the user reschedules
+    hb("recur", "materialize", HB_NOW="2026-05-03T09:00:00Z")
+    sync(hb, now="2026-05-03T09:00:00Z")
+    [rule] = recurrences(workspace)
+    assert rule["next_local"] == "2026-05-10 07:00"
+    assert "[Next](2026-05-10 07:00)" in read(path)
