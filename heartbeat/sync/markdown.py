@@ -842,11 +842,14 @@ class _Recurrences(_Family):
         return True
 
     def merge(self, row: _Row, entry: Entry) -> Entry | None:
-        # Next is moved by hb itself (materialize, a claimed period): an edit that left the line's
-        # Next as it was synced must not move it back, or that occurrence would fire again
+        # hb moves Next past an occurrence that came due (materialize): an edit that left the
+        # line's Next as it was synced must not move it back, or that occurrence would fire again.
+        # A Next still ahead of now has not fired: there the line wins, as in any conflict.
         base_line = row.base_line
         ledger_next = fmt._parse_stamp(row.data.next_local or "")
-        if base_line is None or ledger_next is None or entry.next == ledger_next:
+        if base_line is None or ledger_next is None or entry.next is None or entry.next >= ledger_next:
+            return None
+        if self._next_at(entry.next, entry.tz) > self.now:
             return None
         try:
             base = fmt.parse_entry(base_line, TodoKind.RECUR, dialect="extended")
