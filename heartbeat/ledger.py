@@ -436,6 +436,8 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
                 lease=duration,
                 accept_stale=accept_stale,
             )
+        if result.exhausted is not None:
+            raise result.exhausted  # after the commit: the pop's runs row stays
         return result
 
     def pop(

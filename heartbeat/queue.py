@@ -262,6 +262,7 @@ class PopResult:
     task: dict[str, Any] | None  # the claimed row, None = nothing to pop
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (id, blocker) passed over
     adopted: list[str] = field(default_factory=list)  # stale claims re-leased to this worker
+    exhausted: QueueExhausted | None = None  # exit 10, raised once the pop (and its runs row) committed
 
 
 def scopes(tx: Tx) -> list[str]:
@@ -370,9 +371,8 @@ def _popped(
     status = "ok" if got else ("exhausted" if scope else "empty")
     _run(tx, "pop", scope, at, status=status, worker=worker, task_id=got)
     if got is None and scope != LEGACY and task_id is None:
-        exhausted = QueueExhausted(f"queue {scope} is exhausted: write the evidence report and stop")
-        exhausted.skipped = result.skipped
-        raise exhausted
+        result.exhausted = QueueExhausted(f"queue {scope} is exhausted: write the evidence report and stop")
+        result.exhausted.skipped = result.skipped
     return result
 
 
@@ -415,6 +415,8 @@ def _finish(tx: Tx, key: str, task_id: str, scope: str | None, params: dict[str,
         else tx.rows("by_scope_id", {"scope": scope, "id": task_id})
     )
     if not found:
+        if scope:
+            _check_scope(tx, scope)  # exit 14 when --scope is not a queue at all
         raise NotFound(f"no task with id {task_id!r}" + (f" in {scope}" if scope else ""))
     if len(found) > 1:
         raise InvalidState(f"task id {task_id!r} exists in several queues; pass --scope")

@@ -31,6 +31,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from heartbeat.db.status import ACTIVE_STATUSES as ACTIVE_STATUSES
 from heartbeat.db.status import TaskStatus as TaskStatus
 from heartbeat.db.types import UTCDateTime
+from heartbeat.formats.tasks_json import PRIORITY_RANK as PRIORITY_RANK  # critical 0 ... low 3, as written
+from heartbeat.formats.tasks_json import priority_rank as priority_rank  # anything else: medium
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -48,14 +50,6 @@ class Base(DeclarativeBase):
         dict[str, Any]: JSON(),
         list[Any]: JSON(),
     }
-
-
-PRIORITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3}
-DEFAULT_PRIORITY_RANK = 2  # anything unknown sorts as medium, as the seed script does
-
-
-def priority_rank(priority: str | None) -> int:
-    return PRIORITY_RANK.get((priority or "").lower(), DEFAULT_PRIORITY_RANK)
 
 
 _status_enum = Enum(

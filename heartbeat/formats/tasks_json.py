@@ -225,7 +225,8 @@ def resolve_scope(doc: TasksDocument, path: str) -> str:
 
 
 def priority_rank(priority: str | None) -> int:
-    """Sort rank of a legacy priority: critical 0 ... low 3; anything else ranks as medium."""
+    """Sort rank of a legacy priority: critical 0 ... low 3, as written; anything else (``CRITICAL``
+    too, FORMATS.md section 2) ranks as medium."""
     return PRIORITY_RANK.get(priority or "", PRIORITY_RANK["medium"])
 
 
@@ -281,7 +282,8 @@ class _Reader:
                 self._read_queue(f"{key}.{name}", (key, name), value, blockers)
                 entries.append(Queue(name))
                 continue
-            if isinstance(value, list) and any(_is_entry(item) for item in value):
+            blocked = name.startswith(_BLOCKED_PREFIX)  # a filter of the queues, not a queue
+            if not blocked and isinstance(value, list) and any(_is_entry(item) for item in value):
                 self.warn("some items have no task_id: kept as metadata, not a queue", (key, name))
             entries.append(Verbatim(name, value))
         return Extension(key, tuple(entries))

@@ -49,6 +49,13 @@ def test_unknown_scope_exits_14(scoped: Runner) -> None:
     result = scoped("pop", "--scope", "_round3_extension.ag_pushed_branches", code=14)
     assert "not a queue" in result.stderr
     scoped("pop", "--scope", "_round9_extension.nothing", code=14)
+    task = json.loads(scoped("pop", "--scope", Q).stdout)["task_id"]
+    for command in ("complete", "fail"):
+        result = scoped(command, task, "--scope", "_round9_extension.nothing", code=14)
+        assert result.stderr.startswith("hb: --scope '_round9_extension.nothing' is not a queue")
+    scoped("clear-stale", "--scope", "_round9_extension.nothing", code=14)
+    scoped("complete", "no-such-task", "--scope", Q, code=1)  # a queue, but not that task
+    scoped("complete", task, "--scope", Q)  # nothing above changed it
 
 
 def test_scoped_pop_order_skips_blocked_then_exhausts(scoped: Runner) -> None:
@@ -69,6 +76,8 @@ def test_scoped_pop_order_skips_blocked_then_exhausts(scoped: Runner) -> None:
     assert third.stdout == ""
     assert "exhausted" in third.stderr and "round3-spanish-pdfs" in third.stderr
     assert scoped.json("scopes")[0]["in_progress"] == 2
+    runs = scoped.json("sql", "SELECT kind, scope, status, task_id FROM runs WHERE kind = 'pop' ORDER BY pk")
+    assert [(r["scope"], r["status"]) for r in runs] == [(Q, "ok"), (Q, "ok"), (Q, "exhausted")]
 
 
 def test_pop_blocked_entry_by_id_exits_13(scoped: Runner) -> None:

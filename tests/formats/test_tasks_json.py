@@ -638,8 +638,10 @@ def test_status_as_written_folds_statuses_the_legacy_lists_cannot_hold() -> None
 
 
 def test_priority_rank_treats_unknown_priorities_as_medium() -> None:
-    ranks = [priority_rank(p) for p in ("critical", "high", "medium", "low", "urgent", None)]
-    assert ranks == [0, 1, 2, 3, 2, 2]
+    ranks = [
+        priority_rank(p) for p in ("critical", "high", "medium", "low", "urgent", None, "CRITICAL", "High")
+    ]
+    assert ranks == [0, 1, 2, 3, 2, 2, 2, 2]  # as written: "CRITICAL" is not a priority the script knows
 
 
 # --- errors.json and last-run.json ----------------------------------------------------------------
@@ -797,3 +799,12 @@ def test_any_legacy_document_round_trips_with_identical_key_order(
     rendered = render(parse(text))
     assert pairs(rendered) == pairs(text)
     assert parse(rendered).records == parse(text).records
+
+
+def test_a_blocked_on_list_of_task_entries_is_a_filter_without_a_warning() -> None:
+    doc = parse(
+        '{"_b_extension": {"q": [{"order": 1, "task_id": "a"}, {"order": 2, "task_id": "b"}], '
+        '"blocked_on_review": [{"task_id": "a", "blocker": "needs review"}]}}'
+    )
+    assert doc.warnings == []
+    assert [r.id for r in doc.records if r.blocked_by] == ["a"]
