@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import click
 
 from heartbeat.cli.base import emit, json_option, state, warn
@@ -24,13 +26,19 @@ def import_(kind: str, path: str | None) -> None:
     """
     report = state().ledger().import_file(kind, path)
     for message in report.get("warnings", []):
-        warn(f"{report['path']}: {message}")
+        warn(_at_line(report["path"], message))
     emit(
         report,
         lambda r: (
             f"{r['path']}: {len(r['added'])} added, {len(r['updated'])} updated, {r['unchanged']} unchanged"
         ),
     )
+
+
+def _at_line(path: str, message: str) -> str:
+    """``line N: reason`` from a reader as ``path:N: reason`` (as hb sync reports lines)."""
+    match = re.match(r"line (\d+): ", message)
+    return f"{path}:{match.group(1)}: {message[match.end() :]}" if match else f"{path}: {message}"
 
 
 @click.command("export")

@@ -45,18 +45,29 @@ def _human(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _kinds(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    """Kinds as given: repeated, comma-separated, or listed after --only (SPEC: ``--only KIND...``)."""
+    kinds = tuple(k.strip() for v in values for k in v.split(",") if k.strip())
+    for kind in kinds:
+        if kind not in KINDS:
+            raise click.BadParameter(f"{kind!r} is not one of {', '.join(KINDS)}", ctx, param)
+    return kinds
+
+
 @click.command()
 @click.option("--dry-run", is_flag=True, help="Report what would change; change nothing.")
 @click.option(
     "--only",
     "only",
     multiple=True,
-    type=click.Choice(KINDS),
-    metavar="KIND",
-    help=f"Only these kinds (repeatable): {', '.join(KINDS)}. todo and done go together.",
+    callback=_kinds,
+    metavar="KIND...",
+    help=f"Only these kinds: {', '.join(KINDS)} (todo and done go together). "
+    "Repeat it, separate kinds with commas, or list them after it.",
 )
+@click.argument("more", nargs=-1, callback=_kinds, metavar="")
 @json_option
-def sync(dry_run: bool, only: tuple[str, ...]) -> None:
+def sync(dry_run: bool, only: tuple[str, ...], more: tuple[str, ...]) -> None:
     """Two-way sync of the workspace files with the ledger.
 
     Imports what changed in the files since the last sync, writes the ledger's
@@ -70,8 +81,11 @@ def sync(dry_run: bool, only: tuple[str, ...]) -> None:
     Example:
       hb sync
       hb sync --dry-run --json
-      hb sync --only todo --only recur
+      hb sync --only todo recur
     """
+    if more and not only:
+        raise click.UsageError("name the kinds to sync after --only (e.g. hb sync --only todo recur)")
+    only = only + more
     result = state().ledger().sync(dry_run=dry_run, only=only or None)
     for report in result["reports"]:
         for message in report["preserved"]:

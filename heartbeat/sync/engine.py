@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 from heartbeat.db.plain import Conn
 from heartbeat.errors import FileFormatError, InvalidInput, InvalidState
 from heartbeat.sync import bookmarks
-from heartbeat.sync.files import atomic_write, default_path, digest, file_lock
+from heartbeat.sync.files import atomic_write, decode, default_path, digest, file_lock
 from heartbeat.sync.registry import KINDS, MODULES, holds_sql
 from heartbeat.sync.report import SyncReport
 
@@ -96,14 +96,7 @@ def read_optional(path: Path) -> str | None:
         return None
     except IsADirectoryError:
         raise FileFormatError("is a directory, not a file", path=str(path)) from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise FileFormatError(
-            f"not UTF-8 text (byte {exc.start})", path=str(path), line=line, column=column
-        ) from None
+    return decode(data, path)
 
 
 @dataclass(frozen=True)

@@ -37,14 +37,24 @@ def digest(text: str) -> str:
 def read_text(path: Path) -> str:
     """A workspace file's text (UTF-8, line endings untouched)."""
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            return fh.read()
+        data = path.read_bytes()
     except FileNotFoundError:
         raise NotFound(f"{path}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise FileFormatError(f"not UTF-8 text (byte {exc.start})", path=str(path)) from None
     except IsADirectoryError:
         raise NotFound(f"{path}: is a directory, not a file") from None
+    return decode(data, path)
+
+
+def decode(data: bytes, path: Path) -> str:
+    """A file's bytes as UTF-8 text; FileFormatError names path:line:column of a bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise FileFormatError(
+            f"not UTF-8 text (byte {exc.start})", path=str(path), line=line, column=column
+        ) from None
 
 
 def atomic_write(path: Path, text: str) -> None:

@@ -118,7 +118,7 @@ def imported(hb_db: Runner, workspace: Path) -> Runner:
 
 def test_import_maps_tasks_to_rows_and_keeps_the_malformed_block(imported: Runner, workspace: Path) -> None:
     result = imported("import", "proactive", str(workspace / "PROACTIVE.md"))
-    assert "line 43: not a task, kept as written" in result.stderr  # the broken block, named by line
+    assert "PROACTIVE.md:43: not a task, kept as written" in result.stderr  # the broken block, named by line
     assert result.stdout.endswith("0 added, 0 updated, 2 unchanged\n")
     briefing = rule(imported, "morning_briefing")
     assert {k: briefing[k] for k in ("source", "kind", "title", "rule", "time", "day", "enabled")} == {

@@ -24,7 +24,7 @@ def test_import_of_the_workspace_file_is_a_sync_baseline(hb: Runner, workspace: 
     write(todo, todo_text(LINE_JOHN, LINE_MILK, LINE_TYPO))
     result = hb("import", "todo", str(todo), HB_NOW=NOW)
     assert result.stdout == f"{todo}: 2 added, 0 updated, 0 unchanged\n"
-    assert result.stderr == f"hb: warning: {todo}: line 11: bad timestamp '2026-05-0 13:00' in Created\n"
+    assert result.stderr == f"hb: warning: {todo}:11: bad timestamp '2026-05-0 13:00' in Created\n"
     again = hb.json("import", "todo", str(todo))
     assert again["added"] == [] and again["unchanged"] == 2
     assert again["preserved"] == [f"{todo}:11: bad timestamp '2026-05-0 13:00' in Created"]
@@ -194,3 +194,28 @@ def test_export_with_nothing_to_write_says_so_and_json_output_is_one_document(
     hb("sync")
     doc = hb.json("export", "todo", "-")
     assert doc["kind"] == "todo" and doc["text"] == read(workspace / "TODO.md")
+
+
+def test_import_of_undecodable_bytes_names_the_line_and_column(hb: Runner, workspace: Path) -> None:
+    todo = workspace / "TODO.md"
+    before = todo_text(LINE_JOHN).encode()
+    bad = b"- [ ] [Created](2026-05-01 13:00) | caf"
+    todo.write_bytes(before + bad + b"\xe9\n")
+    result = hb("import", "todo", str(todo), code=1)
+    line, column, offset = before.count(b"\n") + 1, len(bad) + 1, len(before) + len(bad)
+    assert result.stderr == f"hb: {todo}:{line}:{column}: not UTF-8 text (byte {offset})\n"
+    assert hb.json("list") == []
+
+
+@pytest.mark.parametrize(
+    "args", [("--only", "todo", "recur"), ("--only", "todo,recur"), ("--only", "todo", "--only", "recur")]
+)
+def test_sync_only_takes_kinds_listed_repeated_or_comma_separated(
+    hb: Runner, workspace: Path, args: tuple[str, ...]
+) -> None:
+    write(workspace / "TODO.md", todo_text(LINE_JOHN))
+    out = hb.json("sync", *args)
+    assert [r["kind"] for r in out["reports"]] == ["todo", "done", "recur"]
+    assert len(report(out, "todo")["added"]) == 1
+    hb("sync", "recur", code=2)  # kinds without --only are a usage error
+    hb("sync", "--only", "todo,nope", code=2)

@@ -202,7 +202,7 @@ def test_a_next_inside_a_daylight_saving_gap_fires_when_the_gap_ends(hb: Runner,
 
 def test_import_and_export_recur(hb: Runner, recur: Path, workspace: Path) -> None:
     result = hb("import", "recur", str(recur))
-    assert f"{recur}: line 14: bad Repeat 'monthly'" in result.stderr
+    assert f"{recur}:14: bad Repeat 'monthly'" in result.stderr
     got = hb.json("import", "recur", str(recur))
     assert got["added"] == [] and got["unchanged"] == 3
     assert hb("export", "recur", "-").stdout == read(recur)
