@@ -362,6 +362,13 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         now = self.now()
         with self.write() as s:
             task = tasks_mod.find(s, task_id, scope, lock=True)
+            title = changes.values.get("title")
+            if task.source == "todo" and isinstance(title, str):
+                from heartbeat.sync.markdown import todo_title_problem
+
+                problem = todo_title_problem(title)
+                if problem is not None:
+                    raise InvalidInput(f"{task.id}: cannot be a TODO.md entry: {problem}")
             tasks_mod.update(s, task, changes, now)
             return self._dict(task)
 

@@ -1955,6 +1955,14 @@ RENDERERS = {kind: _renderer(kind) for kind in ("todo", "done", "recur")}
 # --- a Markdown task made in the ledger ---------------------------------------------------------
 
 
+def todo_title_problem(title: str) -> str | None:
+    """Why ``title`` cannot be the text of a TODO.md entry (None: it can)."""
+    if "\n" in title or "\r" in title:
+        return "an entry is one line; the title has a line break"
+    entry = Entry(kind=TodoKind.TODO, content=title.strip(), created=datetime(2000, 1, 1, tzinfo=UTC))
+    return _checked_entry(entry, "strict")
+
+
 def add_todo(
     ledger: Ledger, session: Session, title: str, now: datetime, *, chat_id: str | None, **fields: Any
 ) -> Task:
@@ -1963,7 +1971,7 @@ def add_todo(
 
     content = title.strip()
     entry = Entry(kind=TodoKind.TODO, content=content, created=now, chat_id=chat_id)
-    problem = _checked_entry(entry, "strict")
+    problem = todo_title_problem(title) or _checked_entry(entry, "strict")
     if problem is not None:
         raise InvalidInput(f"cannot be a TODO.md entry: {problem}")
     with _plain(session) as db:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -134,7 +135,18 @@ def test_a_title_the_file_cannot_hold_is_reported_and_the_line_kept(hb: Runner, 
     write(todo, todo_text(LINE_JOHN))
     hb("sync")
     [john] = hb.json("list")
-    hb("update", john["id"], "--title", "Remind John <!-- later")
+    refused = hb("update", john["id"], "--title", "Remind John <!-- later", code=1)
+    assert refused.stderr.startswith(f"hb: {john['id']}: cannot be a TODO.md entry: ")
+    hb("update", john["id"], "--title", "Remind John\nlater", code=1)
+    assert hb.json("show", john["id"])["title"] == "Remind [John](tg:@john) to submit report."
+    # a title set behind hb's back is still never written into the file
+    con = sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db")
+    with con:
+        con.execute(
+            "UPDATE tasks SET title = 'Remind John <!-- later', version = version + 1 WHERE id = ?",
+            (john["id"],),
+        )
+    con.close()
     for _ in range(2):
         out = json.loads(hb("sync", "--json").stdout)
         [message] = report(out, "todo")["preserved"]
