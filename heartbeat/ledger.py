@@ -314,6 +314,10 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
     ) -> dict[str, Any]:
         """Create a task; returns it as ``hb add --json`` prints it."""
         changes = tasks_mod.Changes.from_input(fields, self.zone)
+        if scope:
+            from heartbeat.formats.tasks_json import check_scope
+
+            check_scope(scope)
         now = self.now()
         with self.write() as s:
             task = tasks_mod.add(s, title, changes, now, scope=scope or "", source=source, task_id=task_id)

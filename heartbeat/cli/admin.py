@@ -167,6 +167,11 @@ def check() -> None:
 
     engine = _engine()
     try:
+        with engine.connect() as conn:
+            rev = migrate.current_revision(conn)
+        if rev != migrate.HEAD:
+            where = "no hb schema" if rev is None else f"revision {rev}"
+            raise SchemaError(f"the database has {where}; this hb's schema is revision {migrate.HEAD}")
         diffs = migrate.check(engine)
     finally:
         engine.dispose()
@@ -200,7 +205,7 @@ def config_get(key: str) -> None:
     emit({"key": key, "value": value}, lambda d: _show(d["value"]))
 
 
-@config.command("set")
+@config.command("set", context_settings={"ignore_unknown_options": True})  # VALUE may be "-1"
 @click.argument("key")
 @click.argument("value")
 @json_option

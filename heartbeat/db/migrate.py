@@ -72,7 +72,8 @@ def ensure_current(engine: Engine, *, now: Callable[[], datetime], create: bool 
         rev = current_revision(conn)
         if rev == HEAD:
             return None
-        has_tables = bool(inspect(conn).get_table_names())
+        # `hb db downgrade base` leaves Alembic's own (empty) version table behind
+        has_tables = bool(set(inspect(conn).get_table_names()) - {"alembic_version"})
     if rev is not None and rev not in REVISIONS:
         raise SchemaError(
             f"the database is at revision {rev}, newer than this hb (which knows up to {HEAD}); "

@@ -565,6 +565,13 @@ def _missing_extensions(buckets: dict[tuple[str, str], list[QueueRecord]]) -> li
     return wanted
 
 
+def check_scope(scope: str) -> str:
+    """``scope`` if tasks.json can hold a queue there (``_<batch>_extension.<queue>``), else
+    InvalidInput: a task in any other scope could never be written to the file."""
+    _split_scope(scope)
+    return scope
+
+
 def _split_scope(scope: str) -> tuple[str, str]:
     m = _SCOPE_PATH.fullmatch(scope)
     if m is None:

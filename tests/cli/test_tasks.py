@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -144,6 +145,8 @@ def test_done_and_cancel(hb: Runner) -> None:
         (["config", "set", "timezone", "Mars/Olympus"], "unknown timezone 'Mars/Olympus'"),
         (["config", "set", "quiet_hours", "25:00-08:00"], "setting quiet_hours"),
         (["config", "set", "queue.max_attempts", "zero"], "expected a number"),
+        (["config", "set", "reminder.repeat_hours", "-1"], "Input should be greater than 0 (got -1)"),
+        (["add", "x", "--scope", "nope"], "scope 'nope' is not a _<batch>_extension.<queue> path"),
         (["config", "get", "no.such.key"], "unknown setting 'no.such.key'"),
         (["--now", "yesterday", "add", "x"], "bad --now time 'yesterday'"),
         (["--now", "2026-13-45", "list"], "bad --now time '2026-13-45'"),
@@ -260,3 +263,12 @@ def test_a_deleted_current_directory_is_one_line_not_a_traceback(tmp_path: Path)
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     assert done.returncode == 1
     assert done.stderr.strip() == "hb: the current directory no longer exists; cd to a directory that does"
+
+
+def test_add_refuses_a_scope_tasks_json_cannot_hold(hb: Runner, workspace: Path) -> None:
+    hb("add", "legacy")
+    result = hb("add", "x", "--scope", "nope", code=1)
+    assert result.stderr == "hb: scope 'nope' is not a _<batch>_extension.<queue> path\n"
+    assert [t["title"] for t in hb.json("list")] == ["legacy"]
+    hb("sync")  # the workspace stays usable
+    assert json.loads(hb("pop").stdout)["description"] == "legacy"

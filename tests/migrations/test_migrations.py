@@ -135,8 +135,26 @@ def test_db_commands(hb: Runner) -> None:
     assert [r["revision"] for r in hb.json("db", "history")] == list(migrate.REVISIONS)
     hb("db", "downgrade", "base")
     assert hb.json("db", "current")["status"] == "empty"
+    result = hb("db", "check", code=1)
+    assert (
+        result.stderr == f"hb: the database has no hb schema; this hb's schema is revision {migrate.HEAD}\n"
+    )
     result = hb("db", "downgrade", "nonexistent-rev", code=1)
     assert result.stderr.startswith("hb: alembic:")
+    hb("add", "after a downgrade to base")  # an emptied ledger is built again on first use
+    assert hb.json("db", "current")["status"] == "current"
+
+
+def test_db_check_refuses_a_database_at_another_revision(hb: Runner, workspace: Path) -> None:
+    hb("init")
+    con = sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db")
+    with con:
+        con.execute("UPDATE alembic_version SET version_num = '0099'")
+    con.close()
+    result = hb("db", "check", code=1)
+    assert (
+        result.stderr == f"hb: the database has revision 0099; this hb's schema is revision {migrate.HEAD}\n"
+    )
 
 
 def test_migrations_ship_with_the_package() -> None:
