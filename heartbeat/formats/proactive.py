@@ -620,7 +620,59 @@ def _block_text(task: ProactiveTask, original: ProactiveTask) -> str:
     )
     head = raw_lines[0] if keep_heading else _heading(task) + newline
     fence = next(i for i in range(1, len(raw_lines)) if _body(raw_lines[i]).strip())
-    return head + "".join(raw_lines[1 : fence + 1]) + _dump(fields, newline) + raw_lines[-1]
+    body = raw_lines[fence + 1 : -1]
+    yaml_text = _edited_yaml(body, original.fields, fields, newline)
+    if yaml_text is None:
+        yaml_text = _dump(fields, newline)
+    return head + "".join(raw_lines[1 : fence + 1]) + yaml_text + raw_lines[-1]
+
+
+_TOP_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]|$)")
+
+
+def _edited_yaml(
+    body: list[str], before: Mapping[str, Any], after: Mapping[str, Any], newline: str
+) -> str | None:
+    """The block's yaml with only the keys that changed rewritten; every other line (comments,
+    quoting, flow lists) kept as written. None when the layout is not one this can splice
+    safely (the caller then writes the whole block)."""
+    spans: dict[str, list[str]] = {}
+    order: list[str | list[str]] = []  # a key, or lines that belong to no key (comments)
+    current: list[str] | None = None
+    for line in body:
+        text = _body(line)
+        match = _TOP_KEY.match(text)
+        if match is not None:
+            key = match.group(1)
+            if key in spans:
+                return None  # a key written twice: let YAML's own reading decide
+            current = spans[key] = [line]
+            order.append(key)
+        elif current is not None and (not text.strip() or text[:1] in (" ", "\t", "-")):
+            current.append(line)  # the key's value continues: indented, a list item or blank
+        elif text.lstrip().startswith("#") or not text.strip():
+            current = None
+            order.append([line])
+        else:
+            return None
+    if set(spans) != set(before):
+        return None  # keys yaml reads that are not at the start of a line (a flow mapping, ...)
+    out: list[str] = []
+    for item in order:
+        if isinstance(item, list):
+            out.extend(item)
+        elif item in after:
+            out.append(
+                "".join(spans[item]) if after[item] == before[item] else _dump({item: after[item]}, newline)
+            )
+    out.extend(_dump({key: value}, newline) for key, value in after.items() if key not in spans)
+    text = "".join(out)
+    expected = yaml.safe_load(_dump(dict(after), "\n")) or {}
+    try:
+        got = yaml.safe_load(text.replace("\r\n", "\n")) or {}
+    except yaml.YAMLError:
+        return None
+    return text if got == expected and list(got) == list(expected) else None
 
 
 def _fresh_block(task: ProactiveTask, newline: str) -> str:

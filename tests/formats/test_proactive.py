@@ -337,8 +337,8 @@ def test_rewritten_block_keeps_heading_gap_and_fence_lines() -> None:
         "### [WEEKLY] 每周代码回顾\n\n```yaml\n"
         'id: weekly_code_review\nfrequency: weekly\nday: sunday\ntime: "20:00"\n'
         "priority: 40\ninstruction: 回顾本周的代码改动，找出模式、问题和改进点。\nrun_count: 0\n"
-        "review_scope:\n  repos:\n  - hb\n  - agent\n  max_prs: 20\nenabled: false\n```\n"
-    )
+        "review_scope: {repos: [hb, agent], max_prs: 20}\nenabled: false\n```\n"
+    )  # only the new key is written; every line already there stays as written
 
 
 def test_an_unchanged_heading_keeps_its_own_spelling() -> None:
@@ -601,3 +601,38 @@ def test_recording_an_outcome_leaves_every_other_part_alone(text: str, data: st.
     ]
     assert [p for p in after.parts if isinstance(p, str)] == [p for p in doc.parts if isinstance(p, str)]
     assert task(after, chosen.id).run_count == chosen.run_count + 1
+
+
+def test_recording_an_outcome_rewrites_only_the_keys_it_changes() -> None:
+    block = (
+        "### [MONTHLY] Month End\n\n```yaml\n"
+        'id: month_end\nfrequency: monthly\nday: "31"   # the last day\nenabled: true\n'
+        "# a comment line of its own\n"
+        "conditions: [weekdays_only]\ninstruction: Close the books.\ncustom_key: keep me   # a comment\n"
+        "outcome_history:\n"
+        '  - {timestamp: "2026-01-31T00:00:00Z", result: "r1", success: true}\n'
+        "run_count: 1\n```\n"
+    )
+    doc = parse(SECTION.format(block))
+    done = record_outcome(doc.tasks[0], result="closed", success=True, now=NOW)
+
+    out = render(with_tasks(doc, [done], now=NOW))
+
+    kept = out.split("outcome_history:")[0]
+    assert kept.endswith(
+        'day: "31"   # the last day\nenabled: true\n# a comment line of its own\n'
+        "conditions: [weekdays_only]\ninstruction: Close the books.\ncustom_key: keep me   # a comment\n"
+    )
+    again = parse(out).tasks[0]
+    assert again.run_count == 2 and [h["result"] for h in again.outcome_history] == ["r1", "closed"]
+    assert again.fields["custom_key"] == "keep me" and again.conditions == ("weekdays_only",)
+
+
+def test_a_layout_that_cannot_be_spliced_is_written_whole_and_reads_the_same() -> None:
+    block = "### [DAILY] Tick\n\n```yaml\n{id: tick, frequency: daily}\n```\n"  # one flow mapping
+    doc = parse(SECTION.format(block))
+    done = record_outcome(doc.tasks[0], result="ok", success=True, now=NOW)
+
+    again = parse(render(with_tasks(doc, [done], now=NOW))).tasks[0]
+
+    assert (again.id, again.frequency, again.run_count) == ("tick", "daily", 1)
