@@ -117,7 +117,11 @@ def add(
 )
 @click.option("--all", "show_all", is_flag=True, help="Every status, finished ones included.")
 @click.option("--scope", metavar="PATH", help="Only this queue ('' for the legacy list).")
-@click.option("--source", metavar="SOURCE", help="Only tasks from cli, tasks-json, todo, poke or recur.")
+@click.option(
+    "--source",
+    type=click.Choice(["cli", "tasks-json", "todo", "poke", "recur"]),
+    help="Only tasks from this source.",
+)
 @click.option("--text", metavar="TEXT", help="Only tasks whose title or id contains TEXT (any case).")
 @click.option("--due-before", metavar="WHEN", help="Only tasks due before WHEN (ISO 8601).")
 @json_option

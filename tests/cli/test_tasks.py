@@ -272,3 +272,11 @@ def test_add_refuses_a_scope_tasks_json_cannot_hold(hb: Runner, workspace: Path)
     assert [t["title"] for t in hb.json("list")] == ["legacy"]
     hb("sync")  # the workspace stays usable
     assert json.loads(hb("pop").stdout)["description"] == "legacy"
+
+
+def test_list_refuses_an_unknown_source(hb: Runner) -> None:
+    hb("add", "a queue task")
+    result = hb("list", "--source", "bogus", code=2)
+    assert "'bogus' is not one of" in result.stderr
+    assert [t["title"] for t in hb.json("list", "--source", "cli")] == ["a queue task"]
+    assert hb.json("list", "--source", "todo") == []
