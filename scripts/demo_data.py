@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 from heartbeat import Ledger  # noqa: E402
 from heartbeat.errors import QueueExhausted  # noqa: E402
 
-SCOPES = ("", "research.queue", "ops.queue")
+SCOPES = ("", "_demo_extension.research", "_demo_extension.ops")  # tasks.json queue paths
 SKILLS = ("research", "email", "calendar", "code-review", "summarize", "deploy", "triage", None)
 SOURCES = ("cli", "tasks-json", "poke")
 PRIORITIES = ("critical", "high", "medium", "medium", "low")
