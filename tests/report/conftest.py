@@ -8,11 +8,16 @@ here from the rows themselves.
 from __future__ import annotations
 
 import importlib.util
+import math
+import statistics
 import sys
 import uuid
-from collections.abc import Iterator
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from fractions import Fraction
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -69,28 +74,69 @@ def fill_demo(workspace: Path, url: str, *, days: int = 7, tasks: int = 150, see
     return Demo(workspace, url, END, counts)
 
 
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
-    """A week of demo history ending at END, on each backend in turn, shared by a module's tests.
-
-    On PostgreSQL it gets a database of its own, so that tests using ``pg_url``
-    (which empties the session database) cannot wipe it.
-    """
-    workspace = tmp_path_factory.mktemp("demo")
+@contextmanager
+def module_database(request: pytest.FixtureRequest, workspace: Path, label: str) -> Iterator[str]:
+    """The database of a ledger a module's tests share, for the backend ``request.param`` names:
+    the workspace's SQLite file, or a PostgreSQL database of its own (dropped afterwards), so
+    that tests using ``pg_url`` (which empties the session database) cannot wipe it."""
     if request.param == "sqlite":
-        yield fill_demo(workspace, str(workspace / ".agent" / "state" / "heartbeat.db"))
+        yield str(workspace / ".agent" / "state" / "heartbeat.db")
         return
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
     server = make_url(request.getfixturevalue("pg_server_url"))
-    name = f"{server.database}_demo_{uuid.uuid4().hex[:6]}"
+    name = f"{server.database}_{label}_{uuid.uuid4().hex[:6]}"
     admin = create_engine(server, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     try:
-        yield fill_demo(workspace, server.set(database=name).render_as_string(hide_password=False))
+        yield server.set(database=name).render_as_string(hide_password=False)
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
+    """A week of demo history ending at END, on each backend in turn, shared by a module's tests."""
+    workspace = tmp_path_factory.mktemp("demo")
+    with module_database(request, workspace, "demo") as url:
+        yield fill_demo(workspace, url)
+
+
+# --- outcome statistics computed here from raw rows, for the reports to be checked against ------
+
+
+def median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def p95(values: list[float]) -> float | None:
+    """Nearest rank: the ceil(0.95 n)-th smallest value."""
+    if not values:
+        return None
+    return sorted(values)[math.ceil(Fraction(95, 100) * len(values)) - 1]
+
+
+def outcome_stats(
+    rows: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], Any]
+) -> dict[Any, dict[str, Any]]:
+    """Per group of ``key``: outcomes, successes, failures, success rate, median and p95 duration."""
+    groups: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[key(r)].append(r)
+    out = {}
+    for k, rs in groups.items():
+        durations = [r["duration_s"] for r in rs if r["duration_s"] is not None]
+        ok = sum(1 for r in rs if r["success"])
+        out[k] = {
+            "outcomes": len(rs),
+            "successes": ok,
+            "failures": len(rs) - ok,
+            "success_rate": ok / len(rs),
+            "median_duration_s": median(durations),
+            "p95_duration_s": p95(durations),
+        }
+    return out

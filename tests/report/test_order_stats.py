@@ -9,11 +9,9 @@ by brackets placed around the wrong quantiles; the reports must not change.
 from __future__ import annotations
 
 import random
-import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -22,6 +20,7 @@ import pytest
 
 from heartbeat import Ledger
 from heartbeat.reporting import order
+from tests.report.conftest import module_database, outcome_stats
 
 ZONE = "Asia/Kolkata"  # a half-hour offset: local days are not UTC days
 TZ = ZoneInfo(ZONE)
@@ -29,27 +28,11 @@ END = datetime(2026, 6, 10, tzinfo=UTC)
 N = 4000
 
 
-def _p95(values: list[float]) -> float | None:
-    if not values:
-        return None
-    return sorted(values)[int(-(-Fraction(95, 100) * len(values) // 1)) - 1]
-
-
 def expected(rows: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], Any]) -> dict[Any, Any]:
-    groups: dict[Any, list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
-        groups[key(r)].append(r)
-    out = {}
-    for k, rs in groups.items():
-        durations = [r["duration_s"] for r in rs if r["duration_s"] is not None]
-        ok = sum(1 for r in rs if r["success"])
-        out[k] = (
-            len(rs),
-            ok,
-            statistics.median(durations) if durations else None,
-            _p95(durations),
-        )
-    return out
+    return {
+        k: (s["outcomes"], s["successes"], s["median_duration_s"], s["p95_duration_s"])
+        for k, s in outcome_stats(rows, key).items()
+    }
 
 
 def got(doc: dict[str, Any], key: str) -> dict[Any, Any]:
@@ -65,29 +48,9 @@ def ledger_url(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Path, str]]:
     workspace = tmp_path_factory.mktemp("order")
-    if request.param == "sqlite":
-        url = str(workspace / ".agent" / "state" / "heartbeat.db")
+    with module_database(request, workspace, "order") as url:
         _fill(workspace, url)
         yield workspace, url
-        return
-    import uuid
-
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    server = make_url(request.getfixturevalue("pg_server_url"))
-    name = f"{server.database}_order_{uuid.uuid4().hex[:6]}"
-    admin = create_engine(server, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        url = server.set(database=name).render_as_string(hide_password=False)
-        _fill(workspace, url)
-        yield workspace, url
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def _fill(workspace: Path, url: str) -> None:

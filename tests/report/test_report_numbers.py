@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterable
 from datetime import date, datetime, timedelta
-from fractions import Fraction
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.report.conftest import ZONE, Demo
+from tests.report.conftest import ZONE, Demo, median, outcome_stats
 
 TZ = ZoneInfo(ZONE)
 ACTIVE = ("todo", "doing", "waiting", "blocked", "snoozed")
@@ -27,17 +23,6 @@ REASONS = (
     "disabled",
     "risk_p2",
 )
-
-
-def median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
-
-
-def p95(values: list[float]) -> float | None:
-    """Nearest rank: the ceil(0.95 n)-th smallest value."""
-    if not values:
-        return None
-    return sorted(values)[math.ceil(Fraction(95, 100) * len(values)) - 1]
 
 
 def local_day(at: datetime) -> str:
@@ -64,27 +49,6 @@ def keyed(doc: dict[str, Any], *keys: str) -> dict[Any, dict[str, Any]]:
         key = tuple(row[k] for k in keys)
         out[key if len(keys) > 1 else key[0]] = row
     assert len(out) == len(doc["rows"]), "duplicate group keys"
-    return out
-
-
-def outcome_stats(
-    rows: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], Any]
-) -> dict[Any, dict[str, Any]]:
-    groups: dict[Any, list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
-        groups[key(r)].append(r)
-    out = {}
-    for k, rs in groups.items():
-        durations = [r["duration_s"] for r in rs if r["duration_s"] is not None]
-        ok = sum(1 for r in rs if r["success"])
-        out[k] = {
-            "outcomes": len(rs),
-            "successes": ok,
-            "failures": len(rs) - ok,
-            "success_rate": ok / len(rs),
-            "median_duration_s": median(durations),
-            "p95_duration_s": p95(durations),
-        }
     return out
 
 
