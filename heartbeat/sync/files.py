@@ -34,6 +34,14 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def other_file(target: Path | None, workspace_file: Path) -> Path | None:
+    """``target`` when it is an existing file other than ``workspace_file``: ``hb export`` then lays
+    the ledger over that file's own text instead of the workspace's."""
+    if target is None or not target.exists() or target.resolve() == workspace_file.resolve():
+        return None
+    return target
+
+
 def read_text(path: Path) -> str:
     """A workspace file's text (UTF-8, line endings untouched)."""
     try:

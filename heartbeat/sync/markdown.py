@@ -65,7 +65,7 @@ from heartbeat.formats.todo import Entry, TodoKind
 from heartbeat.rules.repeat import parse_repeat
 from heartbeat.sync import bookmarks
 from heartbeat.sync.engine import read_optional
-from heartbeat.sync.files import STATE, atomic_write, default_path, digest
+from heartbeat.sync.files import STATE, atomic_write, default_path, digest, other_file
 from heartbeat.sync.report import ImportReport, SyncReport
 
 if TYPE_CHECKING:
@@ -503,12 +503,11 @@ class _Family:
                     retry.append(i)
                     continue
                 candidates[cand] = i
-            taken: set[str] = set()
             if len(candidates) > _CHUNK:  # many at once (a first sync): read every id once
-                taken.update(r[0] for r in self.db.rows(self.ids_taken))
-            for chunk in _chunks(list(candidates)) if len(candidates) <= _CHUNK else ():
-                frag, params = in_list("id", chunk)
-                taken.update(r[0] for r in self.db.rows(f"{self.ids_taken} AND id IN {frag}", params))
+                taken = {r[0] for r in self.db.rows(self.ids_taken)}
+            else:
+                frag, params = in_list("id", list(candidates))
+                taken = {r[0] for r in self.db.rows(f"{self.ids_taken} AND id IN {frag}", params)}
             for cand, i in candidates.items():
                 if cand in taken:
                     salt[i] += 1
@@ -1828,11 +1827,10 @@ def render_family(family: _Family, kind: str, target: Path | None = None) -> str
     stored = _Stored.load(family.db, kind)
     path = default_path(family.ledger.workspace, kind)
     dialect = _read_dialect(family.dialect, stored.dialect)
-    own = read_optional(target) if target is not None and target.resolve() != path.resolve() else None
-    if own is not None:
-        assert target is not None
-        f = _read(kind, target, own, dialect)
-        path = target
+    other = other_file(target, path)
+    if other is not None:
+        f = _read(kind, other, read_optional(other), dialect)
+        path = other
     else:
         base = _base_text(family.ledger.workspace, kind) if stored.ours else None
         if base is not None and digest(base) != stored.hash:
@@ -1955,11 +1953,12 @@ RENDERERS = {kind: _renderer(kind) for kind in ("todo", "done", "recur")}
 # --- a Markdown task made in the ledger ---------------------------------------------------------
 
 
-def todo_title_problem(title: str) -> str | None:
-    """Why ``title`` cannot be the text of a TODO.md entry (None: it can)."""
+def todo_title_problem(title: str, chat_id: str | None = None) -> str | None:
+    """Why ``title`` (with ``chat_id``) cannot be the text of a TODO.md entry (None: it can)."""
     if "\n" in title or "\r" in title:
         return "an entry is one line; the title has a line break"
-    entry = Entry(kind=TodoKind.TODO, content=title.strip(), created=datetime(2000, 1, 1, tzinfo=UTC))
+    created = datetime(2000, 1, 1, tzinfo=UTC)  # any valid stamp: the line's text is in question
+    entry = Entry(kind=TodoKind.TODO, content=title.strip(), created=created, chat_id=chat_id)
     return _checked_entry(entry, "strict")
 
 
@@ -1971,7 +1970,7 @@ def add_todo(
 
     content = title.strip()
     entry = Entry(kind=TodoKind.TODO, content=content, created=now, chat_id=chat_id)
-    problem = todo_title_problem(title) or _checked_entry(entry, "strict")
+    problem = todo_title_problem(title, chat_id)
     if problem is not None:
         raise InvalidInput(f"cannot be a TODO.md entry: {problem}")
     with _plain(session) as db:

@@ -33,7 +33,7 @@ from heartbeat.errors import FileFormatError, InvalidInput, NotFound
 from heartbeat.formats import proactive
 from heartbeat.formats.proactive import MAX_OUTCOMES, ProactiveDocument, ProactiveTask, record_outcome
 from heartbeat.formats.timestamps import format_timestamp
-from heartbeat.sync.files import default_path, read_text
+from heartbeat.sync.files import default_path, other_file, read_text
 from heartbeat.sync.queue_files import remember
 from heartbeat.sync.report import ImportReport, SyncReport
 
@@ -290,8 +290,8 @@ def _from_ledger(
 def render_proactive(ledger: Ledger, session: Session, path: Path | None = None) -> str | None:
     """PROACTIVE.md as it should be now: the current text of the file at ``path`` (default: the
     workspace's) with the ledger's changes."""
-    if path is None or not path.exists():  # a new file: a copy of the workspace's, as the ledger has it
-        path = default_path(ledger.workspace, KIND)
+    workspace_file = default_path(ledger.workspace, KIND)
+    path = other_file(path, workspace_file) or workspace_file  # a new file: a copy of the workspace's
     rows = _rows(session)
     try:
         text = read_text(path)

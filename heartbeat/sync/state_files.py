@@ -240,12 +240,13 @@ def render_state(ledger: Ledger, session: Session, path: Path | None = None) -> 
     None when there is no file and nothing worth writing.
     """
     from heartbeat.errors import HbError
-    from heartbeat.sync.files import default_path, read_text
+    from heartbeat.sync.files import default_path, other_file, read_text
 
     base: state_fmt.HeartbeatState | None = None
     workspace_file = default_path(ledger.workspace, KIND)
-    if path is not None and path.exists() and path.resolve() != workspace_file.resolve():
-        return state_fmt.render(_updated(ledger, session, _parse(read_text(path), path)))
+    other = other_file(path, workspace_file)
+    if other is not None:  # another existing file: its text is the base, and must be readable
+        return state_fmt.render(_updated(ledger, session, _parse(read_text(other), other)))
     try:
         base = state_fmt.parse(read_text(workspace_file))
     except HbError:
