@@ -230,8 +230,14 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         return self._zone
 
     def config_get(self, key: str) -> Any:
+        """A setting's value; an unset ``timezone`` reads as the machine's zone it stands for."""
         settings_mod.key(key)
-        return settings_mod.as_dict(self.settings)[key]
+        return self._effective(settings_mod.as_dict(self.settings))[key]
+
+    def _effective(self, values: dict[str, Any]) -> dict[str, Any]:
+        if values.get("timezone") is None:
+            values["timezone"] = machine_zone_name()
+        return values
 
     def config_list(self) -> dict[str, dict[str, Any]]:
         """Every setting: value, default, whether it was set, description."""
@@ -241,7 +247,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
         with self.read() as s:
             stored = {row.key for row in s.scalars(select(Setting))}
-        values = settings_mod.as_dict(self.settings)
+        values = self._effective(settings_mod.as_dict(self.settings))
         return {
             name: {
                 "value": values[name],

@@ -28,7 +28,7 @@ class Settings:
     """Every setting with its default. Attribute names are the keys with ``.`` -> ``_``."""
 
     timezone: str | None = _opt(None, "IANA zone; unset = the machine's zone")
-    quiet_hours: str = _opt("23:00-08:00", "HH:MM-HH:MM, workspace time; start == end = never quiet")
+    quiet_hours: str = _opt("23:00-08:00", "HH:MM-HH:MM, workspace time; off (or start == end) = never quiet")
     reminder_repeat_hours: float = _opt(6.0, "no second reminder for a task within this window", gt=0)
     proactive_enabled: bool = _opt(False, "proactive chat on/off")
     proactive_max_per_day: int = _opt(1, "proactive messages per local day", ge=0)
@@ -96,10 +96,10 @@ def _check_quiet(value: str) -> str:
     from heartbeat.rules.quiet_hours import QuietHours
 
     try:
-        QuietHours.parse(value)
+        window = QuietHours.parse(value)
     except InvalidInput as exc:
         raise ValueError(str(exc)) from None
-    return value
+    return "off" if window is None else window.render()  # stored as read back: 23:00-8:00 -> 23:00-08:00
 
 
 def _check_duration(value: str) -> str:

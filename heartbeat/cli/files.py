@@ -12,7 +12,7 @@ from heartbeat.sync.registry import KINDS
 
 @click.command("import")
 @click.argument("kind", type=click.Choice(KINDS))
-@click.argument("path", required=False, type=click.Path(dir_okay=False))
+@click.argument("path", required=False)
 @json_option
 def import_(kind: str, path: str | None) -> None:
     """Read a workspace file into the ledger (all or nothing).

@@ -226,6 +226,23 @@ def test_config_round_trip(hb: Runner) -> None:
     assert expected <= set(listing)
 
 
+def test_an_unset_timezone_reads_as_the_machine_zone_it_stands_for(hb: Runner) -> None:
+    assert hb.json("config", "get", "timezone", TZ="America/New_York")["value"] == "America/New_York"
+    listing = hb.json("config", "list", TZ="Asia/Tokyo")["timezone"]
+    assert listing["value"] == "Asia/Tokyo" and listing["set"] is False and listing["default"] is None
+    hb("config", "set", "timezone", "Europe/London")
+    assert hb("config", "get", "timezone", TZ="Asia/Tokyo").stdout == "Europe/London\n"
+
+
+@pytest.mark.parametrize(
+    ("typed", "stored"),
+    [("23:00-8:00", "23:00-08:00"), (" 22:30 - 07:30 ", "22:30-07:30"), ("OFF", "off"), ("", "off")],
+)
+def test_quiet_hours_are_stored_in_the_form_they_read_back(hb: Runner, typed: str, stored: str) -> None:
+    assert hb.json("config", "set", "quiet_hours", typed)["value"] == stored
+    assert hb("config", "get", "quiet_hours").stdout == stored + "\n"
+
+
 def test_every_command_has_help_with_an_example(hb: Runner) -> None:
     import click
 

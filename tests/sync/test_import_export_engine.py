@@ -180,6 +180,20 @@ def test_export_into_a_directory_names_the_target_not_a_temporary_file(hb: Runne
     assert [p.name for p in workspace.iterdir() if p.name.endswith(".tmp")] == []
 
 
+@pytest.mark.parametrize("kind", ["todo", "tasks-json", "proactive"])
+def test_import_of_a_directory_is_a_one_line_error_and_changes_nothing(
+    hb: Runner, workspace: Path, kind: str
+) -> None:
+    write(workspace / "TODO.md", todo_text(LINE_JOHN))
+    hb("sync")
+    before = hb.json("list")
+    target = workspace / "a-directory"
+    target.mkdir()
+    result = hb("import", kind, str(target), code=1)
+    assert result.stderr == f"hb: {target}: is a directory, not a file\n"
+    assert hb.json("list") == before
+
+
 def test_export_with_nothing_to_write_says_so_and_json_output_is_one_document(
     hb: Runner, workspace: Path
 ) -> None:
