@@ -835,11 +835,23 @@ def _update_front_matter(lines: list[Line], doc: Document, count: int, now: date
         pattern = re.compile(rf"{re.escape(key)}[ \t]*:(?:[ \t].*)?")
         hits = [i for i in range(1, close) if pattern.fullmatch(out[i].text)]
         for i in hits:
-            out[i] = replace(out[i], text=f"{key}: {value}")
+            out[i] = replace(out[i], text=f"{key}: {value}{_yaml_comment(out[i].text)}")
         if not hits:
             out.insert(close, Line(LineKind.FRONT_MATTER, 0, f"{key}: {value}", doc.newline))
             close += 1
     return out
+
+
+_YAML_QUOTED = re.compile(r"""[ \t]*(?:"(?:[^"\\]|\\.)*"|'(?:[^']|'')*')""")
+_YAML_COMMENT = re.compile(r"[ \t]+#.*")
+
+
+def _yaml_comment(line: str) -> str:
+    """The ``  # ...`` comment ending a ``key: value`` front-matter line ('' when there is none)."""
+    rest = line.split(":", 1)[1]
+    quoted = _YAML_QUOTED.match(rest)
+    comment = _YAML_COMMENT.search(rest, quoted.end() if quoted else 0)
+    return comment.group(0) if comment else ""
 
 
 def _rfc3339(now: datetime) -> str:

@@ -527,14 +527,14 @@ def test_a_crlf_document_gets_crlf_for_new_lines() -> None:
     )
 
 
-def test_front_matter_gets_count_and_updated_at_and_nothing_else_changes() -> None:
+def test_front_matter_gets_count_and_updated_at_and_nothing_else_changes_comments_included() -> None:
     text = (
         "---\n"
         "# a yaml comment hb must keep\n"
         'created_at: "2026-05-01T03:41:00Z"\n'
         "updated_at:   '2020-01-01T00:00:00Z'   # old\n"
         "owner: {name: agent, tags: [a, b]}\n"
-        "open_count: 99\n"
+        "open_count: 99 # recomputed by the runtime\n"
         "---\n"
         "\n"
         "# TODO Work In Progress (WIP)\n"
@@ -552,9 +552,9 @@ def test_front_matter_gets_count_and_updated_at_and_nothing_else_changes() -> No
         "---\n"
         "# a yaml comment hb must keep\n"
         'created_at: "2026-05-01T03:41:00Z"\n'
-        'updated_at: "2026-05-03T01:02:03Z"\n'
+        'updated_at: "2026-05-03T01:02:03Z"   # old\n'
         "owner: {name: agent, tags: [a, b]}\n"
-        "open_count: 1\n"
+        "open_count: 1 # recomputed by the runtime\n"
         "---\n"
         "\n"
         "# TODO Work In Progress (WIP)\n"
