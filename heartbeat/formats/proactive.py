@@ -207,9 +207,10 @@ def _load_yaml(text: str) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        reason = " ".join(str(exc.problem or exc.context or "unreadable").split())
-        raise _YamlProblem(reason, mark.line if mark else 0) from None
+        from heartbeat.formats.yaml_errors import describe
+
+        reason, line, _ = describe(exc)
+        raise _YamlProblem(reason, line) from None
     except (yaml.YAMLError, ValueError, OverflowError) as exc:
         # e.g. an impossible date like 2026-13-45 fails in the constructor
         raise _YamlProblem(" ".join(str(exc).split()), 0) from None

@@ -416,14 +416,11 @@ def _read_front_matter(
     try:
         loaded = yaml.safe_load(source)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
-        if mark is None:
-            raise FileFormatError(f"front matter is not valid YAML: {problem}", line=1) from None
+        from heartbeat.formats.yaml_errors import describe
+
+        reason, line, column = describe(exc)
         raise FileFormatError(
-            f"front matter is not valid YAML: {problem}",
-            line=mark.line + 2,
-            column=mark.column + 1,
+            f"front matter is not valid YAML: {reason}", line=line + 2, column=column + 1
         ) from None
     except (ValueError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
         # PyYAML's constructors fail this way on e.g. `a: 2026-13-01` or `!!int x`

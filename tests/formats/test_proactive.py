@@ -200,12 +200,14 @@ def test_front_matter_is_read() -> None:
     ("text", "line", "reason"),
     [
         ("---\nversion: 1\n\n# Title\n", 1, "never closed"),
-        ("---\nversion: 1\nlast_updated: [2026\n---\nprose\n", 4, "not valid YAML"),
+        # the line where the [ opened, not the end of the text where YAML noticed
+        ("---\nversion: 1\nlast_updated: [2026\n---\nprose\n", 3, "flow sequence"),
+        ('---\nversion: 1\nnote: "open\n\n---\n', 3, "never closed"),
         ("---\nversion: 1\n  bad: indent\n---\n", 3, "not valid YAML"),
         ("---\n- a\n- b\n---\n", 2, "must be a YAML mapping"),
         ("---\nlast_updated: 2026-13-45\n---\n", 2, "not valid YAML"),
     ],
-    ids=["unclosed", "unclosed-flow", "bad-indent", "a-list", "impossible-date"],
+    ids=["unclosed", "unclosed-flow", "unclosed-quote", "bad-indent", "a-list", "impossible-date"],
 )
 def test_unreadable_front_matter_is_a_file_format_error(text: str, line: int, reason: str) -> None:
     with pytest.raises(FileFormatError) as caught:

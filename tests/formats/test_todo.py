@@ -707,7 +707,9 @@ def test_new_document_without_entries() -> None:
     ("text", "line", "reason"),
     [
         ("---\nopen_count: 1\n\n# TODO Done\n", 1, "no closing '---'"),
-        ("---\nfine: 1\nbad: [unclosed\n---\n", 4, "not valid YAML"),
+        # the line where the [ or the quote opened, not the end of the text where YAML noticed
+        ("---\nfine: 1\nbad: [unclosed\n---\n", 3, "not valid YAML: while parsing a flow sequence"),
+        ('---\ncreated_at: "2026-05-01T03:41:00Z\nopen_count: 1\n---\n', 2, "never closed"),
         ("---\na: 1\n  b: 2\n---\n", 3, "not valid YAML"),
         ("---\n- a list\n---\n", 2, "not a YAML mapping"),
         ("---\ncreated_at: 2026-13-01\n---\n", 1, "not valid YAML"),
