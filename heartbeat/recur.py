@@ -211,22 +211,29 @@ def _claimed_instant(row: Recurrence) -> datetime | None:
         return None
 
 
+def _next_instant(row: Recurrence, anchor: datetime, zone: ZoneInfo) -> datetime:
+    """The instant the row's Next stands for (the stored one, on a repeated local time)."""
+    from heartbeat.rules.recurrence import resolve_next
+
+    return resolve_next(anchor, zone, row.next_at)
+
+
 def _repeat_due(row: Recurrence, workspace_zone: ZoneInfo, now: datetime) -> _Due | None:
     from heartbeat.formats.timestamps import format_timestamp
-    from heartbeat.rules.recurrence import MissedPolicy, occurrences, resolve_local, runs_for
+    from heartbeat.rules.recurrence import MissedPolicy, occurrences, runs_for
 
     anchor = _stored_next(row)
     if anchor is None:
         return None
     zone = _zone_of(row, workspace_zone)
-    first = resolve_local(anchor, zone)
+    first = _next_instant(row, anchor, zone)
     if first > now:
         return None
     after = first - _JUST_BEFORE
     claimed = _claimed_instant(row)
     if claimed is not None and claimed >= first:
         after = claimed
-    pending = list(occurrences(parse_rule(row.rule), anchor, zone, after, now))
+    pending = list(occurrences(parse_rule(row.rule), anchor, zone, after, now, first=first))
     if not pending:
         return None
     runs = runs_for(MissedPolicy(row.missed_policy), pending)[-MAX_CATCH_UP:]
@@ -338,21 +345,21 @@ def _materialize_rule(
     *,
     dry_run: bool,
 ) -> None:
-    from heartbeat.rules.recurrence import materialize, resolve_local
+    from heartbeat.rules.recurrence import materialize
 
     anchor = _stored_next(row)
     if anchor is None:
         return
     zone = _zone_of(row, ledger.zone)
     rule = parse_rule(row.rule)
-    moved = materialize(rule, anchor, zone, row.tz, row.title, now)
+    first = _next_instant(row, anchor, zone)
+    moved = materialize(rule, anchor, zone, row.tz, row.title, now, first=first)
     if moved is None:
         return
     due = _repeat_due(row, ledger.zone, now)
     entries: list[datetime] = []
     if due is not None and due.first is not None:
         entries = [due.first] if row.missed_policy == "once" else due.runs
-    first = resolve_local(anchor, zone)
     label = f" ({row.tz})" if row.tz else ""
     for at in entries:
         # Next keeps its text as written (also when it fell in a daylight-saving gap)

@@ -560,7 +560,12 @@ def _ages(ctx: Context, created: list[Any]) -> tuple[float | None, float | None]
 
 
 def open_periods(
-    rule: str, next_local: str | None, claimed_period: str | None, zone: ZoneInfo, now: datetime
+    rule: str,
+    next_local: str | None,
+    claimed_period: str | None,
+    zone: ZoneInfo,
+    now: datetime,
+    next_at: datetime | None = None,
 ) -> tuple[int, datetime | None] | None:
     """A repeat rule's periods not handed out yet, up to now, and the first of them (or the next one).
 
@@ -569,7 +574,7 @@ def open_periods(
     the rule is not a repeat rule hb can read.
     """
     from heartbeat.formats.timestamps import parse_timestamp
-    from heartbeat.rules.recurrence import occurrences, resolve_local
+    from heartbeat.rules.recurrence import occurrences, resolve_next
     from heartbeat.rules.repeat import parse_repeat
 
     if not next_local:
@@ -579,14 +584,15 @@ def open_periods(
         anchor = datetime.fromisoformat(next_local)
     except (InvalidInput, ValueError):
         return None
-    after = resolve_local(anchor, zone) - timedelta(microseconds=1)
+    first_at = resolve_next(anchor, zone, next_at)  # the stored instant, on a repeated local time
+    after = first_at - timedelta(microseconds=1)
     try:
         claimed = parse_timestamp(claimed_period) if claimed_period else None
     except ValueError:
         claimed = None
     if claimed is not None and claimed > after:
         after = claimed
-    upcoming = occurrences(repeat, anchor, zone, after, now + HORIZON)
+    upcoming = occurrences(repeat, anchor, zone, after, now + HORIZON, first=first_at)
     first = next(upcoming, None)
     if first is None or first > now:
         return 0, first
@@ -622,7 +628,7 @@ def recurrences(by: str, ctx: Context) -> Table:
                 zone = load_zone(tz) if tz else ctx.zone
             except InvalidInput:
                 zone = ctx.zone
-            periods = open_periods(rule, next_local, claimed, zone, ctx.now)
+            periods = open_periods(rule, next_local, claimed, zone, ctx.now, upcoming)
             if periods is not None:
                 pending, upcoming = periods
                 due, missed = pending > 0, max(0, pending - 1)

@@ -89,6 +89,24 @@ def resolve_local(naive: datetime, zone: ZoneInfo) -> datetime:
         raise InvalidInput(f"local time {naive} is outside the supported calendar") from None
 
 
+def resolve_next(naive: datetime, zone: ZoneInfo, stored: datetime | None) -> datetime:
+    """The instant a rule's ``Next`` stands for, given the instant stored with it.
+
+    A ``Next`` text cannot say which of a repeated local time it means. An
+    ``every N hours`` rule that fired at the first 01:30 of a fall-back night
+    stores the second 01:30 as its next instant, and its text still reads
+    01:30: the stored instant is kept whenever it reads as ``naive`` in
+    ``zone``. Any other text (typed by hand, or a rule never resolved) is
+    :func:`resolve_local`'s.
+    """
+    _require_naive(naive, "local time")
+    if stored is not None:
+        _require_aware(stored, "stored instant")
+        if _wall_clock(stored, zone) == naive.replace(fold=0):
+            return stored.astimezone(UTC)
+    return resolve_local(naive, zone)
+
+
 def _gap_end(wall: datetime, zone: ZoneInfo) -> datetime:
     """The transition instant that skips over ``wall`` (a time that does not exist)."""
     # For a missing time, fold=0 reads it with the offset before the gap (an instant after
@@ -187,17 +205,26 @@ def _series(
 
 
 def occurrences(
-    repeat: Repeat, anchor: datetime, zone: ZoneInfo, start: datetime, end: datetime
+    repeat: Repeat,
+    anchor: datetime,
+    zone: ZoneInfo,
+    start: datetime,
+    end: datetime,
+    *,
+    first: datetime | None = None,
 ) -> Iterator[datetime]:
     """The instants (aware UTC) a rule fires in ``(start, end]``, strictly increasing.
 
     ``anchor`` is the rule's phase and first occurrence, a naive wall-clock time
-    in ``zone`` (TODO.RECUR.md ``Next``); nothing fires before it.
+    in ``zone`` (TODO.RECUR.md ``Next``); nothing fires before it. ``first`` is
+    the instant it stands for when known (:func:`resolve_next`), else
+    :func:`resolve_local`'s.
     """
     _require_naive(anchor, "anchor")
     _require_aware(start, "start")
     _require_aware(end, "end")
-    for slot in _series(repeat, anchor, resolve_local(anchor, zone), zone, start):
+    first = resolve_local(anchor, zone) if first is None else first
+    for slot in _series(repeat, anchor, first, zone, start):
         if slot.at > end:
             return
         yield slot.at
@@ -271,17 +298,20 @@ def materialize(
     tz_label: str | None,
     content: str,
     now: datetime,
+    *,
+    first: datetime | None = None,
 ) -> Materialized | None:
     """Copy a due TODO.RECUR.md entry the way the newer runtime does (FORMATS.md 1).
 
-    None when ``Next`` (``next_local``, naive wall-clock in ``zone``) is after
-    ``now``. Otherwise ONE entry however many periods were missed, and ``Next``
-    advances to the first occurrence strictly after ``now``, phase kept: a
-    calendar rule keeps its wall-clock time even where that time was skipped.
+    None when ``Next`` (``next_local``, naive wall-clock in ``zone``; ``first``,
+    the instant it stands for when known) is after ``now``. Otherwise ONE entry
+    however many periods were missed, and ``Next`` advances to the first
+    occurrence strictly after ``now``, phase kept: a calendar rule keeps its
+    wall-clock time even where that time was skipped.
     """
     _require_naive(next_local, "Next")
     _require_aware(now, "now")
-    first = resolve_local(next_local, zone)
+    first = resolve_local(next_local, zone) if first is None else first
     if first > now:
         return None
     for missed, slot in enumerate(_series(repeat, next_local, first, zone, first)):

@@ -856,10 +856,13 @@ class _Recurrences(_Family):
             return None
         return replace(entry, next=ledger_next) if base.next == entry.next else None
 
-    def _next_at(self, next_local: datetime, tz: str | None) -> datetime:
-        from heartbeat.rules.recurrence import resolve_local  # croniter loads only when needed
+    def _next_at(self, next_local: datetime, tz: str | None, rule: dict[str, Any] | None = None) -> datetime:
+        """The instant a line's Next stands for; a rule's stored instant when it reads the same
+        (the second of a repeated local time, where an every-N-hours rule can stand)."""
+        from heartbeat.rules.recurrence import resolve_next  # croniter loads only when needed
 
-        return resolve_local(next_local, load_zone(tz) if tz else self.ledger.zone)
+        stored = rule["next_at"] if rule is not None and rule["tz"] == tz else None
+        return resolve_next(next_local, load_zone(tz) if tz else self.ledger.zone, stored)
 
     def history(
         self, row: dict[str, Any], kind: str, detail: dict[str, Any], before: dict[str, Any] | None = None
@@ -896,7 +899,7 @@ class _Recurrences(_Family):
                     "rule": entry.repeat if self._rule_text(rule["rule"]) != entry.repeat else rule["rule"],
                     "tz": entry.tz,
                     "next_local": _wall(entry.next),
-                    "next_at": db.time(self._next_at(entry.next, entry.tz)),
+                    "next_at": db.time(self._next_at(entry.next, entry.tz, rule)),
                     "chat_id": entry.chat_id,
                     "enabled": db.flag(True),
                     "updated_at": db.time(self.now),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sqlalchemy import select
 
 from heartbeat.db.models import Run, Task, TaskStatus
@@ -236,6 +238,65 @@ def test_cron_rule_across_fall_back_fires_once_the_first_time(hb: Runner) -> Non
     assert due_ids(hb, "2026-11-01T06:30Z") == []
     assert due_ids(hb, "2026-11-02T06:29Z") == []
     assert due_ids(hb, "2026-11-02T06:30Z") == [rid]
+
+
+def _ticks(start: str, end: str, minutes: int) -> list[str]:
+    from datetime import datetime, timedelta
+
+    at, stop = datetime.fromisoformat(start), datetime.fromisoformat(end)
+    out = []
+    while at <= stop:
+        out.append(f"{at:%Y-%m-%dT%H:%M}Z")
+        at += timedelta(minutes=minutes)
+    return out
+
+
+def test_every_hour_across_fall_back_materialises_each_elapsed_hour_once(hb: Runner) -> None:
+    # 2026-11-01 01:30 New York happens twice: 05:30 UTC (EDT) and 06:30 UTC (EST). The Next text
+    # reads 01:30 both times; the ledger knows which one it means.
+    hb("init", "--timezone", "America/New_York")
+    rid = _add(hb, "Check the queue.", "--repeat", "every 1 hours", "--next", "2026-11-01 00:30")
+    titles: list[str] = []
+    due_at: list[str] = []
+    reported: list[str] = []
+    for now in _ticks("2026-11-01T04:00", "2026-11-01T08:00", 10):
+        due_at += [now for _ in hb.json("--now", now, "recur", "due")]
+        [row] = hb.json("--now", now, "report", "recurrences")["rows"]
+        reported += [now] if row["due"] else []
+        titles += [e["title"] for e in hb.json("--now", now, "recur", "materialize")["created"]]
+    assert titles == [
+        "2026-11-01 00:30 Check the queue.",
+        "2026-11-01 01:30 Check the queue.",
+        "2026-11-01 01:30 Check the queue.",
+        "2026-11-01 02:30 Check the queue.",
+    ]
+    assert due_at == [  # `recur due` (without --claim) lists it only at the ticks that materialise
+        "2026-11-01T04:30Z",
+        "2026-11-01T05:30Z",
+        "2026-11-01T06:30Z",
+        "2026-11-01T07:30Z",
+    ]
+    assert reported == due_at
+    assert rule(hb, rid)["next_at"] == "2026-11-01T03:30:00-05:00"
+    assert len(hb.json("list", "--source", "todo")) == 4
+
+
+def test_a_synced_edit_in_the_repeated_hour_keeps_the_second_instant(hb: Runner, workspace: Path) -> None:
+    recur = workspace / "TODO.RECUR.md"
+    recur.write_text("# TODO Recurring\n\n- [ ] [Next](2026-11-01 01:30), [Repeat](every 1 hours) | Ping.\n")
+    hb("init", "--timezone", "America/New_York")
+    hb("--now", "2026-11-01T05:00Z", "sync")
+    [created] = hb.json("--now", "2026-11-01T05:30Z", "recur", "materialize")["created"]
+    assert created["title"] == "2026-11-01 01:30 Ping."
+    hb("--now", "2026-11-01T05:31Z", "sync")
+    assert "[Next](2026-11-01 01:30)" in recur.read_text()  # the second 01:30: the text reads the same
+    recur.write_text(recur.read_text().replace("| Ping.", "| Ping the queue."))
+    hb("--now", "2026-11-01T05:40Z", "sync")
+    [rule_row] = hb.json("recur", "list")
+    assert (rule_row["title"], rule_row["next_at"]) == ("Ping the queue.", "2026-11-01T01:30:00-05:00")
+    assert hb.json("--now", "2026-11-01T05:50Z", "recur", "materialize")["created"] == []
+    [again] = hb.json("--now", "2026-11-01T06:30Z", "recur", "materialize")["created"]
+    assert again["title"] == "2026-11-01 01:30 Ping the queue."
 
 
 def test_add_without_next_starts_now_and_cron_waits_for_its_match(hb: Runner) -> None:
