@@ -111,9 +111,24 @@ _ISO = re.compile(
 )
 
 
+# The longest duration hb accepts: a time this far after any date hb handles is still a date.
+MAX_DURATION = timedelta(days=36_525)
+
+
 def parse_duration(text: str, *, what: str = "duration") -> timedelta:
-    """Read ``30m``, ``6h``, ``2d``, ``1w``, ``1h30m`` or ISO 8601 ``PT6H``."""
-    raw = text.strip().replace(" ", "")
+    """Read ``30m``, ``6h``, ``2d``, ``1w``, ``1h30m`` or ISO 8601 ``PT6H`` (at most 100 years)."""
+    try:
+        total = _duration(text.strip().replace(" ", ""))
+    except OverflowError:
+        total = MAX_DURATION * 2
+    if total is None:
+        raise InvalidInput(f"bad {what} {text!r} (expected e.g. 30m, 6h, 2d, 1w or PT6H)")
+    if total > MAX_DURATION:
+        raise InvalidInput(f"bad {what} {text!r}: longer than 100 years")
+    return total
+
+
+def _duration(raw: str) -> timedelta | None:
     if raw and _SHORT.match(raw):
         seconds = sum(float(n) * _UNITS[u.lower()] for n, u in _PART.findall(raw))
         if seconds > 0:
@@ -130,7 +145,7 @@ def parse_duration(text: str, *, what: str = "duration") -> timedelta:
         )
         if total > timedelta(0):
             return total
-    raise InvalidInput(f"bad {what} {text!r} (expected e.g. 30m, 6h, 2d, 1w or PT6H)")
+    return None
 
 
 def format_duration(value: timedelta) -> str:

@@ -18,6 +18,9 @@ from typing import Any
 
 from heartbeat.errors import InvalidInput, NotFound
 
+# Hour settings stop at 100 years (as durations do): a time that far ahead is still a date.
+_HOURS = 876_600
+
 
 def _opt(default: Any, help: str, **limits: Any) -> Any:
     return field(default=default, metadata={"help": help, "limits": limits})
@@ -29,13 +32,17 @@ class Settings:
 
     timezone: str | None = _opt(None, "IANA zone; unset = the machine's zone")
     quiet_hours: str = _opt("23:00-08:00", "HH:MM-HH:MM, workspace time; off (or start == end) = never quiet")
-    reminder_repeat_hours: float = _opt(6.0, "no second reminder for a task within this window", gt=0)
+    reminder_repeat_hours: float = _opt(
+        6.0, "no second reminder for a task within this window", gt=0, le=_HOURS
+    )
     proactive_enabled: bool = _opt(False, "proactive chat on/off")
-    proactive_max_per_day: int = _opt(1, "proactive messages per local day", ge=0)
-    proactive_min_hours_between: float = _opt(12.0, "hours between proactive messages", ge=0)
-    proactive_min_hours_since_conversation: float = _opt(4.0, "quiet time after the user spoke", ge=0)
+    proactive_max_per_day: int = _opt(1, "proactive messages per local day", ge=0, le=1_000_000)
+    proactive_min_hours_between: float = _opt(12.0, "hours between proactive messages", ge=0, le=_HOURS)
+    proactive_min_hours_since_conversation: float = _opt(
+        4.0, "quiet time after the user spoke", ge=0, le=_HOURS
+    )
     queue_lease: str = _opt("30m", "how long a pop holds a task before it is stale")
-    queue_max_attempts: int = _opt(3, "tries before a failing task becomes failed", ge=1)
+    queue_max_attempts: int = _opt(3, "tries before a failing task becomes failed", ge=1, le=1_000_000)
     todo_dialect: str = _opt("strict", "strict | extended (ids and cron in TODO files)")
     sync_auto_export: bool = _opt(False, "re-render tasks.json & co after each queue operation")
     recur_materialize: bool = _opt(False, "hb heartbeat copies due TODO.RECUR.md entries into TODO.md")
@@ -43,7 +50,7 @@ class Settings:
     check_interval: str = _opt("1h", "the heartbeat interval: todoWatch.nextScanAt = now + this")
     heartbeat_guard: str = _opt("10m", "a heartbeat guard older than this is taken as abandoned")
     hygiene_enabled: bool = _opt(False, "memory hygiene reminders")
-    hygiene_every_hours: float = _opt(24.0, "memory hygiene interval", gt=0)
+    hygiene_every_hours: float = _opt(24.0, "memory hygiene interval", gt=0, le=_HOURS)
 
 
 _PREFIXES = ("reminder", "proactive", "queue", "todo", "sync", "recur", "heartbeat", "hygiene")

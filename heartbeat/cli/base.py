@@ -44,7 +44,14 @@ def _translate(exc: BaseException) -> HbClickError | None:
         return HbClickError(f"{exc.filename}: {exc.strerror}", 1)
     if isinstance(exc, FileNotFoundError) and not _cwd_exists():
         return HbClickError("the current directory no longer exists; cd to a directory that does", 1)
+    if isinstance(exc, OverflowError):  # a time or number past what Python's types hold
+        return HbClickError(f"out of range: {exc} (a date near year 1 or 9999, or a huge number?)", 1)
     return None
+
+
+# Exit code of a failure hb did not foresee (sysexits.h EX_SOFTWARE): one line, no traceback
+# unless -v asked for it.
+INTERNAL_ERROR = 70
 
 
 def _cwd_exists() -> bool:
@@ -68,7 +75,13 @@ class HbGroup(click.Group):
         except Exception as exc:
             mapped = _translate(exc)
             if mapped is None:
-                raise
+                verbose = getattr(ctx.obj, "verbose", 0)
+                if verbose:
+                    raise
+                text = " ".join(str(exc).split())[:300]
+                mapped = HbClickError(
+                    f"internal error: {type(exc).__name__}: {text} (hb -v ... shows where)", INTERNAL_ERROR
+                )
             raise mapped from exc
 
 

@@ -243,6 +243,48 @@ def test_quiet_hours_are_stored_in_the_form_they_read_back(hb: Runner, typed: st
     assert hb("config", "get", "quiet_hours").stdout == stored + "\n"
 
 
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("check_interval", "100000000d"),
+        ("queue.lease", "99999999999w"),
+        ("proactive.min_hours_between", "1e300"),
+        ("reminder.repeat_hours", "1e300"),
+        ("queue.max_attempts", "99999999999999999999999"),
+    ],
+)
+def test_settings_too_large_to_use_are_refused_when_set(hb: Runner, key: str, value: str) -> None:
+    # accepted, they made every later hb check / hb heartbeat fail with an overflow
+    before = hb.json("config", "get", key)
+    result = hb("config", "set", key, value, code=1)
+    assert result.stderr.startswith(f"hb: setting {key}: ") and result.stderr.count("\n") == 1
+    assert hb.json("config", "get", key) == before
+    hb("--now", "2026-05-01T00:00", "heartbeat")
+
+
+def test_an_unforeseen_failure_is_one_line_exit_70_and_v_shows_the_traceback(
+    hb: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from heartbeat.ledger import Ledger
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("something hb did not foresee\nsecond line")
+
+    monkeypatch.setattr(Ledger, "list", broken)
+    result = hb("list", code=70)
+    assert result.stderr == (
+        "hb: internal error: RuntimeError: something hb did not foresee second line (hb -v ... shows where)\n"
+    )
+    with pytest.raises(RuntimeError, match="did not foresee"):
+        hb("-v", "list")
+
+
+def test_a_date_past_the_calendar_is_a_one_line_error(hb: Runner) -> None:
+    hb("add", "a", "--due", "9999-12-31T23:59", "--next-check", "9999-12-31T23:00", "--next-action", "x")
+    result = hb("--now", "9999-12-31T23:30", "check", code=1)
+    assert result.stderr.startswith("hb: out of range: ") and result.stderr.count("\n") == 1
+
+
 def test_every_command_has_help_with_an_example(hb: Runner) -> None:
     import click
 

@@ -23,6 +23,7 @@ from heartbeat.errors import InvalidInput
         ("P1DT2H", timedelta(days=1, hours=2)),
         ("pt45m", timedelta(minutes=45)),
         ("90s", timedelta(seconds=90)),
+        ("36525d", timedelta(days=36525)),  # 100 years: the longest accepted
     ],
 )
 def test_durations(text: str, expected: timedelta) -> None:
@@ -33,6 +34,14 @@ def test_durations(text: str, expected: timedelta) -> None:
 def test_bad_durations(text: str) -> None:
     with pytest.raises(InvalidInput, match="bad duration"):
         parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["36526d", "100000000d", "99999999999w", "P99999999999999999999D", "1" * 400 + "s"]
+)
+def test_durations_past_100_years_are_refused_not_overflowing_later(text: str) -> None:
+    with pytest.raises(InvalidInput, match="longer than 100 years"):
+        parse_duration(text, what="check_interval")
 
 
 def test_format_duration() -> None:
