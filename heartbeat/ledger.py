@@ -326,6 +326,10 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             check_scope(scope)
         now = self.now()
         with self.write() as s:
+            if scope:
+                from heartbeat.sync.queue_files import last_document
+
+                check_scope(scope, last_document(s))
             task = tasks_mod.add(s, title, changes, now, scope=scope or "", source=source, task_id=task_id)
             return self._dict(task)
 

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from heartbeat.clock import format_duration, isoformat, parse_duration, parse_when
 from heartbeat.db.models import (
     ACTIVE_STATUSES,
+    PRIORITY_RANK,
     Outcome,
     Task,
     TaskEvent,
@@ -83,6 +84,13 @@ def _convert(name: str, value: Any, zone: tzinfo) -> Any:
         return parse_risk(str(value))
     if name == "follow_up":
         return bool(value)
+    if name == "priority":
+        if clear:
+            return _CLEARED
+        priority = str(value).strip().lower()
+        if priority not in PRIORITY_RANK:
+            raise InvalidInput(f"priority {value!r} is not one of {', '.join(PRIORITY_RANK)}")
+        return priority
     if name in TIME_FIELDS:
         if clear:
             return _CLEARED

@@ -565,10 +565,30 @@ def _missing_extensions(buckets: dict[tuple[str, str], list[QueueRecord]]) -> li
     return wanted
 
 
-def check_scope(scope: str) -> str:
+def check_scope(scope: str, doc: TasksDocument | None = None) -> str:
     """``scope`` if tasks.json can hold a queue there (``_<batch>_extension.<queue>``), else
-    InvalidInput: a task in any other scope could never be written to the file."""
-    _split_scope(scope)
+    InvalidInput: a task in any other scope could never be written to the file.
+
+    A ``blocked_on_*`` name is a filter, never a queue; with ``doc`` (the file as last read), a
+    name that is already a metadata list or a plain value there is refused too.
+    """
+    extension, name = _split_scope(scope)
+    if name.startswith(_BLOCKED_PREFIX):
+        raise InvalidInput(f"scope {scope!r} is a {_BLOCKED_PREFIX}* filter of tasks.json, not a queue")
+    if doc is None:
+        return scope
+    for slot in doc.skeleton.slots:
+        if slot.key != extension:
+            continue
+        if isinstance(slot, Verbatim):
+            raise InvalidInput(f"scope {scope!r}: {extension} in tasks.json is not an object of queues")
+        if isinstance(slot, Extension):
+            for entry in slot.entries:
+                if isinstance(entry, Verbatim) and entry.key == name:
+                    raise InvalidInput(
+                        f"scope {scope!r} names a key of tasks.json that is not a queue "
+                        "(metadata, kept as written)"
+                    )
     return scope
 
 

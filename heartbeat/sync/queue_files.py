@@ -96,6 +96,11 @@ def remember(session: Session, kind: str, path: Path, text: str, now: datetime) 
     row.skeleton = {"text": text}
 
 
+def last_document(session: Session) -> tasks_json.TasksDocument:
+    """tasks.json as hb last read or wrote it (the four empty legacy lists when never)."""
+    return _document(session, SOURCE)
+
+
 def _document(session: Session, kind: str) -> tasks_json.TasksDocument:
     row = session.get(SyncState, kind)
     if row is not None and row.skeleton and "text" in row.skeleton:

@@ -58,6 +58,33 @@ def test_unknown_scope_exits_14(scoped: Runner) -> None:
     scoped("complete", task, "--scope", Q)  # nothing above changed it
 
 
+@pytest.mark.parametrize(
+    ("scope", "reason"),
+    [
+        ("_round3_extension.blocked_on_client", "is a blocked_on_* filter of tasks.json, not a queue"),
+        ("_round3_extension.ag_pushed_branches", "names a key of tasks.json that is not a queue"),
+    ],
+)
+def test_add_refuses_a_scope_that_tasks_json_keeps_as_a_filter_or_metadata(
+    scoped: Runner, workspace: Path, scope: str, reason: str
+) -> None:
+    # accepted, the task could never be written: every later hb sync failed
+    before = scoped.json("list", "--all")
+    result = scoped("add", "oops", "--scope", scope, code=1)
+    assert result.stderr == f"hb: scope {scope!r} {reason}" + (
+        " (metadata, kept as written)\n" if "names a key" in reason else "\n"
+    )
+    assert scoped.json("list", "--all") == before
+    (workspace / "TODO.md").write_text("- [ ] [Created](2026-05-01 12:41) | unrelated\n")
+    scoped("sync")
+    scoped("pop", "--scope", scope, code=14)
+    new_queue = "_round3_extension.fresh_queue"  # a name the file does not use yet: a new queue
+    scoped("add", "fine", "--scope", new_queue)
+    scoped("sync")
+    doc = json.loads((workspace / ".agent" / "state" / "tasks.json").read_text())
+    assert [t["description"] for t in doc["_round3_extension"]["fresh_queue"]] == ["fine"]
+
+
 def test_scoped_pop_order_skips_blocked_then_exhausts(scoped: Runner) -> None:
     first = scoped("pop", "--scope", Q)
     got = json.loads(first.stdout)

@@ -236,7 +236,7 @@ def test_an_unset_timezone_reads_as_the_machine_zone_it_stands_for(hb: Runner) -
 
 @pytest.mark.parametrize(
     ("typed", "stored"),
-    [("23:00-8:00", "23:00-08:00"), (" 22:30 - 07:30 ", "22:30-07:30"), ("OFF", "off"), ("", "off")],
+    [("23:00-8:00", "23:00-08:00"), (" 22:30 - 07:30 ", "22:30-07:30"), ("OFF", "off")],
 )
 def test_quiet_hours_are_stored_in_the_form_they_read_back(hb: Runner, typed: str, stored: str) -> None:
     assert hb.json("config", "set", "quiet_hours", typed)["value"] == stored
@@ -283,6 +283,19 @@ def test_a_date_past_the_calendar_is_a_one_line_error(hb: Runner) -> None:
     hb("add", "a", "--due", "9999-12-31T23:59", "--next-check", "9999-12-31T23:00", "--next-action", "x")
     result = hb("--now", "9999-12-31T23:30", "check", code=1)
     assert result.stderr.startswith("hb: out of range: ") and result.stderr.count("\n") == 1
+
+
+def test_priority_must_be_one_the_queue_orders_by(hb: Runner) -> None:
+    # a typo would have popped as medium without a word
+    result = hb("add", "x", "--priority", "hgih", code=1)
+    assert result.stderr == "hb: priority 'hgih' is not one of critical, high, medium, low\n"
+    assert hb.json("list", "--all") == []
+    task = hb.json("add", "y", "--priority", " HIGH ")
+    assert task["priority"] == "high"
+    hb("update", task["id"], "--priority", "!!", code=1)
+    assert hb.json("show", task["id"])["priority"] == "high"
+    hb("update", task["id"], "--priority", "none")
+    assert hb.json("show", task["id"])["priority"] is None
 
 
 def test_every_command_has_help_with_an_example(hb: Runner) -> None:

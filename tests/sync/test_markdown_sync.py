@@ -207,7 +207,7 @@ def test_a_sync_with_nothing_changed_writes_nothing(hb_db: Runner, todo: Path, w
             "---\ncreated_at: [unclosed\nopen_count: 1\n---\n\n# TODO Work In Progress (WIP)\n\n"
             + LINE_JOHN
             + "\n",
-            3,
+            2,  # where the [ opened
         ),
         ("---\ncreated_at: x\n\n# TODO Work In Progress (WIP)\n\n" + LINE_JOHN + "\n", 1),
     ],
