@@ -3,9 +3,9 @@
 No runtime fixes this file's schema, so hb keeps the whole document: every
 unknown key, the key order and the layout. ``render`` gives the text back
 unchanged when nothing changed; otherwise it edits only the values that
-changed (and appends new keys) in place, so a person's formatting survives.
-Only when the shape changed (a key removed or reordered) is a value, or the
-whole document, written out again with the file's own indent.
+changed (and adds or drops members) in place, so a person's formatting
+survives (:mod:`heartbeat.formats.json_edit`). Only an object that repeats a
+key is written out again whole, with the file's own indent.
 
 hb reads six settings and five times from it; :data:`SETTING_PATHS` and
 :data:`FACT_PATHS` name where. Times are ISO 8601 with an offset, or epoch
@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
@@ -294,167 +293,10 @@ def _time_value(moment: datetime | None, old: Any, tz: tzinfo) -> Any:
 def render(state: HeartbeatState) -> str:
     """The file text: the source unchanged when the document is, else edited in place.
 
-    A state built without a source renders as ``json.dumps(indent=2)`` plus a newline.
+    Values that did not change keep their text; changed ones are replaced where they stand
+    (:func:`heartbeat.formats.json_edit.edit`). A state built without a source renders as
+    ``json.dumps(indent=2)`` plus a newline.
     """
-    if state.source is None:
-        return json.dumps(state.doc, indent=2, ensure_ascii=False) + "\n"
-    bom = _BOM if state.source.startswith(_BOM) else ""
-    body = state.source[len(bom) :]
-    original = json.loads(body)
-    if _same(original, state.doc):
-        return state.source
-    try:
-        layout = _Layout.scan(body)
-    except (_Duplicate, RecursionError):
-        layout = None
-    if layout is None:
-        start = len(body) - len(body.lstrip(" \t\r\n"))
-        end = len(body.rstrip(" \t\r\n"))
-        return bom + body[:start] + _dump_root(state.doc, body) + body[end:]
-    edits: list[tuple[int, int, str]] = []
-    layout.diff(original, state.doc, (), edits)
-    for start, end, text in sorted(edits, reverse=True):
-        body = body[:start] + text + body[end:]
-    return bom + body
+    from heartbeat.formats.json_edit import edit
 
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal as JSON text would be: same types, same key order."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
-def _dump_root(doc: Any, body: str) -> str:
-    indent = _indent_unit(body)
-    return _newlines(json.dumps(doc, indent=indent, ensure_ascii=False), body)
-
-
-def _indent_unit(body: str) -> str | None:
-    """The file's indent (the first member's), None for a one-line file, two spaces if unknown."""
-    match = re.search(r"\n([ \t]+)\S", body)
-    if match:
-        return match.group(1)
-    return None if body.strip() not in ("", "{}", "[]") and "\n" not in body.strip() else "  "
-
-
-def _newlines(text: str, body: str) -> str:
-    return text.replace("\n", "\r\n") if "\r\n" in body else text
-
-
-class _Duplicate(Exception):
-    """An object repeats a key: its members cannot be addressed by key."""
-
-
-@dataclass(frozen=True)
-class _Span:
-    start: int
-    end: int
-    member_indent: str | None  # whitespace before a member on its own line; None when inline
-    last_end: int  # where the last member's value ends (just inside the opening bracket if empty)
-
-
-@dataclass
-class _Layout:
-    """Where each value of a JSON text sits, to replace values and append keys in place."""
-
-    text: str
-    spans: dict[JsonPath, _Span]
-
-    @classmethod
-    def scan(cls, text: str) -> _Layout:
-        layout = cls(text, {})
-        layout._value(_skip_ws(text, 0), ())
-        return layout
-
-    def _value(self, i: int, path: JsonPath) -> int:
-        opener = self.text[i]
-        if opener in "{[":
-            return self._container(i, path, "}" if opener == "{" else "]")
-        _, end = _DECODER.raw_decode(self.text, i)
-        self.spans[path] = _Span(i, end, None, end)
-        return end
-
-    def _container(self, i: int, path: JsonPath, closer: str) -> int:
-        text = self.text
-        j = _skip_ws(text, i + 1)
-        first, last_end, index = j, i + 1, 0
-        while text[j] != closer:
-            key: str | int = index
-            if closer == "}":
-                key, j = _DECODER.raw_decode(text, j)
-                j = _skip_ws(text, _skip_ws(text, j) + 1)  # past the colon
-            if (*path, key) in self.spans:
-                raise _Duplicate(key)
-            last_end = self._value(j, (*path, key))
-            j = _skip_ws(text, last_end)
-            if text[j] == ",":
-                j = _skip_ws(text, j + 1)
-            index += 1
-        line_start = text.rfind("\n", i, first) + 1
-        own_line = line_start > 0 and index > 0
-        indent = text[line_start:first] if own_line else None
-        self.spans[path] = _Span(i, j + 1, indent, last_end)
-        return j + 1
-
-    def diff(self, old: Any, new: Any, path: JsonPath, edits: list[tuple[int, int, str]]) -> None:
-        """Collect the edits that turn the value at ``path`` from ``old`` into ``new``."""
-        if _same(old, new):
-            return
-        span = self.spans[path]
-        if isinstance(old, dict) and isinstance(new, dict) and old and list(new)[: len(old)] == list(old):
-            for key in old:
-                self.diff(old[key], new[key], (*path, key), edits)
-            added = list(new)[len(old) :]
-            if added:
-                members = "".join(
-                    ","
-                    + self._separator(span)
-                    + json.dumps(key, ensure_ascii=False)
-                    + ": "
-                    + self._text(new[key], span.member_indent)
-                    for key in added
-                )
-                edits.append((span.last_end, span.last_end, members))
-            return
-        if isinstance(old, list) and isinstance(new, list) and old and len(old) == len(new):
-            for index, (a, b) in enumerate(zip(old, new, strict=True)):
-                self.diff(a, b, (*path, index), edits)
-            return
-        if not path:
-            edits.append((span.start, span.end, _dump_root(new, self.text)))
-            return
-        multiline = "\n" in self.text[span.start : span.end]
-        lead = self._line_lead(span.start) if multiline else None
-        edits.append((span.start, span.end, self._text(new, lead)))
-
-    def _separator(self, span: _Span) -> str:
-        if span.member_indent is None:
-            return " "
-        return _newlines("\n", self.text) + span.member_indent
-
-    def _text(self, value: Any, lead: str | None) -> str:
-        """``value`` as JSON: on one line, or indented from ``lead`` when its place is multi-line."""
-        if lead is None or not isinstance(value, dict | list) or not value:
-            return json.dumps(value, ensure_ascii=False)
-        dumped = json.dumps(value, indent=_indent_unit(self.text) or "  ", ensure_ascii=False)
-        return _newlines(dumped.replace("\n", "\n" + lead), self.text)
-
-    def _line_lead(self, pos: int) -> str:
-        line_start = self.text.rfind("\n", 0, pos) + 1
-        line = self.text[line_start:pos]
-        return line[: len(line) - len(line.lstrip(" \t"))]
-
-
-_DECODER = json.JSONDecoder()
-_WHITESPACE = re.compile(r"[ \t\n\r]*")
-
-
-def _skip_ws(text: str, i: int) -> int:
-    match = _WHITESPACE.match(text, i)
-    assert match is not None
-    return match.end()
+    return edit(state.source, state.doc)

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from heartbeat.errors import FileFormatError, InvalidInput, InvalidState, ScopeNotFound
+from heartbeat.formats.json_edit import edit
 from heartbeat.formats.timestamps import format_timestamp, is_malformed, parse_timestamp, timestamp_or_none
 
 LEGACY_LISTS = ("pending", "in_progress", "completed", "failed")
@@ -157,6 +158,7 @@ class TasksDocument:
     scopes: list[str]  # the queue paths, in file order
     indent: int | None = 2
     warnings: list[str] = field(default_factory=list)  # readable but odd: kept verbatim
+    source: str | None = None  # the text it was read from: render lays the new text over it
 
 
 @dataclass(frozen=True)
@@ -188,7 +190,7 @@ def parse(text: str) -> TasksDocument:
     Oddities that do not stop reading (an unreadable timestamp, an unknown
     scoped status, a list only partly made of tasks) are listed in ``warnings``.
     """
-    text = text.removeprefix("\ufeff")
+    text = text.removeprefix("\ufeff")  # read past; not written back (the seed script cannot read it)
     data = _load_json(text)
     reader = _Reader(_Locator(text))
     if not isinstance(data, dict):
@@ -208,6 +210,7 @@ def parse(text: str) -> TasksDocument:
         scopes=reader.scopes,
         indent=_detect_indent(text, empty=not data),
         warnings=reader.warnings,
+        source=text,
     )
 
 
@@ -461,8 +464,10 @@ def render(doc: TasksDocument, records: Sequence[QueueRecord] | None = None) -> 
     one that arrived there is appended. Records not given are left out.
     Unknown keys and their order survive; a known field is rewritten only
     when its value changed, except malformed ``+00:00Z`` timestamps, which
-    are always written as ``Z``. Raises InvalidState when a record's scope
-    names a list of the file that is not a queue.
+    are always written as ``Z``. The text is laid over ``doc.source``: what
+    did not change keeps its bytes (:func:`heartbeat.formats.json_edit.edit`).
+    Raises InvalidState when a record's scope names a list of the file that
+    is not a queue.
     """
     chosen = doc.records if records is None else list(records)
     for record in chosen:
@@ -481,7 +486,7 @@ def render(doc: TasksDocument, records: Sequence[QueueRecord] | None = None) -> 
         if any(key == extension_key for key, _ in top):
             raise InvalidState(f"cannot write queues into {extension_key!r}: it is not an object")
         top.append((extension_key, _render_extension(extension_key, (), buckets)))
-    return _dump(dict(top), doc.indent)
+    return edit(doc.source, dict(top), indent=doc.indent)
 
 
 def _check_status(status: str) -> None:
@@ -702,9 +707,10 @@ def parse_errors(text: str) -> list[dict[str, Any]]:
     return data
 
 
-def render_errors(items: Sequence[Mapping[str, Any]]) -> str:
-    """Write errors.json (indent 2); malformed ``+00:00Z`` values are written as ``Z``."""
-    return _dump([_fix_malformed(item) for item in items], 2)
+def render_errors(items: Sequence[Mapping[str, Any]], source: str | None = None) -> str:
+    """Write errors.json (indent 2, or laid over ``source``, the file's text); malformed
+    ``+00:00Z`` values are written as ``Z``."""
+    return edit(_no_bom(source), [_fix_malformed(item) for item in items])
 
 
 def parse_last_run(text: str) -> dict[str, Any]:
@@ -717,9 +723,14 @@ def parse_last_run(text: str) -> dict[str, Any]:
     return data
 
 
-def render_last_run(obj: Mapping[str, Any]) -> str:
-    """Write last-run.json (indent 2); malformed ``+00:00Z`` values are written as ``Z``."""
-    return _dump(_fix_malformed(obj), 2)
+def render_last_run(obj: Mapping[str, Any], source: str | None = None) -> str:
+    """Write last-run.json (indent 2, or laid over ``source``, the file's text); malformed
+    ``+00:00Z`` values are written as ``Z``."""
+    return edit(_no_bom(source), _fix_malformed(obj))
+
+
+def _no_bom(source: str | None) -> str | None:
+    return None if source is None else source.removeprefix("\ufeff")
 
 
 def error_entry(
@@ -794,10 +805,6 @@ def _load_json(text: str) -> Any:
         raise FileFormatError(f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
     except RecursionError:
         raise FileFormatError("invalid JSON: nested too deeply") from None
-
-
-def _dump(value: Any, indent: int | None) -> str:
-    return json.dumps(value, indent=indent, ensure_ascii=False) + "\n"
 
 
 def _detect_indent(text: str, *, empty: bool) -> int | None:

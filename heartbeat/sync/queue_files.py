@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from heartbeat.db.models import Error, Run, SyncState, Task, TaskStatus, priority_rank
-from heartbeat.errors import FileFormatError
+from heartbeat.errors import FileFormatError, HbError
 from heartbeat.formats import tasks_json
 from heartbeat.formats.timestamps import timestamp_or_none
 from heartbeat.queue import record_from_row
@@ -111,9 +112,22 @@ def _document(session: Session, kind: str) -> tasks_json.TasksDocument:
     return tasks_json.empty_document()
 
 
+def _current_text(path: Path | None) -> str | None:
+    """The text of the file an export writes over, to keep what it does not change (None: none)."""
+    if path is None:
+        return None
+    try:
+        return read_text(path)
+    except (HbError, OSError):
+        return None
+
+
 def render_tasks(ledger: Ledger, session: Session, path: Path | None = None) -> str:
-    """tasks.json as the ledger has it now."""
+    """tasks.json as the ledger has it now, laid over ``path``'s text when that file exists."""
     doc = _document(session, SOURCE)
+    current = _current_text(path)
+    if current is not None:
+        doc = replace(doc, source=current)
     rows = session.scalars(select(Task).where(in_tasks_json()).order_by(Task.scope, Task.position, Task.pk))
     return tasks_json.render(doc, [record_from_row(t) for t in rows])
 
@@ -159,6 +173,11 @@ def import_errors(ledger: Ledger, session: Session, text: str, path: Path, now: 
 
 
 def render_errors(ledger: Ledger, session: Session, path: Path | None = None) -> str:
+    """errors.json as the ledger has it now, laid over ``path``'s text when that file exists."""
+    return _errors_text(session, _current_text(path))
+
+
+def _errors_text(session: Session, source: str | None) -> str:
     items = []
     for e in session.scalars(select(Error).order_by(Error.pk)):
         if e.extra is not None:
@@ -175,7 +194,7 @@ def render_errors(ledger: Ledger, session: Session, path: Path | None = None) ->
                 resolved=e.resolved,
             )
         )
-    return tasks_json.render_errors(items)
+    return tasks_json.render_errors(items, source)
 
 
 # --- last-run.json ----------------------------------------------------------------
@@ -211,12 +230,17 @@ def import_last_run(ledger: Ledger, session: Session, text: str, path: Path, now
 
 
 def render_last_run(ledger: Ledger, session: Session, path: Path | None = None) -> str | None:
+    """last-run.json as the ledger has it now, laid over ``path``'s text when that file exists."""
+    return _last_run_text(session, _current_text(path))
+
+
+def _last_run_text(session: Session, source: str | None) -> str | None:
     latest = session.scalars(
         select(Run).where(Run.record.is_not(None)).order_by(Run.pk.desc()).limit(1)
     ).first()
     if latest is None or latest.record is None:
         return None
-    return tasks_json.render_last_run(latest.record)
+    return tasks_json.render_last_run(latest.record, source)
 
 
 RENDERERS = {"tasks-json": render_tasks, "errors-json": render_errors, "last-run": render_last_run}
@@ -233,14 +257,11 @@ def export_queue_files(ledger: Ledger) -> list[str]:
     with file_lock(ledger.workspace), ledger.write() as session:
         now = ledger.now()
         for kind, render in RENDERERS.items():
-            text = render(ledger, session)
+            path = default_path(ledger.workspace, kind)
+            text = render(ledger, session, path)
             if text is None:
                 continue
-            path = default_path(ledger.workspace, kind)
-            try:
-                current = read_text(path)
-            except Exception:
-                current = None
+            current = _current_text(path)
             if current != text:
                 atomic_write(path, text)
                 written.append(str(path))
@@ -467,7 +488,7 @@ def sync_errors(
     if text is None and session.scalar(select(Error.pk).limit(1)) is None:
         return report, None
     session.flush()
-    return _written(session, "errors-json", path, text, render_errors(ledger, session), now, report)
+    return _written(session, "errors-json", path, text, _errors_text(session, text), now, report)
 
 
 def sync_last_run(
@@ -479,7 +500,7 @@ def sync_last_run(
     if text is not None and (state is None or state.content_hash != digest(text) or state.path != str(path)):
         imported = import_last_run(ledger, session, text, path, now)
         report.added.extend(imported.added)
-    out = render_last_run(ledger, session)
+    out = _last_run_text(session, text)
     if out is None:
         return report, None
     return _written(session, "last-run", path, text, out, now, report)

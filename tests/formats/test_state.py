@@ -286,11 +286,18 @@ def test_a_reshaped_nested_value_is_rewritten_at_its_own_depth() -> None:
     )
 
 
-def test_a_removed_key_rewrites_the_document_with_its_own_indent() -> None:
-    state = parse('\ufeff{\n\t"a": 1,\n\t"b": {"c": 2}\n}\n')
+def test_a_removed_key_drops_only_that_member() -> None:
+    state = parse('\ufeff{\n\t"a": 1,\n\t"b": {"c": 2},\n\t"d": [1,  2]\n}\n')
     del state.doc["a"]
 
-    assert render(state) == '\ufeff{\n\t"b": {\n\t\t"c": 2\n\t}\n}\n'
+    assert render(state) == '\ufeff{\n\t"b": {"c": 2},\n\t"d": [1,  2]\n}\n'
+
+
+def test_a_repeated_key_rewrites_the_document_with_its_own_indent() -> None:
+    state = parse('{\n\t"a": 1,\n\t"a": 2,\n\t"b": [1,  2]\n}\n')
+    state.doc["b"] = [1, 2, 3]
+
+    assert render(state) == '{\n\t"a": 2,\n\t"b": [\n\t\t1,\n\t\t2,\n\t\t3\n\t]\n}\n'
 
 
 def test_a_state_without_source_renders_with_two_spaces() -> None:

@@ -1,0 +1,299 @@
+"""Write a JSON document over the text it was read from, changing only what changed.
+
+tasks.json, errors.json, last-run.json and memory/heartbeat-state.json are
+edited by people and by other programs as well as by hb. FORMATS.md's rule,
+"hb never loses a byte it did not mean to change", holds for them through
+:func:`edit`: every value equal to the one at the same place in the old text
+keeps its old text (its layout, escapes like ``\\u00e9``, numbers like
+``1e3``); a changed value inside an object or array is replaced in place; a
+member or item that came or went is added or dropped using the container's
+own separators and indentation. Only new values are written fresh, as
+``json.dumps`` writes them, indented like their neighbours.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_BOM = "\ufeff"
+_DECODER = json.JSONDecoder()
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+def edit(source: str | None, doc: Any, *, indent: int | str | None = 2) -> str:
+    """``doc`` as JSON text, laid over ``source`` (the text it was read from).
+
+    Without a source (or with one that is not JSON) the text is
+    ``json.dumps(doc, indent=indent)`` plus a newline. With a source holding
+    the same document, the source itself.
+    """
+    if source is None:
+        return json.dumps(doc, indent=indent, ensure_ascii=False) + "\n"
+    bom = _BOM if source.startswith(_BOM) else ""
+    body = source[len(bom) :]
+    try:
+        original = json.loads(body)
+    except ValueError:
+        return bom + json.dumps(doc, indent=indent, ensure_ascii=False) + "\n"
+    if same(original, doc):
+        return source
+    start = _skip_ws(body, 0)
+    try:
+        root = _Scanner(body).value(start)
+    except (_Duplicate, RecursionError):
+        root = None
+    if root is not None:
+        edited = body[:start] + _Writer(body, root, original).emit(root, original, doc) + body[root.end :]
+        try:
+            if same(json.loads(edited), doc):
+                return bom + edited
+        except (ValueError, RecursionError):
+            pass
+    # a repeated key (members cannot be told apart) or a layout this cannot splice: the whole
+    # document, with the file's own indent, between the file's own leading and trailing space
+    end = len(body.rstrip(" \t\r\n"))
+    whole = json.dumps(doc, indent=indent_of(body), ensure_ascii=False)
+    return bom + body[:start] + _newlines(whole, body) + body[end:]
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal as JSON text would be: same types (1 is not 1.0 nor True), same key order."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _same_identity(old: Any, new: Any) -> bool:
+    """Whether two objects are one item edited: same first member (an id, as a rule), same value."""
+    key = _identity(old)
+    return key is not None and key == _identity(new)
+
+
+def _identity(value: Any) -> str | None:
+    """An array item's identity: an object's first member (an id, as a rule), as JSON."""
+    if not isinstance(value, dict) or not value:
+        return None
+    key = next(iter(value))
+    return json.dumps([key, value[key]])
+
+
+def indent_of(body: str) -> str | None:
+    """The text's indent unit (its first indented line's), None for one-line JSON."""
+    match = re.search(r"\n([ \t]+)\S", body)
+    if match:
+        return match.group(1)
+    return None if body.strip() not in ("", "{}", "[]") and "\n" not in body.strip() else "  "
+
+
+def _newlines(text: str, body: str) -> str:
+    return text.replace("\n", "\r\n") if "\r\n" in body else text
+
+
+def _skip_ws(text: str, i: int) -> int:
+    match = _WHITESPACE.match(text, i)
+    assert match is not None
+    return match.end()
+
+
+# --- where every value sits ---------------------------------------------------------------------
+
+
+class _Duplicate(Exception):
+    """An object repeats a key: its members cannot be addressed by key."""
+
+
+@dataclass(frozen=True)
+class _Member:
+    key: str | int  # the object key, or the array index
+    start: int  # where the member begins: the key's quote (objects) or the value (arrays)
+    value: _Node
+
+
+@dataclass(frozen=True)
+class _Node:
+    start: int
+    end: int
+    members: tuple[_Member, ...] | None = None  # None for a scalar
+
+
+class _Scanner:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def value(self, i: int) -> _Node:
+        opener = self.text[i]
+        if opener in "{[":
+            return self._container(i, "}" if opener == "{" else "]")
+        _, end = _DECODER.raw_decode(self.text, i)
+        return _Node(i, end)
+
+    def _container(self, i: int, closer: str) -> _Node:
+        text = self.text
+        members: list[_Member] = []
+        seen: set[str | int] = set()
+        j = _skip_ws(text, i + 1)
+        while text[j] != closer:
+            start = j
+            key: str | int = len(members)
+            if closer == "}":
+                key, j = _DECODER.raw_decode(text, j)
+                j = _skip_ws(text, _skip_ws(text, j) + 1)  # past the colon
+                if key in seen:
+                    raise _Duplicate(key)
+                seen.add(key)
+            node = self.value(j)
+            members.append(_Member(key, start, node))
+            j = _skip_ws(text, node.end)
+            if text[j] == ",":
+                j = _skip_ws(text, j + 1)
+        return _Node(i, j + 1, tuple(members))
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+
+class _Writer:
+    def __init__(self, text: str, root: _Node, original: Any) -> None:
+        self.text = text
+        self.unit = indent_of(text) or "  "
+        self.root = root
+        self.original = original
+        self._moved: dict[str, list[tuple[_Node, Any]]] | None = None
+
+    def _moved_from(self, value: Any, lead: str | None) -> tuple[_Node, Any] | None:
+        """An object of some other array of the old text that ``value`` is an edit of (an entry
+        that moved, as a task does from ``pending`` to ``in_progress``), when its text fits the
+        new place (one line, or indented as the new place is); each is taken once."""
+        key = _identity(value)
+        if key is None:
+            return None
+        if self._moved is None:
+            self._moved = {}
+            self._collect(self.root, self.original)
+        found = self._moved.get(key, [])
+        for i, (node, _) in enumerate(found):
+            if "\n" not in self._span(node) or (lead is not None and self._line_lead(node.start) == lead):
+                return found.pop(i)
+        return None
+
+    def _collect(self, node: _Node, value: Any) -> None:
+        if node.members is None:
+            return
+        for member in node.members:
+            child = value[member.key]
+            if isinstance(value, list) and (key := _identity(child)) is not None:
+                self._moved.setdefault(key, []).append((member.value, child))  # type: ignore[union-attr]
+            self._collect(member.value, child)
+
+    def emit(self, node: _Node, old: Any, new: Any) -> str:
+        """The text for ``new`` where ``node`` (holding ``old``) was."""
+        text = self.text
+        if same(old, new):
+            return text[node.start : node.end]
+        members = node.members
+        if members is not None and isinstance(old, dict) and isinstance(new, dict):
+            if list(new)[: len(old)] == list(old) and members:
+                return self._splice(node, [new[m.key] for m in members], old, list(new)[len(old) :], new)
+            return self._rebuild(node, old, new)
+        if members is not None and isinstance(old, list) and isinstance(new, list):
+            if len(old) == len(new) and members:
+                return self._splice(node, new, old, [], None)
+            return self._rebuild(node, old, new)
+        multiline = "\n" in text[node.start : node.end]
+        return self._fresh(new, self._line_lead(node.start) if multiline else None)
+
+    def _splice(self, node: _Node, values: list[Any], old: Any, added: list[str], new: Any) -> str:
+        """The container's own text with changed member values replaced and ``added`` appended."""
+        text = self.text
+        assert node.members is not None
+        out: list[str] = []
+        at = node.start
+        for member, value in zip(node.members, values, strict=True):
+            out.append(text[at : member.value.start])
+            out.append(self.emit(member.value, old[member.key], value))
+            at = member.value.end
+        if added:
+            lead, _, _ = self._layout(node)
+            sep = "," + (lead if "\n" in lead else " ")
+            for key in added:
+                out.append(sep + self._member_text(key, new[key], lead))
+        out.append(text[at : node.end])
+        return "".join(out)
+
+    def _rebuild(self, node: _Node, old: Any, new: Any) -> str:
+        """The container written member by member in its own layout: kept members keep their text."""
+        text = self.text
+        members = node.members or ()
+        opener, closer = text[node.start], text[node.end - 1]
+        if not new:
+            return opener + closer
+        lead, close, inline = self._layout(node)
+        pieces: list[str] = []
+        if isinstance(new, dict):
+            by_key = {m.key: m for m in members}
+            for key, value in new.items():
+                member = by_key.get(key)
+                if member is None:
+                    pieces.append(self._member_text(key, value, lead))
+                else:
+                    prefix = text[member.start : member.value.start]
+                    pieces.append(prefix + self.emit(member.value, old[key], value))
+        else:
+            unused = list(members)
+            for value in new:
+                match = next((m for m in unused if same(old[m.key], value)), None)
+                match = match or next((m for m in unused if _same_identity(old[m.key], value)), None)
+                item_lead = None if inline else lead.rsplit("\n", 1)[-1]
+                if match is not None:
+                    unused.remove(match)
+                    pieces.append(self.emit(match.value, old[match.key], value))
+                elif (moved := self._moved_from(value, item_lead)) is not None:
+                    pieces.append(self.emit(moved[0], moved[1], value))
+                else:
+                    pieces.append(self._fresh(value, item_lead))
+        sep = "," + (lead if "\n" in lead else " ")
+        return opener + lead + sep.join(pieces) + close + closer
+
+    def _span(self, node: _Node) -> str:
+        return self.text[node.start : node.end]
+
+    def _layout(self, node: _Node) -> tuple[str, str, bool]:
+        """(space before the first member, space before the closer, all on one line?)."""
+        text = self.text
+        members = node.members or ()
+        if members:
+            lead = text[node.start + 1 : members[0].start]
+            close = text[members[-1].value.end : node.end - 1]
+            return lead, close, "\n" not in lead
+        if "\n" not in text:
+            return "", "", True
+        base = self._line_lead(node.start)
+        newline = "\r\n" if "\r\n" in text else "\n"
+        return newline + base + self.unit, newline + base, False
+
+    def _member_text(self, key: str, value: Any, lead: str) -> str:
+        inline = "\n" not in lead
+        return (
+            json.dumps(key, ensure_ascii=False)
+            + ": "
+            + self._fresh(value, None if inline else lead.rsplit("\n", 1)[-1])
+        )
+
+    def _fresh(self, value: Any, lead: str | None) -> str:
+        """``value`` as JSON: on one line, or indented from ``lead`` when its place is multi-line."""
+        if lead is None or not isinstance(value, dict | list) or not value:
+            return json.dumps(value, ensure_ascii=False)
+        dumped = json.dumps(value, indent=self.unit, ensure_ascii=False)
+        return _newlines(dumped.replace("\n", "\n" + lead), self.text)
+
+    def _line_lead(self, pos: int) -> str:
+        line_start = self.text.rfind("\n", 0, pos) + 1
+        line = self.text[line_start:pos]
+        return line[: len(line) - len(line.lstrip(" \t"))]

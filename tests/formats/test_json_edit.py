@@ -1,0 +1,170 @@
+"""heartbeat.formats.json_edit: a new document laid over the JSON text it came from."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from heartbeat.formats.json_edit import edit, same
+
+SCOPED = (
+    "{\n"
+    '  "pending": [],\n'
+    '  "in_progress": [],\n'
+    '  "completed": [],\n'
+    '  "_round3_extension": {\n'
+    '    "ag_implementation_queue": [\n'
+    '      {"order": 1, "task_id": "round3-a", "gh_issue": 496},\n'
+    '      {"order": 2, "task_id": "round3-b", "gh_issue": 497, "note": "caf\\u00e9", "f": 1e3}\n'
+    "    ],\n"
+    '    "blocked_on_client": [\n'
+    '      {"items": "Spanish PDFs", "issues": [390, 391], "blocker": "translator pending"}\n'
+    "    ],\n"
+    '    "ag_pushed_branches": ["round3/edit-item-33"]\n'
+    "  }\n"
+    "}\n"
+)
+
+
+def test_an_unchanged_document_is_its_own_text() -> None:
+    assert edit(SCOPED, json.loads(SCOPED)) is SCOPED
+
+
+def test_a_changed_value_is_the_only_change() -> None:
+    doc = json.loads(SCOPED)
+    doc["_round3_extension"]["ag_implementation_queue"][0]["status"] = "in_progress"
+    assert edit(SCOPED, doc) == SCOPED.replace(
+        '"gh_issue": 496}', '"gh_issue": 496, "status": "in_progress"}'
+    )
+
+
+def test_an_entry_moving_between_lists_keeps_its_text_and_the_others_theirs() -> None:
+    text = (
+        "{\n"
+        '  "pending": [\n'
+        '    {"id": "task-1", "priority": "low", "x": 1e3},\n'
+        '    {"id": "task-5", "priority": "high", "note": "caf\\u00e9"}\n'
+        "  ],\n"
+        '  "in_progress": [],\n'
+        '  "completed": []\n'
+        "}\n"
+    )
+    doc = json.loads(text)
+    moved = doc["pending"].pop(1)
+    moved["started_at"] = "2026-05-02T10:00:00Z"
+    doc["in_progress"].append(moved)
+    assert edit(text, doc) == (
+        "{\n"
+        '  "pending": [\n'
+        '    {"id": "task-1", "priority": "low", "x": 1e3}\n'
+        "  ],\n"
+        '  "in_progress": [\n'
+        '    {"id": "task-5", "priority": "high", "note": "caf\\u00e9", '
+        '"started_at": "2026-05-02T10:00:00Z"}\n'
+        "  ],\n"
+        '  "completed": []\n'
+        "}\n"
+    )
+
+
+def test_a_new_entry_in_an_empty_list_is_indented_like_the_file() -> None:
+    text = '{\r\n\t"pending": [],\r\n\t"meta": {"a" : 1}\r\n}'
+    doc = json.loads(text)
+    doc["pending"].append({"id": "t", "tags": ["x"]})
+    assert edit(text, doc) == (
+        '{\r\n\t"pending": [\r\n\t\t{\r\n\t\t\t"id": "t",\r\n\t\t\t"tags": [\r\n\t\t\t\t"x"\r\n'
+        '\t\t\t]\r\n\t\t}\r\n\t],\r\n\t"meta": {"a" : 1}\r\n}'
+    )
+
+
+def test_removed_members_and_items_take_their_separators_with_them() -> None:
+    text = '{"a": 1,  "b": [1,2,  3], "c": {"d" : 1e3}}'
+    doc = json.loads(text)
+    del doc["a"]
+    doc["b"].remove(2)
+    assert edit(text, doc) == '{"b": [1, 3], "c": {"d" : 1e3}}'
+
+
+def test_a_repeated_key_or_a_text_that_is_not_json_gives_a_whole_new_text() -> None:
+    assert edit('{\n    "a": 1,\n    "a": 2\n}\n', {"a": 3}) == '{\n    "a": 3\n}\n'
+    assert edit("not json", {"a": 1}) == '{\n  "a": 1\n}\n'
+    assert edit(None, {"a": "é"}) == '{\n  "a": "é"\n}\n'
+
+
+def test_a_byte_order_mark_and_the_space_around_the_document_stay() -> None:
+    text = '\ufeff\n  {"a": 1}  \n\n'
+    assert edit(text, {"a": 2}) == '\ufeff\n  {"a": 2}  \n\n'
+
+
+def test_types_that_compare_equal_in_python_are_still_changes() -> None:
+    assert edit('{"a": 1}', {"a": 1.0}) == '{"a": 1.0}'
+    assert edit('{"a": 1}', {"a": True}) == '{"a": true}'
+    assert edit('{"a": 1, "b": 2}', {"b": 2, "a": 1}) == '{"b": 2, "a": 1}'
+
+
+# --- properties ---------------------------------------------------------------------------------
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.text(max_size=6),
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    ),
+    max_leaves=20,
+)
+_LAYOUTS = st.sampled_from(
+    [
+        {"indent": None},
+        {"indent": 2},
+        {"indent": "\t"},
+        {"indent": 4, "separators": (",", " : ")},
+        {"indent": None, "separators": (",", ":")},
+        {"indent": 1, "ensure_ascii": True},
+    ]
+)
+
+
+def _text(value: Any, layout: dict[str, Any]) -> str:
+    return json.dumps(value, **{"ensure_ascii": False, **layout}) + "\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(old=_VALUES, new=_VALUES, layout=_LAYOUTS)
+def test_the_text_always_reads_back_as_the_new_document(old: Any, new: Any, layout: dict[str, Any]) -> None:
+    text = _text(old, layout)
+    assert same(json.loads(edit(text, new)), new)
+    assert edit(text, old) == text
+
+
+@st.composite
+def _edited_object(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any], str]:
+    old = draw(st.dictionaries(st.text(max_size=4), _VALUES, min_size=2, max_size=5))
+    key = draw(st.sampled_from(sorted(old)))
+    new = dict(old)
+    new[key] = draw(_VALUES)
+    return old, new, key
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=_edited_object(), layout=_LAYOUTS)
+def test_members_that_did_not_change_keep_their_text(
+    case: tuple[dict[str, Any], dict[str, Any], str], layout: dict[str, Any]
+) -> None:
+    old, new, changed = case
+    text = _text(old, layout)
+    out = edit(text, new)
+    assert same(json.loads(out), new)
+    for key, value in old.items():
+        if key != changed:  # the member as the old text lays it out, indentation included
+            member = json.dumps({key: value}, **{"ensure_ascii": False, **layout})[1:-1].strip("\n")
+            assert member in text and member in out
