@@ -24,12 +24,14 @@ from heartbeat.rules.repeat import parse_repeat
 
 __all__ = [
     "DIALECTS",
+    "CommentMarkerError",
     "Document",
     "Entry",
     "Line",
     "LineKind",
     "LineWarning",
     "TodoKind",
+    "comments_opened_in_entries",
     "new_document",
     "parse",
     "parse_entry",
@@ -49,8 +51,27 @@ _TUPLE = re.compile(rf"\[({_KEY.pattern})\]\(([^()]+)\)")
 _STAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2}) ([0-9]{1,2}):([0-9]{2})")
 _CHAT_ID = re.compile(r"[A-Za-z][A-Za-z0-9_-]*:\S+")
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)  # the runtime strips these before reading lines
+_MARKERS = ("<!--", "-->")
 _CORE_KEYS = ("Created", "Done", "Next", "Repeat", "TZ", "ChatID")
 _EXTENDED_KEYS = ("ID",)
+
+
+class CommentMarkerError(InvalidInput):
+    """A change after which an HTML comment would hide other lines than before.
+
+    ``line``: the line of the file as read whose comment marker is in the way
+    (None: the marker is in a new entry). The message starts ``file[:line]: ``;
+    :meth:`at_path` names another path.
+    """
+
+    def __init__(self, where: str, reason: str, line: int | None = None) -> None:
+        self.where = where
+        self.reason = reason
+        self.line = line
+        super().__init__(f"{where}{'' if line is None else f':{line}'}: {reason}")
+
+    def at_path(self, path: str) -> CommentMarkerError:
+        return CommentMarkerError(path, self.reason, self.line)
 
 
 @dataclass(frozen=True)
@@ -510,6 +531,32 @@ def _is_header(line: Line, kind: TodoKind) -> bool:
     return line.kind is LineKind.HEADING and text.strip() == kind.header
 
 
+def comments_opened_in_entries(doc: Document) -> list[tuple[int, int]]:
+    """(line, last) for each entry line that opens an HTML comment reaching past its end:
+    the comment hides the rest of that line and lines ``line + 1`` to ``last`` (up to its
+    ``-->``). The runtime reads the entry only up to the ``<!--``."""
+    reach = _comment_reach(doc.lines)
+    return [
+        (ln.number, reach[ln.number])
+        for ln in doc.lines
+        if ln.entry is not None and reach.get(ln.number, 0) > ln.number
+    ]
+
+
+def _comment_reach(lines: Sequence[Line]) -> dict[int, int]:
+    """For each line that opens an HTML comment spanning its ending: the line the comment ends on."""
+    out: dict[int, int] = {}
+    carried = False  # a comment is open at the start of the line
+    for index, line in enumerate(lines):
+        # a comment open at the line's start ends at its first "-->": one still open at its end
+        # was opened on this line
+        if line.continues_comment and (not carried or "-->" in line.text):
+            end = next((ln.number for ln in lines[index + 1 :] if "-->" in ln.text), line.number)
+            out[line.number] = end
+        carried = line.continues_comment
+    return out
+
+
 # --- writing -------------------------------------------------------------------------
 
 
@@ -524,15 +571,17 @@ def _line_text(line: Line) -> str:
         return line.text + line.ending
     if entry.raw is not None:
         return entry.raw
-    return render_entry(entry) + line.ending
+    return render_entry(entry, comments=True) + line.ending  # lines added or changed were checked
 
 
-def render_entry(entry: Entry) -> str:
+def render_entry(entry: Entry, *, comments: bool = False) -> str:
     """The canonical line for an entry, without a newline.
 
     Keys in canonical order (extended keys last), timestamps at minute
     precision (``Created``/``Done`` in UTC). Raises InvalidInput for an entry
-    that cannot be written as one readable line.
+    that cannot be written as one readable line. ``comments``: the content may
+    hold ``<!--``; whether the line still reads as written then depends on the
+    rest of the file, which the caller must check (as :func:`with_entries` does).
     """
     pairs = _metadata_pairs(entry)
     content = entry.content
@@ -540,7 +589,7 @@ def render_entry(entry: Entry) -> str:
         raise InvalidInput(f"entry content {content!r} must be non-empty and trimmed")
     if "\n" in content or "\r" in content:
         raise InvalidInput(f"entry content {content!r} must be one line")
-    if "<!--" in content:
+    if "<!--" in content and not comments:
         raise InvalidInput(f"entry content {content!r} must not open an HTML comment")
     metadata = ", ".join(f"[{key}]({value})" for key, value in pairs)
     return f"{entry.kind.prefix}{metadata}{_SEPARATOR}{content}"
@@ -647,8 +696,9 @@ def _same(given: Entry, original: Entry) -> bool:
 
 
 def _checked_line(entry: Entry, dialect: str) -> str:
-    """render_entry, then prove the runtime-facing reader gets the same entry back."""
-    text = render_entry(entry)
+    """render_entry, then prove the runtime-facing reader gets the same entry back (a comment
+    marker in the content is left to the caller's check of the whole document)."""
+    text = render_entry(entry, comments=True)
     try:
         back = parse_entry(text, entry.kind, dialect=dialect)
     except ValueError as exc:
@@ -672,7 +722,9 @@ def with_entries(doc: Document, entries: Sequence[Entry], *, now: datetime) -> D
     The result is re-parsed, so its entries carry their new line numbers.
     Raises ValueError for a naive ``now`` or a ``line`` that is not an entry of
     ``doc``; InvalidInput for an entry that cannot be written readably in the
-    document's dialect, or a change that would alter how other lines read.
+    document's dialect; CommentMarkerError (naming the line in the way) for a
+    change that would alter how other lines read. An entry's content may hold
+    ``<!--`` when the result still reads exactly as written.
     """
     _require_aware(now)
     for entry in entries:
@@ -690,11 +742,33 @@ def with_entries(doc: Document, entries: Sequence[Entry], *, now: datetime) -> D
     expected = [_canonical(ln.entry) for ln in out if ln.entry is not None]
     if [_canonical(e) for e in result.entries] != expected:
         # an HTML comment marker in a removed, changed or added line moved a comment
-        raise InvalidInput(
-            f"{doc.kind.filename}: the result would not read back as written "
-            "(an HTML comment marker would change which lines are hidden)"
-        )
+        raise _comment_error(doc, given, out)
     return result
+
+
+def _comment_error(doc: Document, given: dict[int, Entry], out: Sequence[Line]) -> CommentMarkerError:
+    """Why the result of with_entries reads otherwise: the first removed or rewritten line
+    with a comment marker (else the first new one)."""
+    name = doc.kind.filename
+    unread = "the result would not read back as written"
+    kept = {ln.number for ln in out if ln.number}
+    reach = _comment_reach(doc.lines)
+    for line in doc.lines:
+        if line.number in kept or not any(m in line.text for m in _MARKERS):
+            continue
+        verb = "rewriting" if line.number in given else "removing"
+        end = reach.get(line.number)
+        if end is not None and end > line.number:
+            hidden = f"line {end}" if end == line.number + 1 else f"lines {line.number + 1}-{end}"
+            what = f"{verb} this line would uncover {hidden}, hidden by the HTML comment it opens"
+        else:
+            what = f"{verb} this line would move an HTML comment marker it holds"
+        return CommentMarkerError(name, f"{unread}: {what}; close or remove the comment here", line.number)
+    for line in out:
+        if line.number == 0 and line.entry is not None and any(m in line.text for m in _MARKERS):
+            what = f"the new entry {line.entry.content!r} holds an HTML comment marker"
+            return CommentMarkerError(name, f"{unread}: {what} that would change which lines are hidden")
+    return CommentMarkerError(name, f"{unread} (an HTML comment marker would change which lines are hidden)")
 
 
 def _place_entries(
@@ -882,5 +956,7 @@ def new_document(
         lines.append(_checked_line(entry, dialect))
     doc = parse("\n".join(lines) + "\n", kind, dialect=dialect)
     if [_canonical(e) for e in doc.entries] != [_canonical(e) for e in entries]:
-        raise InvalidInput(f"{kind.filename}: the entries would not read back as written")
+        # only a comment marker in the content makes a checked line read otherwise here
+        reason = "the entries would not read back as written (an HTML comment marker in one hides others)"
+        raise CommentMarkerError(kind.filename, reason)
     return doc

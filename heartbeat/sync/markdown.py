@@ -266,6 +266,7 @@ class _Stored:
     dialect: str | None = None
     warnings: list[tuple[int, str, str]] = field(default_factory=list)
     ours: bool = False  # written by this module's sync: a baseline to trust
+    retry: bool = False  # the last sync left a ledger change it could not write: sync in full
 
     @classmethod
     def load(cls, db: Conn, kind: str) -> _Stored:
@@ -282,6 +283,7 @@ class _Stored:
             dialect=skeleton.get("dialect"),
             warnings=[(int(n), str(t), str(r)) for n, t, r in skeleton.get("warnings", [])],
             ours=True,
+            retry=bool(skeleton.get("retry")),
         )
 
 
@@ -309,9 +311,19 @@ def _store(
     dialect: str,
     warnings: Sequence[tuple[int, str, str]],
     base: Path | None,
+    retry: bool = False,
 ) -> None:
     """Record how the sync leaves a file; ``base``: where to keep a copy of its text (None: the
-    copy there is already this text)."""
+    copy there is already this text); ``retry``: a ledger change could not be written, so the
+    next sync must not take the ledger as unchanged."""
+    skeleton: dict[str, Any] = {
+        "by": _BY,
+        "mark": mark,
+        "dialect": dialect,
+        "warnings": [list(w) for w in warnings],
+    }
+    if retry:
+        skeleton["retry"] = True
     bookmarks.save(
         db,
         kind,
@@ -319,7 +331,7 @@ def _store(
         content_hash=None if text is None else digest(text),
         size=None if text is None else len(text.encode("utf-8")),
         synced_at=now,
-        skeleton={"by": _BY, "mark": mark, "dialect": dialect, "warnings": [list(w) for w in warnings]},
+        skeleton=skeleton,
     )
     if base is not None:
         db.after_commit.append(lambda: _keep_base(base, text))
@@ -1044,7 +1056,7 @@ def _read(kind: str, path: Path, text: str | None, dialect: str) -> _File:
     if "<!--" in text:
         doc = _parse_doc(kind, path, text, dialect)
         items = [_Item(kind, ln.number, ln.text, ln.entry) for ln in doc.lines if ln.entry is not None]
-        return _File(kind, path, text, items, [(w.line, w.text, w.reason) for w in doc.warnings], doc)
+        return _File(kind, path, text, items, _doc_warnings(doc), doc)
     lines = _split_lines(text)
     start = _front_matter_end(lines)
     if start:
@@ -1059,6 +1071,16 @@ def _read(kind: str, path: Path, text: str | None, dialect: str) -> _File:
         elif got is not None:
             warnings.append((index + 1, raw, got))
     return _File(kind, path, text, items, warnings)
+
+
+def _doc_warnings(doc: fmt.Document) -> list[tuple[int, str, str]]:
+    """The lines kept but not understood, and the entries whose HTML comment hides lines below."""
+    out = [(w.line, w.text, w.reason) for w in doc.warnings]
+    texts = {ln.number: ln.text for ln in doc.lines}
+    for number, end in fmt.comments_opened_in_entries(doc):
+        hidden = f"line {end}" if end == number + 1 else f"lines {number + 1}-{end}"
+        out.append((number, texts[number], f"an HTML comment opens in this entry and hides {hidden}"))
+    return sorted(out, key=lambda w: w[0])
 
 
 def _parse_doc(kind: str, path: Path, text: str, dialect: str) -> fmt.Document:
@@ -1205,10 +1227,11 @@ def _labels(path: Path, warnings: Iterable[tuple[int, str, str]]) -> list[str]:
     return [f"{path}:{n}: {reason}" for n, _text, reason in warnings]
 
 
-def _checked_entry(entry: Entry, dialect: str) -> str | None:
-    """Why ``entry`` cannot be written as a readable line (None: it can)."""
+def _checked_entry(entry: Entry, dialect: str, *, comments: bool = False) -> str | None:
+    """Why ``entry`` cannot be written as a readable line (None: it can). ``comments``: a
+    ``<!--`` in the content is allowed (the whole file is checked when it is rendered)."""
     try:
-        text = fmt.render_entry(entry)
+        text = fmt.render_entry(entry, comments=comments)
         back = fmt.parse_entry(text, entry.kind, dialect=dialect)
     except (InvalidInput, ValueError) as exc:
         return str(exc)
@@ -1240,7 +1263,7 @@ def sync_family(
         st = stored[kind]
         return st.ours and st.path == str(given[kind][0]) and st.hash == hashes[kind]
 
-    ledger_same = all(stored[k].ours and stored[k].mark == mark for k in family.kinds)
+    ledger_same = all(stored[k].ours and stored[k].mark == mark and not stored[k].retry for k in family.kinds)
     if ledger_same and all(unchanged(k) for k in family.kinds):
         for k in family.kinds:
             reports[k].preserved = _labels(given[k][0], stored[k].warnings)
@@ -1342,10 +1365,7 @@ def _full_sync(
         else:
             final[row.pk] = row.record  # in no file, now or before
 
-    texts: dict[str, str | None] = {}
-    slots: dict[str, list[_Slot]] = {}
-    for k in family.kinds:
-        texts[k], slots[k] = _render(family, files[k], incoming[k], final, dialect, reports[k])
+    texts, slots, retry = _render_all(family, files, incoming, final, dialect, reports, items, label)
 
     family.apply(changes, label)
     family.remove(removed, removed_conflicts)
@@ -1357,7 +1377,7 @@ def _full_sync(
         warnings = f.warnings
         if texts[k] is not None:
             assert out is not None
-            warnings = [(w.line, w.text, w.reason) for w in _parse_doc(k, f.path, out, dialect).warnings]
+            warnings = _doc_warnings(_parse_doc(k, f.path, out, dialect))
         reports[k].preserved = _labels(f.path, warnings) + reports[k].preserved
         _store(
             family.db,
@@ -1369,8 +1389,75 @@ def _full_sync(
             dialect=family.dialect,
             warnings=warnings,
             base=None if ledger_same and unchanged(k) else _base_path(family.ledger.workspace, k),
+            retry=retry,
         )
     return {k: (reports[k], texts[k]) for k in family.kinds}
+
+
+def _render_all(
+    family: _Family,
+    files: dict[str, _File],
+    incoming: dict[str, list[_Row]],
+    final: dict[int, _Record],
+    dialect: str,
+    reports: dict[str, SyncReport],
+    items: Sequence[_Item],
+    label: dict[int, str],
+) -> tuple[dict[str, str | None], dict[str, list[_Slot]], bool]:
+    """Every file of the family after the sync, and whether a ledger change was left unwritten
+    (the next sync retries it). An entry that cannot be written into the file it moves to
+    keeps its line where it is (the files render again with that line kept): hb never drops a
+    line whose entry it cannot write elsewhere."""
+    moving = {row.pk for rows in incoming.values() for row in rows}
+    leaving = {
+        it.row.pk: it for it in items if it.fate == "drop" and it.row is not None and it.row.pk in moving
+    }
+    # what rendering changes, to start over from when a line has to stay
+    fates = {id(it): it.fate for it in items}
+    final_before = dict(final)
+    reports_before = {k: r.as_dict() for k, r in reports.items()}
+    held: dict[int, tuple[str, str]] = {}  # row pk -> (the file it could not go to, why)
+    while True:
+        texts: dict[str, str | None] = {}
+        slots: dict[str, list[_Slot]] = {}
+        refused: dict[int, str] = {}
+        for k in family.kinds:
+            texts[k], slots[k] = _render(
+                family, files[k], incoming[k], final, dialect, reports[k], leaving, refused
+            )
+        stay = {pk: problem for pk, problem in refused.items() if pk in leaving and pk not in held}
+        if not stay:
+            return texts, slots, bool(refused or held)
+        for pk, problem in stay.items():
+            target = next(k for k, rows in incoming.items() if any(r.pk == pk for r in rows))
+            held[pk] = (target, problem)
+        for it in items:
+            it.fate = fates[id(it)]
+        final.clear()
+        final.update(final_before)
+        for k, values in reports_before.items():
+            for name, value in values.items():
+                setattr(reports[k], name, list(value) if isinstance(value, list) else value)
+        for pk, (target, problem) in held.items():
+            it = leaving[pk]
+            assert it.row is not None and it.record is not None
+            it.fate = "keep"
+            final[pk] = it.record  # the line stays as it is: the next sync tries again
+            incoming[target] = [r for r in incoming[target] if r.pk != pk]
+            _unreport(reports[target], it.row.id)
+            reports[target].preserved.append(
+                f"{files[target].path}: {it.row.id} not written: {problem}; its line stays at {label[id(it)]}"
+            )
+
+
+_HIDES = (
+    "the result would not read back as written (an HTML comment marker would change which lines are hidden)"
+)
+
+
+def _marked(text: str) -> bool:
+    """Whether the text holds an HTML comment marker."""
+    return "<!--" in text or "-->" in text
 
 
 def _render(
@@ -1380,40 +1467,67 @@ def _render(
     final: dict[int, _Record],
     dialect: str,
     report: SyncReport,
+    leaving: dict[int, _Item] | None = None,
+    refused: dict[int, str] | None = None,
 ) -> tuple[str | None, list[_Slot]]:
-    """The file's entries after the sync, and its new text (None: leave the file as it is)."""
+    """The file's entries after the sync, and its new text (None: leave the file as it is).
+
+    A content keeps a ``<!--`` only where it already stood in the files (on the line itself,
+    or, by row pk in ``leaving``, on the line of another file a row arriving here leaves),
+    and only when the file reads back exactly as written. A line that cannot be rewritten
+    stays as it is, a row that cannot arrive is not written; both go to ``refused`` (pk ->
+    why). Raises CommentMarkerError, naming the line, when a line that goes or changes
+    without a marker in the change itself would move an HTML comment.
+    """
     kind = f.kind
+    leaving = leaving or {}
+    refused = {} if refused is None else refused
 
     def item_slot(it: _Item) -> _Slot:
         record = final[it.row.pk] if it.row is not None else it.record
         assert record is not None
         return _Slot(kind, it, it.row, record, it.raw, it.number)
 
+    def keep_line(it: _Item, problem: str) -> None:
+        assert it.row is not None and it.record is not None
+        it.fate = "keep"  # the ledger's version cannot be written: keep the line, say why
+        report.preserved.append(f"{f.path}:{it.number}: {it.row.id} not rewritten: {problem}")
+        _unreport(report, it.row.id)
+        final[it.row.pk] = it.record  # the line stays: the next sync tries again
+        refused[it.row.pk] = problem
+
+    def refuse(row: _Row, problem: str) -> None:
+        report.preserved.append(f"{f.path}: {row.id} not written: {problem}")
+        _unreport(report, row.id)
+        final.pop(row.pk, None)
+        refused[row.pk] = problem
+
     writes: dict[int, Entry] = {}
+    risky: list[_Item | tuple[_Row, Entry]] = []  # changes with a comment marker in them
     for it in f.items:
         if it.fate not in ("rewrite", "merged"):
             continue
         assert it.row is not None and it.entry is not None
         entry = it.entry if it.fate == "merged" else family.entry(it.row, kind)
-        problem = _checked_entry(entry, family.dialect)
+        problem = _checked_entry(entry, family.dialect, comments=entry.content == it.entry.content)
         if problem is not None:
-            it.fate = "keep"  # the ledger's version cannot be written: keep the line, say why
-            report.preserved.append(f"{f.path}:{it.number}: {it.row.id} not rewritten: {problem}")
-            _unreport(report, it.row.id)
-            assert it.record is not None
-            final[it.row.pk] = it.record  # the line stays: the next sync tries again
+            keep_line(it, problem)
             continue
         writes[id(it)] = entry
+        if _marked(it.raw) or _marked(entry.content):
+            risky.append(it)
     arriving: list[tuple[_Row, Entry]] = []
     for row in family.incoming_order(kind, incoming):
         entry = family.entry(row, kind)
-        problem = _checked_entry(entry, family.dialect)
+        left = leaving.get(row.pk)
+        moved = left is not None and left.entry is not None and left.entry.content == entry.content
+        problem = _checked_entry(entry, family.dialect, comments=moved)
         if problem is not None:
-            report.preserved.append(f"{f.path}: {row.id} not written: {problem}")
-            _unreport(report, row.id)
-            final.pop(row.pk, None)
+            refuse(row, problem)
             continue
         arriving.append((row, entry))
+        if _marked(entry.content):
+            risky.append(arriving[-1])
     kept = [it for it in f.items if it.fate != "drop"]
     if not writes and not arriving and len(kept) == len(f.items):
         return None, [item_slot(it) for it in f.items]
@@ -1432,23 +1546,56 @@ def _render(
     if f.text is not None and f.doc is None:
         f.doc = _parse_doc(kind, f.path, f.text, dialect)
     by_line = {ln.number: ln.entry for ln in f.doc.lines if ln.entry is not None} if f.doc else {}
-    entries: list[Entry] = []
-    for slot in order:
-        if isinstance(slot, _Item):
-            if id(slot) in writes:
-                entries.append(Entry(**{**writes[id(slot)].__dict__, "line": slot.number}))
-            else:
-                # a file is only rendered after it was read (never one known unchanged)
-                assert slot.number in by_line, f"{f.path}: line {slot.number} was not read"
-                entries.append(by_line[slot.number])
+
+    def document(skip: set[int]) -> fmt.Document | None:
+        """The file with every change but those in ``skip`` (ids); None: no file, no entry."""
+        entries: list[Entry] = []
+        for slot in order:
+            if isinstance(slot, _Item):
+                if id(slot) in writes and id(slot) not in skip:
+                    entries.append(Entry(**{**writes[id(slot)].__dict__, "line": slot.number}))
+                else:
+                    # a file is only rendered after it was read (never one known unchanged)
+                    assert slot.number in by_line, f"{f.path}: line {slot.number} was not read"
+                    entries.append(by_line[slot.number])
+            elif id(slot) not in skip:
+                entries.append(slot[1])
+        if f.doc is not None:
+            return fmt.with_entries(f.doc, entries, now=family.now)
+        if entries:
+            return fmt.new_document(_KIND[kind], entries, now=family.now, dialect=dialect)
+        return None
+
+    skip: set[int] = set()
+    try:
+        try:
+            doc = document(skip)
+        except fmt.CommentMarkerError:
+            if not risky:
+                raise
+            skip = {id(change) for change in risky}
+            doc = document(skip)  # still refused: a line that goes or changes is in the way
+            for change in risky:  # take back, in file order, each change the file can take
+                try:
+                    doc = document(skip - {id(change)})
+                except fmt.CommentMarkerError:
+                    continue
+                skip.discard(id(change))
+    except fmt.CommentMarkerError as exc:
+        raise exc.at_path(str(f.path)) from None
+    for change in risky:
+        if id(change) not in skip:
+            continue
+        if isinstance(change, _Item):
+            del writes[id(change)]
+            keep_line(change, _HIDES)
         else:
-            entries.append(slot[1])
-    if f.doc is not None:
-        doc = fmt.with_entries(f.doc, entries, now=family.now)
-    elif entries:
-        doc = fmt.new_document(_KIND[kind], entries, now=family.now, dialect=dialect)
-    else:
+            order.remove(change)
+            refuse(change[0], _HIDES)
+    if doc is None:
         return None, []
+    if doc is f.doc:  # every change was refused
+        return None, [item_slot(it) for it in f.items]
     lines = [ln for ln in doc.lines if ln.entry is not None]
     if len(lines) != len(order):
         raise InvalidInput(f"{f.path}: the entries did not come out as written")

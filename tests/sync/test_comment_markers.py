@@ -1,0 +1,153 @@
+"""HTML comment markers in TODO.md / TODO.DONE.md entries: hb never loses an entry it cannot move,
+and names the line when a comment keeps it from writing a file (FORMATS.md section 1)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from heartbeat.formats.todo import CommentMarkerError, TodoKind, parse, with_entries
+from tests.conftest import Runner
+from tests.sync.helpers import read, report, todo_rows, write
+
+NOW = "2026-05-02T10:00"
+HEADER = "# TODO Work In Progress (WIP)\n\n"
+OPENS = "- [ ] [Created](2026-05-01 12:41) | fix the <!-- comment parser\n"
+PLAIN = "- [ ] [Created](2026-05-01 12:42) | plain\n"
+OLD_DONE = "- [x] [Created](2026-04-01 12:41), [Done](2026-04-02 10:00) | old\n"
+ESCAPE = (
+    "- [ ] [Created](2026-05-01 12:41) | escape html like <!-- in docs\n"
+    "- [ ] [Created](2026-05-01 12:42) | second\n"
+    "- [ ] [Created](2026-05-01 12:43) | third --> end\n"
+)
+
+
+@pytest.fixture
+def run(hb: Runner) -> Runner:
+    hb("init", "--timezone", "UTC", HB_NOW=NOW)
+    return hb
+
+
+def sync(hb: Runner, code: int = 0) -> Any:
+    result = hb("sync", "--json", HB_NOW=NOW, code=code)
+    return json.loads(result.stdout) if code == 0 else result
+
+
+def ids(hb: Runner) -> dict[str, str]:
+    return {t["title"]: t["id"] for t in hb.json("list", "--all", "--source", "todo")}
+
+
+def test_a_completed_entry_that_opens_an_unclosed_comment_moves_to_done(run: Runner, workspace: Path) -> None:
+    todo, done = workspace / "TODO.md", workspace / "TODO.DONE.md"
+    write(todo, HEADER + OPENS)
+    sync(run)
+    [task_id] = ids(run).values()
+    run("done", task_id, HB_NOW=NOW)
+
+    out = sync(run)
+
+    assert report(out, "done")["completed"] == [task_id]
+    assert [report(out, k)["preserved"] for k in ("todo", "done")] == [[], []]
+    assert read(todo) == HEADER
+    assert read(done) == (
+        '---\ncreated_at: "2026-05-02T10:00:00Z"\nupdated_at: "2026-05-02T10:00:00Z"\ndone_count: 1\n---\n\n'
+        "# TODO Done\n\n"
+        "- [x] [Created](2026-05-01 12:41), [Done](2026-05-02 10:00) | fix the <!-- comment parser\n"
+    )
+    assert sync(run)["changed"] is False
+    [row] = todo_rows(workspace)
+    assert (row["status"], row["extra"]["file"]) == ("done", "done")
+
+
+def test_an_entry_the_done_file_cannot_take_keeps_its_line_in_todo(run: Runner, workspace: Path) -> None:
+    todo, done = workspace / "TODO.md", workspace / "TODO.DONE.md"
+    write(todo, HEADER + OPENS + PLAIN)
+    # a new last entry goes before this comment: a '<!--' in it would reach this '-->'
+    write(done, "# TODO Done\n\n" + OLD_DONE + "<!-- notes -->\n")
+    sync(run)
+    by_title = ids(run)
+    opens, plain = by_title["fix the <!-- comment parser"], by_title["plain"]
+    run("done", opens, HB_NOW=NOW)
+    run("done", plain, HB_NOW=NOW)
+
+    out = sync(run)
+
+    warning = (
+        f"{done}: {opens} not written: the result would not read back as written (an HTML comment "
+        f"marker would change which lines are hidden); its line stays at {todo}:3"
+    )
+    assert report(out, "done")["preserved"] == [warning]
+    assert report(out, "done")["completed"] == [plain]
+    assert read(todo) == HEADER + OPENS
+    assert read(done) == (
+        "# TODO Done\n\n" + OLD_DONE + "- [x] [Created](2026-05-01 12:42), [Done](2026-05-02 10:00) | plain\n"
+        "<!-- notes -->\n"
+    )
+    rows = {r["id"]: r for r in todo_rows(workspace)}
+    assert rows[opens]["status"] == "done"  # the ledger keeps what the user did
+    assert rows[opens]["extra"]["line"] == OPENS.rstrip("\n")  # and knows where the line is
+    before = (read(todo), read(done))
+    again = run("sync", HB_NOW=NOW)
+    assert warning in again.stderr and (read(todo), read(done)) == before
+
+    # once the file can take it, the next sync moves it
+    write(done, read(done).replace("<!-- notes -->\n", ""))
+    out = sync(run)
+    assert report(out, "done")["completed"] == [opens] and report(out, "done")["preserved"] == []
+    assert read(todo) == HEADER
+    assert read(done) == (
+        "# TODO Done\n\n" + OLD_DONE + "- [x] [Created](2026-05-01 12:42), [Done](2026-05-02 10:00) | plain\n"
+        "- [x] [Created](2026-05-01 12:41), [Done](2026-05-02 10:00) | fix the <!-- comment parser\n"
+    )
+
+
+def test_a_comment_opened_in_an_entry_is_reported_with_the_lines_it_hides(
+    run: Runner, workspace: Path
+) -> None:
+    todo = workspace / "TODO.md"
+    write(todo, HEADER + ESCAPE)
+
+    out = sync(run)
+
+    assert report(out, "todo")["preserved"] == [
+        f"{todo}:3: an HTML comment opens in this entry and hides lines 4-5",
+        f"{todo}:5: not an entry",
+    ]
+    assert list(ids(run)) == ["escape html like"]  # as the runtime reads it
+    assert read(todo) == HEADER + ESCAPE
+
+
+def test_a_removal_that_would_uncover_lines_names_the_line_that_opens_the_comment(
+    run: Runner, workspace: Path
+) -> None:
+    todo = workspace / "TODO.md"
+    write(todo, HEADER + ESCAPE)
+    sync(run)
+    [task_id] = ids(run).values()
+    run("done", task_id, HB_NOW=NOW)
+
+    for _ in range(2):
+        result = sync(run, code=1)
+        assert result.stderr == (
+            f"hb: {todo}:3: the result would not read back as written: removing this line would "
+            "uncover lines 4-5, hidden by the HTML comment it opens; close or remove the comment here\n"
+        )
+        assert read(todo) == HEADER + ESCAPE
+        assert not (workspace / "TODO.DONE.md").exists()
+        [row] = todo_rows(workspace)
+        assert (row["status"], row["extra"]["file"]) == ("done", "todo")
+
+
+def test_with_entries_names_the_line_in_the_way() -> None:
+    doc = parse(HEADER + ESCAPE, TodoKind.TODO)
+
+    with pytest.raises(CommentMarkerError) as caught:
+        with_entries(doc, [], now=datetime(2026, 5, 2, 10, 0, tzinfo=UTC))
+
+    assert caught.value.line == 3
+    assert str(caught.value).startswith("TODO.md:3: the result would not read back as written: removing")
+    assert str(caught.value.at_path("/w/TODO.md")).startswith("/w/TODO.md:3: ")
