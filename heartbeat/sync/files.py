@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 from collections.abc import Iterator
@@ -68,11 +69,31 @@ def decode(data: bytes, path: Path) -> str:
 def atomic_write(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` atomically (temp file + rename), keeping its mode.
 
+    A symlink is written through, never replaced: the temporary file is made in the directory of
+    the file the link resolves to (through any chain of links) and renamed over that file, which
+    keeps its mode; the link stays a link. A dangling symlink is written through the same way:
+    its target is created (mode 0600) when the target's directory exists, as ``>`` in a shell
+    would, so the link then resolves; a target whose directory is missing is an error naming
+    ``path`` (no directories are made along a link), and so is a symlink loop.
+
     A failure names ``path`` (not the temporary file) and leaves no temporary file behind."""
     try:
-        _atomic_write(path, text)
+        _atomic_write(_write_target(path), text)
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
+def _write_target(path: Path) -> Path:
+    """The file a write to ``path`` replaces: ``path``, or the file its symlink chain ends at."""
+    if not path.is_symlink():
+        return path
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except FileNotFoundError:  # dangling: the path the chain names, whose last part is missing
+        target = Path(os.path.realpath(path))
+    if not target.parent.is_dir() or target.is_symlink():  # no directory to create it in
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
+    return target
 
 
 def _atomic_write(path: Path, text: str) -> None:
