@@ -100,8 +100,12 @@ def _check_zone(value: str | None) -> str | None:
 
 
 def _check_quiet(value: str) -> str:
+    """The setting refuses a blank value: QuietHours.parse reads blank as "no window", but an
+    empty ``hb config set quiet_hours "$UNSET"`` must not switch night silence off."""
     from heartbeat.rules.quiet_hours import QuietHours
 
+    if not value.strip():
+        raise ValueError("empty value; use off to turn quiet hours off")
     try:
         window = QuietHours.parse(value)
     except InvalidInput as exc:

@@ -93,7 +93,7 @@ class Runner:
         self.runner = click.testing.CliRunner()
         self.env = env or {}
 
-    def __call__(self, *args: str, input: str | None = None, code: int | None = 0, **env: str) -> Any:
+    def __call__(self, *args: str, input: str | bytes | None = None, code: int | None = 0, **env: str) -> Any:
         result = self.runner.invoke(
             cli, list(args), input=input, env={**self.env, **env}, catch_exceptions=False
         )

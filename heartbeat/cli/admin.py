@@ -20,9 +20,14 @@ def init(timezone: str | None) -> None:
     Example:
       hb init --timezone Asia/Tokyo
     """
+    zone: Any = None
+    if timezone is not None:  # checked before anything is created: a failed init leaves nothing
+        from heartbeat import settings
+
+        zone = settings.parse_value("timezone", timezone)
     ledger = state().ledger()
-    if timezone:
-        ledger.config_set("timezone", timezone)
+    if timezone is not None:
+        ledger.config_set("timezone", zone, from_text=False)
     report = ledger.init()
     emit(
         report,

@@ -44,6 +44,10 @@ def _translate(exc: BaseException) -> HbClickError | None:
         return HbClickError(f"{exc.filename}: {exc.strerror}", 1)
     if isinstance(exc, FileNotFoundError) and not _cwd_exists():
         return HbClickError("the current directory no longer exists; cd to a directory that does", 1)
+    if isinstance(exc, UnicodeEncodeError) and "surrogates" in str(exc.reason):
+        # an argument with bytes that are not UTF-8 (Python keeps them as surrogate escapes);
+        # the database refused it before anything was committed
+        return HbClickError("a text argument is not valid UTF-8 text", 1)
     if isinstance(exc, OverflowError):  # a time or number past what Python's types hold
         return HbClickError(f"out of range: {exc} (a date near year 1 or 9999, or a huge number?)", 1)
     return None
@@ -180,5 +184,15 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
 
 
 def read_text_arg(value: str) -> str:
-    """TEXT or ``-`` for standard input."""
-    return sys.stdin.read() if value == "-" else value
+    """TEXT or ``-`` for standard input, read as UTF-8 whatever the locale says (FileFormatError
+    naming ``<stdin>:line:column`` of a byte that is not)."""
+    if value != "-":
+        return value
+    from pathlib import Path
+
+    from heartbeat.sync.files import decode
+
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text stream without bytes underneath (tests feeding a str)
+        return sys.stdin.read()
+    return decode(stream.read(), Path("<stdin>"))

@@ -222,11 +222,27 @@ def poke(text: tuple[str, ...]) -> None:
       hb poke "Check whether the build on main is green"
       echo "Summarise today's mail" | hb poke -
     """
-    body = read_text_arg(text[0]) if text == ("-",) else " ".join(text)
+    body = _poke_text(text)
     if not body.strip():
         raise click.UsageError("poke text is empty: the text becomes the task")
     task = state().ledger().poke(body)
     emit(task, lambda t: t["id"])
+
+
+def _poke_text(text: tuple[str, ...]) -> str:
+    """The poke's text: the arguments joined, or standard input for ``-`` (read as UTF-8, a bad
+    byte named as ``<stdin>:line:column``); InvalidInput (exit 1) for an argument that is not
+    UTF-8 (it arrives with surrogate escapes)."""
+    from heartbeat.errors import InvalidInput
+
+    body = read_text_arg(text[0]) if text == ("-",) else " ".join(text)
+    try:
+        body.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        byte = len(body[: exc.start].encode("utf-8"))  # the text before it is valid
+        where = "standard input" if text == ("-",) else "TEXT"
+        raise InvalidInput(f"{where} is not valid UTF-8 text (byte {byte})") from None
+    return body
 
 
 @click.command()

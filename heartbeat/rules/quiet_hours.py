@@ -4,7 +4,9 @@
 exclusive; ``24:00`` is allowed only as an end; an end earlier than the start
 wraps past midnight (``23:00-08:00`` is quiet from 23:00 up to 07:59:59); a
 start equal to the end is an empty window, never quiet. ``off`` or an empty
-value means no quiet hours at all (:meth:`QuietHours.parse` returns None).
+value means no quiet hours at all (:meth:`QuietHours.parse` returns None); the
+``quiet_hours`` setting itself refuses a blank value and stores ``off``
+(``heartbeat.settings``), so an unset shell variable cannot end night silence.
 """
 
 from __future__ import annotations

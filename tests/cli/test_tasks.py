@@ -298,6 +298,15 @@ def test_priority_must_be_one_the_queue_orders_by(hb: Runner) -> None:
     assert hb.json("show", task["id"])["priority"] is None
 
 
+def test_arguments_and_sql_that_are_not_utf8_are_one_line_errors(hb: Runner) -> None:
+    # what Python makes of argv b"caf\xe9": the bad byte as a lone surrogate
+    result = hb("add", "caf\udce9", code=1)
+    assert result.stderr == "hb: a text argument is not valid UTF-8 text\n"
+    assert hb.json("list", "--all") == []
+    result = hb("sql", "-", input=b"SELECT 1 AS \xff", code=1)
+    assert result.stderr == "hb: <stdin>:1:13: not UTF-8 text (byte 12)\n"
+
+
 def test_every_command_has_help_with_an_example(hb: Runner) -> None:
     import click
 
