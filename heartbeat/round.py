@@ -135,6 +135,7 @@ class RoundAPI:
 
         ledger = _ledger(self)
         lang = _lang(ledger, lang)
+        _read_state_file(ledger)
         now = ledger.now()
         with ledger.write() as s:
             task = tasks_mod.find(s, task_id, scope, lock=True)
@@ -169,6 +170,7 @@ class RoundAPI:
 
         ledger = _ledger(self)
         lang = _lang(ledger, lang)
+        _read_state_file(ledger)
         settings = ledger.settings
         now = ledger.now()
         day = _local_day(ledger, now)
@@ -332,6 +334,25 @@ class RoundAPI:
 def _ledger(api: RoundAPI) -> Ledger:
     """The ledger this mixin is part of (typed: the mixin cannot name its subclass)."""
     return cast("Ledger", api)
+
+
+def _read_state_file(ledger: Ledger) -> None:
+    """Sync memory/heartbeat-state.json first when it changed since hb last read it.
+
+    The runtime writes ``lastProactiveAt`` / ``lastConversationAt`` there when it speaks or hears
+    the user itself; a decision taken without them could send what its limits forbid.
+    """
+    from heartbeat.db.models import SyncState
+    from heartbeat.sync.files import default_path, digest, read_text
+
+    path = default_path(ledger.workspace, "state")
+    if not path.is_file():
+        return
+    with ledger.read() as s:
+        last = s.get(SyncState, "state")
+        known = last is not None and last.path == str(path) and last.content_hash == digest(read_text(path))
+    if not known:
+        ledger.sync(only=["state"])
 
 
 def _serialise(s: Session, name: str) -> None:

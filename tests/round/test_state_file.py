@@ -237,3 +237,20 @@ def test_sync_unreadable_file_raises_with_the_path(sh: Runner, workspace: Path) 
     path = write(workspace / "memory" / "heartbeat-state.json", "[1, 2]\n")
     with pytest.raises(FileFormatError, match=r"heartbeat-state\.json:1:1: .*JSON object"):
         sync_step(sh, path, "2026-05-01T10:00")
+
+
+def test_proactive_reads_what_the_runtime_wrote_since_the_last_sync(sh_db: Runner, workspace: Path) -> None:
+    path = workspace / "memory" / "heartbeat-state.json"
+    chat = {"enabled": True, "minHoursBetweenProactive": 12, "maxProactivePerDay": 3}
+    write(path, json.dumps({"proactiveChat": {**chat, "lastProactiveAt": None}}))
+    sh_db("--now", "2026-05-01T09:00Z", "sync")
+    # the runtime spoke to the user itself at 09:30 and wrote it down; no hb sync since
+    runtime = json.dumps({"proactiveChat": {**chat, "lastProactiveAt": "2026-05-01T09:30:00Z"}}, indent=1)
+    write(path, runtime)
+    got = json.loads(
+        sh_db(
+            "--now", "2026-05-01T10:00Z", "proactive", "--topic", "t", "--suggestion", "s", "--json", code=20
+        ).stdout
+    )
+    assert (got["reason"], got["last_proactive_at"]) == ("min_gap", "2026-05-01T17:30:00+08:00")
+    assert path.read_text() == runtime  # read, and nothing to write back
