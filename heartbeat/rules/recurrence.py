@@ -366,10 +366,16 @@ def period_key(freq: Frequency, when_local: datetime) -> str:
 
     hourly ``2026-05-04T10``, daily ``2026-05-04``, weekly the date of that
     week's Monday (``2026-12-28`` for 2026-12-28..2027-01-03), monthly ``2026-05``.
+    The second of a repeated hour (clocks fell back; ``when_local`` aware, with
+    ``fold=1``) is an hour of its own: ``2026-11-01T01-05:00``.
     """
     day = when_local.date()
     if freq is Frequency.HOURLY:
-        return f"{day.isoformat()}T{when_local.hour:02d}"
+        key = f"{day.isoformat()}T{when_local.hour:02d}"
+        offset = when_local.utcoffset()
+        if when_local.fold and offset is not None and when_local.replace(fold=0).utcoffset() != offset:
+            key += when_local.isoformat()[-6:]  # the offset, as ISO 8601 writes it
+        return key
     if freq is Frequency.DAILY:
         return day.isoformat()
     if freq is Frequency.WEEKLY:

@@ -363,3 +363,19 @@ def test_london_weekly_0130_over_both_sundays() -> None:
         occurrences(weekly, datetime(2026, 10, 18, 1, 30), london, utc(2026, 10, 1), utc(2026, 11, 2))
     )
     assert autumn == [utc(2026, 10, 18, 0, 30), utc(2026, 10, 25, 0, 30), utc(2026, 11, 1, 1, 30)]
+
+
+def test_an_hourly_proactive_task_is_due_in_both_hours_of_a_fall_back_night() -> None:
+    from heartbeat.rules.recurrence import Frequency, due_period
+
+    zone = ZoneInfo("America/New_York")
+    last: str | None = None
+    handed_out = []
+    for hour in (4, 5, 6, 7):  # 00:00 EDT, 01:00 EDT, 01:00 EST, 02:00 EST
+        for minute in (0, 30):
+            now = datetime(2026, 11, 1, hour, minute, tzinfo=UTC).astimezone(zone)
+            key = due_period(Frequency.HOURLY, time=None, day=None, last_period=last, now_local=now)
+            if key is not None:
+                handed_out.append(key)
+                last = key
+    assert handed_out == ["2026-11-01T00", "2026-11-01T01", "2026-11-01T01-05:00", "2026-11-01T02"]
