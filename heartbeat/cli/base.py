@@ -105,6 +105,12 @@ class State:
         if self._ledger is None:
             from heartbeat.ledger import Ledger
 
+            if self.now:  # its form, before a new workspace's ledger is created (its zone: later)
+                from datetime import UTC
+
+                from heartbeat.clock import parse_when
+
+                parse_when(self.now, UTC, what="--now time")
             self._ledger = Ledger.open(
                 workspace=self.workspace or ".", db=self.db, now=self.now, create=create
             )

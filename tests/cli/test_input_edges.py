@@ -38,6 +38,14 @@ def test_a_failed_init_creates_nothing(hb: Runner, workspace: Path, zone: str) -
     assert list(workspace.iterdir()) == []  # no .agent/state, no heartbeat.db
 
 
+@pytest.mark.parametrize("command", [["init"], ["list"], ["sync"]])
+def test_a_bad_now_creates_no_ledger(hb: Runner, workspace: Path, command: list[str]) -> None:
+    result = hb("--now", "garbage", *command, code=1)
+
+    assert _one_line(result.stderr).startswith("hb: bad --now time 'garbage'")
+    assert list(workspace.iterdir()) == []
+
+
 def test_a_failed_init_leaves_an_existing_ledger_untouched(hb: Runner, workspace: Path) -> None:
     hb("init", "--timezone", "Asia/Tokyo")
     before = _snapshot(workspace)
