@@ -117,14 +117,15 @@ MAX_DURATION = timedelta(days=36_525)
 
 def parse_duration(text: str, *, what: str = "duration") -> timedelta:
     """Read ``30m``, ``6h``, ``2d``, ``1w``, ``1h30m`` or ISO 8601 ``PT6H`` (at most 100 years)."""
+    too_long = f"bad {what} {text!r}: longer than 100 years"
     try:
         total = _duration(text.strip().replace(" ", ""))
-    except OverflowError:
-        total = MAX_DURATION * 2
+    except OverflowError:  # more than a timedelta holds
+        raise InvalidInput(too_long) from None
     if total is None:
         raise InvalidInput(f"bad {what} {text!r} (expected e.g. 30m, 6h, 2d, 1w or PT6H)")
     if total > MAX_DURATION:
-        raise InvalidInput(f"bad {what} {text!r}: longer than 100 years")
+        raise InvalidInput(too_long)
     return total
 
 

@@ -320,16 +320,13 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
     ) -> dict[str, Any]:
         """Create a task; returns it as ``hb add --json`` prints it."""
         changes = tasks_mod.Changes.from_input(fields, self.zone)
-        if scope:
-            from heartbeat.formats.tasks_json import check_scope
-
-            check_scope(scope)
         now = self.now()
         with self.write() as s:
             if scope:
+                from heartbeat.formats.tasks_json import check_scope
                 from heartbeat.sync.queue_files import last_document
 
-                check_scope(scope, last_document(s))
+                check_scope(scope, last_document(s))  # against tasks.json as hb last read it
             task = tasks_mod.add(s, title, changes, now, scope=scope or "", source=source, task_id=task_id)
             return self._dict(task)
 

@@ -14,12 +14,14 @@ import functools
 import json
 import typing
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
+from heartbeat.clock import MAX_DURATION
 from heartbeat.errors import InvalidInput, NotFound
 
-# Hour settings stop at 100 years (as durations do): a time that far ahead is still a date.
-_HOURS = 876_600
+# Hour settings stop where durations do (100 years): a time that far ahead is still a date.
+_HOURS = int(MAX_DURATION / timedelta(hours=1))
 
 
 def _opt(default: Any, help: str, **limits: Any) -> Any:

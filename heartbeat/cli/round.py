@@ -230,18 +230,19 @@ def poke(text: tuple[str, ...]) -> None:
 
 
 def _poke_text(text: tuple[str, ...]) -> str:
-    """The poke's text: the arguments joined, or standard input for ``-`` (read as UTF-8, a bad
-    byte named as ``<stdin>:line:column``); InvalidInput (exit 1) for an argument that is not
-    UTF-8 (it arrives with surrogate escapes)."""
+    """The poke's text: standard input for ``-`` (read_text_arg decodes it strictly, naming
+    ``<stdin>:line:column``), else the arguments joined; InvalidInput (exit 1) naming the byte
+    of an argument that is not UTF-8 (it arrives with surrogate escapes)."""
     from heartbeat.errors import InvalidInput
 
-    body = read_text_arg(text[0]) if text == ("-",) else " ".join(text)
+    if text == ("-",):
+        return read_text_arg("-")
+    body = " ".join(text)
     try:
         body.encode("utf-8")
     except UnicodeEncodeError as exc:
         byte = len(body[: exc.start].encode("utf-8"))  # the text before it is valid
-        where = "standard input" if text == ("-",) else "TEXT"
-        raise InvalidInput(f"{where} is not valid UTF-8 text (byte {byte})") from None
+        raise InvalidInput(f"TEXT is not valid UTF-8 text (byte {byte})") from None
     return body
 
 

@@ -39,7 +39,6 @@ __all__ = [
 ]
 
 Path = tuple[str, ...]
-JsonPath = tuple[str | int, ...]
 
 # hb settings key -> the places it may live, the first one canonical (written when none exists).
 # Seed 000 names the proactiveChat limits bare, so a top-level key is honoured too.
