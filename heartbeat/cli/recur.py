@@ -156,6 +156,8 @@ def update(
       hb recur update recur-1a2b3c4d --next "2026-05-08 15:00" --missed skip
       hb recur update morning_briefing --disable
     """
+    if all(value is None for value in (title, rule, next_, tz, chat_id, missed, enabled)):
+        raise click.UsageError("nothing to update: pass at least one option (see hb recur update --help)")
     changed = (
         state()
         .ledger()

@@ -41,6 +41,9 @@ def _human(result: dict[str, Any]) -> str:
             if len(names) > _SHOWN:
                 lines.append(f"  {word:<9} ... and {len(names) - _SHOWN} more (--json lists all)")
     if not lines:
+        kept = sum(len(report["preserved"]) for report in result["reports"])
+        if kept:  # the warnings above name lines the files hold that the ledger does not
+            return f"No changes; {kept} warning{'s' if kept != 1 else ''} above."
         return "Everything is in sync."
     return "\n".join(lines)
 

@@ -97,6 +97,8 @@ def add(
       hb add "Send the invoice" --due 2026-05-02T17:00 --next-action "email the PDF" --json
       hb add "Remind John to submit the report" --source todo --chat-id tg:-100123
     """
+    if not " ".join(title).strip():
+        raise click.UsageError("TITLE is empty: give the task a title")
     ledger = state().ledger()
     if source == "todo":
         if scope or task_id:
@@ -187,6 +189,8 @@ def update(task_id: str, scope: str | None, title: str | None, **fields: Any) ->
     Example:
       hb update task-1a2b3c4d --status blocked --blocker "waiting for the API key" --risk P1
     """
+    if title is None and all(value is None for value in fields.values()):
+        raise click.UsageError("nothing to update: pass at least one field (hb update --help lists them)")
     task = state().ledger().update(task_id, scope=scope, title=title, **fields)
     emit(task, _task_line)
 

@@ -177,6 +177,13 @@ def test_usage_errors_exit_2(hb: Runner) -> None:
     assert hb("add", code=2).exit_code == 2
     assert hb("frobnicate", code=2).exit_code == 2
     assert hb("update", code=2).exit_code == 2
+    # an empty title and an update without a field are usage errors too; nothing is written
+    assert hb("add", "", code=2).stderr.endswith("TITLE is empty: give the task a title\n")
+    assert hb("add", "  ", code=2).exit_code == 2
+    t = hb.json("add", "Draft")
+    assert "nothing to update" in hb("update", t["id"], code=2).stderr
+    assert [x["title"] for x in hb.json("list")] == ["Draft"]
+    assert hb.json("show", t["id"])["version"] == 1
 
 
 def test_now_drives_every_timestamp(hb: Runner) -> None:

@@ -390,7 +390,8 @@ def test_unknown_id_is_exit_1_naming_it(hb: Runner) -> None:
         result = hb(*command, code=1)
         assert result.stderr == "hb: no recurrence with id 'recur-00000000'\n"
         assert result.stdout == ""
-    assert "nothing to update" in hb("recur", "update", "x", code=1).stderr
+    # no option at all is a usage error (2), before the id is looked up
+    assert "nothing to update" in hb("recur", "update", "x", code=2).stderr
 
 
 def test_outcome_without_a_claim_closes_the_period(hb_db: Runner) -> None:

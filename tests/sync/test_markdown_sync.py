@@ -437,3 +437,7 @@ def test_text_report(hb: Runner, todo: Path) -> None:
     assert lines[0] == f"{todo}: 2 added"
     assert sorted(ln.split()[0] for ln in lines[1:]) == ["added", "added"]
     assert first.stderr == f"hb: warning: {todo}:11: bad timestamp '2026-05-0 13:00' in Created\n"
+    # the next sync changes nothing, but the typo is still only in the file: not "in sync"
+    again = hb("sync", HB_NOW=NOW)
+    assert again.stdout == "No changes; 1 warning above.\n"
+    assert again.stderr == first.stderr
