@@ -152,6 +152,62 @@ def hb_drain(workspace: str, worker: str, limit: int | None = None) -> list[str]
     return done
 
 
+def floor_drain(workspace: str, worker: str) -> list[str]:
+    """hb's own statements for pop+complete, replayed on raw sqlite3 with no Python logic between.
+
+    The same SQL text :mod:`heartbeat.queue` runs (the checked claim and its runs row; the
+    completing update, the outcome row and its runs row), on a connection with hb's pragmas and
+    constant parameters: what the ledger's write set costs the database alone.
+    """
+    from heartbeat.db.sqlite import connect
+    from heartbeat.queue import Dialect
+
+    sql = Dialect("sqlite").sql
+    claim, run, done, outcome = (
+        sql("claim_checked_legacy"),
+        sql("run"),
+        sql("done_by_id"),
+        sql("outcome"),
+    )
+    at, until = "2026-04-25 12:00:00.000000", "2026-04-25 12:30:00.000000"
+    con = connect(Path(workspace) / ".agent" / "state" / "heartbeat.db")
+    claim_p = {"scope": "", "now": at, "worker": worker, "lease_until": until}
+    run_p: dict[str, Any] = {"scope": None, "status": "ok", "now": at, "worker": worker}
+    done_ids: list[str] = []
+    while True:
+        con.execute("BEGIN IMMEDIATE")
+        row = con.execute(claim, claim_p).fetchone()
+        con.execute(run, {**run_p, "kind": "pop", "task_id": row and row[1], "record": None})
+        con.execute("COMMIT")
+        if row is None:
+            break
+        con.execute("BEGIN IMMEDIATE")
+        con.execute(done, {"now": at, "id": row[1]}).fetchone()
+        con.execute(
+            outcome,
+            {
+                "task_pk": row[0],
+                "task_id": row[1],
+                "scope": "",
+                "source": row[3],
+                "skill": row[12],
+                "success": True,
+                "result": '{"ok": true}',
+                "claimed_at": at,
+                "now": at,
+                "duration_s": 0.0,
+                "attempt": 1,
+                "worker": worker,
+            },
+        )
+        record = '{"status": "completed"}'
+        con.execute(run, {**run_p, "kind": "complete", "task_id": row[1], "record": record})
+        con.execute("COMMIT")
+        done_ids.append(row[1])
+    con.close()
+    return done_ids
+
+
 def _pool_drain(fn: Callable[[str, str], list[str]], target: str, workers: int) -> tuple[float, list[str]]:
     ctx = mp.get_context("spawn")
     start = time.perf_counter()
@@ -176,9 +232,19 @@ def bench_queue(n: int) -> None:
     hb_done = hb_drain(str(ws), "w0")
     hb_rate = len(hb_done) / (time.perf_counter() - start)
     ratio = hb_rate / raw_rate
+
+    floor_ws = make_ledger(n)
+    start = time.perf_counter()
+    floor_done = floor_drain(str(floor_ws), "w0")
+    floor_rate = len(floor_done) / (time.perf_counter() - start)
+    shutil.rmtree(floor_ws, ignore_errors=True)
+    assert len(floor_done) == len(hb_done) == len(raw_done) == n, "a drain lost tasks"
     record("queue", "raw_sqlite3_pairs_per_s", raw_rate, "pairs/s", tasks=n)
+    record("queue", "hb_statements_on_raw_sqlite3_pairs_per_s", floor_rate, "pairs/s", tasks=n)
     record("queue", "hb_api_pairs_per_s", hb_rate, "pairs/s", tasks=n)
+    record("queue", "hb_statements_vs_raw", floor_rate / raw_rate, "ratio")
     record("queue", "hb_api_vs_raw", ratio, "ratio", target=">= 0.5")
+    record("queue", "hb_api_vs_hb_statements", hb_rate / floor_rate, "ratio")
     raw_pages = _raw_pages_per_pair()
     pop_pages, complete_pages = _hb_pages_per_operation()
     record("queue", "raw_sqlite3_pages_per_pair", raw_pages, "pages")
@@ -192,6 +258,12 @@ def bench_queue(n: int) -> None:
                 f"{raw_rate:,.0f}",
                 "1.00",
                 f"{raw_pages:.1f}",
+            ),
+            (
+                "hb's statements on raw sqlite3, no Python between",
+                f"{floor_rate:,.0f}",
+                f"{floor_rate / raw_rate:.2f}",
+                f"{pop_pages + complete_pages:.1f}",
             ),
             (
                 "hb Ledger API (claim + outcome + runs rows)",
