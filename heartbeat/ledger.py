@@ -418,13 +418,14 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             export_queue_files(self)
 
     def _lease(self, lease: str | Any | None) -> Any:
+        if lease is None and self._default_lease is not None:
+            return self._default_lease
         from datetime import timedelta
 
         from heartbeat.clock import parse_duration
 
         if lease is None:
-            if self._default_lease is None:
-                self._default_lease = parse_duration(self.settings.queue_lease, what="queue.lease")
+            self._default_lease = parse_duration(self.settings.queue_lease, what="queue.lease")
             return self._default_lease
         if isinstance(lease, timedelta):
             return lease

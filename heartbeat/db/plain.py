@@ -23,11 +23,9 @@ def pyformat(sql: str) -> str:
 
 def stamp(value: datetime) -> str:
     """The text UTCDateTime stores on SQLite: naive UTC, microseconds, sorts as time."""
-    u = value.astimezone(UTC)
-    return (
-        f"{u.year:04d}-{u.month:02d}-{u.day:02d} "
-        f"{u.hour:02d}:{u.minute:02d}:{u.second:02d}.{u.microsecond:06d}"
-    )
+    if value.tzinfo is not UTC:
+        value = value.astimezone(UTC)
+    return value.replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
 def bind_time(value: datetime | None, *, sqlite: bool) -> Any:
