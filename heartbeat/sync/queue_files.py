@@ -273,8 +273,11 @@ def export_queue_files(ledger: Ledger) -> list[str]:
 
 
 def _record_digest(record: tasks_json.QueueRecord) -> str:
-    """What a task looks like in tasks.json: its queue, its status and its object."""
-    shown = [record.scope, record.status, tasks_json.render_task(record)]
+    """What a task looks like in tasks.json: its queue, its status, its blockers and its object.
+
+    The blockers are the ``blocked_on_*`` lists that name the entry, outside its object.
+    """
+    shown = [record.scope, record.status, record.blocked_by, tasks_json.render_task(record)]
     return digest(json.dumps(shown, sort_keys=False, default=str))
 
 

@@ -145,3 +145,31 @@ def test_errors_and_last_run_sync(hb: Runner, workspace: Path) -> None:
     assert [e["reason"] for e in errors] == ["timeout", "boom"]
     assert json.loads((state / "last-run.json").read_text())["task_id"] == popped["id"]
     assert sync(hb)["changed"] is False
+
+
+def test_a_blocked_on_list_edited_in_the_file_blocks_and_unblocks_on_sync(hb_db: Runner, workspace: Path) -> None:
+    path = workspace / ".agent" / "state" / "tasks.json"
+    path.parent.mkdir(parents=True, exist_ok=True)  # the database's workspace made it already
+    scope = "_r_extension.q"
+
+    def write_doc(blocked: list[dict[str, str]]) -> None:
+        doc = {
+            "pending": [],
+            "_r_extension": {"q": [{"order": 1, "task_id": "t1"}, {"order": 2, "task_id": "t2"}]},
+        }
+        doc["_r_extension"]["blocked_on_client"] = blocked  # type: ignore[index]
+        path.write_text(json.dumps(doc, indent=1))
+
+    write_doc([])
+    sync(hb_db)
+    write_doc([{"task_id": "t1", "blocker": "waiting for the client"}])
+    out = sync(hb_db)
+    assert report(out, "tasks-json")["updated"] == [f"{scope}:t1"]
+    popped = hb_db("pop", "--scope", scope)
+    assert json.loads(popped.stdout)["task_id"] == "t2"
+    assert "skipped t1: blocked" in popped.stderr
+    hb_db("complete", "t2", "--scope", scope)
+    write_doc([])  # the blocker is gone from the file: t1 is ready again
+    assert report(sync(hb_db), "tasks-json")["updated"] == [f"{scope}:t1"]
+    popped = hb_db("pop", "--scope", scope)
+    assert json.loads(popped.stdout)["task_id"] == "t1" and popped.stderr == ""
