@@ -136,40 +136,67 @@ def render_tasks(ledger: Ledger, session: Session, path: Path | None = None) -> 
 
 
 def import_errors(ledger: Ledger, session: Session, text: str, path: Path, now: datetime) -> ImportReport:
-    """Read errors.json; an item already in the ledger (same object) is not added twice."""
+    """Read errors.json; an item the ledger already holds (the same object) is not added twice.
+
+    errors.json is a log: two identical items are two failures, each kept.
+    """
     try:
         items = tasks_json.parse_errors(text)
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
     report = ImportReport("errors-json", str(path))
-    known = [e.extra for e in session.scalars(select(Error).where(Error.extra.is_not(None)))]
-    tasks = {t.id: t for t in session.scalars(select(Task).where(Task.scope == ""))}
+    known = [_shown(e) for e in session.scalars(select(Error).order_by(Error.pk))]
+    tasks = _legacy_tasks(session)
     for index, item in enumerate(items):
         if item in known:
+            known.remove(item)  # each row stands for one item of the file
             report.unchanged += 1
             continue
-        at = timestamp_or_none(item.get("timestamp")) or now
-        task_id = item.get("task_id")
-        task = tasks.get(str(task_id)) if task_id is not None else None
-        session.add(
-            Error(
-                task_pk=task.pk if task else None,
-                task_id=None if task_id is None else str(task_id),
-                scope="",
-                skill=item.get("assigned_skill"),
-                at=at,
-                reason=str(item.get("reason") or "Unknown failure"),
-                trace_id=item.get("trace_id"),
-                decision_log=item.get("decision_log"),
-                resolved=bool(item.get("resolved", False)),
-                final=False,
-                extra=item,
-            )
-        )
-        known.append(item)
+        _add_error(session, item, tasks, now)
         report.added.append(f"[{index}]")
     remember(session, "errors-json", path, text, now)
     return report
+
+
+def _legacy_tasks(session: Session) -> dict[str, Task]:
+    return {t.id: t for t in session.scalars(select(Task).where(Task.scope == ""))}
+
+
+def _add_error(session: Session, item: dict[str, Any], tasks: Mapping[str, Task], now: datetime) -> None:
+    """An errors.json item as an ``errors`` row (the item itself kept as written)."""
+    at = timestamp_or_none(item.get("timestamp")) or now
+    task_id = item.get("task_id")
+    task = tasks.get(str(task_id)) if task_id is not None else None
+    session.add(
+        Error(
+            task_pk=task.pk if task else None,
+            task_id=None if task_id is None else str(task_id),
+            scope="",
+            skill=item.get("assigned_skill"),
+            at=at,
+            reason=str(item.get("reason") or "Unknown failure"),
+            trace_id=item.get("trace_id"),
+            decision_log=item.get("decision_log"),
+            resolved=bool(item.get("resolved", False)),
+            final=False,
+            extra=item,
+        )
+    )
+
+
+def _shown(e: Error) -> dict[str, Any]:
+    """The errors.json item of a row: the item it was read from, or the seed script's entry."""
+    if e.extra is not None:
+        return dict(e.extra)
+    return tasks_json.error_entry(
+        timestamp=e.at,
+        task_id=e.task_id,
+        assigned_skill=e.skill,
+        reason=e.reason,
+        trace_id=e.trace_id,
+        decision_log=e.decision_log,
+        resolved=e.resolved,
+    )
 
 
 def render_errors(ledger: Ledger, session: Session, path: Path | None = None) -> str:
@@ -178,22 +205,7 @@ def render_errors(ledger: Ledger, session: Session, path: Path | None = None) ->
 
 
 def _errors_text(session: Session, source: str | None) -> str:
-    items = []
-    for e in session.scalars(select(Error).order_by(Error.pk)):
-        if e.extra is not None:
-            items.append(e.extra)
-            continue
-        items.append(
-            tasks_json.error_entry(
-                timestamp=e.at,
-                task_id=e.task_id,
-                assigned_skill=e.skill,
-                reason=e.reason,
-                trace_id=e.trace_id,
-                decision_log=e.decision_log,
-                resolved=e.resolved,
-            )
-        )
+    items = [_shown(e) for e in session.scalars(select(Error).order_by(Error.pk))]
     return tasks_json.render_errors(items, source)
 
 
@@ -467,27 +479,30 @@ def sync_errors(
         except FileFormatError as exc:
             raise exc.at_path(str(path)) from None
         rows = list(session.scalars(select(Error).order_by(Error.pk)))
+        shown = {e.pk: _shown(e) for e in rows}
         by_identity: dict[tuple[str, ...], list[Error]] = {}
         for e in rows:
-            if e.extra is not None:
-                by_identity.setdefault(_error_identity(e.extra), []).append(e)
-        known = [e.extra for e in rows if e.extra is not None]
+            by_identity.setdefault(_error_identity(shown[e.pk]), []).append(e)
+        known = list(shown.values())
         fresh = []
         for index, item in enumerate(items):
             if item in known:
                 known.remove(item)
                 continue
             same = by_identity.get(_error_identity(item)) or []
-            target = next((e for e in same if e.extra not in items), None)
+            target = next((e for e in same if shown[e.pk] not in items), None)
             if target is not None:
+                same.remove(target)  # one file item edits one row
                 target.extra = item
                 target.resolved = bool(item.get("resolved", False))
+                shown[target.pk] = item
                 report.updated.append(f"[{index}]")
             else:
-                fresh.append(item)
-        if fresh:
-            added = import_errors(ledger, session, tasks_json.render_errors(fresh), path, now)
-            report.added.extend(added.added)
+                fresh.append((index, item))
+        tasks = _legacy_tasks(session) if fresh else {}
+        for index, item in fresh:
+            _add_error(session, item, tasks, now)
+            report.added.append(f"[{index}]")
     if text is None and session.scalar(select(Error.pk).limit(1)) is None:
         return report, None
     session.flush()

@@ -147,7 +147,7 @@ def test_errors_and_last_run_sync(hb: Runner, workspace: Path) -> None:
     assert sync(hb)["changed"] is False
 
 
-def test_a_blocked_on_list_edited_in_the_file_blocks_and_unblocks_on_sync(hb_db: Runner, workspace: Path) -> None:
+def test_a_blocked_on_list_edited_in_the_file_blocks_and_unblocks(hb_db: Runner, workspace: Path) -> None:
     path = workspace / ".agent" / "state" / "tasks.json"
     path.parent.mkdir(parents=True, exist_ok=True)  # the database's workspace made it already
     scope = "_r_extension.q"
@@ -173,3 +173,36 @@ def test_a_blocked_on_list_edited_in_the_file_blocks_and_unblocks_on_sync(hb_db:
     assert report(sync(hb_db), "tasks-json")["updated"] == [f"{scope}:t1"]
     popped = hb_db("pop", "--scope", scope)
     assert json.loads(popped.stdout)["task_id"] == "t1" and popped.stderr == ""
+
+
+def test_errors_hb_wrote_keep_their_rows_when_the_file_is_edited(hb: Runner, workspace: Path) -> None:
+    hb("add", "x", "--id", "x")
+    for reason in ("boom1", "boom2"):
+        hb("pop")
+        hb("fail", "x", "--reason", reason)
+    sync(hb)
+    path = workspace / ".agent" / "state" / "errors.json"
+    items = json.loads(path.read_text())
+    assert [(i["reason"], i["resolved"]) for i in items] == [("boom1", False), ("boom2", False)]
+    items[0]["resolved"] = True
+    path.write_text(json.dumps(items, indent=2))
+    out = sync(hb)
+    assert report(out, "errors-json")["updated"] == ["[0]"] and report(out, "errors-json")["added"] == []
+    rows = hb.json("sql", "SELECT reason, resolved FROM errors ORDER BY pk")
+    assert [(r["reason"], bool(r["resolved"])) for r in rows] == [("boom1", True), ("boom2", False)]
+    # the same failure twice in the log is two failures
+    path.write_text(json.dumps([*items, items[1]], indent=2))
+    assert report(sync(hb), "errors-json")["added"] == ["[2]"]
+    assert len(hb.json("sql", "SELECT pk FROM errors")) == 3
+    assert sync(hb)["changed"] is False
+
+
+def test_identical_errors_in_a_new_file_are_each_imported(hb: Runner, workspace: Path) -> None:
+    path = workspace / ".agent" / "state" / "errors.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    item = {"timestamp": "2026-04-25T12:00:00Z", "task_id": "t", "reason": "timeout", "resolved": False}
+    text = json.dumps([item, item], indent=2)
+    path.write_text(text)
+    assert report(sync(hb), "errors-json")["added"] == ["[0]", "[1]"]
+    assert path.read_text() == text
+    assert len(hb.json("sql", "SELECT pk FROM errors")) == 2
