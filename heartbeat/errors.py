@@ -80,6 +80,7 @@ class QueueExhausted(HbError):
 
     exit_code = 10
     skipped: list[tuple[str, str]] = []  # noqa: RUF012  # (id, blocker) of the blocked entries left
+    adopted: list[str] = []  # noqa: RUF012  # stale claims the pop re-leased to the caller first
 
 
 class ScopeRequired(HbError):

@@ -68,6 +68,9 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         self._dialect: Any = None
         self._default_lease: Any = None
         self.clock = self._make_clock(now)
+        # what an operation did besides its result that the caller should hear of (the CLI
+        # prints each as a warning), e.g. a workspace file auto_export left as it was
+        self.notices: list[str] = []
 
     # --- opening -----------------------------------------------------------------
 
@@ -410,11 +413,14 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
         if self._dialect is None:
             self._dialect = queue.Dialect(self.engine_dialect())
-        with queue.transaction(self.raw, self._dialect) as tx:
-            yield tx
-        if export and self.settings.sync_auto_export:
+        export = export and self.settings.sync_auto_export
+        if export:
             from heartbeat.sync.queue_files import export_queue_files
 
+            export_queue_files(self, edits_only=True)  # the operation sees the files' hand edits
+        with queue.transaction(self.raw, self._dialect) as tx:
+            yield tx
+        if export:
             export_queue_files(self)
 
     def _lease(self, lease: str | Any | None) -> Any:

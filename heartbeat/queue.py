@@ -373,6 +373,7 @@ def _popped(
     if got is None and scope != LEGACY and task_id is None:
         result.exhausted = QueueExhausted(f"queue {scope} is exhausted: write the evidence report and stop")
         result.exhausted.skipped = result.skipped
+        result.exhausted.adopted = result.adopted
     return result
 
 

@@ -122,6 +122,8 @@ class State:
 
     def close(self) -> None:
         if self._ledger is not None:
+            for notice in self._ledger.notices:
+                warn(notice)
             self._ledger.close()
             self._ledger = None
 

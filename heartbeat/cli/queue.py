@@ -75,13 +75,9 @@ def pop(
             accept_stale=accept_stale,
         )
     except QueueExhausted as exhausted:
-        for tid, blocker in exhausted.skipped:
-            click.echo(f"skipped {tid}: blocked ({blocker})", err=True)
+        _notices(exhausted.adopted, exhausted.skipped)  # the adopted claims are the caller's now
         raise
-    for tid in result.adopted:
-        click.echo(f"adopted stale claim {tid} (re-leased to you)", err=True)
-    for tid, blocker in result.skipped:
-        click.echo(f"skipped {tid}: blocked ({blocker})", err=True)
+    _notices(result.adopted, result.skipped)
     if result.task is None:
         if state().json:
             click.echo("null")
@@ -89,6 +85,13 @@ def pop(
             click.echo("No pending tasks.")
         return
     click.echo(json.dumps(task_object(result.task), ensure_ascii=False))
+
+
+def _notices(adopted: list[str], skipped: list[tuple[str, str]]) -> None:
+    for tid in adopted:
+        click.echo(f"adopted stale claim {tid} (re-leased to you)", err=True)
+    for tid, blocker in skipped:
+        click.echo(f"skipped {tid}: blocked ({blocker})", err=True)
 
 
 @click.command()

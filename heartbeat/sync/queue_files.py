@@ -259,26 +259,89 @@ RENDERERS = {"tasks-json": render_tasks, "errors-json": render_errors, "last-run
 IMPORTERS = {"tasks-json": import_tasks, "errors-json": import_errors, "last-run": import_last_run}
 
 
-def export_queue_files(ledger: Ledger) -> list[str]:
+def export_queue_files(ledger: Ledger, *, edits_only: bool = False) -> list[str]:
     """Re-render tasks.json / errors.json / last-run.json in the workspace (sync.auto_export).
+
+    A file edited since hb last read or wrote it is synced instead, as ``hb sync`` would
+    (its edits imported first, conflicts going the file's way), so a re-render never
+    drops a hand edit; a file that cannot be read is left as it is, with a notice in
+    ``ledger.notices``. ``edits_only``: only sync the edited files (before a queue
+    operation, so that it sees them); nothing is locked when none was edited.
 
     Serialised by a workspace file lock; each render reads the ledger inside the
     lock, so the last writer always writes the newest state.
     """
+    if edits_only and not _edited_kinds(ledger):
+        return []
     written = []
     with file_lock(ledger.workspace), ledger.write() as session:
         now = ledger.now()
         for kind, render in RENDERERS.items():
             path = default_path(ledger.workspace, kind)
-            text = render(ledger, session, path)
-            if text is None:
+            try:
+                current = read_text(path) if path.exists() else None
+            except (HbError, OSError) as exc:
+                _notice(ledger, f"{_reason(exc, path)}: left as it is (fix it, then run hb sync)")
                 continue
-            current = _current_text(path)
-            if current != text:
+            if current is not None and _edited(session, kind, path, current):
+                try:
+                    report, text = SYNCERS[kind](ledger, session, path, current, now)
+                except HbError as exc:
+                    _notice(ledger, f"{_reason(exc, path)}: left as it is (fix it, then run hb sync)")
+                    continue
+                for notice in _sync_notices(report):
+                    _notice(ledger, notice)
+            elif edits_only:
+                continue
+            else:
+                text = render(ledger, session, path)
+                if text is None:
+                    continue
+                remember(session, kind, path, text, now)
+            if text is not None and current != text:
                 atomic_write(path, text)
                 written.append(str(path))
-            remember(session, kind, path, text, now)
     return written
+
+
+def _edited(session: Session, kind: str, path: Path, text: str) -> bool:
+    """Whether ``text`` is not what hb last read or wrote at ``path``."""
+    row = session.get(SyncState, kind)
+    return row is None or row.content_hash != digest(text) or Path(row.path) != path
+
+
+def _edited_kinds(ledger: Ledger) -> list[str]:
+    """The queue files edited since hb last read or wrote them (a read: no lock, no transaction)."""
+    found = []
+    with ledger.read() as session:
+        for kind in RENDERERS:
+            path = default_path(ledger.workspace, kind)
+            try:
+                text = read_text(path) if path.exists() else None
+            except (HbError, OSError):
+                continue  # reported by the export after the operation
+            if text is not None and _edited(session, kind, path, text):
+                found.append(kind)
+    return found
+
+
+def _notice(ledger: Ledger, message: str) -> None:
+    if message not in ledger.notices:  # the check before an operation and the export after it
+        ledger.notices.append(message)
+
+
+def _reason(exc: Exception, path: Path) -> str:
+    if isinstance(exc, HbError):
+        return exc.message if str(path) in exc.message else f"{path}: {exc.message}"
+    return f"{path}: {getattr(exc, 'strerror', None) or exc}"
+
+
+def _sync_notices(report: SyncReport) -> list[str]:
+    """What an edited file's sync did that the caller should hear of (hb sync would report it)."""
+    path = report.path
+    notices = [f"{path}: changed here and in the ledger, the file won: {k}" for k in report.conflicts]
+    notices.extend(f"{path}: deleted from the file, removed from the ledger: {k}" for k in report.removed)
+    return notices
 
 
 # --- hb sync (two-way; added for the sync engine) -----------------------------------

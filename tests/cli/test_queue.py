@@ -358,3 +358,75 @@ def test_auto_export_rewrites_the_files_after_each_operation(hb: Runner, workspa
     last = json.loads((path.parent / "last-run.json").read_text())
     assert (last["task_id"], last["outcome"]) == (popped["id"], {"ok": 1})
     assert oct(path.stat().st_mode & 0o777) == oct((FIXTURES / "tasks_legacy.json").stat().st_mode & 0o777)
+
+
+def _exported(hb: Runner, workspace: Path, doc: dict[str, object]) -> Path:
+    """auto_export on, and a tasks.json hb has synced."""
+    hb("config", "set", "sync.auto_export", "true")
+    path = workspace / ".agent" / "state" / "tasks.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2))
+    hb("sync")
+    return path
+
+
+LEGACY_DOC = {"pending": [{"id": "a", "priority": "low"}, {"id": "b", "priority": "low"}], "completed": []}
+
+
+def test_auto_export_keeps_hand_edits_made_since_the_last_sync(hb_db: Runner, workspace: Path) -> None:
+    path = _exported(hb_db, workspace, LEGACY_DOC)
+    doc = json.loads(path.read_text())
+    doc["pending"].append({"id": "c", "priority": "critical", "trace_id": "T"})  # the old script's append
+    doc["pending"][1]["note"] = "edited by hand"
+    path.write_text(json.dumps(doc, indent=2))
+    errors = path.parent / "errors.json"
+    hand_error = {"timestamp": "2026-04-25T12:00:00Z", "task_id": "z", "reason": "by hand", "resolved": False}
+    errors.write_text(json.dumps([hand_error]))
+    # the pop sees the edits (c is critical), the files keep them
+    assert json.loads(hb_db("pop").stdout)["id"] == "c"
+    hb_db("fail", "c", "--reason", "boom")
+    doc = json.loads(path.read_text())
+    assert doc["pending"] == [
+        {"id": "a", "priority": "low"},
+        {"id": "b", "priority": "low", "note": "edited by hand"},
+        {"id": "c", "priority": "critical", "trace_id": "T"},
+    ]
+    assert [e["reason"] for e in json.loads(errors.read_text())] == ["by hand", "boom"]
+    assert json.loads(hb_db("sync", "--json").stdout)["changed"] is False
+
+
+def test_auto_export_pop_sees_a_blocker_added_by_hand(hb_db: Runner, workspace: Path) -> None:
+    queue = [{"order": 1, "task_id": "t1"}, {"order": 2, "task_id": "t2"}]
+    doc: dict[str, object] = {"_r_extension": {"q": queue}}
+    path = _exported(hb_db, workspace, doc)
+    edited = json.loads(path.read_text())
+    edited["_r_extension"]["blocked_on_client"] = [{"task_id": "t1", "blocker": "waiting"}]
+    path.write_text(json.dumps(edited, indent=2))
+    scoped = hb_db("pop", "--scope", "_r_extension.q")
+    assert json.loads(scoped.stdout)["task_id"] == "t2"
+    assert scoped.stderr == "skipped t1: blocked (blocked_on_client: waiting)\n"
+    after = json.loads(path.read_text())["_r_extension"]
+    assert after["q"] == [queue[0], {**queue[1], "status": "in_progress"}]
+    assert after["blocked_on_client"] == [{"task_id": "t1", "blocker": "waiting"}]
+
+
+def test_auto_export_leaves_a_file_it_cannot_read_and_says_so(hb_db: Runner, workspace: Path) -> None:
+    path = _exported(hb_db, workspace, LEGACY_DOC)
+    broken = path.read_text().replace('"priority": "low"', '"priority": "low",', 1)
+    path.write_text(broken)
+    popped = hb_db("pop")  # the claim stands: its task is printed, the file is left alone
+    assert popped.exit_code == 0 and json.loads(popped.stdout)["id"] == "a"
+    [warning] = popped.stderr.splitlines()
+    assert warning.startswith(f"hb: warning: {path}:")
+    assert warning.endswith(": left as it is (fix it, then run hb sync)")
+    assert path.read_text() == broken
+    assert hb_db.json("show", "a")["status"] == "doing"
+
+
+def test_an_adopted_claim_is_reported_when_nothing_else_is_ready(hb: Runner) -> None:
+    hb("add", "only job", "--scope", "_b_extension.q", "--id", "a")
+    hb("--now", "2026-05-01T10:00:00Z", "pop", "--scope", "_b_extension.q", "--worker", "w1")
+    late = hb("--now", "2026-05-01T11:00:00Z", "pop", "--scope", "_b_extension.q", "--accept-stale", code=10)
+    # exit 10 says "stop", but the caller now holds a: stderr says so
+    assert late.stderr.splitlines()[0] == "adopted stale claim a (re-leased to you)"
+    assert hb.json("show", "a", "--scope", "_b_extension.q")["claimed_by"] != "w1"
