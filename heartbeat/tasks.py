@@ -186,6 +186,8 @@ def add(
         raise InvalidInput("a task needs a non-empty title")
     if task_id is None:
         task_id = new_task_id(session, scope)
+    elif not task_id.strip():
+        raise InvalidInput("a task id cannot be empty (tasks.json could not hold it)")
     elif session.scalar(select(Task.pk).where(Task.scope == scope, Task.id == task_id)) is not None:
         raise InvalidState(f"task {task_id!r} already exists" + (f" in {scope}" if scope else ""))
     last = session.scalar(select(func.max(Task.position)).where(Task.scope == scope))

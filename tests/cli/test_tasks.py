@@ -368,3 +368,11 @@ def test_list_refuses_an_unknown_source(hb: Runner) -> None:
     assert "'bogus' is not one of" in result.stderr
     assert [t["title"] for t in hb.json("list", "--source", "cli")] == ["a queue task"]
     assert hb.json("list", "--source", "todo") == []
+
+
+def test_an_empty_task_id_is_refused(hb: Runner) -> None:
+    for blank in ("", "  "):
+        result = hb("add", "job", "--id", blank, code=1)
+        assert result.stderr == "hb: a task id cannot be empty (tasks.json could not hold it)\n"
+    assert hb.json("list", "--all") == []
+    hb("sync")  # nothing it would write could stop a later sync
