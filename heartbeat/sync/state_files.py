@@ -191,8 +191,10 @@ def _apply(
 # --- writing -------------------------------------------------------------------------
 
 
-def _updated(ledger: Ledger, session: Session, doc: state_fmt.HeartbeatState) -> state_fmt.HeartbeatState:
-    """The document with the ledger's settings and facts written in."""
+def _updated(
+    ledger: Ledger, session: Session, doc: state_fmt.HeartbeatState, path: Path | None = None
+) -> state_fmt.HeartbeatState:
+    """The document with the ledger's settings and facts written in; an error names ``path``."""
     present = state_fmt.settings_from_state(doc)
     stored = {row.key for row in session.scalars(select(Setting))}
     values = _current_settings(session)
@@ -201,7 +203,12 @@ def _updated(ledger: Ledger, session: Session, doc: state_fmt.HeartbeatState) ->
     facts = {
         key: moment.replace(microsecond=0) for key, moment in _facts(session).items() if moment is not None
     }
-    return state_fmt.with_updates(doc, settings=settings, facts=facts, tz=ledger.zone)
+    try:
+        return state_fmt.with_updates(doc, settings=settings, facts=facts, tz=ledger.zone)
+    except InvalidInput as exc:
+        if path is None:
+            raise
+        raise InvalidInput(f"{path}: {exc.message}") from None
 
 
 def _current_settings(session: Session) -> dict[str, Any]:
@@ -246,7 +253,7 @@ def render_state(ledger: Ledger, session: Session, path: Path | None = None) -> 
     workspace_file = default_path(ledger.workspace, KIND)
     other = other_file(path, workspace_file)
     if other is not None:  # another existing file: its text is the base, and must be readable
-        return state_fmt.render(_updated(ledger, session, _parse(read_text(other), other)))
+        return state_fmt.render(_updated(ledger, session, _parse(read_text(other), other), other))
     try:
         base = state_fmt.parse(read_text(workspace_file))
     except HbError:
@@ -260,7 +267,7 @@ def render_state(ledger: Ledger, session: Session, path: Path | None = None) -> 
         if not _has_anything(session):
             return None
         base = _empty()
-    return state_fmt.render(_updated(ledger, session, base))
+    return state_fmt.render(_updated(ledger, session, base, workspace_file))
 
 
 def sync_state(
@@ -295,7 +302,7 @@ def sync_state(
                 report.conflicts.append(_LABELS[key])
         changed, _ = _apply(ledger, session, doc, path, now, skip_settings=keep_ledger)
         report.updated.extend(label for label in changed if label not in report.conflicts)
-    new = state_fmt.render(_updated(ledger, session, doc))
+    new = state_fmt.render(_updated(ledger, session, doc, path))
     if new == text:
         remember(session, KIND, path, text, now)
         return report, None

@@ -161,6 +161,18 @@ def test_wrong_value_type_names_the_key(sh: Runner, workspace: Path) -> None:
     assert sh("config", "get", "proactive.enabled").stdout.strip() == "false"  # all or nothing
 
 
+def test_a_place_hb_cannot_write_into_names_the_file(sh: Runner, workspace: Path) -> None:
+    text = '{"proactiveChat": null}\n'
+    path = write(workspace / "memory" / "heartbeat-state.json", text)
+    sh("sync")
+    sh("config", "set", "proactive.max_per_day", "2")
+    result = sh("sync", code=1)
+    assert result.stderr == (
+        f"hb: {path}: proactiveChat is not an object: cannot write proactiveChat.maxProactivePerDay\n"
+    )
+    assert path.read_text() == text
+
+
 # --- the SYNCER (one step of hb sync) -------------------------------------------------
 
 
