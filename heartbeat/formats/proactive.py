@@ -51,6 +51,7 @@ DEFAULT_TIER = 1  # notify, then execute: the user sees what a task without a ti
 CAUTIOUS_TIER = 3  # an unreadable tier is treated as high-risk, never as silent
 
 _HEADING = re.compile(r"###[ \t]+\[([^\]]*)\][ \t]*(.*?)[ \t]*")
+_ANY_HEADING = re.compile(r"#{1,6}[ \t].*")
 _FENCE_OPEN = re.compile(r"(`{3,}|~{3,})[ \t]*(?:ya?ml)?[ \t]*", re.IGNORECASE)
 _SNAKE_ID = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
 _CLOCK_LIKE = re.compile(r"[0-9]+(?::[0-9]+)+")
@@ -263,6 +264,8 @@ class _SectionReader:
         while i < hi:
             heading = _HEADING.fullmatch(_body(self.lines[i]))
             if heading is None:
+                if _ANY_HEADING.fullmatch(_body(self.lines[i])) and self._fence_after(i, hi) is not None:
+                    self._warn(i, "heading has no ### [FREQUENCY]: its yaml block is not read as a task")
                 self._buffer.append(self.lines[i])
                 i += 1
                 continue

@@ -230,6 +230,8 @@ SECTION = "<!-- PROACTIVE_TASKS_START -->\n{}<!-- PROACTIVE_TASKS_END -->\n"
         ("### [DAILY] A\n```yaml\nid: a\nfrequency: often\n```\n", "bad frequency 'often'"),
         ("### [DAILY] A\n```yaml\nid: a\n", "yaml block is never closed"),
         ("### [DAILY] A\n\nJust prose.\n", "not followed by a ```yaml block"),
+        ("### No brackets\n```yaml\nid: a\n```\n", "heading has no ### [FREQUENCY]"),
+        ("## Daily: A\n\n```\nid: a\n```\n", "heading has no ### [FREQUENCY]"),
     ],
 )
 def test_blocks_that_are_not_tasks_stay_verbatim(body: str, reason: str) -> None:
