@@ -182,12 +182,11 @@ def _zone_of(row: Recurrence, workspace_zone: ZoneInfo) -> ZoneInfo:
 
 def _first_occurrence(repeat: Repeat, anchor: datetime, zone: ZoneInfo) -> datetime:
     """The first occurrence at or after ``anchor`` (a cron expression may not match it)."""
-    from heartbeat.rules.recurrence import next_after, resolve_local
+    from heartbeat.rules.recurrence import next_local_after, resolve_local
 
     if repeat.cron is None:
         return anchor
-    at = next_after(repeat, anchor, zone, resolve_local(anchor, zone) - _JUST_BEFORE)
-    return at.astimezone(zone).replace(tzinfo=None)
+    return next_local_after(repeat, anchor, zone, resolve_local(anchor, zone) - _JUST_BEFORE)
 
 
 def _set_next(row: Recurrence, local: datetime, zone: ZoneInfo) -> None:

@@ -38,6 +38,7 @@ __all__ = [
     "is_due",
     "materialize",
     "next_after",
+    "next_local_after",
     "occurrences",
     "period_key",
     "proactive_due",
@@ -240,6 +241,17 @@ def next_after(repeat: Repeat, anchor: datetime, zone: ZoneInfo, now: datetime) 
     _require_aware(now, "now")
     slot = _next_slot(repeat, anchor, resolve_local(anchor, zone), zone, now)
     return slot.at
+
+
+def next_local_after(repeat: Repeat, anchor: datetime, zone: ZoneInfo, now: datetime) -> datetime:
+    """Like :func:`next_after`, as the scheduled wall-clock time (naive; it may lie in a gap).
+
+    This is what ``Next`` holds: a cron ``30 2 * * *`` on a spring-forward day is 02:30 (it
+    fires when the gap ends), not 03:00, which the expression does not match.
+    """
+    _require_naive(anchor, "anchor")
+    _require_aware(now, "now")
+    return _next_slot(repeat, anchor, resolve_local(anchor, zone), zone, now).local
 
 
 def _next_slot(repeat: Repeat, anchor: datetime, first: datetime, zone: ZoneInfo, now: datetime) -> _Slot:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 
 from heartbeat.db.models import Run, Task, TaskStatus
@@ -226,6 +227,23 @@ def test_cron_rule_across_spring_forward_fires_once_when_the_gap_ends(hb_db: Run
     assert due_ids(hb_db, "2026-03-08T07:45Z") == []
     assert due_ids(hb_db, "2026-03-09T06:29Z") == []
     assert due_ids(hb_db, "2026-03-09T06:30Z") == [rid]  # 02:30 EDT
+
+
+@pytest.mark.parametrize("next_", [None, "2026-03-28 12:00"])
+def test_a_cron_rules_first_match_in_the_gap_is_not_skipped(hb: Runner, next_: str | None) -> None:
+    """hb recur add works Next out itself: it is the match's wall time, 02:30, as in the file."""
+    hb("init", "--timezone", "Europe/Berlin")
+    extra = [] if next_ is None else ["--next", next_]
+    added = hb.json(
+        "--now", "2026-03-28T12:00", "recur", "add", "Backup", "--repeat", "cron 30 2 * * *", *extra
+    )
+    assert added["next"] == "2026-03-29 02:30"  # a time the spring-forward night skips
+    assert due_ids(hb, "2026-03-29T00:59Z") == []
+    [due] = hb.json("--now", "2026-03-29T01:00Z", "recur", "due")  # 03:00 CEST, the gap's end
+    assert due["occurrences"] == ["2026-03-29T03:00:00+02:00"]
+    made = hb.json("--now", "2026-03-29T12:00", "recur", "materialize")
+    assert [e["recurrence"] for e in made["created"]] == [added["id"]]
+    assert [r["next"] for r in hb.json("recur", "list")] == ["2026-03-30 02:30"]
 
 
 def test_cron_rule_across_fall_back_fires_once_the_first_time(hb: Runner) -> None:
