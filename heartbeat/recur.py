@@ -634,7 +634,7 @@ class RecurAPI:
             if row.source == PROACTIVE:
                 raise InvalidState(
                     f"{rule_id!r} is a PROACTIVE.md task: remove its block from PROACTIVE.md "
-                    "or `hb recur update {rule_id} --disable`"
+                    f"or `hb recur update {rule_id} --disable`"
                 )
             out = rule_dict(row, ledger.zone)
             s.delete(row)

@@ -79,13 +79,14 @@ def upgrade(revision: str) -> None:
         engine.dispose()
 
 
-@db.command()
+@db.command(context_settings={"ignore_unknown_options": True})  # -1 is a revision, not an option
 @click.argument("revision")
 def downgrade(revision: str) -> None:
     """Downgrade the database to REVISION (a revision id, -1, or base).
 
     \b
     Example:
+      hb db downgrade -1
       hb db downgrade base
     """
     from heartbeat.db import migrate

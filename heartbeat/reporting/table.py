@@ -10,6 +10,7 @@ returned).
 from __future__ import annotations
 
 import base64
+import math
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, tzinfo
 from decimal import Decimal
@@ -62,8 +63,17 @@ def unique_names(names: list[str]) -> list[str]:
     return out
 
 
+_NON_FINITE = {"inf": "Infinity", "-inf": "-Infinity", "nan": "NaN"}
+
+
 def json_value(value: Any, zone: tzinfo) -> Any:
-    """A value JSON (and CSV) can carry: times as ISO 8601 in ``zone``, numbers as numbers."""
+    """A value JSON (and CSV) can carry: times as ISO 8601 in ``zone``, numbers as numbers.
+
+    JSON has no infinity or NaN: those are the strings ``"Infinity"``, ``"-Infinity"`` and
+    ``"NaN"``, as PostgreSQL's ``to_json`` writes them.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return _NON_FINITE[str(value)]
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, datetime):
@@ -73,6 +83,8 @@ def json_value(value: Any, zone: tzinfo) -> Any:
     if isinstance(value, date | time):
         return value.isoformat()
     if isinstance(value, Decimal):
+        if not value.is_finite():
+            return _NON_FINITE[str(float(value))]
         return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, bytes | bytearray | memoryview):
         return base64.b64encode(bytes(value)).decode("ascii")

@@ -133,6 +133,9 @@ def test_db_commands(hb: Runner) -> None:
     assert hb.json("db", "current") == {"revision": migrate.HEAD, "head": migrate.HEAD, "status": "current"}
     assert hb.json("db", "check")["ok"] is True
     assert [r["revision"] for r in hb.json("db", "history")] == list(migrate.REVISIONS)
+    hb("db", "downgrade", "-1")  # as the help says, without a "--" before it
+    assert hb.json("db", "current")["revision"] == migrate.REVISIONS[-2]
+    hb("db", "upgrade")
     hb("db", "downgrade", "base")
     assert hb.json("db", "current")["status"] == "empty"
     result = hb("db", "check", code=1)

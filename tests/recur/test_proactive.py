@@ -277,7 +277,8 @@ def test_proactive_tasks_are_edited_in_their_file(imported: Runner) -> None:
         "edit it in PROACTIVE.md"
         in imported("recur", "update", "morning_briefing", "--title", "x", code=1).stderr
     )
-    assert "PROACTIVE.md" in imported("recur", "remove", "morning_briefing", code=1).stderr
+    refused = imported("recur", "remove", "morning_briefing", code=1).stderr
+    assert refused.endswith("or `hb recur update morning_briefing --disable`\n")
     assert imported.json("recur", "update", "morning_briefing", "--disable")["enabled"] is False
 
 

@@ -139,6 +139,18 @@ def test_reads_work_on_both_backends(hb_db: Runner) -> None:
     assert stdin.stdout.splitlines() == ["skill,outcomes", "research,1"]
 
 
+def test_json_output_stays_json_for_infinite_values(hb_db: Runner) -> None:
+    seed(hb_db)
+    if hb_db.env["HB_DATABASE_URL"].startswith("postgresql"):
+        query = "SELECT 'Infinity'::float8 AS a, '-Infinity'::float8 AS b, 'NaN'::numeric AS c, 1.5 AS d"
+    else:
+        query = "SELECT 1e400 AS a, -1e400 AS b, NULL AS c, 1.5 AS d"
+    text = hb_db("sql", query, "--format", "json").stdout
+    [row] = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} is not JSON"))
+    assert (row["a"], row["b"], row["d"]) == ("Infinity", "-Infinity", 1.5)
+    assert row["c"] in (None, "NaN")
+
+
 def test_sql_usage_and_database_errors_are_one_line(hb: Runner) -> None:
     seed(hb)
     empty = hb("sql", "  ", code=2)
