@@ -8,7 +8,10 @@ keeps its old text (its layout, escapes like ``\\u00e9``, numbers like
 ``1e3``); a changed value inside an object or array is replaced in place; a
 member or item that came or went is added or dropped using the container's
 own separators and indentation. Only new values are written fresh, as
-``json.dumps`` writes them, indented like their neighbours.
+``json.dumps`` writes them, indented like their neighbours. An object that
+repeats a key cannot be edited member by member (which of the two would a
+change replace?): it keeps its text while its value (the last one, as JSON
+readers take it) is unchanged, and is written out whole, alone, when it changes.
 """
 
 from __future__ import annotations
@@ -42,8 +45,8 @@ def edit(source: str | None, doc: Any, *, indent: int | str | None = 2) -> str:
         return source
     start = _skip_ws(body, 0)
     try:
-        root = _Scanner(body).value(start)
-    except (_Duplicate, RecursionError):
+        root: _Node | None = _Scanner(body).value(start)
+    except RecursionError:
         root = None
     if root is not None:
         edited = body[:start] + _Writer(body, root, original).emit(root, original, doc) + body[root.end :]
@@ -52,8 +55,8 @@ def edit(source: str | None, doc: Any, *, indent: int | str | None = 2) -> str:
                 return bom + edited
         except (ValueError, RecursionError):
             pass
-    # a repeated key (members cannot be told apart) or a layout this cannot splice: the whole
-    # document, with the file's own indent, between the file's own leading and trailing space
+    # a layout this cannot splice: the whole document, with the file's own indent, between the
+    # file's own leading and trailing space
     end = len(body.rstrip(" \t\r\n"))
     whole = json.dumps(doc, indent=indent_of(body), ensure_ascii=False)
     return bom + body[:start] + _newlines(whole, body) + body[end:]
@@ -68,6 +71,13 @@ def same(a: Any, b: Any) -> bool:
     if isinstance(a, list):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
+
+
+def _in_place(old: Any, new: Any) -> bool:
+    """Whether ``new`` at an array position is ``old`` (edited, or a scalar replaced), not another item."""
+    if same(old, new) or _same_identity(old, new):
+        return True
+    return not isinstance(old, dict | list) and not isinstance(new, dict | list)
 
 
 def _same_identity(old: Any, new: Any) -> bool:
@@ -105,8 +115,14 @@ def _skip_ws(text: str, i: int) -> int:
 # --- where every value sits ---------------------------------------------------------------------
 
 
-class _Duplicate(Exception):
-    """An object repeats a key: its members cannot be addressed by key."""
+def repeated_keys(text: str) -> list[tuple[int, str]]:
+    """(line, key) of every key an object of ``text`` (valid JSON) repeats, at its repetition."""
+    scanner = _Scanner(text.removeprefix(_BOM))
+    try:
+        scanner.value(_skip_ws(scanner.text, 0))
+    except RecursionError:
+        return []
+    return [(scanner.text.count("\n", 0, at) + 1, key) for at, key in scanner.repeated]
 
 
 @dataclass(frozen=True)
@@ -120,12 +136,14 @@ class _Member:
 class _Node:
     start: int
     end: int
-    members: tuple[_Member, ...] | None = None  # None for a scalar
+    # None for a scalar, and for an object that repeats a key (its text is kept or replaced whole)
+    members: tuple[_Member, ...] | None = None
 
 
 class _Scanner:
     def __init__(self, text: str) -> None:
         self.text = text
+        self.repeated: list[tuple[int, str]] = []  # (offset, key) of each repeated key
 
     def value(self, i: int) -> _Node:
         opener = self.text[i]
@@ -138,6 +156,7 @@ class _Scanner:
         text = self.text
         members: list[_Member] = []
         seen: set[str | int] = set()
+        repeats = False
         j = _skip_ws(text, i + 1)
         while text[j] != closer:
             start = j
@@ -146,14 +165,15 @@ class _Scanner:
                 key, j = _DECODER.raw_decode(text, j)
                 j = _skip_ws(text, _skip_ws(text, j) + 1)  # past the colon
                 if key in seen:
-                    raise _Duplicate(key)
+                    repeats = True
+                    self.repeated.append((start, str(key)))
                 seen.add(key)
             node = self.value(j)
             members.append(_Member(key, start, node))
             j = _skip_ws(text, node.end)
             if text[j] == ",":
                 j = _skip_ws(text, j + 1)
-        return _Node(i, j + 1, tuple(members))
+        return _Node(i, j + 1, None if repeats else tuple(members))
 
 
 # --- writing ------------------------------------------------------------------------------------
@@ -203,9 +223,9 @@ class _Writer:
                 return self._splice(node, [new[m.key] for m in members], old, list(new)[len(old) :], new)
             return self._rebuild(node, old, new)
         if members is not None and isinstance(old, list) and isinstance(new, list):
-            if len(old) == len(new) and members:
+            if len(old) == len(new) and members and all(map(_in_place, old, new)):
                 return self._splice(node, new, old, [], None)
-            return self._rebuild(node, old, new)
+            return self._rebuild(node, old, new)  # items came, went or moved: matched by value
         multiline = "\n" in text[node.start : node.end]
         return self._fresh(new, self._line_lead(node.start) if multiline else None)
 

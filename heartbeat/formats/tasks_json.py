@@ -191,8 +191,16 @@ def parse(text: str) -> TasksDocument:
     scoped status, a list only partly made of tasks) are listed in ``warnings``.
     """
     text = text.removeprefix("\ufeff")  # read past; not written back (the seed script cannot read it)
-    data = _load_json(text)
+    repeats: list[bool] = []
+    data = _load_json(text, repeats)
     reader = _Reader(_Locator(text))
+    if repeats:
+        from heartbeat.formats.json_edit import repeated_keys
+
+        reader.warnings.extend(
+            f"line {line}: key {key!r} is repeated in its object: the last value counts"
+            for line, key in repeated_keys(text)
+        )
     if not isinstance(data, dict):
         raise reader.error("tasks.json must hold a JSON object", ())
     slots: list[Verbatim | LegacyList | Extension] = []
@@ -798,9 +806,19 @@ def outcome_value(text: str) -> Any:
 # --- JSON text helpers ------------------------------------------------------------
 
 
-def _load_json(text: str) -> Any:
+def _load_json(text: str, repeats: list[bool] | None = None) -> Any:
+    """The JSON value of ``text``; ``repeats`` gets an item when an object repeats a key."""
+    hook = None
+    if repeats is not None:
+
+        def hook(members: list[tuple[str, Any]]) -> dict[str, Any]:
+            obj = dict(members)  # the last value of a repeated key wins, as in json.loads
+            if len(obj) != len(members) and not repeats:
+                repeats.append(True)
+            return obj
+
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=hook)
     except json.JSONDecodeError as exc:
         raise FileFormatError(f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
     except RecursionError:

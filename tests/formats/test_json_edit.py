@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from heartbeat.formats.json_edit import edit, same
+from heartbeat.formats.json_edit import edit, repeated_keys, same
 
 SCOPED = (
     "{\n"
@@ -92,6 +92,24 @@ def test_a_repeated_key_or_a_text_that_is_not_json_gives_a_whole_new_text() -> N
     assert edit('{\n    "a": 1,\n    "a": 2\n}\n', {"a": 3}) == '{\n    "a": 3\n}\n'
     assert edit("not json", {"a": 1}) == '{\n  "a": 1\n}\n'
     assert edit(None, {"a": "é"}) == '{\n  "a": "é"\n}\n'
+
+
+def test_an_object_that_repeats_a_key_is_kept_or_replaced_alone() -> None:
+    text = '{"list": [\n  {"id": 1, "d": "first", "d": "second"},\n  {"id": 2, "n": 1e3}\n], "other": 2.50}\n'
+    doc = json.loads(text)
+    assert doc["list"][0] == {"id": 1, "d": "second"}
+    doc["other"] = 3
+    # the repeating object is unchanged (as JSON reads it): every byte of it stays
+    assert edit(text, doc) == text.replace("2.50", "3")
+    doc["list"][0]["d"] = "third"
+    assert edit(text, doc) == text.replace("2.50", "3").replace('"d": "first", "d": "second"', '"d": "third"')
+    # it moves with its text, like any item
+    doc = json.loads(text)
+    doc["list"].reverse()
+    assert edit(text, doc) == (
+        '{"list": [\n  {"id": 2, "n": 1e3},\n  {"id": 1, "d": "first", "d": "second"}\n], "other": 2.50}\n'
+    )
+    assert repeated_keys(text) == [(2, "d")]
 
 
 def test_a_byte_order_mark_and_the_space_around_the_document_stay() -> None:

@@ -206,3 +206,27 @@ def test_identical_errors_in_a_new_file_are_each_imported(hb: Runner, workspace:
     assert report(sync(hb), "errors-json")["added"] == ["[0]", "[1]"]
     assert path.read_text() == text
     assert len(hb.json("sql", "SELECT pk FROM errors")) == 2
+
+
+def test_a_repeated_key_is_reported_and_only_its_object_could_change(hb: Runner, workspace: Path) -> None:
+    path = workspace / ".agent" / "state" / "tasks.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = (
+        '{"pending": [\n'
+        '  {"id": "task-1", "description": "a", "zzz": {"nested": [1, 2.50, 1e3]}},\n'
+        '  {"id": "task-3", "description": "crit", "description": "dup key"}],\n'
+        ' "in_progress": [], "completed": [], "other": {"keep": true}}\n'
+    )
+    path.write_text(text)
+    first = hb("sync")
+    assert f"hb: warning: {path}: line 3: key 'description' is repeated in its object" in first.stderr
+    assert hb.json("show", "task-3")["title"] == "dup key"  # the last value counts, as JSON readers read it
+    assert json.loads(hb("pop").stdout)["id"] == "task-1"
+    sync(hb)
+    assert path.read_text() == (
+        '{"pending": [\n'
+        '  {"id": "task-3", "description": "crit", "description": "dup key"}],\n'
+        ' "in_progress": [\n'
+        '   {"id": "task-1", "description": "a", "zzz": {"nested": [1, 2.50, 1e3]}}\n'
+        ' ], "completed": [], "other": {"keep": true}}\n'
+    )
