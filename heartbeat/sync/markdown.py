@@ -1164,8 +1164,22 @@ def _match(family: _Family, items: Sequence[_Item], rows: Sequence[_Row], *, imp
         if row.key:
             by_key.setdefault(row.key, []).append(row)
     open_items = [it for it in items if it.row is None]
-    for it in open_items:  # 1. the exact line last synced
-        pair(by_line, it, (it.kind, it.raw), anything)
+    # 1. the exact line last synced; of identical lines (one of them edited or deleted), the
+    # row whose entry stood nearest this one's place, so an edit is not taken for a conflict
+    item_rank: dict[int, int] = {}
+    seen: dict[str, int] = {}
+    for it in items:
+        item_rank[id(it)] = seen.get(it.kind, 0)
+        seen[it.kind] = item_rank[id(it)] + 1
+    row_rank: dict[int, int] = {}
+    placed: dict[str | None, int] = {}
+    for row in free:
+        row_rank[row.pk] = placed.get(row.base_place, 0)
+        placed[row.base_place] = row_rank[row.pk] + 1
+    for it in open_items:
+        candidates = [r for r in by_line.get((it.kind, it.raw), ()) if r.pk not in claimed]
+        if candidates:
+            claim(it, min(candidates, key=lambda r: abs(row_rank[r.pk] - item_rank[id(it)])))
     for it in open_items:  # 2. the extended dialect's [ID]
         if it.row is None and (wanted := _entry_id(it.entry)):
             pair(by_id, it, wanted, anything)

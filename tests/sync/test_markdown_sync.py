@@ -443,3 +443,21 @@ def test_text_report(hb: Runner, todo: Path) -> None:
     again = hb("sync", HB_NOW=NOW)
     assert again.stdout == "No changes; 1 warning above.\n"
     assert again.stderr == first.stderr
+
+
+def test_identical_lines_edited_on_different_sides_are_no_conflict(hb_db: Runner, workspace: Path) -> None:
+    path = workspace / "TODO.md"
+    line = "- [ ] [Created](2026-05-01 09:00) | Same\n"
+    write(path, "# TODO Work In Progress (WIP)\n\n" + line + line)
+    sync(hb_db)
+    first, second = [t["id"] for t in hb_db.json("list", "--source", "todo")]
+    hb_db("update", second, "--title", "B edited in ledger", HB_NOW="2026-05-03T10:01:00Z")
+    write(path, read(path).replace(line, line.replace("Same", "A edited in file"), 1))
+    out = sync(hb_db, now="2026-05-03T10:02:00Z")
+    assert report(out, "todo")["conflicts"] == []
+    assert sorted(report(out, "todo")["updated"]) == sorted([first, second])
+    assert read(path).endswith("| A edited in file\n- [ ] [Created](2026-05-01 09:00) | B edited in ledger\n")
+    assert [(t["id"], t["title"]) for t in hb_db.json("list", "--source", "todo")] == [
+        (first, "A edited in file"),
+        (second, "B edited in ledger"),
+    ]
