@@ -587,7 +587,7 @@ def render_entry(entry: Entry, *, comments: bool = False) -> str:
     content = entry.content
     if not content or content != content.strip():
         raise InvalidInput(f"entry content {content!r} must be non-empty and trimmed")
-    if "\n" in content or "\r" in content:
+    if "\n" in content:  # only LF ends a line: a CR inside the content is part of it
         raise InvalidInput(f"entry content {content!r} must be one line")
     if "<!--" in content and not comments:
         raise InvalidInput(f"entry content {content!r} must not open an HTML comment")

@@ -110,8 +110,8 @@ def _short(text: str) -> str:
 
 
 def _content(title: str) -> str:
-    """A title as one entry line's content: one line, trimmed."""
-    return " ".join(title.split()) if ("\n" in title or "\r" in title) else title.strip()
+    """A title as one entry line's content: one line (only LF ends one), trimmed."""
+    return " ".join(title.split()) if "\n" in title else title.strip()
 
 
 def _entry_id(entry: Entry | None) -> str | None:

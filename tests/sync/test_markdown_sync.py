@@ -461,3 +461,16 @@ def test_identical_lines_edited_on_different_sides_are_no_conflict(hb_db: Runner
         (first, "A edited in file"),
         (second, "B edited in ledger"),
     ]
+
+
+def test_a_carriage_return_inside_an_entry_stays(hb_db: Runner, workspace: Path) -> None:
+    """Only LF ends a line (FORMATS.md 1): a lone CR is part of the entry's text, kept as it is."""
+    path = workspace / "TODO.md"
+    line = "- [ ] [Created](2026-05-01 09:02) | lone\rCR\n"
+    write(path, "# TODO Work In Progress (WIP)\n\n" + line)
+    sync(hb_db)
+    hb_db("add", "new", "--source", "todo", HB_NOW=NOW)
+    out = sync(hb_db)
+    assert report(out, "todo")["updated"] == [] and report(out, "todo")["conflicts"] == []
+    assert path.read_bytes().endswith(b"| lone\rCR\n- [ ] [Created](2026-05-03 10:00) | new\n")
+    assert [t["title"] for t in hb_db.json("list", "--source", "todo")] == ["lone\rCR", "new"]
