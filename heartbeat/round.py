@@ -709,7 +709,7 @@ def _read_checklist(ledger: Ledger) -> str | None:
     from heartbeat.sync.files import read_text
 
     try:
-        return read_text(ledger.workspace / CHECKLIST)
+        return read_text(ledger.workspace / CHECKLIST, stream=True)  # hb only reads it: a pipe will do
     except NotFound:
         return None
 

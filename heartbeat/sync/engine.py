@@ -48,9 +48,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from heartbeat.db.plain import Conn
-from heartbeat.errors import FileFormatError, InvalidInput, InvalidState
+from heartbeat.errors import FileFormatError, InvalidInput, InvalidState, NotFound
 from heartbeat.sync import bookmarks
-from heartbeat.sync.files import atomic_write, decode, default_path, digest, file_lock
+from heartbeat.sync.files import atomic_write, default_path, digest, file_lock, read_text
 from heartbeat.sync.registry import KINDS, MODULES, holds_sql
 from heartbeat.sync.report import SyncReport
 
@@ -91,12 +91,11 @@ _CHECK_SQL = f"SELECT (SELECT skeleton FROM sync_state WHERE kind = '{SEAL}'), "
 def read_optional(path: Path) -> str | None:
     """A workspace file's text, or None when it does not exist (FileFormatError names path:line)."""
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+        return read_text(path)
+    except NotFound:
+        if path.is_dir():
+            raise FileFormatError("is a directory, not a file", path=str(path)) from None
         return None
-    except IsADirectoryError:
-        raise FileFormatError("is a directory, not a file", path=str(path)) from None
-    return decode(data, path)
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,12 @@ import contextlib
 import errno
 import hashlib
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from heartbeat.errors import FileFormatError, NotFound
+from heartbeat.errors import FileFormatError, InvalidInput, NotFound
 
 STATE = Path(".agent") / "state"
 
@@ -43,15 +45,31 @@ def other_file(target: Path | None, workspace_file: Path) -> Path | None:
     return target
 
 
-def read_text(path: Path) -> str:
-    """A workspace file's text (UTF-8, line endings untouched)."""
+def read_text(path: Path, *, stream: bool = False) -> str:
+    """A workspace file's text (UTF-8, line endings untouched).
+
+    Only a regular file, unless ``stream``: a file hb also writes cannot be a FIFO or a device
+    (reading one would block, or never end). HEARTBEAT.md, which hb only reads, may be one.
+    """
     try:
-        data = path.read_bytes()
+        with path.open("rb") if stream or _regular(path) else _not_a_file(path) as handle:
+            data = handle.read()
     except FileNotFoundError:
         raise NotFound(f"{path}: no such file") from None
     except IsADirectoryError:
         raise NotFound(f"{path}: is a directory, not a file") from None
     return decode(data, path)
+
+
+def _regular(path: Path) -> bool:
+    """Whether ``path`` is a regular file (a FIFO or a device would block or never end)."""
+    return stat.S_ISREG(path.stat().st_mode)  # FileNotFoundError when missing
+
+
+def _not_a_file(path: Path) -> Any:
+    if path.is_dir():
+        raise IsADirectoryError(path)
+    raise InvalidInput(f"{path}: not a regular file (hb reads and writes plain files only)")
 
 
 def decode(data: bytes, path: Path) -> str:

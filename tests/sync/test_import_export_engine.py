@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -233,3 +234,13 @@ def test_sync_only_takes_kinds_listed_repeated_or_comma_separated(
     assert len(report(out, "todo")["added"]) == 1
     hb("sync", "recur", code=2)  # kinds without --only are a usage error
     hb("sync", "--only", "todo,nope", code=2)
+
+
+def test_a_workspace_file_that_is_not_a_regular_file_is_refused(hb: Runner, workspace: Path) -> None:
+    """A FIFO would block the read forever: one line, exit 1, nothing changed."""
+    fifo = workspace / "TODO.md"
+    os.mkfifo(fifo)
+    result = hb("sync", code=1)
+    assert result.stderr == f"hb: {fifo}: not a regular file (hb reads and writes plain files only)\n"
+    assert hb("import", "todo", code=1).stderr == result.stderr
+    assert hb.json("list", "--all") == []
