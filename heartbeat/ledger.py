@@ -570,6 +570,10 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
         renderer = registry.renderer(kind)
         target = Path(path) if path is not None else default_path(self.workspace, kind)
+        if path is not None and not target.parent.is_dir():  # a typo is not a directory to create
+            from heartbeat.errors import NotFound
+
+            raise NotFound(f"{target.parent}: no such directory (hb export creates only the file)")
         synced = target.resolve() == default_path(self.workspace, kind).resolve()
         with file_lock(self.workspace), self.write() as session:
             text = renderer(self, session, target)

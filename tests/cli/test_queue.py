@@ -430,3 +430,13 @@ def test_an_adopted_claim_is_reported_when_nothing_else_is_ready(hb: Runner) -> 
     # exit 10 says "stop", but the caller now holds a: stderr says so
     assert late.stderr.splitlines()[0] == "adopted stale claim a (re-leased to you)"
     assert hb.json("show", "a", "--scope", "_b_extension.q")["claimed_by"] != "w1"
+
+
+def test_export_to_a_directory_that_does_not_exist_is_refused(hb: Runner, tmp_path: Path) -> None:
+    hb("add", "job")
+    target = tmp_path / "typo" / "dir" / "tasks.json"
+    result = hb("export", "tasks-json", str(target), code=1)
+    assert result.stderr == f"hb: {target.parent}: no such directory (hb export creates only the file)\n"
+    assert not (tmp_path / "typo").exists()
+    hb("export", "tasks-json", str(tmp_path / "tasks.json"))
+    assert json.loads((tmp_path / "tasks.json").read_text())["pending"][0]["description"] == "job"
