@@ -636,7 +636,7 @@ def render_task(record: QueueRecord) -> dict[str, Any]:
     for key in _TIMESTAMP_KEYS:
         if getattr(record, key) != getattr(before, key):
             out[key] = _timestamp_text(getattr(record, key))
-    return _fix_malformed(out)
+    return fix_malformed(out)
 
 
 def _write_scoped_status(out: dict[str, Any], record: QueueRecord, before: _Reading) -> None:
@@ -685,8 +685,9 @@ def _timestamp_text(value: datetime | None) -> str | None:
     return None if value is None else format_timestamp(value)
 
 
-def _fix_malformed(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The object with every malformed ``+HH:MMZ`` string value rewritten as ``...Z``."""
+def fix_malformed(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The object with every malformed ``+HH:MMZ`` string value rewritten as ``...Z``
+    (as hb writes it back)."""
     return {
         key: format_timestamp(parse_timestamp(value))
         if isinstance(value, str) and is_malformed(value)
@@ -718,7 +719,7 @@ def parse_errors(text: str) -> list[dict[str, Any]]:
 def render_errors(items: Sequence[Mapping[str, Any]], source: str | None = None) -> str:
     """Write errors.json (indent 2, or laid over ``source``, the file's text); malformed
     ``+00:00Z`` values are written as ``Z``."""
-    return edit(_no_bom(source), [_fix_malformed(item) for item in items])
+    return edit(_no_bom(source), [fix_malformed(item) for item in items])
 
 
 def parse_last_run(text: str) -> dict[str, Any]:
@@ -734,7 +735,7 @@ def parse_last_run(text: str) -> dict[str, Any]:
 def render_last_run(obj: Mapping[str, Any], source: str | None = None) -> str:
     """Write last-run.json (indent 2, or laid over ``source``, the file's text); malformed
     ``+00:00Z`` values are written as ``Z``."""
-    return edit(_no_bom(source), _fix_malformed(obj))
+    return edit(_no_bom(source), fix_malformed(obj))
 
 
 def _no_bom(source: str | None) -> str | None:

@@ -147,7 +147,7 @@ def import_errors(ledger: Ledger, session: Session, text: str, path: Path, now: 
     report = ImportReport("errors-json", str(path))
     known = [_shown(e) for e in session.scalars(select(Error).order_by(Error.pk))]
     tasks = _legacy_tasks(session)
-    for index, item in enumerate(items):
+    for index, item in enumerate(map(tasks_json.fix_malformed, items)):
         if item in known:
             known.remove(item)  # each row stands for one item of the file
             report.unchanged += 1
@@ -185,9 +185,10 @@ def _add_error(session: Session, item: dict[str, Any], tasks: Mapping[str, Task]
 
 
 def _shown(e: Error) -> dict[str, Any]:
-    """The errors.json item of a row: the item it was read from, or the seed script's entry."""
+    """The errors.json item of a row as hb writes it: the item it was read from (a malformed
+    ``+00:00Z`` time written ``Z``), or the seed script's entry."""
     if e.extra is not None:
-        return dict(e.extra)
+        return tasks_json.fix_malformed(e.extra)
     return tasks_json.error_entry(
         timestamp=e.at,
         task_id=e.task_id,
@@ -538,7 +539,7 @@ def sync_errors(
     state = session.get(SyncState, "errors-json")
     if text is not None and (state is None or state.content_hash != digest(text) or state.path != str(path)):
         try:
-            items = tasks_json.parse_errors(text)
+            items = [tasks_json.fix_malformed(item) for item in tasks_json.parse_errors(text)]
         except FileFormatError as exc:
             raise exc.at_path(str(path)) from None
         rows = list(session.scalars(select(Error).order_by(Error.pk)))

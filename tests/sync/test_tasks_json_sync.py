@@ -230,3 +230,26 @@ def test_a_repeated_key_is_reported_and_only_its_object_could_change(hb: Runner,
         '   {"id": "task-1", "description": "a", "zzz": {"nested": [1, 2.50, 1e3]}}\n'
         ' ], "completed": [], "other": {"keep": true}}\n'
     )
+
+
+def test_an_error_with_the_scripts_malformed_time_is_edited_not_added_again(
+    hb: Runner, workspace: Path
+) -> None:
+    path = workspace / ".agent" / "state" / "errors.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    item = {"timestamp": "2026-05-01T09:00:00+00:00Z", "task_id": "h1", "reason": "r", "resolved": False}
+    path.write_text(json.dumps([item], indent=1))
+    assert report(sync(hb), "errors-json")["added"] == ["[0]"]
+    written = json.loads(path.read_text())
+    assert written[0]["timestamp"] == "2026-05-01T09:00:00Z"  # FORMATS 2: read that form, write Z
+    written[0]["resolved"] = True
+    path.write_text(json.dumps(written, indent=1))
+    out = sync(hb)
+    assert report(out, "errors-json")["updated"] == ["[0]"] and report(out, "errors-json")["added"] == []
+    # the old script appends with its own form; the earlier items stay single
+    appended = {**item, "task_id": "h2"}
+    path.write_text(json.dumps([*written, appended], indent=1))
+    assert report(sync(hb), "errors-json")["added"] == ["[1]"]
+    rows = hb.json("sql", "SELECT task_id, resolved FROM errors ORDER BY pk")
+    assert [(r["task_id"], bool(r["resolved"])) for r in rows] == [("h1", True), ("h2", False)]
+    assert sync(hb)["changed"] is False
