@@ -277,32 +277,62 @@ def export_queue_files(ledger: Ledger, *, edits_only: bool = False) -> list[str]
     written = []
     with file_lock(ledger.workspace), ledger.write() as session:
         now = ledger.now()
-        for kind, render in RENDERERS.items():
+        for kind in RENDERERS:
             path = default_path(ledger.workspace, kind)
-            try:
-                current = read_text(path) if path.exists() else None
-            except (HbError, OSError) as exc:
-                _notice(ledger, f"{_reason(exc, path)}: left as it is (fix it, then run hb sync)")
-                continue
-            if current is not None and _edited(session, kind, path, current):
-                try:
-                    report, text = SYNCERS[kind](ledger, session, path, current, now)
-                except HbError as exc:
-                    _notice(ledger, f"{_reason(exc, path)}: left as it is (fix it, then run hb sync)")
-                    continue
-                for notice in _sync_notices(report):
-                    _notice(ledger, notice)
-            elif edits_only:
-                continue
-            else:
-                text = render(ledger, session, path)
-                if text is None:
-                    continue
-                remember(session, kind, path, text, now)
-            if text is not None and current != text:
-                atomic_write(path, text)
+            if _export_one(ledger, session, kind, path, now, edits_only=edits_only):
                 written.append(str(path))
     return written
+
+
+_TRIES = 5  # renders of one file that another program keeps changing meanwhile
+
+
+def _export_one(
+    ledger: Ledger, session: Session, kind: str, path: Path, now: datetime, *, edits_only: bool
+) -> bool:
+    """Sync or re-render one queue file; whether it was written.
+
+    The old script and people write these files without hb's lock. A file that changed
+    while hb rendered it is read again (its new edit taken in, against the text hb
+    rendered from) instead of being replaced; after :data:`_TRIES` it is left alone.
+    """
+    for _ in range(_TRIES):
+        try:
+            current = read_text(path) if path.exists() else None
+        except (HbError, OSError) as exc:
+            _notice(ledger, f"{_reason(exc, path)}: left as it is (fix it, then run hb sync)")
+            return False
+        if current is not None and _edited(session, kind, path, current):
+            try:
+                report, text = SYNCERS[kind](ledger, session, path, current, now)
+            except HbError as exc:
+                _notice(ledger, f"{_reason(exc, path)}: left as it is (fix it, then run hb sync)")
+                return False
+            for notice in _sync_notices(report):
+                _notice(ledger, notice)
+        elif edits_only:
+            return False
+        else:
+            text = RENDERERS[kind](ledger, session, path)
+            if text is None:
+                return False
+            remember(session, kind, path, text, now)
+        if text is None or current == text:
+            return False
+        if _text_or_none(path) == current:
+            atomic_write(path, text)
+            return True
+        if current is not None:  # edited meanwhile: the next round diffs against what was read
+            remember(session, kind, path, current, now)
+    _notice(ledger, f"{path}: kept changing while hb wrote it; left as it is (run hb sync)")
+    return False
+
+
+def _text_or_none(path: Path) -> str | None:
+    try:
+        return read_text(path) if path.exists() else None
+    except (HbError, OSError):
+        return None
 
 
 def _edited(session: Session, kind: str, path: Path, text: str) -> bool:

@@ -440,3 +440,33 @@ def test_export_to_a_directory_that_does_not_exist_is_refused(hb: Runner, tmp_pa
     assert not (tmp_path / "typo").exists()
     hb("export", "tasks-json", str(tmp_path / "tasks.json"))
     assert json.loads((tmp_path / "tasks.json").read_text())["pending"][0]["description"] == "job"
+
+
+def test_auto_export_takes_in_an_edit_made_while_it_rendered(
+    hb: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old script writes tasks.json without hb's lock: an edit that lands while hb renders
+    the file is read in and kept, not replaced."""
+    from heartbeat import Ledger
+    from heartbeat.sync import queue_files
+
+    path = _exported(hb, workspace, LEGACY_DOC)
+    real = queue_files.RENDERERS["tasks-json"]
+    calls = []
+
+    def render_while_the_script_appends(ledger: object, session: object, target: Path | None = None) -> str:
+        if not calls:  # the first render: meanwhile the old script appends a task
+            doc = json.loads(path.read_text())
+            doc["pending"].append({"id": "appended", "priority": "low"})
+            path.write_text(json.dumps(doc, indent=2))
+        calls.append(target)
+        return real(ledger, session, target)  # type: ignore[arg-type]
+
+    monkeypatch.setitem(queue_files.RENDERERS, "tasks-json", render_while_the_script_appends)
+    with Ledger.open(workspace=workspace) as ledger:
+        assert ledger.pop(worker="w1")["id"] == "a"
+        assert ledger.notices == []
+    doc = json.loads(path.read_text())
+    assert [t["id"] for t in doc["pending"]] == ["b", "appended"]
+    assert [t["id"] for t in doc["in_progress"]] == ["a"]
+    assert hb.json("show", "appended")["status"] == "todo"
