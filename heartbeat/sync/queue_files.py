@@ -372,6 +372,7 @@ def _sync_notices(report: SyncReport) -> list[str]:
     path = report.path
     notices = [f"{path}: changed here and in the ledger, the file won: {k}" for k in report.conflicts]
     notices.extend(f"{path}: deleted from the file, removed from the ledger: {k}" for k in report.removed)
+    notices.extend(report.preserved)
     return notices
 
 
@@ -478,6 +479,18 @@ def sync_tasks(
                 target = report.completed if task.status is TaskStatus.DONE else report.updated
                 target.append(_key(*key))
                 continue
+            if record.status != TaskStatus.DOING.value and _live_claim(task, now):
+                # a live claim is not revoked by the file (a stale copy the old script wrote
+                # back would have the task handed out twice): the claim stands, the rest applies
+                report.preserved.append(
+                    f"{path}: {_key(*key)}: claimed by {task.claimed_by or 'a worker'} until "
+                    f"{task.lease_expires_at:%Y-%m-%d %H:%M:%S} UTC; the file's status "
+                    f"{record.status!r} was not applied (hb fail / hb clear-stale return it)"
+                )
+                record = replace(record, status=TaskStatus.DOING.value, completed_at=None)
+                if _record_digest(record) == ledger_digest:
+                    report.updated.append(_key(*key))  # written back as the ledger has it
+                    continue
             conflict = base_digest is None or ledger_digest != base_digest
             was_done = task.status is TaskStatus.DONE
             _take_file_version(session, task, record, now, path, conflict=conflict)
@@ -512,6 +525,12 @@ def sync_tasks(
     ordered = sorted(tasks.values(), key=lambda t: (t.scope, t.position, t.pk))
     out = tasks_json.render(doc or tasks_json.empty_document(), [record_from_row(t) for t in ordered])
     return _written(session, SOURCE, path, text, out, now, report)
+
+
+def _live_claim(task: Task, now: datetime) -> bool:
+    """Whether ``task`` is claimed under a lease that has not expired."""
+    lease = task.lease_expires_at
+    return task.status is TaskStatus.DOING and lease is not None and lease > now
 
 
 def _same_json(a: str, b: str) -> bool:

@@ -470,3 +470,20 @@ def test_auto_export_takes_in_an_edit_made_while_it_rendered(
     assert [t["id"] for t in doc["pending"]] == ["b", "appended"]
     assert [t["id"] for t in doc["in_progress"]] == ["a"]
     assert hb.json("show", "appended")["status"] == "todo"
+
+
+def test_a_stale_copy_written_back_does_not_revoke_a_live_claim(hb_db: Runner, workspace: Path) -> None:
+    """The old script read tasks.json before a pop and wrote it back after: the claim stands."""
+    doc = {"pending": [{"id": f"t{i}", "priority": "low"} for i in range(3)], "completed": []}
+    path = _exported(hb_db, workspace, doc)
+    snapshot = json.loads(path.read_text())
+    assert json.loads(hb_db("pop", "--worker", "w1", "--lease", "1h").stdout)["id"] == "t0"
+    snapshot["pending"].append({"id": "hand", "priority": "low"})
+    path.write_text(json.dumps(snapshot, indent=2))  # t0 pending again, in the stale copy
+    second = hb_db("pop", "--worker", "w2")
+    assert json.loads(second.stdout)["id"] == "t1"  # not t0 a second time
+    assert "t0: claimed by w1 until" in second.stderr and "was not applied" in second.stderr
+    t0 = hb_db.json("show", "t0")
+    assert (t0["status"], t0["claimed_by"]) == ("doing", "w1")
+    hb_db("complete", "t0")  # the first holder still finishes it
+    assert [t["id"] for t in json.loads(path.read_text())["pending"]] == ["t2", "hand"]
