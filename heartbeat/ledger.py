@@ -173,7 +173,21 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         if isinstance(now, datetime) and now.tzinfo is None:
             naive = now
             return Clock(lambda: parse_when(naive.isoformat(), self.zone))
+        if callable(now):
+            source = now
+            return Clock(lambda: self._read_now(source()))
         return Clock(now)
+
+    def _read_now(self, value: Any) -> datetime:
+        """What a ``now`` callable returned, as SPEC 1 reads times: a naive one is in the
+        workspace's zone (``now=datetime.now`` gives the machine's wall clock), text as --now."""
+        if isinstance(value, datetime):
+            if value.tzinfo is not None:
+                return value
+            return parse_when(value.isoformat(), self.zone)
+        if isinstance(value, str):
+            return parse_when(value, self.zone, what="now")
+        raise InvalidInput(f"the now callable returned {type(value).__name__}, not a datetime")
 
     def now(self) -> datetime:
         return self.clock.now()

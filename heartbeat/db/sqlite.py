@@ -54,6 +54,9 @@ def file_of(url: str) -> Path | None:
 
 def connect(path: Path) -> sqlite3.Connection:
     """A configured connection to an existing ledger file."""
-    con = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    # a Ledger may be handed from thread to thread (a worker pool); it is not for two at once
+    con = sqlite3.connect(
+        str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+    )
     configure(con)
     return con

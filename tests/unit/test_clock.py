@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -87,3 +88,18 @@ def test_zones() -> None:
         with pytest.raises(InvalidInput, match="unknown timezone"):
             load_zone(bad)
     assert isoformat(datetime(2026, 5, 1, tzinfo=UTC), ZoneInfo("Asia/Tokyo")) == "2026-05-01T09:00:00+09:00"
+
+
+def test_a_now_callable_is_read_like_a_now_value(tmp_path: Path) -> None:
+    """SPEC 1: naive times are in the workspace timezone, whether given or returned by a callable."""
+    from heartbeat import Ledger
+
+    with Ledger.open(workspace=tmp_path, now=datetime(2026, 5, 1, 10, 0)) as ledger:
+        ledger.config_set("timezone", "Asia/Tokyo")
+    expected = datetime(2026, 5, 1, 1, 0, tzinfo=UTC)  # 10:00 in Tokyo
+    for now in (datetime(2026, 5, 1, 10, 0), lambda: datetime(2026, 5, 1, 10, 0), lambda: "2026-05-01T10:00"):
+        with Ledger.open(workspace=tmp_path, now=now) as ledger:
+            assert ledger.now() == expected
+            assert ledger.add("x")["created_at"] == "2026-05-01T10:00:00+09:00"
+    with Ledger.open(workspace=tmp_path, now=lambda: 7) as ledger, pytest.raises(InvalidInput, match="int"):
+        ledger.now()
