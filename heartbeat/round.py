@@ -285,8 +285,9 @@ class RoundAPI:
             synced = ledger.sync()  # also re-reads settings: heartbeat-state.json may carry some
             materialized = ledger.recur_materialize() if ledger.settings.recur_materialize else None
             round_ = ledger.check(lang=lang)
-            exported = ledger.sync()
             brief = render_brief(checklist, round_["messages"])
+            # the round committed its messages as sent: they are printed whatever the export does
+            exported = _export_after_round(ledger, held.detail)
             held.detail.update(
                 {
                     "checklist": not is_effectively_empty(checklist),
@@ -701,6 +702,23 @@ def _proactive_message(topic: str | None, suggestion: str | None, lang: str) -> 
     item, advice, colon = _PROACTIVE_LABELS[lang]
     fold = " ".join
     return f"{item}{colon}{fold((topic or '').split())}\n{advice}{colon}{fold((suggestion or '').split())}"
+
+
+def _export_after_round(ledger: Ledger, detail: dict[str, Any]) -> dict[str, Any] | None:
+    """The sync that writes the round's changes back; a failure is a notice, not the tick's end
+    (the messages the round recorded as sent must still reach the brief)."""
+    from heartbeat.errors import HbError
+
+    try:
+        exported: dict[str, Any] = ledger.sync()
+        return exported
+    except HbError as exc:
+        message = exc.message
+    except OSError as exc:
+        message = f"{exc.filename}: {exc.strerror or exc}"
+    ledger.notices.append(f"the files were not written back ({message}); the next sync retries")
+    detail["export_error"] = message
+    return None
 
 
 def _read_checklist(ledger: Ledger) -> str | None:

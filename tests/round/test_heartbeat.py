@@ -202,3 +202,31 @@ def test_two_heartbeats_started_together_one_runs_to_the_end(db_url: str, worksp
                 p.communicate()
     assert [(r["status"], r["guard"]) for r in runs(hb, "heartbeat")] == [("ok", None)]
     assert json.loads(hb("--json", "list").stdout) == []
+
+
+def test_a_failed_write_back_still_prints_the_messages_the_round_sent(
+    sh: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The round records its reminder as sent; a file that cannot be written back afterwards
+    must not swallow it (the next tick would stay silent for the repeat window)."""
+    from heartbeat import Ledger
+    from heartbeat.errors import InvalidInput
+
+    sh("add", "urgent", "--due", "2026-05-01T09:00Z", "--next-action", "pay now")
+    real_sync = Ledger.sync
+    calls: list[int] = []
+
+    def sync_that_fails_the_second_time(self: Ledger, **kwargs: object) -> dict[str, object]:
+        calls.append(1)
+        if len(calls) == 2:
+            raise InvalidInput("memory/heartbeat-state.json: Operation not permitted")
+        return real_sync(self, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Ledger, "sync", sync_that_fails_the_second_time)
+    with Ledger.open(workspace=workspace, now="2026-05-01T10:00Z") as ledger:
+        tick = ledger.heartbeat()
+        assert "pay now" in tick["brief"] and tick["export"] is None
+        assert ledger.notices == [
+            "the files were not written back (memory/heartbeat-state.json: Operation not permitted); "
+            "the next sync retries"
+        ]
