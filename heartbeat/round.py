@@ -727,9 +727,10 @@ def _read_checklist(ledger: Ledger) -> str | None:
     from heartbeat.sync.files import read_text
 
     try:
-        return read_text(ledger.workspace / CHECKLIST, stream=True)  # hb only reads it: a pipe will do
+        text = read_text(ledger.workspace / CHECKLIST, stream=True)  # hb only reads it: a pipe will do
     except NotFound:
         return None
+    return text.removeprefix("\ufeff")  # a byte order mark is not part of the checklist
 
 
 def _local_day(ledger: Ledger, moment: datetime) -> str:

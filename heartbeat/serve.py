@@ -20,9 +20,10 @@ import hmac
 import json
 import socket
 import sys
+import threading
 from collections.abc import Callable
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,13 +56,17 @@ def read_token(path: Path) -> str:
     return token
 
 
-class PokeServer(HTTPServer):
+class PokeServer(ThreadingHTTPServer):
     """An HTTP server for one workspace and one token.
 
-    Each request opens the ledger afresh (``open_ledger``): settings changed
-    while the server runs apply to the next poke, and no connection crosses
-    threads.
+    Each connection has its own thread, so a slow client holds up no one else;
+    the pokes themselves take turns (``poke_lock``), as the workspace guard would
+    make them. Each request opens the ledger afresh (``open_ledger``): settings
+    changed while the server runs apply to the next poke, and no connection
+    crosses threads.
     """
+
+    daemon_threads = True
 
     def __init__(
         self,
@@ -73,9 +78,17 @@ class PokeServer(HTTPServer):
         self.open_ledger = open_ledger
         self.token = token
         self.log = log
+        self.poke_lock = threading.Lock()
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         super().__init__(address, PokeHandler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One line for a request that failed outside the handler's own answers (a client that
+        went away mid-reply, say) instead of socketserver's traceback."""
+        exc = sys.exc_info()[1]
+        if self.log is not None and not isinstance(exc, ConnectionError):
+            self.log(f"request from {client_address[0]} failed: {type(exc).__name__}: {exc}")
 
     @property
     def url(self) -> str:
@@ -157,6 +170,9 @@ class PokeHandler(BaseHTTPRequestHandler):
             )
             return
         body = self.rfile.read(length) if length else b""
+        if len(body) < length:  # the client went away mid-body: half a text is not a task
+            self.close_connection = True
+            return
         text = _text_of(body, self.headers.get("Content-Type"))
         if text is None:
             self._reply(HTTPStatus.BAD_REQUEST, {"error": "the body must be UTF-8 text"})
@@ -165,7 +181,7 @@ class PokeHandler(BaseHTTPRequestHandler):
             self._reply(HTTPStatus.BAD_REQUEST, {"error": "empty body: the text becomes the task"})
             return
         try:
-            with self.server.open_ledger() as ledger:
+            with self.server.poke_lock, self.server.open_ledger() as ledger:
                 task = ledger.poke(text)
         except Busy as exc:
             self._reply(HTTPStatus.CONFLICT, {"error": exc.message})

@@ -177,7 +177,9 @@ def validate(name: str, value: Any) -> Any:
     except ValidationError as exc:
         first = exc.errors()[0]
         message = str(first["msg"]).removeprefix("Value error, ")
-        raise InvalidInput(f"setting {name}: {message} (got {value!r})") from None
+        shown = repr(value)
+        got = "" if shown in message else f" (got {shown})"  # the reason may quote it already
+        raise InvalidInput(f"setting {name}: {message}{got}") from None
     return getattr(model, k.field)
 
 

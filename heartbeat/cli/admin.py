@@ -211,7 +211,9 @@ def config_get(key: str) -> None:
     emit({"key": key, "value": value}, lambda d: _show(d["value"]))
 
 
-@config.command("set", context_settings={"ignore_unknown_options": True})  # VALUE may be "-1"
+@config.command(
+    "set", context_settings={"ignore_unknown_options": True, "help_option_names": ["--help"]}
+)  # VALUE may be "-1" or "-1h": no -h here
 @click.argument("key")
 @click.argument("value")
 @json_option

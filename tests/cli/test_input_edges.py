@@ -131,3 +131,13 @@ def test_poke_with_utf8_text_still_works(hb: Runner) -> None:
     hb("init")
     task = hb.json("poke", "-", input="Café au lait ☕")
     assert task["title"].startswith("Café")
+
+
+def test_a_negative_duration_is_a_bad_value_not_a_help_request(hb: Runner) -> None:
+    for key in ("check_interval", "queue.lease"):
+        before = hb.json("config", "get", key)["value"]
+        result = hb("config", "set", key, "-1h", code=1)
+        reason = "bad duration '-1h' (expected e.g. 30m, 6h, 2d, 1w or PT6H)"
+        assert result.stderr == f"hb: setting {key}: {reason}\n"
+        assert hb.json("config", "get", key)["value"] == before
+    assert "Validate and store a setting." in hb("config", "set", "--help").stdout

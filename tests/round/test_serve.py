@@ -66,6 +66,32 @@ def test_healthz(server: PokeServer) -> None:
     assert headers["Content-Type"].startswith("application/json")
 
 
+def test_a_slow_client_holds_up_no_one_and_pokes_take_turns(server: PokeServer, sh_db: Runner) -> None:
+    import socket
+
+    host, port = server.server_address[:2]
+    slow = socket.create_connection((str(host), int(port)))
+    try:  # half a request: its thread waits for the rest
+        slow.sendall(b"POST /poke HTTP/1.1\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n")
+        slow.sendall(b"Content-Length: 5\r\n\r\nab")
+        assert request(server, "GET", "/healthz")[0] == 200
+        results: list[int] = []
+        pokes = [
+            threading.Thread(
+                target=lambda i=i: results.append(request(server, "POST", "/poke", f"job {i}".encode())[0])
+            )
+            for i in range(4)
+        ]
+        for t in pokes:
+            t.start()
+        for t in pokes:
+            t.join(20)
+        assert results == [202] * 4  # concurrent pokes each land, none is refused as busy
+    finally:
+        slow.close()
+    assert sorted(t["title"] for t in sh_db.json("list")) == [f"job {i}" for i in range(4)]
+
+
 def test_poke_accepted_202_with_the_task(server: PokeServer, sh_db: Runner) -> None:
     status, _, payload = request(
         server, "POST", "/poke", b"Check the build on main", headers={"Content-Type": "text/plain"}
