@@ -451,24 +451,7 @@ def complete(
     """Finish a claimed task: status done, an outcome row, a runs row."""
     at = tx.d.time(now)
     row = _finish(tx, "done", task_id, scope, {"now": at})
-    claimed_at = row["claimed_at"]
-    tx.execute(
-        "outcome",
-        {
-            "task_pk": row["pk"],
-            "task_id": row["id"],
-            "scope": row["scope"],
-            "source": row["source"],
-            "skill": row["skill"],
-            "success": True,
-            "result": tx.d.json(outcome),
-            "claimed_at": tx.d.time(claimed_at),
-            "now": at,
-            "duration_s": (now - claimed_at).total_seconds() if claimed_at else None,
-            "attempt": row["attempts"],
-            "worker": row["claimed_by"],
-        },
-    )
+    _outcome(tx, row, at, now, success=True, result=outcome)
     record = last_run_record(row, now, "completed", outcome)
     _run(
         tx,
@@ -481,6 +464,28 @@ def complete(
         record=record,
     )
     return {**row, "status": "done", "completed_at": now}
+
+
+def _outcome(tx: Tx, row: dict[str, Any], at: Any, now: datetime, *, success: bool, result: Any) -> None:
+    """The outcome row of a task that ended (completed, or failed for good)."""
+    claimed_at = row["claimed_at"]
+    tx.execute(
+        "outcome",
+        {
+            "task_pk": row["pk"],
+            "task_id": row["id"],
+            "scope": row["scope"],
+            "source": row["source"],
+            "skill": row["skill"],
+            "success": success,
+            "result": tx.d.json(result),
+            "claimed_at": tx.d.time(claimed_at),
+            "now": at,
+            "duration_s": (now - claimed_at).total_seconds() if claimed_at else None,
+            "attempt": row["attempts"],
+            "worker": row["claimed_by"],
+        },
+    )
 
 
 def fail(
@@ -516,6 +521,8 @@ def fail(
             "final": gives_up,
         },
     )
+    if gives_up:  # the task has ended, unsuccessfully: an outcome the reports count as a failure
+        _outcome(tx, row, at, now, success=False, result={"error": reason})
     record = last_run_record(row, now, "failed", {"error": reason})
     _run(
         tx,

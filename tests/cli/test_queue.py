@@ -487,3 +487,22 @@ def test_a_stale_copy_written_back_does_not_revoke_a_live_claim(hb_db: Runner, w
     assert (t0["status"], t0["claimed_by"]) == ("doing", "w1")
     hb_db("complete", "t0")  # the first holder still finishes it
     assert [t["id"] for t in json.loads(path.read_text())["pending"]] == ["t2", "hand"]
+
+
+def test_a_task_that_fails_for_good_is_an_unsuccessful_outcome(hb_db: Runner) -> None:
+    for i in range(4):
+        hb_db("add", f"job {i}", "--skill", "s", "--id", f"j{i}")
+    for i in range(3):
+        hb_db("pop")
+        hb_db("complete", f"j{i}")
+    hb_db("pop")
+    hb_db("fail", "j3", "--reason", "flaky")  # a retry: the task has not ended
+    assert hb_db.json("sql", "SELECT count(*) AS n FROM outcomes")[0]["n"] == 3
+    hb_db("pop")
+    hb_db("fail", "j3", "--final", "--reason", "boom")
+    [row] = hb_db.json("report", "outcomes", "--by", "skill", "--format", "json")["rows"]
+    assert (row["outcomes"], row["successes"], row["failures"], row["success_rate"]) == (4, 3, 1, 0.75)
+    [failed] = hb_db.json("sql", "SELECT task_id, success, result FROM outcomes WHERE NOT success")
+    result = failed["result"]  # JSON text on SQLite, a JSON value on PostgreSQL
+    assert failed["task_id"] == "j3"
+    assert (json.loads(result) if isinstance(result, str) else result) == {"error": "boom"}
