@@ -100,7 +100,9 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         if path is not None:
             if not path.exists() and not create:
                 raise NotFound(f"no ledger at {path}; run `hb init`")
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if db is not None and not path.parent.is_dir():  # a typo, not a place to create
+                raise NotFound(f"--db {path}: no directory {path.parent}")
+            path.parent.mkdir(parents=True, exist_ok=True)  # the workspace's own .agent/state
         ledger = cls(url, ws, now)
         try:
             if path is None or not ledger._sqlite_at_head(path):

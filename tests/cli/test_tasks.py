@@ -171,6 +171,12 @@ def test_a_missing_workspace_is_an_error_not_a_new_ledger(hb: Runner, tmp_path: 
     result = hb("--workspace", str(missing), "list", code=1)
     assert result.stderr == f"hb: workspace {missing} is not a directory (create it, or pass --workspace)\n"
     assert not missing.exists() and not missing.parent.exists()
+    db = tmp_path / "typo" / "x.db"  # the same for --db: its directory must exist
+    result = hb("--db", str(db), "list", code=1)
+    assert result.stderr == f"hb: --db {db}: no directory {db.parent}\n"
+    assert not db.parent.exists()
+    hb("--db", str(tmp_path / "x.db"), "list")  # a new file in an existing directory is a new ledger
+    assert (tmp_path / "x.db").exists()
 
 
 def test_usage_errors_exit_2(hb: Runner) -> None:
