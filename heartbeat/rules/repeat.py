@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from heartbeat.clock import MAX_DURATION
+
 
 class RepeatKind(StrEnum):
     DAILY = "daily"  # every calendar day, same wall-clock time
@@ -57,6 +59,9 @@ class Repeat:
         return "cron " + self.cron.replace(",", ";")
 
 
+_MAX_DAYS = MAX_DURATION.days  # the longest duration hb reads anywhere
+
+
 def parse_repeat(text: str, *, allow_cron: bool = True) -> Repeat:
     """Read a Repeat value; raise ValueError with the reason when it is not one."""
     norm = " ".join(text.split()).lower()
@@ -70,6 +75,8 @@ def parse_repeat(text: str, *, allow_cron: bool = True) -> Repeat:
         if n < 1:
             raise ValueError(f"Repeat {text!r}: N must be at least 1")
         unit = RepeatKind.DAYS if m.group(4).startswith("day") else RepeatKind.HOURS
+        if n > (_MAX_DAYS if unit is RepeatKind.DAYS else _MAX_DAYS * 24):
+            raise ValueError(f"Repeat {text!r}: a step over 100 years never comes")
         return Repeat(unit, n)
     m = _CRON.match(" ".join(text.split()))  # cron keeps its case (e.g. MON)
     if m and allow_cron and text.split()[0].lower() == "cron":

@@ -686,3 +686,21 @@ def test_condition_inputs_are_checked() -> None:
         )
     with pytest.raises(InvalidInput):
         conditions([], datetime(2026, 5, 4), hours=-1)
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ("every 36525 days", True),
+        ("every 36526 days", False),
+        ("every 876600 hours", True),
+        ("every 100000000 hours", False),
+    ],
+)
+def test_a_step_is_at_most_a_hundred_years(text: str, ok: bool) -> None:
+    """Like every duration hb reads: a longer step would overflow the calendar, never fire."""
+    if ok:
+        assert parse_repeat(text).n == int(text.split()[1])
+    else:
+        with pytest.raises(ValueError, match="over 100 years"):
+            parse_repeat(text)
