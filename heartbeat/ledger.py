@@ -100,9 +100,10 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         if path is not None:
             if not path.exists() and not create:
                 raise NotFound(f"no ledger at {path}; run `hb init`")
-            if db is not None and not path.parent.is_dir():  # a typo, not a place to create
+            own = path == default_db_path(ws)  # the workspace's own .agent/state may be made
+            if not own and not path.parent.is_dir():  # a typo, not a place to create
                 raise NotFound(f"--db {path}: no directory {path.parent}")
-            path.parent.mkdir(parents=True, exist_ok=True)  # the workspace's own .agent/state
+            path.parent.mkdir(parents=True, exist_ok=True)
         ledger = cls(url, ws, now)
         try:
             if path is None or not ledger._sqlite_at_head(path):

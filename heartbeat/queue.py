@@ -147,8 +147,8 @@ SQL = {
         f"updated_at = :now, version = version + 1 WHERE {_STALE}"
     ),
     "run": (
-        "INSERT INTO runs (kind, scope, status, started_at, finished_at, task_id, worker, record) "
-        "VALUES (:kind, :scope, :status, :now, :now, :task_id, :worker, {json:record})"
+        "INSERT INTO runs (kind, scope, status, started_at, finished_at, task_id, worker, record, detail) "
+        "VALUES (:kind, :scope, :status, :now, :now, :task_id, :worker, {json:record}, {json:detail})"
     ),
     "outcome": (
         "INSERT INTO outcomes (task_pk, task_id, scope, source, skill, success, result, claimed_at, "
@@ -331,7 +331,7 @@ def pop(
         rows = tx.rows("claim_checked" if scope is not None else "claim_checked_legacy", claim)
         if rows:
             result.task = tx.task(rows[0])
-            return _popped(tx, result, claim["scope"], at, worker, None)
+            return _popped(tx, result, claim["scope"], now, worker, None)
     scope = _preflight(tx, scope, at, accept_stale)
     claim = {"scope": scope, "now": at, "worker": worker, "lease_until": lease_until}
     if accept_stale:
@@ -353,11 +353,11 @@ def pop(
         rows = tx.rows("claim", claim)
     if rows:
         result.task = tx.task(rows[0])
-    return _popped(tx, result, scope, at, worker, task_id)
+    return _popped(tx, result, scope, now, worker, task_id)
 
 
 def _popped(
-    tx: Tx, result: PopResult, scope: str, at: Any, worker: str | None, task_id: str | None
+    tx: Tx, result: PopResult, scope: str, now: datetime, worker: str | None, task_id: str | None
 ) -> PopResult:
     """After the claim: the blocked entries passed over, the runs row, exit 10 when exhausted."""
     if scope != LEGACY:
@@ -369,7 +369,10 @@ def _popped(
         ]
     got = result.task["id"] if result.task else None
     status = "ok" if got else ("exhausted" if scope else "empty")
-    _run(tx, "pop", scope, at, status=status, worker=worker, task_id=got)
+    # a claimed task is this run's last-run.json (the seed script records every run that
+    # handled a task); a pop that took nothing leaves the last one as it is
+    record = last_run_record(result.task, now, "in_progress", None) if result.task else None
+    _run(tx, "pop", scope, tx.d.time(now), status=status, worker=worker, task_id=got, record=record)
     if got is None and scope != LEGACY and task_id is None:
         result.exhausted = QueueExhausted(f"queue {scope} is exhausted: write the evidence report and stop")
         result.exhausted.skipped = result.skipped
@@ -387,7 +390,9 @@ def _run(
     worker: str | None = None,
     task_id: str | None = None,
     record: Any = None,
+    detail: Any = None,
 ) -> None:
+    """The operation's runs row; ``record`` is its last-run.json object (operations on a task)."""
     tx.execute(
         "run",
         {
@@ -398,6 +403,7 @@ def _run(
             "task_id": task_id,
             "worker": worker,
             "record": tx.d.json(record),
+            "detail": tx.d.json(detail),
         },
     )
 
@@ -549,7 +555,7 @@ def clear_stale(tx: Tx, now: datetime, *, scope: str | None = None) -> list[str]
         if ids:
             tx.execute("clear", {"scope": s, "now": at})
             cleared.extend(ids)
-        _run(tx, "clear-stale", s, at, status="ok", record={"cleared": ids})
+        _run(tx, "clear-stale", s, at, status="ok", detail={"cleared": ids})
     return cleared
 
 

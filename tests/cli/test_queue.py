@@ -506,3 +506,24 @@ def test_a_task_that_fails_for_good_is_an_unsuccessful_outcome(hb_db: Runner) ->
     result = failed["result"]  # JSON text on SQLite, a JSON value on PostgreSQL
     assert failed["task_id"] == "j3"
     assert (json.loads(result) if isinstance(result, str) else result) == {"error": "boom"}
+
+
+def test_last_run_is_the_last_run_that_handled_a_task(hb: Runner, workspace: Path) -> None:
+    hb("config", "set", "sync.auto_export", "true")
+    hb("add", "job", "--id", "j1", "--skill", "osint")
+    hb("--now", "2026-05-01T10:00:00Z", "pop")
+    last_run = workspace / ".agent" / "state" / "last-run.json"
+    popped = json.loads(last_run.read_text())
+    assert (popped["task_id"], popped["status"], popped["timestamp"]) == (
+        "j1",
+        "in_progress",
+        "2026-05-01T10:00:00Z",
+    )
+    assert (popped["assigned_skill"], popped["outcome"]) == ("osint", None)
+    hb("--now", "2026-05-01T10:05:00Z", "complete", "j1", "--outcome", "done")
+    completed = json.loads(last_run.read_text())
+    assert (completed["status"], completed["outcome"]) == ("completed", {"result": "done"})
+    hb("clear-stale")  # no task handled: last-run.json stays a task's record
+    hb("pop")  # nothing to pop: the same
+    assert json.loads(last_run.read_text()) == completed
+    assert json.loads(hb("export", "last-run", "-").stdout) == completed
