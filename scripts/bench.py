@@ -172,12 +172,13 @@ def floor_drain(workspace: str, worker: str) -> list[str]:
     at, until = "2026-04-25 12:00:00.000000", "2026-04-25 12:30:00.000000"
     con = connect(Path(workspace) / ".agent" / "state" / "heartbeat.db")
     claim_p = {"scope": "", "now": at, "worker": worker, "lease_until": until}
-    run_p: dict[str, Any] = {"scope": None, "status": "ok", "now": at, "worker": worker}
+    run_p: dict[str, Any] = {"scope": None, "status": "ok", "now": at, "worker": worker, "detail": None}
     done_ids: list[str] = []
     while True:
         con.execute("BEGIN IMMEDIATE")
         row = con.execute(claim, claim_p).fetchone()
-        con.execute(run, {**run_p, "kind": "pop", "task_id": row and row[1], "record": None})
+        pop_record = row and json.dumps({"timestamp": at, "task_id": row[1], "status": "in_progress"})
+        con.execute(run, {**run_p, "kind": "pop", "task_id": row and row[1], "record": pop_record})
         con.execute("COMMIT")
         if row is None:
             break

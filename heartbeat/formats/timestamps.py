@@ -53,11 +53,8 @@ def format_timestamp(dt: datetime) -> str:
     """
     if dt.tzinfo is None or dt.utcoffset() is None:
         raise ValueError(f"cannot write naive datetime {dt!r}: it has no zone")
-    utc = dt.astimezone(UTC)
-    text = f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}"
-    if utc.microsecond:
-        text += f".{utc.microsecond:06d}"
-    return text + "Z"
+    utc = dt.astimezone(UTC).replace(tzinfo=None)
+    return utc.isoformat(timespec="microseconds" if utc.microsecond else "seconds") + "Z"
 
 
 def is_malformed(text: str) -> bool:
