@@ -297,6 +297,8 @@ def _export_one(
     rendered from) instead of being replaced; after :data:`_TRIES` it is left alone.
     """
     for _ in range(_TRIES):
+        row = session.get(SyncState, kind)
+        before = None if row is None else (row.path, (row.skeleton or {}).get("text"))
         try:
             current = read_text(path) if path.exists() else None
         except (HbError, OSError) as exc:
@@ -322,10 +324,23 @@ def _export_one(
         if _text_or_none(path) == current:
             atomic_write(path, text)
             return True
-        if current is not None:  # edited meanwhile: the next round diffs against what was read
+        # changed meanwhile: the next round diffs against the text this one read (its edits are
+        # in the ledger now), or, when there was none, against what hb knew before
+        if current is not None:
             remember(session, kind, path, current, now)
+        elif before is None or not isinstance(before[1], str):
+            _forget(session, kind)
+        else:
+            remember(session, kind, Path(before[0]), before[1], now)
     _notice(ledger, f"{path}: kept changing while hb wrote it; left as it is (run hb sync)")
     return False
+
+
+def _forget(session: Session, kind: str) -> None:
+    row = session.get(SyncState, kind)
+    if row is not None:
+        session.delete(row)
+        session.flush()
 
 
 def _text_or_none(path: Path) -> str | None:

@@ -527,3 +527,30 @@ def test_last_run_is_the_last_run_that_handled_a_task(hb: Runner, workspace: Pat
     hb("pop")  # nothing to pop: the same
     assert json.loads(last_run.read_text()) == completed
     assert json.loads(hb("export", "last-run", "-").stdout) == completed
+
+
+def test_auto_export_takes_in_a_file_created_while_it_rendered(
+    hb: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from heartbeat import Ledger
+    from heartbeat.sync import queue_files
+
+    hb("config", "set", "sync.auto_export", "true")
+    hb("add", "first", "--id", "a")
+    hb("add", "second", "--id", "b")
+    path = workspace / ".agent" / "state" / "tasks.json"
+    assert not path.exists()  # hb add does not export: the pop's export starts from no file
+    real = queue_files.RENDERERS["tasks-json"]
+
+    def render_while_a_file_appears(ledger: object, session: object, target: Path | None = None) -> str:
+        if not path.exists():
+            path.write_text(json.dumps({"pending": [{"id": "hand", "priority": "low"}]}, indent=2))
+        return real(ledger, session, target)  # type: ignore[arg-type]
+
+    monkeypatch.setitem(queue_files.RENDERERS, "tasks-json", render_while_a_file_appears)
+    with Ledger.open(workspace=workspace) as ledger:
+        assert ledger.pop(worker="w1")["id"] == "a"
+    doc = json.loads(path.read_text())
+    assert sorted(t["id"] for t in doc["pending"]) == ["b", "hand"]
+    assert [t["id"] for t in doc["in_progress"]] == ["a"]
+    assert sorted(t["id"] for t in hb.json("list", "--all")) == ["a", "b", "hand"]
