@@ -443,6 +443,8 @@ def _take_file_version(
         setattr(task, name, value)
     if "status" in changed and task.status is not TaskStatus.DOING:
         task.claimed_at = task.claimed_by = task.lease_expires_at = None
+    if before.get("status") == TaskStatus.FAILED.value and task.status is TaskStatus.TODO:
+        task.attempts = 0  # retried by hand: its attempts start again
     task.version += 1
     task.updated_at = now
     detail: dict[str, Any] = {"fields": sorted(changed), "file": str(path)}
@@ -494,18 +496,20 @@ def sync_tasks(
                 target = report.completed if task.status is TaskStatus.DONE else report.updated
                 target.append(_key(*key))
                 continue
-            if record.status != TaskStatus.DOING.value and _live_claim(task, now):
-                # a live claim is not revoked by the file (a stale copy the old script wrote
-                # back would have the task handed out twice): the claim stands, the rest applies
+            if record.status == TaskStatus.TODO.value and _live_claim(task, now):
+                # a live claim is not returned to the queue by the file (a stale copy the old
+                # script wrote back would have it handed out twice): the claim stands, the rest
+                # applies; a task the file completes or fails is taken as done by hand
                 report.preserved.append(
-                    f"{path}: {_key(*key)}: claimed by {task.claimed_by or 'a worker'} until "
-                    f"{task.lease_expires_at:%Y-%m-%d %H:%M:%S} UTC; the file's status "
-                    f"{record.status!r} was not applied (hb fail / hb clear-stale return it)"
+                    f"{path}: {_key(*key)}: {_claim_text(task)}; it stays claimed "
+                    "(hb fail or hb clear-stale returns it to the queue)"
                 )
                 record = replace(record, status=TaskStatus.DOING.value, completed_at=None)
                 if _record_digest(record) == ledger_digest:
                     report.updated.append(_key(*key))  # written back as the ledger has it
                     continue
+            if task.status is TaskStatus.DONE and record.status != TaskStatus.DONE.value:
+                report.preserved.append(f"{path}: {_key(*key)}: was done; the file reopens it")
             conflict = base_digest is None or ledger_digest != base_digest
             was_done = task.status is TaskStatus.DONE
             _take_file_version(session, task, record, now, path, conflict=conflict)
@@ -518,6 +522,9 @@ def sync_tasks(
         for key, base_digest in base.items():
             task = tasks.get(key)
             if key in seen or task is None:
+                continue
+            if _live_claim(task, now):  # its worker holds it: written back, not removed
+                report.preserved.append(f"{path}: {_key(*key)}: {_claim_text(task)}; not removed")
                 continue
             before = snapshot(task)
             detail: dict[str, Any] = {"reason": "the record was deleted from tasks.json", "file": str(path)}
@@ -540,6 +547,10 @@ def sync_tasks(
     ordered = sorted(tasks.values(), key=lambda t: (t.scope, t.position, t.pk))
     out = tasks_json.render(doc or tasks_json.empty_document(), [record_from_row(t) for t in ordered])
     return _written(session, SOURCE, path, text, out, now, report)
+
+
+def _claim_text(task: Task) -> str:
+    return f"claimed by {task.claimed_by or 'a worker'} until {task.lease_expires_at:%Y-%m-%d %H:%M:%S} UTC"
 
 
 def _live_claim(task: Task, now: datetime) -> bool:

@@ -482,7 +482,7 @@ def test_a_stale_copy_written_back_does_not_revoke_a_live_claim(hb_db: Runner, w
     path.write_text(json.dumps(snapshot, indent=2))  # t0 pending again, in the stale copy
     second = hb_db("pop", "--worker", "w2")
     assert json.loads(second.stdout)["id"] == "t1"  # not t0 a second time
-    assert "t0: claimed by w1 until" in second.stderr and "was not applied" in second.stderr
+    assert "t0: claimed by w1 until" in second.stderr and "it stays claimed" in second.stderr
     t0 = hb_db.json("show", "t0")
     assert (t0["status"], t0["claimed_by"]) == ("doing", "w1")
     hb_db("complete", "t0")  # the first holder still finishes it
@@ -554,3 +554,48 @@ def test_auto_export_takes_in_a_file_created_while_it_rendered(
     assert sorted(t["id"] for t in doc["pending"]) == ["b", "hand"]
     assert [t["id"] for t in doc["in_progress"]] == ["a"]
     assert sorted(t["id"] for t in hb.json("list", "--all")) == ["a", "b", "hand"]
+
+
+def test_a_claimed_task_left_out_of_the_file_is_kept_and_one_completed_by_hand_is_done(
+    hb_db: Runner, workspace: Path
+) -> None:
+    doc = {"pending": [{"id": f"t{i}", "priority": "low"} for i in range(3)], "completed": []}
+    path = _exported(hb_db, workspace, doc)
+    stale = json.loads(path.read_text())
+    hb_db("pop", "--worker", "w1")  # t0
+    hb_db("pop", "--worker", "w2")  # t1
+    del stale["pending"][0]  # a copy read before the pops, without t0, and t1 still pending
+    path.write_text(json.dumps(stale, indent=2))
+    third = hb_db("pop", "--worker", "w3")
+    assert json.loads(third.stdout)["id"] == "t2"
+    assert "t0: claimed by w1 until" in third.stderr and "not removed" in third.stderr
+    hb_db("complete", "t0")  # its worker finishes it: nothing was lost
+    # a person completes the claimed t1 in the file: that is taken as done by hand
+    edited = json.loads(path.read_text())
+    [t1] = [t for t in edited["in_progress"] if t["id"] == "t1"]
+    edited["in_progress"].remove(t1)
+    edited["completed"].append({**t1, "completed_at": "2026-05-01T09:00:30Z", "result": "by hand"})
+    path.write_text(json.dumps(edited, indent=2))
+    hb_db("sync")
+    shown = hb_db.json("show", "t1")
+    assert (shown["status"], shown["completed_at"]) == ("done", "2026-05-01T09:00:30+00:00")
+    # a stale copy that shows a completed task pending reopens it, and says so
+    edited = json.loads(path.read_text())
+    [t0] = [t for t in edited["completed"] if t["id"] == "t0"]
+    edited["completed"].remove(t0)
+    edited["pending"].append({k: v for k, v in t0.items() if k != "completed_at"})
+    path.write_text(json.dumps(edited, indent=2))
+    assert "t0: was done; the file reopens it" in hb_db("sync").stderr
+
+
+def test_a_failed_task_retried_by_hand_gets_its_attempts_again(hb_db: Runner, workspace: Path) -> None:
+    path = _exported(hb_db, workspace, {"pending": [{"id": "f", "priority": "low"}], "failed": []})
+    hb_db("pop")
+    hb_db("fail", "f", "--final")
+    doc = json.loads(path.read_text())
+    doc["pending"].append(doc["failed"].pop())
+    path.write_text(json.dumps(doc, indent=2))
+    hb_db("sync")
+    assert hb_db.json("show", "f")["attempts"] == 0
+    hb_db("pop")
+    assert "returned to the queue for a retry" in hb_db("fail", "f").stdout
