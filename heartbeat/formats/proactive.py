@@ -666,9 +666,10 @@ def _edited_yaml(
         if isinstance(item, list):
             out.extend(item)
         elif item in after:
-            out.append(
-                "".join(spans[item]) if after[item] == before[item] else _dump({item: after[item]}, newline)
-            )
+            if after[item] == before[item]:
+                out.append("".join(spans[item]))
+            else:
+                out.append(_edited_value(item, spans[item], before[item], after[item], newline))
     out.extend(_dump({key: value}, newline) for key, value in after.items() if key not in spans)
     text = "".join(out)
     expected = yaml.safe_load(_dump(dict(after), "\n")) or {}
@@ -677,6 +678,71 @@ def _edited_yaml(
     except yaml.YAMLError:
         return None
     return text if got == expected and list(got) == list(expected) else None
+
+
+_COMMENT = re.compile(r"[ \t]+#.*$")
+_ITEM = re.compile(r"([ \t]*)- ")
+
+
+def _edited_value(key: str, lines: list[str], old: Any, new: Any, newline: str) -> str:
+    """One changed key's yaml, keeping what can be kept: a scalar's trailing comment (the
+    runtime's ``run_count: 3  # maintained by the runtime``), and of a list that only grew
+    at the end and lost items at the start (``outcome_history``), the kept items' lines as
+    written, the comments among them, and the style of its items for the new ones. The
+    caller checks that the result reads as ``new``."""
+    fresh = _dump({key: new}, newline)
+    first = _body(lines[0])
+    comment = _COMMENT.search(first)
+    if len(lines) == 1 and not isinstance(new, dict | list):
+        if comment is None or _loads(first[: comment.start()]) != {key: old}:
+            return fresh
+        return _body(fresh) + comment.group(0) + newline
+    if not (isinstance(old, list) and isinstance(new, list)):
+        return fresh
+    dropped = next((k for k in range(len(old) + 1) if new[: len(old) - k] == old[k:]), None)
+    if dropped is None:
+        return fresh
+    chunks: list[tuple[bool, list[str]]] = []  # (is an item, its lines)
+    indent: str | None = None
+    for line in lines[1:]:
+        match = _ITEM.match(_body(line))
+        if match is not None and (indent is None or match.group(1) == indent):
+            indent = match.group(1)
+            chunks.append((True, [line]))
+        elif (
+            chunks
+            and chunks[-1][0]
+            and _body(line)[: len(indent or "") + 1].strip() == ""
+            and _body(line).strip()
+        ):
+            chunks[-1][1].append(line)  # the item continues, indented deeper
+        else:
+            chunks.append((False, [line]))  # a comment or a blank line among the items
+    items = [chunk for chunk in chunks if chunk[0]]
+    if indent is None or len(items) != len(old):
+        return fresh
+    gone = {id(chunk) for chunk in items[:dropped]}
+    out = [lines[0]]
+    out.extend(line for chunk in chunks if id(chunk) not in gone for line in chunk[1])
+    flow = all(_body(chunk[1][0])[len(indent) + 2 :].lstrip().startswith("{") for chunk in items)
+    for value in new[len(old) - dropped :]:
+        text = yaml.dump(
+            [value],
+            Dumper=_BlockDumper,
+            default_flow_style=None if flow else False,
+            sort_keys=False,
+            allow_unicode=True,
+            width=1_000_000,
+        )
+        out.extend(indent + part + newline for part in text.splitlines())
+    return "".join(out)
+
+
+def _loads(text: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
 
 
 def _fresh_block(task: ProactiveTask, newline: str) -> str:

@@ -632,6 +632,38 @@ def test_recording_an_outcome_rewrites_only_the_keys_it_changes() -> None:
     assert again.fields["custom_key"] == "keep me" and again.conditions == ("weekdays_only",)
 
 
+def test_an_outcome_keeps_the_comments_and_the_lines_of_the_history_it_extends() -> None:
+    """FORMATS 3's own example block: the runtime's comments survive hb's outcomes."""
+    block = (
+        "### [DAILY] Morning Briefing\n```yaml\nid: morning_briefing\n"
+        "run_count: 3                  # maintained by the runtime\n"
+        "outcome_history:              # last 5 outcomes, newest last\n"
+        '  - {timestamp: "2026-05-01T00:04:00Z", result: "a", success: true}\n'
+        "  # a note between entries\n"
+        '  - {timestamp: "2026-05-02T00:04:00Z", result: "b", success: true}\n'
+        "```\n"
+    )
+    doc = parse(SECTION.format(block))
+    done = record_outcome(doc.tasks[0], result="sent", success=True, now=NOW)
+    out = render(with_tasks(doc, [done], now=NOW))
+    assert "run_count: 4                  # maintained by the runtime\n" in out
+    assert "outcome_history:              # last 5 outcomes, newest last\n" in out
+    assert (
+        '  - {timestamp: "2026-05-01T00:04:00Z", result: "a", success: true}\n  # a note between entries\n'
+        in out
+    )
+    assert out.endswith(
+        "  - {timestamp: '2026-05-01T01:00:00Z', result: sent, success: true}\n"
+        "```\n<!-- PROACTIVE_TASKS_END -->\n"
+    )
+    # the history full: the oldest entry's line goes, the rest stay as written
+    for n in range(3):
+        done = record_outcome(done, result=f"r{n}", success=True, now=NOW)
+    out = render(with_tasks(parse(out), [done], now=NOW))
+    assert '"a"' not in out and '  - {timestamp: "2026-05-02T00:04:00Z", result: "b", success: true}\n' in out
+    assert [h["result"] for h in parse(out).tasks[0].outcome_history] == ["b", "sent", "r0", "r1", "r2"]
+
+
 def test_a_layout_that_cannot_be_spliced_is_written_whole_and_reads_the_same() -> None:
     block = "### [DAILY] Tick\n\n```yaml\n{id: tick, frequency: daily}\n```\n"  # one flow mapping
     doc = parse(SECTION.format(block))
