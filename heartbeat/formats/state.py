@@ -115,31 +115,45 @@ def parse(text: str) -> HeartbeatState:
     return HeartbeatState(doc=doc, source=text)
 
 
-def settings_from_state(state: HeartbeatState) -> dict[str, Any]:
+def settings_from_state(state: HeartbeatState, problems: dict[str, str] | None = None) -> dict[str, Any]:
     """The hb settings the file holds (only keys present and not null), by hb key.
 
-    Raises InvalidInput naming the place when a value has the wrong type.
+    Raises InvalidInput naming the place when a value has the wrong type; with
+    ``problems``, such a value is left out and its reason put there instead.
     """
     settings: dict[str, Any] = {}
     for key, paths in SETTING_PATHS.items():
         found = _find(state.doc, paths)
         if found is not None and found[1] is not None:
-            settings[key] = _checked_setting(key, found[1], _dotted(found[0]))
+            try:
+                settings[key] = _checked_setting(key, found[1], _dotted(found[0]))
+            except InvalidInput as exc:
+                if problems is None:
+                    raise
+                problems[key] = exc.message
     return settings
 
 
-def facts_from_state(state: HeartbeatState, *, tz: tzinfo | None = None) -> dict[str, datetime | None]:
+def facts_from_state(
+    state: HeartbeatState, *, tz: tzinfo | None = None, problems: dict[str, str] | None = None
+) -> dict[str, datetime | None]:
     """The times the file holds (only keys present), as aware datetimes; null -> None.
 
     Reads ISO 8601 with an offset, epoch seconds (or milliseconds) numbers, and
     ISO 8601 without an offset as local time in ``tz`` (UTC when not given).
-    Raises InvalidInput naming the place for anything else.
+    Raises InvalidInput naming the place for anything else; with ``problems``,
+    such a value is left out and its reason put there instead.
     """
     facts: dict[str, datetime | None] = {}
     for key, paths in FACT_PATHS.items():
         found = _find(state.doc, paths)
         if found is not None:
-            facts[key] = _read_time(found[1], _dotted(found[0]), tz or UTC)
+            try:
+                facts[key] = _read_time(found[1], _dotted(found[0]), tz or UTC)
+            except InvalidInput as exc:
+                if problems is None:
+                    raise
+                problems[key] = exc.message
     return facts
 
 

@@ -24,6 +24,7 @@ since the last sync is a conflict: the file wins and the report names it.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,12 +61,24 @@ def _parse(text: str, path: Path) -> state_fmt.HeartbeatState:
         raise exc.at_path(str(path)) from None
 
 
-def _read(ledger: Ledger, doc: state_fmt.HeartbeatState, path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The file's settings (validated as hb settings) and facts; InvalidInput names the path."""
+def _read(
+    ledger: Ledger, doc: state_fmt.HeartbeatState, path: Path, problems: dict[str, str] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The file's settings (validated as hb settings) and facts; InvalidInput names the path.
+
+    With ``problems`` (hb sync), a value hb cannot use is left out and its reason put there:
+    the runtime owns this file, and one odd value must not stop every heartbeat."""
     try:
-        raw = state_fmt.settings_from_state(doc)
-        facts = state_fmt.facts_from_state(doc, tz=ledger.zone)
-        settings = {key: settings_mod.validate(key, value) for key, value in raw.items()}
+        raw = state_fmt.settings_from_state(doc, problems)
+        facts = state_fmt.facts_from_state(doc, tz=ledger.zone, problems=problems)
+        settings = {}
+        for key, value in raw.items():
+            try:
+                settings[key] = settings_mod.validate(key, value)
+            except InvalidInput as exc:
+                if problems is None:
+                    raise
+                problems[key] = exc.message
     except InvalidInput as exc:
         raise InvalidInput(f"{path}: {exc.message}") from None
     return settings, facts
@@ -170,9 +183,10 @@ def _apply(
     now: datetime,
     *,
     skip_settings: set[str] | None = None,
+    problems: dict[str, str] | None = None,
 ) -> tuple[list[str], int]:
     """Take the file's settings and newer facts into the ledger; (labels changed, unchanged count)."""
-    settings, facts = _read(ledger, doc, path)
+    settings, facts = _read(ledger, doc, path, problems)
     changed = []
     unchanged = 0
     for key, value in settings.items():
@@ -192,16 +206,27 @@ def _apply(
 
 
 def _updated(
-    ledger: Ledger, session: Session, doc: state_fmt.HeartbeatState, path: Path | None = None
+    ledger: Ledger,
+    session: Session,
+    doc: state_fmt.HeartbeatState,
+    path: Path | None = None,
+    keep: Collection[str] = (),
 ) -> state_fmt.HeartbeatState:
-    """The document with the ledger's settings and facts written in; an error names ``path``."""
-    present = state_fmt.settings_from_state(doc)
+    """The document with the ledger's settings and facts written in; an error names ``path``.
+    The values at ``keep`` (ones hb could not read) stay as the file has them."""
+    present = state_fmt.settings_from_state(doc, {})
     stored = {row.key for row in session.scalars(select(Setting))}
     values = _current_settings(session)
-    settings = {key: values[key] for key in state_fmt.SETTING_PATHS if key in present or key in stored}
+    settings = {
+        key: values[key]
+        for key in state_fmt.SETTING_PATHS
+        if (key in present or key in stored) and key not in keep
+    }
     # the file keeps whole seconds, like the runtimes write it; the ledger keeps the exact instant
     facts = {
-        key: moment.replace(microsecond=0) for key, moment in _facts(session).items() if moment is not None
+        key: moment.replace(microsecond=0)
+        for key, moment in _facts(session).items()
+        if moment is not None and key not in keep
     }
     try:
         return state_fmt.with_updates(doc, settings=settings, facts=facts, tz=ledger.zone)
@@ -287,9 +312,12 @@ def sync_state(
         return report, new
     doc = _parse(text, path)
     file_changed = last is None or last.content_hash != digest(text)
+    problems: dict[str, str] = {}
+    _read(ledger, doc, path, problems)
+    report.preserved.extend(f"{path}: {reason}: kept as written, not read" for reason in problems.values())
     if file_changed:
         baseline = _baseline(last)
-        file_settings, _ = _read(ledger, doc, path)
+        file_settings, _ = _read(ledger, doc, path, {})
         keep_ledger = set()
         for key, value in file_settings.items():
             before = baseline.get(key) if baseline is not None else None
@@ -300,9 +328,9 @@ def sync_state(
                 keep_ledger.add(key)  # the file did not change it: the ledger's value stands
             elif edited_in_ledger and row is not None and row.value != value:
                 report.conflicts.append(_LABELS[key])
-        changed, _ = _apply(ledger, session, doc, path, now, skip_settings=keep_ledger)
+        changed, _ = _apply(ledger, session, doc, path, now, skip_settings=keep_ledger, problems={})
         report.updated.extend(label for label in changed if label not in report.conflicts)
-    new = state_fmt.render(_updated(ledger, session, doc, path))
+    new = state_fmt.render(_updated(ledger, session, doc, path, keep=problems))
     if new == text:
         remember(session, KIND, path, text, now)
         return report, None
@@ -316,8 +344,8 @@ def _baseline(last: SyncState | None) -> dict[str, Any] | None:
     if last is None or not last.skeleton or "text" not in last.skeleton:
         return None
     try:
-        return state_fmt.settings_from_state(state_fmt.parse(last.skeleton["text"]))
-    except (FileFormatError, InvalidInput):
+        return state_fmt.settings_from_state(state_fmt.parse(last.skeleton["text"]), {})
+    except FileFormatError:
         return None
 
 

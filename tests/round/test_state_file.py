@@ -173,6 +173,22 @@ def test_a_place_hb_cannot_write_into_names_the_file(sh: Runner, workspace: Path
     assert path.read_text() == text
 
 
+def test_a_value_hb_cannot_read_is_kept_and_does_not_stop_the_heartbeat(sh: Runner, workspace: Path) -> None:
+    """The runtime owns the file: one odd value is a warning, not the end of every heartbeat."""
+    text = '{"proactiveChat": {"enabled": true, "lastProactiveAt": "", "maxProactivePerDay": "lots"}}\n'
+    path = write(workspace / "memory" / "heartbeat-state.json", text)
+    tick = sh("--now", "2026-05-04T09:00", "heartbeat")
+    assert tick.stdout == "HEARTBEAT_OK\n"
+    assert (
+        f"hb: warning: {path}: proactiveChat.lastProactiveAt: '' is not an ISO 8601 date-time" in tick.stderr
+    )
+    assert "proactiveChat.maxProactivePerDay: expected a whole number >= 0, got 'lots'" in tick.stderr
+    assert sh("config", "get", "proactive.enabled").stdout.strip() == "true"  # the rest was read
+    written = json.loads(path.read_text())["proactiveChat"]
+    assert (written["lastProactiveAt"], written["maxProactivePerDay"]) == ("", "lots")  # kept as written
+    sh("import", "state", code=1)  # an explicit import of the file stays all or nothing
+
+
 # --- the SYNCER (one step of hb sync) -------------------------------------------------
 
 
