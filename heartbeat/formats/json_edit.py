@@ -43,6 +43,10 @@ def edit(source: str | None, doc: Any, *, indent: int | str | None = 2) -> str:
         return bom + json.dumps(doc, indent=indent, ensure_ascii=False) + "\n"
     if same(original, doc):
         return source
+    laid_out = _in_dumps_layout(body, original)
+    if laid_out is not None:  # json.dumps's own layout (hb's, a Python script's): no scan needed
+        unit, ascii_only, tail = laid_out
+        return bom + json.dumps(doc, indent=unit, ensure_ascii=ascii_only) + tail
     start = _skip_ws(body, 0)
     try:
         root: _Node | None = _Scanner(body).value(start)
@@ -60,6 +64,21 @@ def edit(source: str | None, doc: Any, *, indent: int | str | None = 2) -> str:
     end = len(body.rstrip(" \t\r\n"))
     whole = json.dumps(doc, indent=indent_of(body), ensure_ascii=False)
     return bom + body[:start] + _newlines(whole, body) + body[end:]
+
+
+def _in_dumps_layout(body: str, value: Any) -> tuple[str | None, bool, str] | None:
+    """(indent, ensure_ascii, trailing newline) when ``body`` is exactly what ``json.dumps``
+    writes for ``value`` in that layout: every value then keeps its text when the document is
+    dumped again the same way, and the scan that splices edits is not needed (it is the cost
+    of a large file)."""
+    text = body[:-1] if body.endswith("\n") else body
+    if "\r" in text:
+        return None
+    unit = indent_of(text)
+    for ascii_only in (False, True):
+        if json.dumps(value, indent=unit, ensure_ascii=ascii_only) == text:
+            return unit, ascii_only, body[len(text) :]
+    return None
 
 
 def same(a: Any, b: Any) -> bool:

@@ -186,3 +186,15 @@ def test_members_that_did_not_change_keep_their_text(
         if key != changed:  # the member as the old text lays it out, indentation included
             member = json.dumps({key: value}, **{"ensure_ascii": False, **layout})[1:-1].strip("\n")
             assert member in text and member in out
+
+
+def test_a_text_in_json_dumps_layout_is_written_in_that_layout() -> None:
+    """A file json.dumps wrote (hb, or a Python script with its default ensure_ascii) is dumped
+    again the same way, escapes included, without scanning it."""
+    doc = {"pending": [{"id": "a", "d": "café"}], "done": []}
+    for ascii_only in (True, False):
+        text = json.dumps(doc, indent=2, ensure_ascii=ascii_only) + "\n"
+        new = {"pending": [], "done": [{"id": "a", "d": "café"}, {"id": "b", "d": "thé"}]}
+        assert edit(text, new) == json.dumps(new, indent=2, ensure_ascii=ascii_only) + "\n"
+    one_line = json.dumps(doc)  # no newline at the end: none added
+    assert edit(one_line, {**doc, "done": [1]}) == json.dumps({**doc, "done": [1]})
