@@ -437,8 +437,12 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             export_queue_files(self, edits_only=True)  # the operation sees the files' hand edits
         with queue.transaction(self.raw, self._dialect) as tx:
             yield tx
-        if export:
-            export_queue_files(self)
+        if export:  # after the commit: the operation stands, whatever writing the files does
+            try:
+                export_queue_files(self)
+            except (HbError, OSError) as exc:
+                reason = exc.message if isinstance(exc, HbError) else f"{exc.filename}: {exc.strerror or exc}"
+                self.notices.append(f"the queue files were not re-rendered ({reason}); hb sync retries")
 
     def _lease(self, lease: str | Any | None) -> Any:
         if lease is None and self._default_lease is not None:

@@ -599,3 +599,26 @@ def test_a_failed_task_retried_by_hand_gets_its_attempts_again(hb_db: Runner, wo
     assert hb_db.json("show", "f")["attempts"] == 0
     hb_db("pop")
     assert "returned to the queue for a retry" in hb_db("fail", "f").stdout
+
+
+def test_a_failed_re_render_after_the_commit_does_not_hide_the_claim(
+    hb: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from heartbeat import Ledger
+
+    path = _exported(hb, workspace, LEGACY_DOC)
+    before = path.read_text()
+
+    def disk_full(target: Path, text: str) -> None:
+        raise OSError(28, "No space left on device", str(target))
+
+    with monkeypatch.context() as patched:
+        patched.setattr("heartbeat.sync.queue_files.atomic_write", disk_full)
+        with Ledger.open(workspace=workspace) as ledger:
+            assert ledger.pop(worker="w1")["id"] == "a"  # the caller gets its task
+            assert ledger.notices == [
+                f"the queue files were not re-rendered ({path}: No space left on device); hb sync retries"
+            ]
+    assert path.read_text() == before
+    hb("sync")  # the next sync writes what the failed re-render could not
+    assert [t["id"] for t in json.loads(path.read_text())["in_progress"]] == ["a"]
