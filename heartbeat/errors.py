@@ -23,6 +23,15 @@ class HbError(Exception):
         return self.message
 
 
+def one_line(exc: HbError | OSError) -> str:
+    """What a caller that carries on prints of a failure: the domain message, or the file and
+    the system's reason."""
+    if isinstance(exc, HbError):
+        return exc.message
+    reason = exc.strerror or str(exc)
+    return f"{exc.filename}: {reason}" if exc.filename else reason
+
+
 class NotFound(HbError):
     """An id, scope, key or file that does not exist."""
 

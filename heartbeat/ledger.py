@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 from heartbeat import settings as settings_mod
 from heartbeat.clock import Clock, load_zone, machine_zone_name, parse_when
-from heartbeat.errors import HbError, InvalidInput, NotFound
+from heartbeat.errors import HbError, InvalidInput, NotFound, one_line
 from heartbeat.recur import RecurAPI
 from heartbeat.report import ReportAPI
 from heartbeat.round import RoundAPI
@@ -175,7 +175,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             return Clock(lambda: parse_when(text, self.zone, what="--now time"))
         if isinstance(now, datetime) and now.tzinfo is None:
             naive = now
-            return Clock(lambda: parse_when(naive.isoformat(), self.zone))
+            return Clock(lambda: self._read_now(naive))
         if callable(now):
             source = now
             return Clock(lambda: self._read_now(source()))
@@ -441,7 +441,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             try:
                 export_queue_files(self)
             except (HbError, OSError) as exc:
-                reason = exc.message if isinstance(exc, HbError) else f"{exc.filename}: {exc.strerror or exc}"
+                reason = one_line(exc)
                 self.notices.append(f"the queue files were not re-rendered ({reason}); hb sync retries")
 
     def _lease(self, lease: str | Any | None) -> Any:

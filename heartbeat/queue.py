@@ -331,7 +331,7 @@ def pop(
         rows = tx.rows("claim_checked" if scope is not None else "claim_checked_legacy", claim)
         if rows:
             result.task = tx.task(rows[0])
-            return _popped(tx, result, claim["scope"], now, worker, None)
+            return _popped(tx, result, claim["scope"], now, at, worker, None)
     scope = _preflight(tx, scope, at, accept_stale)
     claim = {"scope": scope, "now": at, "worker": worker, "lease_until": lease_until}
     if accept_stale:
@@ -353,11 +353,11 @@ def pop(
         rows = tx.rows("claim", claim)
     if rows:
         result.task = tx.task(rows[0])
-    return _popped(tx, result, scope, now, worker, task_id)
+    return _popped(tx, result, scope, now, at, worker, task_id)
 
 
 def _popped(
-    tx: Tx, result: PopResult, scope: str, now: datetime, worker: str | None, task_id: str | None
+    tx: Tx, result: PopResult, scope: str, now: datetime, at: Any, worker: str | None, task_id: str | None
 ) -> PopResult:
     """After the claim: the blocked entries passed over, the runs row, exit 10 when exhausted."""
     if scope != LEGACY:
@@ -372,7 +372,7 @@ def _popped(
     # a claimed task is this run's last-run.json (the seed script records every run that
     # handled a task); a pop that took nothing leaves the last one as it is
     record = last_run_record(result.task, now, "in_progress", None) if result.task else None
-    _run(tx, "pop", scope, tx.d.time(now), status=status, worker=worker, task_id=got, record=record)
+    _run(tx, "pop", scope, at, status=status, worker=worker, task_id=got, record=record)
     if got is None and scope != LEGACY and task_id is None:
         result.exhausted = QueueExhausted(f"queue {scope} is exhausted: write the evidence report and stop")
         result.exhausted.skipped = result.skipped

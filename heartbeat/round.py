@@ -707,15 +707,13 @@ def _proactive_message(topic: str | None, suggestion: str | None, lang: str) -> 
 def _export_after_round(ledger: Ledger, detail: dict[str, Any]) -> dict[str, Any] | None:
     """The sync that writes the round's changes back; a failure is a notice, not the tick's end
     (the messages the round recorded as sent must still reach the brief)."""
-    from heartbeat.errors import HbError
+    from heartbeat.errors import HbError, one_line
 
     try:
         exported: dict[str, Any] = ledger.sync()
         return exported
-    except HbError as exc:
-        message = exc.message
-    except OSError as exc:
-        message = f"{exc.filename}: {exc.strerror or exc}"
+    except (HbError, OSError) as exc:
+        message = one_line(exc)
     ledger.notices.append(f"the files were not written back ({message}); the next sync retries")
     detail["export_error"] = message
     return None

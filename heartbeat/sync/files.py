@@ -9,7 +9,6 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from heartbeat.errors import FileFormatError, InvalidInput, NotFound
 
@@ -52,24 +51,16 @@ def read_text(path: Path, *, stream: bool = False) -> str:
     (reading one would block, or never end). HEARTBEAT.md, which hb only reads, may be one.
     """
     try:
-        with path.open("rb") if stream or _regular(path) else _not_a_file(path) as handle:
-            data = handle.read()
+        if not stream and not stat.S_ISREG(path.stat().st_mode):  # FileNotFoundError when missing
+            if path.is_dir():
+                raise IsADirectoryError(path)
+            raise InvalidInput(f"{path}: not a regular file (hb reads and writes plain files only)")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise NotFound(f"{path}: no such file") from None
     except IsADirectoryError:
         raise NotFound(f"{path}: is a directory, not a file") from None
     return decode(data, path)
-
-
-def _regular(path: Path) -> bool:
-    """Whether ``path`` is a regular file (a FIFO or a device would block or never end)."""
-    return stat.S_ISREG(path.stat().st_mode)  # FileNotFoundError when missing
-
-
-def _not_a_file(path: Path) -> Any:
-    if path.is_dir():
-        raise IsADirectoryError(path)
-    raise InvalidInput(f"{path}: not a regular file (hb reads and writes plain files only)")
 
 
 def decode(data: bytes, path: Path) -> str:

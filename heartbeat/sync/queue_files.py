@@ -19,7 +19,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from heartbeat.db.models import Error, Run, SyncState, Task, TaskStatus, priority_rank
-from heartbeat.errors import FileFormatError, HbError
+from heartbeat.errors import FileFormatError, HbError, one_line
 from heartbeat.formats import tasks_json
 from heartbeat.formats.timestamps import timestamp_or_none
 from heartbeat.queue import record_from_row
@@ -321,7 +321,7 @@ def _export_one(
             remember(session, kind, path, text, now)
         if text is None or current == text:
             return False
-        if _text_or_none(path) == current:
+        if _current_text(path) == current:
             atomic_write(path, text)
             return True
         # changed meanwhile: the next round diffs against the text this one read (its edits are
@@ -341,13 +341,6 @@ def _forget(session: Session, kind: str) -> None:
     if row is not None:
         session.delete(row)
         session.flush()
-
-
-def _text_or_none(path: Path) -> str | None:
-    try:
-        return read_text(path) if path.exists() else None
-    except (HbError, OSError):
-        return None
 
 
 def _edited(session: Session, kind: str, path: Path, text: str) -> bool:
@@ -376,10 +369,9 @@ def _notice(ledger: Ledger, message: str) -> None:
         ledger.notices.append(message)
 
 
-def _reason(exc: Exception, path: Path) -> str:
-    if isinstance(exc, HbError):
-        return exc.message if str(path) in exc.message else f"{path}: {exc.message}"
-    return f"{path}: {getattr(exc, 'strerror', None) or exc}"
+def _reason(exc: HbError | OSError, path: Path) -> str:
+    text = one_line(exc)
+    return text if str(path) in text else f"{path}: {text}"
 
 
 def _sync_notices(report: SyncReport) -> list[str]:

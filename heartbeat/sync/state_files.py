@@ -313,11 +313,10 @@ def sync_state(
     doc = _parse(text, path)
     file_changed = last is None or last.content_hash != digest(text)
     problems: dict[str, str] = {}
-    _read(ledger, doc, path, problems)
+    file_settings, _ = _read(ledger, doc, path, problems)
     report.preserved.extend(f"{path}: {reason}: kept as written, not read" for reason in problems.values())
     if file_changed:
         baseline = _baseline(last)
-        file_settings, _ = _read(ledger, doc, path, {})
         keep_ledger = set()
         for key, value in file_settings.items():
             before = baseline.get(key) if baseline is not None else None
