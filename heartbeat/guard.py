@@ -45,6 +45,12 @@ def acquire(ledger: Ledger, kind: str) -> GuardRun:
     """Take the guard for a run of ``kind``; Busy (exit 75) while someone else holds it."""
     now = ledger.now()
     lifetime = parse_duration(ledger.settings.heartbeat_guard, what="heartbeat.guard")
+    # a live holder is seen without the write lock, which the running heartbeat may hold for
+    # its whole sync: the caller (a poke over HTTP, say) is answered "busy" at once
+    with ledger.read() as s:
+        live = s.scalars(select(Run).where(Run.guard == GUARD)).first()
+        if live is not None and (live.expires_at is None or live.expires_at > now):
+            raise Busy(_busy_message(ledger, live))
     try:
         with ledger.write() as s:
             holder = s.scalars(select(Run).where(Run.guard == GUARD).with_for_update()).first()

@@ -207,7 +207,11 @@ class PokeHandler(BaseHTTPRequestHandler):
     # --- plumbing ---
 
     def _path(self) -> str:
-        return self.path.split("?", 1)[0].rstrip("/") or "/"
+        # exact paths only: "/poke/" and "//poke" are not the poke endpoint (404). The request
+        # line as sent, not self.path: http.server folds a leading "//" into "/"
+        words = self.requestline.split()
+        target = words[1] if len(words) >= 2 else self.path
+        return target.split("?", 1)[0]
 
     def _reply(
         self,

@@ -5,10 +5,12 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ import pytest
 from heartbeat import Ledger
 from heartbeat.serve import MAX_BODY, PokeServer, make_server
 from tests.conftest import Runner
-from tests.round.conftest import open_ledger, runs, write
+from tests.round.conftest import db_of, open_ledger, runs, write
 
 TOKEN = "s3cret-token"
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,9 +46,10 @@ def request(
     *,
     token: str | None = TOKEN,
     headers: dict[str, str] | None = None,
+    timeout: float = 10,
 ) -> tuple[int, dict[str, str], Any]:
     host, port = srv.server_address[:2]
-    conn = http.client.HTTPConnection(str(host), int(port), timeout=10)
+    conn = http.client.HTTPConnection(str(host), int(port), timeout=timeout)
     sent = dict(headers or {})
     if token is not None:
         sent["Authorization"] = f"Bearer {token}"
@@ -170,6 +173,50 @@ def test_409_while_a_heartbeat_holds_the_guard(server: PokeServer, sh_db: Runner
     assert sh_db.json("list") == []
     status, _, _ = request(server, "POST", "/poke", b"wake up")
     assert status == 202
+
+
+@contextmanager
+def write_lock_held(runner: Runner) -> Iterator[None]:
+    """Another transaction holds the database's write lock, as a heartbeat in the middle of its
+    sync does (SQLite: BEGIN IMMEDIATE; PostgreSQL: a lock on runs that FOR UPDATE waits for)."""
+    url = db_of(runner) or ""
+    if not url.startswith("postgresql"):
+        conn = sqlite3.connect(url or Path(os.environ["HB_WORKSPACE"]) / ".agent" / "state" / "heartbeat.db")
+        conn.isolation_level = None
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            conn.execute("ROLLBACK")
+            conn.close()
+        return
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    with psycopg.connect(make_url(url).set(drivername="postgresql").render_as_string(False)) as pg:
+        pg.execute("LOCK TABLE runs IN EXCLUSIVE MODE")
+        yield
+        pg.rollback()
+
+
+def test_409_at_once_while_the_heartbeat_holds_the_write_lock_too(server: PokeServer, sh_db: Runner) -> None:
+    # the guard is seen without waiting for the running heartbeat's transaction: a poke that
+    # waited for the database lock (30 s) would time the client out here instead of a 409
+    with open_ledger(sh_db) as other, other.guard("heartbeat"), write_lock_held(sh_db):
+        status, _, payload = request(server, "POST", "/poke", b"wake up", timeout=5)
+        assert status == 409
+        assert payload["error"].startswith("busy: a heartbeat")
+    assert sh_db.json("list") == []
+
+
+def test_only_the_exact_paths_are_served(server: PokeServer, sh_db: Runner) -> None:
+    for path in ("/poke/", "//poke", "/poke//", "/Poke"):
+        status, _, _ = request(server, "POST", path, b"wake up")
+        assert status == 404, path
+    status, _, _ = request(server, "GET", "/healthz/")
+    assert status == 404
+    assert sh_db.json("list") == []
+    assert request(server, "POST", "/poke?via=webhook", b"wake up")[0] == 202
 
 
 # --- the command ---------------------------------------------------------------------

@@ -32,6 +32,36 @@ def test_effectively_empty(text: str | None) -> None:
 @pytest.mark.parametrize(
     "text",
     [
+        "- [\t]\n",  # OpenClaw's \s inside the brackets: a tab
+        "- [\u00a0]\n",  # ... or a no-break space
+        "* [\u3000]\n+ [\u2003]\n",
+        "-\t[ ]\t\n",
+        "\ufeff# Heartbeat\n- [ ]\n",  # JavaScript's trim removes a byte order mark
+        "\u00a0\u00a0- [ ]\u00a0\n",
+        "#\u00a0Heading\n",
+    ],
+)
+def test_openclaw_blanks_in_empty_items_and_headings(text: str) -> None:
+    assert is_effectively_empty(text) is True
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- [  ]\n",  # two blanks: OpenClaw's box holds at most one character
+        "- [\t\t]\n",
+        "- [y]\n",
+        "- [ ] \u00a0x\n",
+        "\x1c\n",  # a separator control is not JavaScript whitespace: content
+    ],
+)
+def test_openclaw_items_that_are_content(text: str) -> None:
+    assert is_effectively_empty(text) is False
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         "Check the inbox",
         "# Heartbeat\n\n- Check the inbox\n",
         "- [ ] Check the inbox",
