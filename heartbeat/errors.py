@@ -133,6 +133,12 @@ class NotSent(HbError):
     exit_code = 20
 
 
+class Interrupted(HbError):
+    """Ctrl-C (SIGINT) stopped the command; what it was doing was cancelled (128 + SIGINT)."""
+
+    exit_code = 130
+
+
 class Busy(HbError):
     """Another heartbeat or poke holds the workspace guard (EX_TEMPFAIL)."""
 

@@ -78,30 +78,48 @@ class ReportAPI:
         """A report as ``hb report KIND --format json`` prints it: metadata, columns, rows."""
         return self.report_table(kind, since=since, until=until, by=by, limit=limit).as_dict()
 
-    def sql_table(self, query: str) -> Table:
-        """Run one read-only SQL statement; the database refuses any write (QueryFailed)."""
+    def sql_table(self, query: str, *, timeout: str | float | None = None) -> Table:
+        """Run one read-only SQL statement; the database refuses any write (QueryFailed).
+
+        ``timeout``: seconds, or a duration like ``30s`` (default: setting ``sql.timeout``); a
+        query still running then is cancelled (QueryFailed), as on Ctrl-C (Interrupted, 130).
+        """
         from heartbeat.db import sqlite
         from heartbeat.reporting import sql
         from heartbeat.reporting.table import Column, Table
 
         ledger = _ledger(self)
+        seconds = _timeout_seconds(timeout if timeout is not None else ledger.settings.sql_timeout)
         if ledger.engine_dialect() == "sqlite":
             path = sqlite.file_of(ledger.url)
             if path is None:  # in-memory: the guarded ledger connection itself
-                names, rows = sql.run_sqlite(ledger.raw, query)
+                names, rows = sql.run_sqlite(ledger.raw, query, timeout=seconds)
             else:
                 con = sql.open_readonly(path)
                 try:
-                    names, rows = sql.run_sqlite(con, query)
+                    names, rows = sql.run_sqlite(con, query, timeout=seconds)
                 finally:
                     con.close()
         else:
-            names, rows = sql.run_postgresql(ledger.raw, query)
+            names, rows = sql.run_postgresql(ledger.url, query, timeout=seconds)
         return Table([Column(n) for n in names], rows, ledger.zone)
 
-    def sql(self, query: str) -> list[dict[str, Any]]:
+    def sql(self, query: str, *, timeout: str | float | None = None) -> list[dict[str, Any]]:
         """Rows of one read-only statement as ``hb sql --format json`` prints them."""
-        return self.sql_table(query).records()
+        return self.sql_table(query, timeout=timeout).records()
+
+
+def _timeout_seconds(value: str | float) -> float:
+    from heartbeat.clock import parse_duration
+    from heartbeat.errors import InvalidInput
+
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        seconds = parse_duration(str(value), what="sql timeout").total_seconds()
+    if not seconds > 0:
+        raise InvalidInput(f"sql timeout must be positive, not {value!r}")
+    return seconds
 
 
 def _ledger(api: ReportAPI) -> Ledger:

@@ -53,9 +53,10 @@ class Settings:
     heartbeat_guard: str = _opt("10m", "a heartbeat guard older than this is taken as abandoned")
     hygiene_enabled: bool = _opt(False, "memory hygiene reminders")
     hygiene_every_hours: float = _opt(24.0, "memory hygiene interval", gt=0, le=_HOURS)
+    sql_timeout: str = _opt("30s", "hb sql cancels a query still running after this")
 
 
-_PREFIXES = ("reminder", "proactive", "queue", "todo", "sync", "recur", "heartbeat", "hygiene")
+_PREFIXES = ("reminder", "proactive", "queue", "todo", "sync", "recur", "heartbeat", "hygiene", "sql")
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,7 @@ _CHECKS: dict[str, Any] = {
     "queue_lease": _check_duration,
     "check_interval": _check_duration,
     "heartbeat_guard": _check_duration,
+    "sql_timeout": _check_duration,
     "todo_dialect": _one_of("strict", "extended"),
     "lang": _one_of("en", "zh"),
 }

@@ -124,25 +124,32 @@ for _kind, _summary, _example in (
 
 @click.command()
 @click.argument("query", metavar="QUERY|-")
+@click.option(
+    "--timeout",
+    metavar="DURATION",
+    help="Cancel the query if it runs longer (default: setting sql.timeout, 30s).",
+)
 @format_option
 @json_option
-def sql(query: str, fmt: str | None) -> None:
+def sql(query: str, timeout: str | None, fmt: str | None) -> None:
     """Run one read-only SQL statement on the ledger (QUERY, or - for standard input).
 
-    The database refuses writes (SQLite opened read-only, PostgreSQL in a READ
-    ONLY transaction). docs/sql.md lists the tables, views and example questions.
+    The database refuses writes: SQLite opened read-only; PostgreSQL as the role
+    hb_reader, which can only read hb's tables, in a READ ONLY transaction. A
+    query running past --timeout is cancelled (exit 1), as on Ctrl-C (exit 130).
+    docs/sql.md lists the tables, views and example questions.
 
     \b
     Example:
       hb sql "SELECT * FROM outcomes_by_skill ORDER BY outcomes DESC"
-      hb sql - --format csv < question.sql
+      hb sql - --format csv --timeout 2m < question.sql
     """
     from heartbeat.reporting.output import render
 
     text = read_text_arg(query)
     if not text.strip():
         raise click.UsageError("QUERY is empty")
-    table = state().ledger(create=False).sql_table(text)
+    table = state().ledger(create=False).sql_table(text, timeout=timeout)
     out = _format(fmt)
     if table.columns or out == "json":  # a statement without a result set prints nothing
         click.echo(render(table, out, document=table.records(), null="NULL"))

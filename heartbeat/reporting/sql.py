@@ -7,21 +7,42 @@ Nothing here inspects the query text. The database refuses writes:
   DETACH (so no other file is created or written, ``VACUUM INTO`` included)
   and every PRAGMA that is not a plain read (``writable_schema``,
   ``query_only = OFF``, ...). The driver runs one statement per call.
-- PostgreSQL: a ``READ ONLY`` transaction, always rolled back, and the query
-  sent as a prepared statement, which the server accepts only as a single
-  statement (so no ``COMMIT; ...`` can end the read-only transaction).
+- PostgreSQL: a connection of its own as the role ``hb_reader`` (migration
+  0004 creates it and grants it ``SELECT`` on hb's tables and views), never as
+  the ledger's user: a superuser's read-only transaction still runs
+  ``COPY ... TO PROGRAM``, ``pg_read_file`` and ``SET ROLE``. The role is
+  checked before the query (no superuser, no server-file or program roles), the
+  query runs in a ``READ ONLY`` transaction, always rolled back, sent as a
+  prepared statement, which the server accepts only as a single statement.
+  ``HB_SQL_DATABASE_URL`` names another URL for that connection (the role with
+  a password, say); it is checked the same way.
+
+Every query has a time limit (``--timeout``, setting ``sql.timeout``):
+PostgreSQL's ``statement_timeout``, SQLite a progress handler. Ctrl-C cancels
+the query (exit 130). Nothing is changed either way.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sqlite3
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from heartbeat.errors import HbError
+from heartbeat.errors import HbError, Interrupted
+
+READER_ROLE = "hb_reader"  # migrations/versions/0004_sql_reader_role.py
+READER_URL_ENV = "HB_SQL_DATABASE_URL"
+# the predefined roles that reach outside the database (files, programs)
+SERVER_ROLES = ("pg_read_server_files", "pg_write_server_files", "pg_execute_server_program")
+PROGRESS_STEPS = 1000  # SQLite virtual-machine steps between two looks at the clock
 
 # PRAGMAs that only read. Those in the first set may name a table or index.
 PRAGMAS_WITH_ARGUMENT = frozenset(
@@ -108,10 +129,62 @@ def _guarded(con: sqlite3.Connection, denied: list[str]) -> Iterator[sqlite3.Con
             con.rollback()
 
 
-def run_sqlite(con: sqlite3.Connection, query: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run ``query`` on ``con`` under the guard: (column names, rows)."""
+class Limit:
+    """A query's time limit and Ctrl-C: while active, SIGINT cancels the query instead of
+    killing hb half-way (``interrupted``), and ``expired`` turns true after ``seconds``."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.interrupted = False
+        self.deadline = time.monotonic() + seconds
+        self.on_interrupt: Callable[[], None] | None = None
+
+    @property
+    def expired(self) -> bool:
+        return time.monotonic() >= self.deadline
+
+    def stop(self) -> bool:
+        """For SQLite's progress handler: whether to abandon the query now."""
+        return self.interrupted or self.expired
+
+    @contextmanager
+    def active(self) -> Iterator[Limit]:
+        if threading.current_thread() is not threading.main_thread():
+            yield self  # signals reach the main thread only; the time limit still holds
+            return
+
+        def handler(_signum: int, _frame: Any) -> None:
+            self.interrupted = True
+            if self.on_interrupt is not None:
+                self.on_interrupt()
+
+        previous = signal.signal(signal.SIGINT, handler)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def failed(self, exc: BaseException) -> HbError:
+        """The error for a query the database stopped: Ctrl-C, the time limit, or its own."""
+        if self.interrupted:
+            return Interrupted("sql: query cancelled (interrupted)")
+        if self.expired:
+            return QueryFailed(f"sql: query cancelled after {_seconds(self.seconds)}")
+        return QueryFailed(f"sql: {first_line(exc)}")
+
+
+def _seconds(seconds: float) -> str:
+    return f"{seconds:g}s"
+
+
+def run_sqlite(
+    con: sqlite3.Connection, query: str, *, timeout: float
+) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run ``query`` on ``con`` under the guard and the time limit: (column names, rows)."""
     denied: list[str] = []
-    with _guarded(con, denied):
+    limit = Limit(timeout)
+    with _guarded(con, denied), limit.active():
+        con.set_progress_handler(limit.stop, PROGRESS_STEPS)
         cur = con.cursor()
         try:
             cur.execute(query)
@@ -120,26 +193,105 @@ def run_sqlite(con: sqlite3.Connection, query: str) -> tuple[list[str], list[tup
         except (sqlite3.Error, sqlite3.Warning) as exc:
             if denied:
                 raise QueryFailed(f"sql: {first_line(exc)}: {denied[0]} (hb sql is read-only)") from None
+            if limit.interrupted or limit.expired:
+                raise limit.failed(exc) from None
             raise QueryFailed(f"sql: {first_line(exc)}") from None
         finally:
             cur.close()
+            con.set_progress_handler(None, PROGRESS_STEPS)
     return names, rows
 
 
-def run_postgresql(raw: Any, query: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run ``query`` in a READ ONLY transaction on ``raw`` (a psycopg connection), then roll back."""
+def reader_connect_args(url: str) -> dict[str, Any]:
+    """psycopg's connection arguments for the read-only role on the ledger's database: the
+    ledger's URL with the role for user and no password, unless HB_SQL_DATABASE_URL names one."""
+    from sqlalchemy.engine import make_url
+
+    from heartbeat.db.engine import normalize_url
+
+    override = os.environ.get(READER_URL_ENV)
+    parsed = make_url(normalize_url(override or url))
+    if not override:
+        parsed = parsed.set(username=READER_ROLE, password=None)
+    args: dict[str, Any] = parsed.translate_connect_args(username="user", database="dbname")
+    args.update({k: v for k, v in parsed.query.items() if isinstance(v, str)})
+    return args
+
+
+def grant_hint(dbname: str) -> str:
+    return (
+        f"an administrator can run: CREATE ROLE {READER_ROLE} LOGIN; "
+        f'GRANT CONNECT ON DATABASE "{dbname}" TO {READER_ROLE}; '
+        f"GRANT USAGE ON SCHEMA public TO {READER_ROLE}; "
+        f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {READER_ROLE} "
+        f"(and give it a password in {READER_URL_ENV} if the server asks for one)"
+    )
+
+
+def run_postgresql(url: str, query: str, *, timeout: float) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run ``query`` as the read-only role in a READ ONLY transaction that is rolled back."""
     import psycopg
 
-    raw.rollback()
-    cur = raw.cursor()
+    args = reader_connect_args(url)
+    who = args.get("user") or "?"
     try:
-        cur.execute("SET TRANSACTION READ ONLY")
-        cur.execute(query, prepare=True)
-        names = [d[0] for d in cur.description or ()]
-        rows = [tuple(r) for r in cur.fetchall()] if cur.description else []
+        con = psycopg.connect(**args, connect_timeout=10)
     except psycopg.Error as exc:
-        raise QueryFailed(f"sql: {first_line(exc)}") from None
+        raise QueryFailed(
+            f"sql: cannot connect as the read-only role {who} ({first_line(exc)}); "
+            + grant_hint(str(args.get("dbname") or "?"))
+        ) from None
+    limit = Limit(timeout)
+    limit.on_interrupt = con.cancel_safe
+    try:
+        with limit.active():
+            _check_reader(con, who)
+            cur = con.cursor()
+            try:
+                cur.execute("SET TRANSACTION READ ONLY")
+                cur.execute(f"SET LOCAL statement_timeout = {max(1, round(timeout * 1000))}")
+                if limit.interrupted:  # Ctrl-C before the query was sent: nothing to cancel
+                    raise Interrupted("sql: query cancelled (interrupted)")
+                cur.execute(query, prepare=True)
+                names = [d[0] for d in cur.description or ()]
+                rows = [tuple(r) for r in cur.fetchall()] if cur.description else []
+            except psycopg.Error as exc:
+                if isinstance(exc, psycopg.errors.QueryCanceled) or limit.interrupted:
+                    raise limit.failed(exc) from None
+                raise QueryFailed(f"sql: {first_line(exc)}") from None
+            except KeyboardInterrupt:  # psycopg cancelled the query on the way out
+                raise Interrupted("sql: query cancelled (interrupted)") from None
+            finally:
+                cur.close()
     finally:
-        cur.close()
-        raw.rollback()
+        with contextlib.suppress(psycopg.Error):  # a connection already broken needs no rollback
+            con.rollback()
+        con.close()
     return names, rows
+
+
+def _check_reader(con: Any, who: str) -> None:
+    """Refuse a role that could reach past hb's tables: a superuser, or one holding the
+    server-file or program roles (HB_SQL_DATABASE_URL may name any role)."""
+    import psycopg
+
+    try:
+        row = con.execute(
+            "SELECT r.rolsuper, "
+            + ", ".join(f"pg_has_role(session_user, '{name}', 'MEMBER')" for name in SERVER_ROLES)
+            + " FROM pg_roles r WHERE r.rolname = session_user"
+        ).fetchone()
+    except psycopg.Error as exc:
+        raise QueryFailed(f"sql: cannot check the role {who}: {first_line(exc)}") from None
+    finally:
+        con.rollback()
+    if row is None:
+        raise QueryFailed(f"sql: the role {who} is not in pg_roles")
+    if row[0]:
+        raise QueryFailed(
+            f"sql: refusing to run as {who}, a superuser: hb sql runs as a role that can only read "
+            f"hb's tables ({READER_ROLE}; unset {READER_URL_ENV} or point it at such a role)"
+        )
+    held = [name for name, member in zip(SERVER_ROLES, row[1:], strict=True) if member]
+    if held:
+        raise QueryFailed(f"sql: refusing to run as {who}: it is a member of {', '.join(held)}")

@@ -165,3 +165,63 @@ def test_sql_needs_an_existing_ledger(hb: Runner, workspace: Path) -> None:
     result = hb("sql", "SELECT 1", code=1)
     assert "no ledger" in result.stderr
     assert not (workspace / ".agent" / "state" / "heartbeat.db").exists()
+
+
+# --- PostgreSQL as a superuser: hb sql runs as hb_reader, which the server keeps inside hb's tables ---
+
+ATTACKS = [
+    "COPY (SELECT 1) TO PROGRAM 'touch {marker}'",
+    "COPY (SELECT * FROM tasks) TO '{marker}'",
+    "SELECT pg_read_file('/etc/passwd')",
+    "SELECT pg_ls_dir('.')",
+    "SELECT lo_import('/etc/passwd')",
+    "SELECT lo_export(1, '{marker}')",
+    "SELECT * FROM dblink('dbname=postgres user=postgres', 'SELECT 1') AS t(x int)",
+    "SET ROLE postgres",
+    "SET SESSION AUTHORIZATION postgres",
+    "SELECT set_config('role', 'postgres', false)",
+    "SELECT set_config('session_authorization', 'postgres', false)",
+    "SELECT set_config('transaction_read_only', 'off', true)",
+]
+
+
+@pytest.mark.postgres
+def test_a_superuser_connection_cannot_reach_files_programs_or_other_roles(
+    pg_url: str, workspace: Path, tmp_path: Path
+) -> None:
+    from sqlalchemy import create_engine, text
+
+    hb = Runner({"HB_DATABASE_URL": pg_url})
+    seed(hb)
+    engine = create_engine(pg_url)
+    with engine.begin() as conn:  # the ledger's own user may do all of this; hb sql must not
+        assert conn.execute(text("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")).scalar()
+        conn.execute(text("CREATE EXTENSION IF NOT EXISTS dblink"))
+    engine.dispose()
+    before = all_rows(pg_url)
+    marker = tmp_path / "written-by-the-server"
+    for attack in ATTACKS:
+        statement = attack.format(marker=marker)
+        result = hb("sql", statement, code=1)
+        assert_refused(result, statement)
+        assert not marker.exists(), statement
+        assert all_rows(pg_url) == before, statement
+    assert "permission denied" in hb("sql", "SELECT pg_read_file('/etc/passwd')", code=1).stderr
+    assert "permission denied" in hb("sql", "SET ROLE postgres", code=1).stderr
+    [who] = hb.json("sql", "SELECT current_user AS cur, session_user AS ses")
+    assert who == {"cur": "hb_reader", "ses": "hb_reader"}
+
+
+@pytest.mark.postgres
+def test_hb_sql_refuses_a_role_that_is_not_the_reader(pg_url: str, workspace: Path, monkeypatch: Any) -> None:
+    hb = Runner({"HB_DATABASE_URL": pg_url})
+    seed(hb)
+    monkeypatch.setenv("HB_SQL_DATABASE_URL", pg_url)  # the superuser itself
+    refused = hb("sql", "SELECT 1", code=1)
+    assert refused.stderr.startswith("hb: sql: refusing to run as postgres, a superuser")
+    assert refused.stderr.count("\n") == 1
+    monkeypatch.setenv("HB_SQL_DATABASE_URL", pg_url.replace("postgres@", "hb_no_such_role@", 1))
+    missing = hb("sql", "SELECT 1", code=1)
+    lines = missing.stderr.splitlines()
+    assert len(lines) == 1 and "cannot connect as the read-only role hb_no_such_role" in lines[0]
+    assert "GRANT SELECT ON ALL TABLES" in lines[0]
