@@ -1,26 +1,43 @@
 """``hb serve``: ``POST /poke`` over HTTP, for runtimes that poke by webhook (SPEC.md section 7).
 
-A small stdlib server (one request at a time, which is all a poke needs):
+A small stdlib server (a thread per connection, pokes taking turns):
 
 - ``POST /poke`` with ``Authorization: Bearer <token>``: the body (UTF-8 text,
   at most 4 KiB) becomes a task, as ``hb poke`` does. 202 with the task as
   JSON; 401 without or with a wrong token; 400 for an empty body or one that
   is not text; 413 past 4 KiB; 409 while a heartbeat (or another poke) holds
   the workspace guard. Any other method on ``/poke`` is 405.
-- ``GET /healthz``: 200 ``{"ok": true}``, no token needed.
+- ``GET /healthz``: 200 ``{"ok": true}``, no token needed; other methods 405.
+- Any other path, ``/poke/`` and ``//poke`` included: 404.
 
 The token comes from a file (its first line, surrounding whitespace removed);
 without one the server does not start: a poke endpoint anyone can call would
-let anything on the machine queue work for the agent.
+let anything on the machine queue work for the agent. A token file that group
+or others may read gets a warning, as ssh gives for a private key.
+
+The request log never shows the token: each request is logged as client,
+method, path without its query string, and status; an error message that
+would quote the request has the token and any ``Bearer`` credentials blanked.
+
+A client has :data:`REQUEST_TIMEOUT` seconds for its whole request (line,
+headers and body: one header line every few seconds does not keep it open),
+and at most :data:`MAX_CONNECTIONS` connections are served at once (the next
+gets 503 and is closed).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
+import io
 import json
+import re
+import signal
 import socket
+import stat
 import sys
 import threading
+import time
 from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,7 +53,9 @@ MAX_BODY = 4096  # bytes: a poke is a short instruction, not a document
 TOKEN_FILE = Path(".agent") / "state" / "serve.token"  # the default, inside the workspace
 TEXT_TYPES = ("text/", "application/json", "application/x-www-form-urlencoded")
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
-REQUEST_TIMEOUT = 10  # seconds a client may take to send its request
+REQUEST_TIMEOUT = 10  # seconds a client may take to send its whole request
+MAX_CONNECTIONS = 64  # connections served at once; more are refused with 503
+_BEARER = re.compile(r"(?i)(bearer)\s+\S+")
 
 
 def read_token(path: Path) -> str:
@@ -54,6 +73,19 @@ def read_token(path: Path) -> str:
     if not token:
         raise InvalidInput(f"{path}: the token file is empty")
     return token
+
+
+def token_file_warning(path: Path) -> str | None:
+    """A warning when group or others may read the token file (None: only its owner can)."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return None
+    if not mode & 0o077:
+        return None
+    return (
+        f"{path} is readable by others (mode {mode:04o}): anyone who can read it can poke; chmod 600 {path}"
+    )
 
 
 class PokeServer(ThreadingHTTPServer):
@@ -79,16 +111,41 @@ class PokeServer(ThreadingHTTPServer):
         self.token = token
         self.log = log
         self.poke_lock = threading.Lock()
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         super().__init__(address, PokeHandler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(blocking=False):  # too many at once: refuse, do not queue
+            with contextlib.suppress(OSError):
+                request.sendall(
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                )
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+    def redact(self, text: str) -> str:
+        """``text`` with the token and any bearer credentials blanked, for the log."""
+        return _BEARER.sub(r"\1 [redacted]", text.replace(self.token, "[token]"))
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """One line for a request that failed outside the handler's own answers (a client that
         went away mid-reply, say) instead of socketserver's traceback."""
         exc = sys.exc_info()[1]
         if self.log is not None and not isinstance(exc, ConnectionError):
-            self.log(f"request from {client_address[0]} failed: {type(exc).__name__}: {exc}")
+            self.log(self.redact(f"request from {client_address[0]} failed: {type(exc).__name__}: {exc}"))
 
     @property
     def url(self) -> str:
@@ -97,10 +154,39 @@ class PokeServer(ThreadingHTTPServer):
         return f"http://{shown}:{port}"
 
 
+class _DeadlineSocket(io.RawIOBase):
+    """The socket's reading side with one deadline for the whole request: each receive may
+    wait only for the time left, so a client trickling a byte at a time still runs out."""
+
+    def __init__(self, sock: socket.socket, handler: PokeHandler) -> None:
+        self.sock = sock
+        self.handler = handler
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.handler.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request took too long")
+        self.sock.settimeout(left)
+        return self.sock.recv_into(buffer)
+
+
 class PokeHandler(BaseHTTPRequestHandler):
     server: PokeServer
     server_version = "hb-serve"
     timeout = REQUEST_TIMEOUT
+    deadline = 0.0
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()
+        self.rfile = io.BufferedReader(_DeadlineSocket(self.connection, self))
+
+    def handle_one_request(self) -> None:
+        self.deadline = time.monotonic() + REQUEST_TIMEOUT  # each request on the connection
+        super().handle_one_request()
 
     # --- routing ---
 
@@ -112,7 +198,7 @@ class PokeHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         if self._path() != "/poke":
-            self._reply(HTTPStatus.NOT_FOUND, {"error": "not found"})
+            self._not_allowed_or_missing()
             return
         self._poke()
 
@@ -234,9 +320,16 @@ class PokeHandler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(data)
 
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        """One line per request: client, method, path (no query string, which may carry the
+        token) and status; never a header."""
+        if self.server.log is not None:
+            status = code.value if isinstance(code, HTTPStatus) else code
+            self.server.log(f"{self.address_string()} {self.command} {self._path()} {status}")
+
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.log is not None:
-            self.server.log(f"{self.address_string()} {format % args}")
+            self.server.log(self.server.redact(f"{self.address_string()} {format % args}"))
 
 
 def _text_of(body: bytes, content_type: str | None) -> str | None:
@@ -288,11 +381,24 @@ def is_loopback(host: str) -> bool:
     return host in LOOPBACK or host.startswith("127.")
 
 
+class _Stop(Exception):
+    """SIGTERM: leave serve_forever like Ctrl-C does."""
+
+
 def serve(server: PokeServer) -> None:
-    """Serve until interrupted (Ctrl-C / SIGTERM ends it cleanly)."""
+    """Serve until interrupted: Ctrl-C or SIGTERM stop it cleanly (the socket is closed, no
+    traceback, exit 0)."""
+
+    def stop(_signum: int, _frame: Any) -> None:
+        raise _Stop
+
+    main = threading.current_thread() is threading.main_thread()  # signals reach it alone
+    previous = signal.signal(signal.SIGTERM, stop) if main else None
     try:
         server.serve_forever()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Stop):
         print("hb serve: stopped", file=sys.stderr)
     finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
         server.server_close()

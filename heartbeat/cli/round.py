@@ -275,7 +275,11 @@ def serve(host: str, port: int, token_file: str | None) -> None:
 
     st = state()
     ledger = st.ledger()  # opened (and created or upgraded) once, up front
-    token = serve_mod.read_token(serve_mod.token_path(ledger, token_file))
+    path = serve_mod.token_path(ledger, token_file)
+    token = serve_mod.read_token(path)
+    exposed = serve_mod.token_file_warning(path)
+    if exposed is not None:
+        warn(exposed)
     if not serve_mod.is_loopback(host):
         warn(f"listening on {host}, not loopback: anyone who can reach it and has the token can poke")
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +19,8 @@ from typing import Any
 import pytest
 
 from heartbeat import Ledger
-from heartbeat.serve import MAX_BODY, PokeServer, make_server
+from heartbeat import serve as serve_mod
+from heartbeat.serve import MAX_BODY, PokeServer, make_server, token_file_warning
 from tests.conftest import Runner
 from tests.round.conftest import db_of, open_ledger, runs, write
 
@@ -135,7 +138,7 @@ def test_405_for_other_methods(server: PokeServer) -> None:
         assert headers["Allow"] == "POST"
         assert method in payload["error"]
     status, headers, _ = request(server, "POST", "/healthz", b"x")
-    assert status == 404
+    assert status == 405 and headers["Allow"] == "GET"
     status, _, _ = request(server, "GET", "/nowhere")
     assert status == 404
 
@@ -219,6 +222,115 @@ def test_only_the_exact_paths_are_served(server: PokeServer, sh_db: Runner) -> N
     assert request(server, "POST", "/poke?via=webhook", b"wake up")[0] == 202
 
 
+def test_the_token_is_never_logged(sh_db: Runner) -> None:
+    lines: list[str] = []
+    srv = make_server(lambda: open_ledger(sh_db), host="127.0.0.1", port=0, token=TOKEN, log=lines.append)
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        assert request(srv, "POST", "/poke", b"in a header")[0] == 202
+        assert request(srv, "POST", f"/poke?token={TOKEN}", b"in the query", token=None)[0] == 401
+        assert request(srv, "GET", f"/healthz?access_token={TOKEN}", token=None)[0] == 200
+        host, port = srv.server_address[:2]
+        with socket.create_connection((str(host), int(port)), timeout=10) as raw:  # a request line
+            raw.sendall(f"POST /poke Bearer {TOKEN} HTTP/1.1 extra\r\n\r\n".encode())  # http.server quotes
+            assert b"400" in raw.recv(4096)  # an HTTP/0.9-style error page
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join(10)
+    text = "\n".join(lines)
+    assert TOKEN not in text
+    assert "POST /poke 202" in text and "POST /poke 401" in text and "GET /healthz 200" in text
+    assert "Bad request" in text  # the malformed line is logged, with the credentials blanked
+    assert "Authorization" not in text
+
+
+def test_a_token_file_others_can_read_gets_a_warning(tmp_path: Path) -> None:
+    path = write(tmp_path / "serve.token", TOKEN + "\n")
+    path.chmod(0o600)
+    assert token_file_warning(path) is None
+    path.chmod(0o644)
+    warning = token_file_warning(path)
+    assert warning is not None and "readable by others (mode 0644)" in warning and "chmod 600" in warning
+    path.chmod(0o640)
+    assert token_file_warning(path) is not None
+
+
+@contextmanager
+def running(srv: PokeServer) -> Iterator[PokeServer]:
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join(10)
+
+
+def _closed(conn: socket.socket) -> bool:
+    """Whether the server closed the connection (the read ends, or the connection is reset)."""
+    try:
+        return conn.recv(4096) == b"" or True  # any answer to half a request ends it too
+    except TimeoutError:
+        return False
+    except OSError:
+        return True
+
+
+def test_a_trickling_client_is_cut_off_at_the_request_deadline(
+    sh_db: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(serve_mod, "REQUEST_TIMEOUT", 1)
+    with running(make_server(lambda: open_ledger(sh_db), host="127.0.0.1", port=0, token=TOKEN)) as srv:
+        host, port = srv.server_address[:2]
+        trickle = socket.create_connection((str(host), int(port)), timeout=0.25)
+        try:
+            trickle.sendall(b"POST /poke HTTP/1.1\r\n")
+            cut = False
+            for n in range(40):  # a header line every 0.25 s: each read is quick, the whole is not
+                try:
+                    trickle.sendall(f"X-Trickle-{n}: {n}\r\n".encode())
+                except OSError:
+                    cut = True
+                    break
+                if _closed(trickle):
+                    cut = True
+                    break
+            assert cut, "a client sending a header line every 0.25 s kept its connection for 10 s"
+        finally:
+            trickle.close()
+        assert request(srv, "GET", "/healthz")[0] == 200
+    assert sh_db.json("list") == []
+
+
+def test_connections_past_the_cap_are_refused(sh_db: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serve_mod, "MAX_CONNECTIONS", 3)
+    with running(make_server(lambda: open_ledger(sh_db), host="127.0.0.1", port=0, token=TOKEN)) as srv:
+        host, port = srv.server_address[:2]
+        idle = [socket.create_connection((str(host), int(port)), timeout=10) for _ in range(3)]
+        try:
+            for conn in idle:  # each holds a slot with half a request
+                conn.sendall(b"POST /poke HTTP/1.1\r\n")
+            time.sleep(0.2)  # let the server take them before the next one knocks
+            with socket.create_connection((str(host), int(port)), timeout=10) as extra:
+                extra.sendall(b"GET /healthz HTTP/1.1\r\n\r\n")
+                assert extra.recv(4096).startswith(b"HTTP/1.1 503")
+        finally:
+            for conn in idle:
+                conn.close()
+        for _ in range(100):  # the slots come back once those connections are gone
+            try:
+                if request(srv, "GET", "/healthz", timeout=2)[0] == 200:
+                    break
+            except (ConnectionError, http.client.HTTPException):
+                pass
+            time.sleep(0.05)
+        else:
+            pytest.fail("the server did not serve again after the idle connections closed")
+
+
 # --- the command ---------------------------------------------------------------------
 
 
@@ -235,6 +347,7 @@ def test_serve_refuses_to_start_without_a_token(sh: Runner, workspace: Path) -> 
 @pytest.mark.slow
 def test_serve_command_end_to_end(sh: Runner, workspace: Path) -> None:
     token_file = write(workspace / ".agent" / "state" / "serve.token", TOKEN + "\n")
+    token_file.chmod(0o644)
     env = {**os.environ, "HB_WORKSPACE": str(workspace), "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "heartbeat", "serve", "--port", "0"],
@@ -245,6 +358,8 @@ def test_serve_command_end_to_end(sh: Runner, workspace: Path) -> None:
     )
     try:
         assert proc.stderr is not None
+        warning = proc.stderr.readline()
+        assert "readable by others (mode 0644)" in warning, warning
         line = proc.stderr.readline()
         assert "listening on http://127.0.0.1:" in line, line
         port = int(line.split("http://127.0.0.1:", 1)[1].split()[0])
@@ -254,9 +369,15 @@ def test_serve_command_end_to_end(sh: Runner, workspace: Path) -> None:
         payload = json.loads(response.read())
         conn.close()
         assert response.status == 202
+        proc.terminate()  # SIGTERM: a clean stop
+        _out, err = proc.communicate(timeout=10)
+        assert proc.returncode == 0, err
+        assert "hb serve: stopped" in err and "Traceback" not in err
+        assert TOKEN not in err
     finally:
-        proc.terminate()
-        proc.communicate(timeout=10)
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
     with Ledger.open(workspace=workspace) as ledger:
         assert ledger.get(payload["id"])["title"] == "from curl"
     assert token_file.exists()
