@@ -48,11 +48,21 @@ def load_zone(name: str) -> ZoneInfo:
     if name.strip().upper() == "UTC":
         return ZoneInfo("UTC")
     try:
-        if not name or name.startswith(("/", ".")) or ".." in name:
+        if not name or name.startswith(("/", ".")) or ".." in name or not _real_zone(name):
             raise ValueError(name)
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):
         raise InvalidInput(f"unknown timezone {name!r} (expected an IANA name like Asia/Tokyo)") from None
+
+
+# Files in the zone database that are not places: the default rules of POSIX TZ strings, the
+# "-00" placeholder zone, a machine's own link, and the leap-second ("right/") variants whose
+# clocks count leap seconds and so differ from every other zone's by half a minute.
+_NOT_ZONES = frozenset(("posixrules", "factory", "localtime"))
+
+
+def _real_zone(name: str) -> bool:
+    return name.lower() not in _NOT_ZONES and not name.startswith("right/")
 
 
 def machine_zone_name() -> str:
@@ -95,6 +105,8 @@ def parse_when(text: str, zone: tzinfo, *, what: str = "time") -> datetime:
         raise InvalidInput(
             f"bad {what} {text!r} (expected ISO 8601, e.g. 2026-05-01T09:00 or 2026-05-01T09:00:00Z)"
         ) from None
+    if not YEARS[0] <= parsed.year <= YEARS[1]:
+        raise InvalidInput(f"{what} {text!r} is outside the years 1970 to 2200 that hb handles")
     if parsed.tzinfo is None:
         from heartbeat.rules.recurrence import resolve_local
 
@@ -102,11 +114,17 @@ def parse_when(text: str, zone: tzinfo, *, what: str = "time") -> datetime:
     return parsed.astimezone(UTC)
 
 
+# The years of a time typed on the command line: earlier or later ones are typos (0001, 9999)
+# that would sort every report and every queue around them.
+YEARS = (1970, 2200)
+
+
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_SHORT = re.compile(r"^(?:(\d+(?:\.\d+)?)\s*([smhdw]))+$", re.IGNORECASE)
-_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
+# ASCII digits only (not Arabic-Indic ones), no blank inside: "30 m" is a typo, not 30 minutes
+_SHORT = re.compile(r"^(?:([0-9]+(?:\.[0-9]+)?)([smhdw]))+$", re.IGNORECASE)
+_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhdw])", re.IGNORECASE)
 _ISO = re.compile(
-    r"^P(?:(?P<w>\d+)W)?(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+)S)?)?$",
+    r"^P(?:(?P<w>[0-9]+)W)?(?:(?P<d>[0-9]+)D)?(?:T(?:(?P<h>[0-9]+)H)?(?:(?P<m>[0-9]+)M)?(?:(?P<s>[0-9]+)S)?)?$",
     re.IGNORECASE,
 )
 
@@ -119,7 +137,7 @@ def parse_duration(text: str, *, what: str = "duration") -> timedelta:
     """Read ``30m``, ``6h``, ``2d``, ``1w``, ``1h30m`` or ISO 8601 ``PT6H`` (at most 100 years)."""
     too_long = f"bad {what} {text!r}: longer than 100 years"
     try:
-        total = _duration(text.strip().replace(" ", ""))
+        total = _duration(text.strip())
     except OverflowError:  # more than a timedelta holds
         raise InvalidInput(too_long) from None
     if total is None:

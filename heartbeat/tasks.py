@@ -78,6 +78,9 @@ class Changes:
 
 def _convert(name: str, value: Any, zone: tzinfo) -> Any:
     clear = isinstance(value, str) and value.strip().lower() in CLEAR
+    if isinstance(value, str) and not value.strip() and (name not in TEXT_FIELDS or name == "priority"):
+        # an unset shell variable must not clear a time, a duration, a priority or a risk
+        raise InvalidInput(f"empty --{name.replace('_at', '').replace('_', '-')}; use none to clear it")
     if name == "status":
         return value if isinstance(value, TaskStatus) else parse_status(str(value))
     if name == "risk":

@@ -86,6 +86,8 @@ def cli(
       hb add "Write the weekly report" --priority high --due 2026-05-02T17:00
       hb list --json
     """
+    if now is not None and not now.strip():  # an unset variable in `--now "$WHEN"`: not "the system clock"
+        raise click.BadParameter("empty value (leave --now out to use the system clock)", param_hint="--now")
     st = State(workspace=workspace, db=db, now=now or None, json=as_json, quiet=quiet, verbose=verbose)
     ctx.obj = st
     ctx.call_on_close(st.close)
