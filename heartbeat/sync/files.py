@@ -44,23 +44,61 @@ def other_file(target: Path | None, workspace_file: Path) -> Path | None:
     return target
 
 
+STREAM_SECONDS = 15.0  # how long a pipe read as a file may take to end
+STREAM_BYTES = 1 << 20  # and how much it may hold
+
+
 def read_text(path: Path, *, stream: bool = False) -> str:
     """A workspace file's text (UTF-8, line endings untouched).
 
     Only a regular file, unless ``stream``: a file hb also writes cannot be a FIFO or a device
-    (reading one would block, or never end). HEARTBEAT.md, which hb only reads, may be one.
+    (reading one would block, or never end). HEARTBEAT.md, which hb only reads, may be one: it
+    is read for at most :data:`STREAM_SECONDS` and :data:`STREAM_BYTES` (InvalidInput past
+    either), so a pipe nobody writes to, or a device that never ends, cannot hang a heartbeat.
     """
     try:
-        if not stream and not stat.S_ISREG(path.stat().st_mode):  # FileNotFoundError when missing
+        if not stat.S_ISREG(path.stat().st_mode):  # FileNotFoundError when missing
             if path.is_dir():
                 raise IsADirectoryError(path)
-            raise InvalidInput(f"{path}: not a regular file (hb reads and writes plain files only)")
+            if not stream:
+                raise InvalidInput(f"{path}: not a regular file (hb reads and writes plain files only)")
+            return decode(_read_stream(path), path)
         data = path.read_bytes()
     except FileNotFoundError:
         raise NotFound(f"{path}: no such file") from None
     except IsADirectoryError:
         raise NotFound(f"{path}: is a directory, not a file") from None
     return decode(data, path)
+
+
+def _read_stream(path: Path) -> bytes:
+    """A pipe's or a device's bytes up to its end, within the time and size bounds. Opened
+    without blocking: a FIFO with no writer reads as empty at once."""
+    import select
+    import time
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        chunks: list[bytes] = []
+        size = 0
+        deadline = time.monotonic() + STREAM_SECONDS
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise InvalidInput(f"{path}: a pipe that did not end within {STREAM_SECONDS:g}s")
+            try:  # read first: a FIFO that never had a writer is at its end, yet never "ready"
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:  # a writer, nothing written yet
+                select.select([fd], [], [], left)
+                continue
+            if not chunk:
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > STREAM_BYTES:
+                raise InvalidInput(f"{path}: not a file that ends (more than {STREAM_BYTES} bytes)")
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
 
 
 def decode(data: bytes, path: Path) -> str:

@@ -135,8 +135,10 @@ def test_two_heartbeats_at_once_one_runs_the_other_exits_75_then_sigkill(
 ) -> None:
     hb_env = Runner({"HB_DATABASE_URL": db_url})
     hb_env("init")
-    # HEARTBEAT.md as a named pipe: the heartbeat holding the guard blocks reading it until we write
+    # HEARTBEAT.md as a named pipe the test holds open: the heartbeat holding the guard waits
+    # reading it (up to 15 s) while the test looks at the other one
     os.mkfifo(workspace / "HEARTBEAT.md")
+    held_open = os.open(workspace / "HEARTBEAT.md", os.O_RDWR)
     procs = [_hb(workspace, db_url, "heartbeat") for _ in range(2)]
     try:
         deadline = time.monotonic() + 60
@@ -160,6 +162,7 @@ def test_two_heartbeats_at_once_one_runs_the_other_exits_75_then_sigkill(
         winner.send_signal(signal.SIGKILL)
         winner.wait(60)
     finally:
+        os.close(held_open)
         for p in procs:
             if p.poll() is None:
                 p.kill()

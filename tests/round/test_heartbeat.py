@@ -171,7 +171,8 @@ def test_two_heartbeats_started_together_one_runs_to_the_end(db_url: str, worksp
     hb = Runner({"HB_DATABASE_URL": db_url})
     hb("init", "--timezone", "Asia/Shanghai")
     fifo = workspace / "HEARTBEAT.md"
-    os.mkfifo(fifo)  # the holder blocks reading it until the test writes the checklist
+    os.mkfifo(fifo)  # the holder waits reading it (up to 15 s) until the test writes the checklist
+    held_open = os.open(fifo, os.O_RDWR)  # a writer: without one the pipe reads as empty at once
     env = {**os.environ, "HB_WORKSPACE": str(workspace), "HB_DATABASE_URL": db_url, "PYTHONPATH": str(ROOT)}
     procs = [
         subprocess.Popen(
@@ -193,10 +194,14 @@ def test_two_heartbeats_started_together_one_runs_to_the_end(db_url: str, worksp
         assert loser.returncode == 75 and err.startswith("hb: busy: a heartbeat")
         with open(fifo, "w") as pipe:  # unblocks the holder
             pipe.write("- Look at TODO.md.\n")
+        os.close(held_open)
+        held_open = -1
         out, err = winner.communicate(timeout=60)
         assert winner.returncode == 0, err
         assert out == "- Look at TODO.md.\n"
     finally:
+        if held_open >= 0:
+            os.close(held_open)
         for p in procs:
             if p.poll() is None:
                 p.kill()
