@@ -21,9 +21,60 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from heartbeat.errors import FileFormatError
+
 _BOM = "\ufeff"
 _DECODER = json.JSONDecoder()
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+_LONG_NUMBER = re.compile(r"-?[0-9]{4301,}")  # past Python's integer conversion limit
+_DEEP = 500  # nesting reported as "too deep" when the reader gives up
+
+
+def load(text: str, *, object_pairs_hook: Any = None) -> Any:
+    """The JSON value of ``text``; FileFormatError (line, column) for text json.loads refuses,
+    a number too long to convert, or nesting too deep for the reader (never a bare ValueError
+    or RecursionError)."""
+    try:
+        return json.loads(text, object_pairs_hook=object_pairs_hook)
+    except json.JSONDecodeError as exc:
+        raise FileFormatError(f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
+    except RecursionError:
+        line, column = _position(text, _deep_at(text))
+        raise FileFormatError("invalid JSON: nested too deeply", line=line, column=column) from None
+    except ValueError as exc:  # "Exceeds the limit (4300 digits) for integer string conversion"
+        long = _LONG_NUMBER.search(text)
+        line, column = _position(text, long.start() if long else 0)
+        digits = len(long.group(0).lstrip("-")) if long else 0
+        reason = f"a number with {digits} digits (at most 4300)" if long else str(exc).split(";")[0]
+        raise FileFormatError(f"invalid JSON: {reason}", line=line, column=column) from None
+
+
+def _deep_at(text: str) -> int:
+    """Where the nesting first passes :data:`_DEEP` levels (strings skipped)."""
+    depth = 0
+    in_string = escaped = False
+    for at, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > _DEEP:
+                return at
+        elif ch in "]}":
+            depth -= 1
+    return 0
+
+
+def _position(text: str, at: int) -> tuple[int, int]:
+    line = text.count("\n", 0, at) + 1
+    return line, at - (text.rfind("\n", 0, at) + 1) + 1
 
 
 def edit(source: str | None, doc: Any, *, indent: int | str | None = 2) -> str:

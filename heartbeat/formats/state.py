@@ -16,7 +16,6 @@ workspace's offset unless the place already held an epoch number.
 from __future__ import annotations
 
 import copy
-import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from types import MappingProxyType
 from typing import Any
 
 from heartbeat.errors import FileFormatError, InvalidInput
+from heartbeat.formats.json_edit import load
 from heartbeat.formats.timestamps import parse_timestamp
 
 __all__ = [
@@ -101,12 +101,7 @@ class HeartbeatState:
 def parse(text: str) -> HeartbeatState:
     """Read the state file; raises FileFormatError (line, column) unless it is a JSON object."""
     body = text.removeprefix(_BOM)
-    try:
-        doc = json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise FileFormatError(f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
-    except RecursionError:
-        raise FileFormatError("JSON nested too deeply", line=1, column=1) from None
+    doc = load(body)
     if not isinstance(doc, dict):
         at = len(body) - len(body.lstrip(" \t\r\n"))
         line = body.count("\n", 0, at) + 1

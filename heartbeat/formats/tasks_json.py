@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from heartbeat.errors import FileFormatError, InvalidInput, InvalidState, ScopeNotFound
-from heartbeat.formats.json_edit import edit
+from heartbeat.formats.json_edit import edit, load
 from heartbeat.formats.timestamps import format_timestamp, is_malformed, parse_timestamp, timestamp_or_none
 
 LEGACY_LISTS = ("pending", "in_progress", "completed", "failed")
@@ -800,7 +800,7 @@ def outcome_value(text: str) -> Any:
     """An ``--outcome`` argument as stored: its JSON value, or ``{"result": text}`` if not JSON."""
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # not JSON, or a number json.loads will not convert
         return {"result": text}
 
 
@@ -818,12 +818,7 @@ def _load_json(text: str, repeats: list[bool] | None = None) -> Any:
                 repeats.append(True)
             return obj
 
-    try:
-        return json.loads(text, object_pairs_hook=hook)
-    except json.JSONDecodeError as exc:
-        raise FileFormatError(f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
-    except RecursionError:
-        raise FileFormatError("invalid JSON: nested too deeply") from None
+    return load(text, object_pairs_hook=hook)
 
 
 def _detect_indent(text: str, *, empty: bool) -> int | None:
