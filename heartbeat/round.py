@@ -319,6 +319,13 @@ class RoundAPI:
         body = text.strip()
         if not body:
             raise InvalidInput("poke text is empty: the text becomes the task")
+        control = next(
+            (i for i, ch in enumerate(body) if (ch < " " and ch not in "\t\n\r") or ch == "\x7f"), None
+        )
+        if control is not None:  # a NUL or an escape code is not an instruction for the agent
+            raise InvalidInput(
+                f"poke text holds a control character (U+{ord(body[control]):04X}) at {control + 1}"
+            )
         with ledger.guard("poke") as held:
             task = ledger.add(body, source="poke")
             held.task_id = task["id"]

@@ -5,6 +5,7 @@ Each is one line on stderr, exit 1, and no change to the ledger or the files.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -141,3 +142,148 @@ def test_a_negative_duration_is_a_bad_value_not_a_help_request(hb: Runner) -> No
         assert result.stderr == f"hb: setting {key}: {reason}\n"
         assert hb.json("config", "get", key)["value"] == before
     assert "Validate and store a setting." in hb("config", "set", "--help").stdout
+
+
+# --- values that used to be accepted: refused, each with one line ---------------------------------
+
+
+@pytest.mark.parametrize("value", ["", "  ", "30 m", "1h 30m", "١h", "٣٠m", "PT١H", "30 minutes"])
+def test_durations_that_are_typos_are_refused(hb: Runner, value: str) -> None:
+    hb("init")
+    task = hb.json("add", "check the build", "--check-interval", "2h")
+    result = hb("update", task["id"], "--check-interval", value, code=1)
+    assert _one_line(result.stderr).startswith("hb: ")
+    assert hb.json("show", task["id"])["check_interval"] == "2h"  # unchanged
+    assert hb("config", "set", "queue.lease", value, code=1).stderr.startswith("hb: setting queue.lease")
+
+
+def test_a_duration_is_still_cleared_with_none(hb: Runner) -> None:
+    hb("init")
+    task = hb.json("add", "check the build", "--check-interval", "2h")
+    assert hb.json("update", task["id"], "--check-interval", "none")["check_interval"] is None
+    for empty in ("--due", "--next-check", "--priority", "--risk", "--stale-after"):
+        result = hb("update", task["id"], empty, "", code=1)
+        assert "use none to clear it" in _one_line(result.stderr), empty
+
+
+def test_an_empty_now_is_a_usage_error_not_the_system_clock(hb: Runner, workspace: Path) -> None:
+    result = hb("--now", "", "init", code=2)
+    assert "--now" in result.stderr and "empty value" in result.stderr
+    assert list(workspace.iterdir()) == []
+
+
+@pytest.mark.parametrize("zone", ["posixrules", "Factory", "factory", "localtime", "right/Asia/Tokyo"])
+def test_zone_files_that_are_not_places_are_refused(hb: Runner, workspace: Path, zone: str) -> None:
+    result = hb("init", "--timezone", zone, code=1)
+    assert f"unknown timezone {zone!r}" in _one_line(result.stderr)
+    hb("init", "--timezone", "Asia/Tokyo")
+    assert hb("config", "set", "timezone", zone, code=1).stderr.startswith("hb: setting timezone")
+    assert hb("config", "get", "timezone").stdout.strip() == "Asia/Tokyo"
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--due", "0001-01-01T00:00"),
+        ("--due", "9999-12-31T23:59:59"),
+        ("--due", "1969-12-31T23:59:59Z"),
+        ("--next-check", "2201-01-01"),
+    ],
+)
+def test_times_outside_1970_to_2200_are_refused(hb: Runner, option: str, value: str) -> None:
+    hb("init")
+    result = hb("add", "far away", option, value, code=1)
+    assert "outside the years 1970 to 2200" in _one_line(result.stderr)
+    _no_tasks(hb)
+    assert hb("--now", value, "list", code=1).stderr.count("\n") == 1
+    edge = hb.json("add", "at the edge", "--due", "2200-12-31T23:59")
+    assert edge["due_at"].startswith("2200-12-31T23:59")
+
+
+def test_a_nul_in_a_poke_body_is_refused(hb: Runner) -> None:
+    hb("init")
+    result = click.testing.CliRunner().invoke(cli, ["poke", "-"], input=b"wake\x00up", catch_exceptions=False)
+    assert result.exit_code == 1, result.stderr
+    assert _one_line(result.stderr) == "hb: poke text holds a control character (U+0000) at 5"
+    escape = hb("poke", "-", input="colour \x1b[31mred", code=1)
+    assert "U+001B" in _one_line(escape.stderr)
+    _no_tasks(hb)
+    assert hb.json("poke", "-", input="tab\there\nand a second line")["title"].startswith("tab\there")
+
+
+def test_a_fifo_heartbeat_md_without_a_writer_reads_as_empty_at_once(hb: Runner, workspace: Path) -> None:
+    hb("init")
+    os.mkfifo(workspace / "HEARTBEAT.md")
+    assert hb("heartbeat").stdout == "HEARTBEAT_OK\n"
+
+
+def test_a_fifo_heartbeat_md_that_never_ends_is_refused_in_bounded_time(
+    hb: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from heartbeat.sync import files
+
+    monkeypatch.setattr(files, "STREAM_SECONDS", 0.5)
+    hb("init")
+    fifo = workspace / "HEARTBEAT.md"
+    os.mkfifo(fifo)
+    held = os.open(fifo, os.O_RDWR)  # a writer that never writes nor closes
+    try:
+        result = hb("heartbeat", code=1)
+    finally:
+        os.close(held)
+    assert _one_line(result.stderr) == f"hb: {fifo}: a pipe that did not end within 0.5s"
+    assert hb("heartbeat").stdout == "HEARTBEAT_OK\n"  # the guard was given back
+
+
+# --- JSON that used to crash the reader (exit 70) ------------------------------------------------
+
+
+def _queue_file(workspace: Path) -> Path:
+    path = workspace / ".agent" / "state" / "tasks.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "reason"),
+    [
+        ('{"pending": [{"id": "t1", "n": 1' + "7" * 5000 + "}]}\n", ":1:32", "a number with 5001 digits"),
+        ('{"pending": [\n' + "[" * 20000 + "]" * 20000 + "\n]}\n", ":2:499", "nested too deeply"),
+    ],
+)
+def test_json_the_reader_cannot_convert_is_one_line_naming_the_place(
+    hb: Runner, workspace: Path, text: str, where: str, reason: str
+) -> None:
+    hb("init")
+    path = _queue_file(workspace)
+    path.write_text(text)
+
+    def files() -> dict[str, bytes]:  # the workspace's files (the ledger is checked below)
+        return {k: v for k, v in _snapshot(workspace).items() if not k.endswith((".lock", ".db"))}
+
+    before = files()
+    for command in (["sync"], ["import", "tasks-json"], ["heartbeat"]):
+        result = hb(*command, code=1)
+        line = _one_line(result.stderr)
+        assert line.startswith(f"hb: {path}{where}: invalid JSON: {reason}"), (command, line)
+        assert files() == before
+    _no_tasks(hb)
+
+
+def test_a_state_file_number_too_long_is_one_line(hb: Runner, workspace: Path) -> None:
+    hb("init")
+    path = workspace / "memory" / "heartbeat-state.json"
+    path.parent.mkdir()
+    path.write_text('{"lastChecks": {"email": ' + "9" * 5000 + "}}\n")
+    result = hb("import", "state", code=1)
+    assert _one_line(result.stderr).startswith(f"hb: {path}:1:26: invalid JSON: a number with 5000 digits")
+
+
+def test_an_outcome_number_too_long_is_kept_as_text(hb: Runner) -> None:
+    hb("init")
+    task = hb.json("add", "measure")
+    hb("pop")
+    text = "1" * 5000
+    hb("complete", task["id"], "--outcome", text)
+    [row] = hb.json("sql", "SELECT result FROM outcomes", "--format", "json")
+    assert json.loads(row["result"]) == {"result": text}
