@@ -1,0 +1,82 @@
+"""YAML with bounds: PROACTIVE.md blocks and TODO front matter are text anyone may edit.
+
+``yaml.safe_load`` builds no objects it should not, but it has no budget: a "billion laughs"
+block (aliases of aliases, each a list of the last) describes billions of nodes in a few
+lines, which anything walking the result then visits one by one; a block nested ten
+thousand deep overflows the composer's recursion. :func:`load` first reads the text's events
+(PyYAML's parser is iterative, so this cannot overflow), adds up how many nodes the
+document stands for once every alias is expanded and how deep it nests, and refuses a
+document past :data:`MAX_NODES` or :data:`MAX_DEPTH` with the line and column where it went
+past. Only then does it load the document.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_NODES = 100_000  # nodes of the document with every alias expanded
+MAX_DEPTH = 100  # collections inside collections
+
+
+class YamlLimitError(ValueError):
+    """A YAML document past a bound; ``line`` and ``column`` are 0-based, as PyYAML's marks."""
+
+    def __init__(self, reason: str, line: int, column: int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.line = line
+        self.column = column
+
+
+def check(text: str) -> None:
+    """Raise YamlLimitError when ``text`` expands past MAX_NODES nodes or nests past MAX_DEPTH
+    (yaml.YAMLError when it is not YAML at all)."""
+    import yaml
+
+    sizes: dict[str, int] = {}  # anchor -> the size of the node it names, expanded
+    stack: list[list[Any]] = []  # open collections: [anchor, size so far]
+    total = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        size = 0
+        if isinstance(event, yaml.AliasEvent):
+            if any(entry[0] == event.anchor for entry in stack):
+                mark = event.start_mark
+                raise YamlLimitError(
+                    f"alias *{event.anchor} refers to a node that holds it", mark.line, mark.column
+                )
+            size = sizes.get(event.anchor or "", 1)
+        elif isinstance(event, yaml.ScalarEvent):
+            size = 1
+            if event.anchor:
+                sizes[event.anchor] = 1
+        elif isinstance(event, yaml.CollectionStartEvent):
+            stack.append([event.anchor, 1])
+            if len(stack) > MAX_DEPTH:
+                raise _limit(f"nested more than {MAX_DEPTH} deep", event)
+            continue
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, size = stack.pop()
+            if anchor:
+                sizes[anchor] = size
+        else:
+            continue
+        if stack:
+            stack[-1][1] += size
+        else:
+            total += size
+        expanded = total + sum(entry[1] for entry in stack)
+        if expanded > MAX_NODES:
+            raise _limit(f"aliases expand to more than {MAX_NODES:,} nodes (a YAML alias bomb?)", event)
+
+
+def _limit(reason: str, event: Any) -> YamlLimitError:
+    mark = event.start_mark
+    return YamlLimitError(reason, mark.line if mark else 0, mark.column if mark else 0)
+
+
+def load(text: str) -> Any:
+    """``yaml.safe_load(text)`` once :func:`check` found it within bounds."""
+    import yaml
+
+    check(text)
+    return yaml.safe_load(text)
