@@ -40,10 +40,7 @@ def check(text: str) -> None:
         size = 0
         if isinstance(event, yaml.AliasEvent):
             if any(entry[0] == event.anchor for entry in stack):
-                mark = event.start_mark
-                raise YamlLimitError(
-                    f"alias *{event.anchor} refers to a node that holds it", mark.line, mark.column
-                )
+                raise _limit(f"alias *{event.anchor} refers to a node that holds it", event)
             size = sizes.get(event.anchor or "", 1)
         elif isinstance(event, yaml.ScalarEvent):
             size = 1
