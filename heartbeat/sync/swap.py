@@ -1,0 +1,295 @@
+"""Writing a workspace file as a compare-and-swap, so that a concurrent edit is never lost.
+
+The runtimes write their files without hb's lock, at any moment: by atomic replacement
+(mistermorph, CraftBot), by rewriting in place (heartbeat.py's ``open(path, "w")``) or by
+appending. A plain temp-file-and-rename after hb's read would silently drop whatever another
+program wrote in between. :func:`replace_if` writes ``text`` only while the file still holds
+the text hb merged from (``expected``), and otherwise reports what it found instead, so the
+caller can merge that in and try again; the other program's text is put back, never dropped.
+
+On Linux the swap is ``renameat2(RENAME_EXCHANGE)``: hb's new file and the old one trade
+names in one step, so the old file (whatever inode held the name at that instant) lands at
+the temporary name and can be read back. If it is not ``expected`` (an atomic replace came
+in between), the two are exchanged back. An in-place writer that opened the old file before
+the exchange writes into the inode that is now at the temporary name: it is read again after
+a short settling time (:data:`SETTLE`), and a change there undoes the swap the same way. The
+window left is an in-place write that starts before the exchange and lands more than
+:data:`SETTLE` after it (measured by tests/sync/test_swap.py). Where the exchange is not
+available (another OS, a filesystem without it), the text is compared right before an
+``os.replace``: the window is then the time between that read and the rename.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import stat
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from heartbeat.sync.textmerge import merge3
+
+SETTLE = 0.02  # seconds an in-place writer of the old file has to land before it is dropped
+NEW_FILE_MODE = 0o600  # the runtimes write their files 0600
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+@dataclass(frozen=True)
+class Swapped:
+    """What :func:`replace_if` did: ``written`` (the new text is in place), or the text another
+    program left there instead (``found``, None when there is no file), which is back in place;
+    ``kept``: a second concurrent edit that could not be merged, saved beside the file."""
+
+    written: bool
+    found: str | None = None
+    kept: Path | None = None
+
+
+Validator = Callable[[str], bool]
+_DEPTH = 5  # merges of edits that keep meeting hb's swap before the second one is kept aside
+
+
+def _any_text(_text: str) -> bool:
+    return True
+
+
+class ReadOnlyFile(PermissionError):
+    """A workspace file without write permission: hb leaves it as it is (a user's choice)."""
+
+
+def _renameat2() -> object | None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_EXCHANGE = _renameat2()
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the names ``a`` and ``b`` in one step; False when the system cannot."""
+    if _EXCHANGE is None:
+        return False
+    if _EXCHANGE(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:  # type: ignore[operator]
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EXDEV):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def target_of(path: Path) -> Path:
+    """The file a write to ``path`` replaces: ``path``, or the file its symlinks end at. A
+    dangling symlink or a loop is refused (FileNotFoundError naming ``path``): hb does not
+    create a file wherever a link happens to point."""
+    if not path.is_symlink():
+        return path
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except (FileNotFoundError, RuntimeError, OSError):
+        raise FileNotFoundError(
+            errno.ENOENT, "a symlink to nothing (hb does not create its target)", str(path)
+        ) from None
+
+
+def _read(path: Path) -> str | None:
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+
+
+def _read_fd(fd: int) -> str:
+    size = os.fstat(fd).st_size
+    chunks = []
+    offset = 0
+    while True:
+        chunk = os.pread(fd, max(size - offset, 65536), offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks).decode("utf-8", errors="surrogateescape")
+
+
+def _sync_dir(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (a crash right after it keeps the new name)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _temp(target: Path, text: str, mode: int) -> Path:
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(name, mode)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
+        raise
+    return Path(name)
+
+
+def replace_if(
+    path: Path,
+    text: str,
+    expected: str | None,
+    *,
+    settle: float | None = None,
+    valid: Validator | None = None,
+) -> Swapped:
+    """Put ``text`` at ``path`` if the file still holds ``expected`` (None: no file).
+
+    Returns ``Swapped(True)`` once written, else ``Swapped(False, found)`` with the text found
+    there, which is left in place. When two programs edited the file while hb swapped it, both
+    edits are kept: merged by lines (:func:`heartbeat.sync.textmerge.merge3`) when ``valid``
+    accepts the result (for JSON, that it parses), else the second one is saved beside the file
+    (``kept``). Raises ReadOnlyFile for a file without write permission, and
+    FileNotFoundError for a dangling symlink; other OSErrors name ``path``. The mode of the
+    old file is kept (new files get 0600); no temporary file is left behind.
+    """
+    try:
+        wait = SETTLE if settle is None else settle
+        return _replace_if(target_of(path), text, expected, wait, valid or _any_text)
+    except ReadOnlyFile:
+        raise
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
+
+
+def _replace_if(
+    target: Path, text: str, expected: str | None, settle: float, valid: Validator, depth: int = 0
+) -> Swapped:
+    try:
+        info = target.stat()
+    except FileNotFoundError:
+        info = None
+    if info is not None:
+        if not stat.S_ISREG(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "not a regular file", str(target))
+        if not info.st_mode & 0o222:
+            raise ReadOnlyFile(
+                errno.EACCES, f"read-only (mode {stat.S_IMODE(info.st_mode):04o}): left as it is", str(target)
+            )
+    if expected is None:
+        return _create(target, text) if info is None else Swapped(False, _read(target))
+    if info is None:
+        return Swapped(False, None)  # removed meanwhile: the caller decides what a missing file means
+    # the new file is written and synced first, so that between the last look at the old one
+    # and the exchange there is only a read and a comparison
+    tmp = _temp(target, text, stat.S_IMODE(info.st_mode))
+    try:
+        old_fd = os.open(target, os.O_RDONLY)
+        try:
+            current = _read_fd(old_fd)
+            if current != expected:
+                return Swapped(False, current)
+            if not _exchange(tmp, target):
+                return _replace_checked(target, tmp, text, expected)
+            return _after_exchange(target, tmp, text, expected, old_fd, settle, valid, depth)
+        finally:
+            os.close(old_fd)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def _create(target: Path, text: str) -> Swapped:
+    """A new file, unless another program made one first (os.link does not replace)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temp(target, text, NEW_FILE_MODE)
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        return Swapped(False, _read(target))
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    _sync_dir(target.parent)
+    return Swapped(True)
+
+
+def _after_exchange(
+    target: Path,
+    tmp: Path,
+    text: str,
+    expected: str,
+    old_fd: int,
+    settle: float,
+    valid: Validator,
+    depth: int,
+) -> Swapped:
+    """The exchange happened: ``tmp`` now names the file that was at ``target``."""
+    displaced = _read(tmp)
+    if displaced == expected and os.path.samestat(os.fstat(old_fd), tmp.stat()):
+        if settle > 0:
+            time.sleep(settle)  # an in-place writer that opened the old file may still land
+        displaced = _read_fd(old_fd)
+    if displaced == expected:
+        _sync_dir(target.parent)
+        return Swapped(True)
+    # another program's text: put it back (what is at target now, hb's or newer, goes to tmp)
+    if not _exchange(tmp, target):
+        raise OSError(errno.EIO, "could not put the concurrent edit back", str(target))
+    back = _read(tmp)
+    _sync_dir(target.parent)
+    if back is None or back == text:
+        return Swapped(False, displaced)
+    # a second program changed hb's file while it was in place: two edits, one on the old file
+    # (back at target now) and one on hb's (at tmp). Both are kept: merged, or the second one
+    # beside the file when the merge is not a valid text of this kind
+    current = displaced
+    while current is not None and depth < _DEPTH:
+        merged = merge3(text, back, current)
+        if not valid(merged):
+            break
+        placed = _replace_if(target, merged, current, settle, valid, depth + 1)
+        if placed.written:
+            return Swapped(False, merged)
+        if placed.kept is not None:  # a deeper race kept its own edit aside: ours still to place
+            depth += 1
+        current = placed.found  # the file moved on again: merge the second edit into that
+        depth += 1
+    kept = target.with_name(f".{target.name}.{time.time_ns()}.hb-kept")
+    os.replace(tmp, kept)
+    return Swapped(False, current, kept)
+
+
+def _replace_checked(target: Path, tmp: Path, text: str, expected: str) -> Swapped:
+    """No exchange on this system: compare once more, then rename (a narrow window remains)."""
+    current = _read(target)
+    if current != expected:
+        return Swapped(False, current)
+    os.replace(tmp, target)
+    _sync_dir(target.parent)
+    return Swapped(True)
+
+
+def remove_stale_temps(directory: Path, names: list[str]) -> list[Path]:
+    """Delete temporary files a killed write of hb left beside these files (``.NAME.*.tmp``)."""
+    removed = []
+    for name in names:
+        for leftover in directory.glob(f".{name}.*.tmp"):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+                removed.append(leftover)
+    return removed

@@ -1,0 +1,93 @@
+"""A three-way merge of texts by lines, for edits two other programs made at the same moment.
+
+Used when hb's swap of a workspace file meets two concurrent edits at once (see
+:mod:`heartbeat.sync.swap`): both are kept. Where both sides changed the same lines
+differently, or both inserted at the same place, the result holds ``theirs`` and then
+``ours`` (identical lines once): nothing is dropped, and hb's own merge that follows reads
+every line the two programs wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from difflib import SequenceMatcher
+
+
+def _changes(base: Sequence[str], other: Sequence[str]) -> list[tuple[int, int, list[str]]]:
+    """(start, end, replacement) for each region of ``base`` that ``other`` changed."""
+    matcher = SequenceMatcher(None, base, other, autojunk=False)
+    return [(i1, i2, list(other[j1:j2])) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+
+
+def merge3(base: str, ours: str, theirs: str) -> str:
+    """``base`` with the changes of both ``ours`` and ``theirs`` (see the module's docstring)."""
+    if ours == theirs or theirs == base:
+        return ours
+    if ours == base:
+        return theirs
+    b = base.splitlines(keepends=True)
+    left = _changes(b, ours.splitlines(keepends=True))
+    right = _changes(b, theirs.splitlines(keepends=True))
+    out: list[str] = []
+    at = 0
+    i = j = 0
+    while i < len(left) or j < len(right):
+        # the next change on either side, with every change overlapping it (a conflict group)
+        pick_left = j >= len(right) or (i < len(left) and left[i][0] <= right[j][0])
+        start, end, _ = left[i] if pick_left else right[j]
+        group_left: list[tuple[int, int, list[str]]] = []
+        group_right: list[tuple[int, int, list[str]]] = []
+        grew = True
+        while grew:
+            grew = False
+            while i < len(left) and _touches(left[i], start, end):
+                group_left.append(left[i])
+                start, end = min(start, left[i][0]), max(end, left[i][1])
+                i += 1
+                grew = True
+            while j < len(right) and _touches(right[j], start, end):
+                group_right.append(right[j])
+                start, end = min(start, right[j][0]), max(end, right[j][1])
+                j += 1
+                grew = True
+        out.extend(b[at:start])
+        mine = _apply(b, start, end, group_left)
+        other = _apply(b, start, end, group_right)
+        if not group_right:
+            out.extend(mine)
+        elif not group_left or mine == other:
+            out.extend(other)
+        else:
+            out.extend(other)
+            out.extend(line for line in mine if line not in other)
+        at = end
+    out.extend(b[at:])
+    return "".join(_ends(out))
+
+
+def _touches(change: tuple[int, int, list[str]], start: int, end: int) -> bool:
+    """Whether a change overlaps the region, or inserts at its edge (start == end counts)."""
+    c_start, c_end, _ = change
+    return c_start <= end and c_end >= start
+
+
+def _apply(
+    base: Sequence[str], start: int, end: int, changes: Sequence[tuple[int, int, list[str]]]
+) -> list[str]:
+    """base[start:end] with ``changes`` (all inside it, in order) applied."""
+    out: list[str] = []
+    at = start
+    for c_start, c_end, lines in changes:
+        out.extend(base[at:c_start])
+        out.extend(lines)
+        at = c_end
+    out.extend(base[at:end])
+    return out
+
+
+def _ends(lines: list[str]) -> list[str]:
+    """Every line but the last ends with a newline (a joined last line of one side would glue)."""
+    fixed = [
+        line if line.endswith("\n") or k == len(lines) - 1 else line + "\n" for k, line in enumerate(lines)
+    ]
+    return fixed
