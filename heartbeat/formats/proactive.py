@@ -232,13 +232,13 @@ class _Reader:
         if start == -1:
             if end != -1:
                 self._warn(end, "end marker without a start marker: CraftBot reads no task from this file")
-            self._stray_tasks(0, len(runtime))
+            self._stray_tasks(0, len(runtime) if end == -1 else end)
         elif end == -1:
             self._warn(start, "task section has no end marker: CraftBot reads no task from this file")
-            self._stray_tasks(0, len(runtime))
+            self._stray_tasks(0, start)
         elif end < start:
             self._warn(end, "end marker before the start marker: CraftBot reads no task from this file")
-            self._stray_tasks(0, len(runtime))
+            self._stray_tasks(0, end)
         else:
             self._stray_tasks(0, start)
             blocks = self._section(start + len(START_MARKER), end)
@@ -347,14 +347,19 @@ class _Reader:
         found: list[tuple[_Block, ProactiveTask]] = []
         seen: dict[str, int] = {}
         read_blocks: set[int] = set()
+        unread: list[tuple[int, int]] = []  # spans of headings whose block CraftBot does not find
         for i, heading in enumerate(headings):
             stop = headings[i + 1].start() if i + 1 < len(headings) else len(section)
             body = section[heading.end() : stop]
             block_match = _YAML_BLOCK.search(body)
             at = lo + heading.start()
             if block_match is None:
-                self._warn(at, f"not a task: {_why_no_block(body)}")
+                following = lo + stop if i + 1 < len(headings) else None
+                self._warn(at, f"not a task: {self._why_no_block(heading, body, following)}")
+                unread.append((at, lo + stop))
                 continue
+            if "\n" in section[heading.start() : heading.start(2)]:
+                self._warn(at, "the heading has no name on its line: CraftBot takes the next line for it")
             base = lo + heading.end()
             read_blocks.add(base + block_match.start())
             end = base + block_match.end()
@@ -370,7 +375,7 @@ class _Reader:
             if task is not None:
                 seen[task.id] = task.line
                 found.append((block, task))
-        self._unread_blocks(lo, section, read_blocks, headings)
+        self._unread_blocks(lo, section, read_blocks, headings, unread)
         return found
 
     def _task(
@@ -470,9 +475,15 @@ class _Reader:
         return task
 
     def _unread_blocks(
-        self, lo: int, section: str, read: set[int], headings: Sequence[re.Match[str]]
+        self,
+        lo: int,
+        section: str,
+        read: set[int],
+        headings: Sequence[re.Match[str]],
+        warned_spans: Sequence[tuple[int, int]],
     ) -> None:
-        """Blocks in the section no task heading reads: CraftBot does not see them."""
+        """Blocks in the section no task heading reads (and no warning named yet): CraftBot does
+        not see them."""
         starts = {lo + h.start() for h in headings}
         warned: set[int] = set()
         for heading in _ANY_HEADING.finditer(section):
@@ -492,6 +503,8 @@ class _Reader:
             line_start = self.view.text.rfind("\n", 0, at) + 1
             if at in read or line_start in warned or at in warned or self._in_comment(at):
                 continue
+            if any(start <= at < stop for start, stop in warned_spans):
+                continue
             self._warn(at, "this ```yaml block follows no task heading CraftBot reads: not a task")
 
     def _stray_tasks(self, lo: int, hi: int) -> None:
@@ -509,6 +522,24 @@ class _Reader:
                     "task outside the PROACTIVE_TASKS markers is not read (CraftBot reads only between them)",
                 )
 
+    def _why_no_block(self, heading: re.Match[str], body: str, following: int | None) -> str:
+        if "\n" in heading.string[heading.start() : heading.start(2)]:
+            return (
+                f"the heading has no name on its line: CraftBot takes the next line "
+                f"({heading.group(2).strip()!r}) for it and looks for the ```yaml block after that"
+            )
+        if "```yaml" in body:
+            if following is not None:
+                return (
+                    "its ```yaml block is not closed before the next task heading (line "
+                    f"{self.view.line_of(following)}; a '### [...]' line inside a block starts a heading "
+                    "for CraftBot)"
+                )
+            return "its ```yaml block is never closed with ```"
+        if _FENCE_LINE.search(body) is not None:
+            return "CraftBot reads only a block opened with ```yaml after a task heading"
+        return "no ```yaml block follows this task heading"
+
     def _in_comment(self, offset: int) -> bool:
         return any(start <= offset < end for start, end in self.comments)
 
@@ -524,14 +555,6 @@ class _Reader:
 
     def _warn_line(self, line: int, text: str, reason: str) -> None:
         self.warnings.append(LineWarning(line, text.rstrip("\r"), reason))
-
-
-def _why_no_block(body: str) -> str:
-    if "```yaml" in body:
-        return "its ```yaml block is never closed with ```"
-    if _FENCE_LINE.search(body) is not None:
-        return "CraftBot reads only a block opened with ```yaml after a task heading"
-    return "no ```yaml block follows this task heading"
 
 
 class _YamlProblem(Exception):
