@@ -38,7 +38,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from heartbeat.db.models import Outcome, Recurrence, SyncState
-from heartbeat.errors import FileFormatError, InvalidInput, NotFound
+from heartbeat.errors import InvalidInput, NotFound
 from heartbeat.formats import proactive
 from heartbeat.formats.proactive import MAX_OUTCOMES, ProactiveDocument, ProactiveTask, record_outcome
 from heartbeat.formats.timestamps import format_timestamp
@@ -55,13 +55,6 @@ SOURCE = "proactive"
 
 
 # --- reading the file ------------------------------------------------------------------------
-
-
-def _parse(text: str, path: Path) -> ProactiveDocument:
-    try:
-        return proactive.parse(text)
-    except FileFormatError as exc:
-        raise exc.at_path(str(path)) from None
 
 
 def _rows(session: Session) -> dict[str, Recurrence]:
@@ -330,7 +323,7 @@ def _warnings(doc: ProactiveDocument) -> list[str]:
 
 def import_proactive(ledger: Ledger, session: Session, text: str, path: Path, now: datetime) -> ImportReport:
     """``hb import proactive``: the file's tasks become the ledger's (outcomes not yet written are kept)."""
-    doc = _parse(text, path)
+    doc = proactive.parse(text)
     _, changes = _reconcile(session, doc, text, path, now, ledger.zone, written=False)
     report = ImportReport(
         KIND,
@@ -383,7 +376,7 @@ def render_proactive(ledger: Ledger, session: Session, path: Path | None = None)
         doc = proactive.parse(_last_synced_text(session) or "")
         tasks = _from_ledger(session, doc, rows, ledger.zone)
     else:
-        doc = _parse(text, path)
+        doc = proactive.parse(text)
         tasks = [merged_task(session, task, rows.get(task.id), ledger.zone) for task in doc.tasks]
     return proactive.render(proactive.with_tasks(doc, tasks, now=ledger.now()))
 
@@ -410,7 +403,7 @@ def sync_proactive(
         out = proactive.render(proactive.with_tasks(doc, tasks, now=now))
         remember(session, KIND, path, out, now)
         return report, out
-    doc = _parse(text, path)
+    doc = proactive.parse(text)
     merged, changes = _reconcile(session, doc, text, path, now, ledger.zone, written=True)
     report.added = changes.added
     report.updated = changes.updated
