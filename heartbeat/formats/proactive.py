@@ -72,6 +72,7 @@ _RUNTIME_FRONT_MATTER = re.compile(r"---\s*\n(.*?)\n---", re.DOTALL)
 
 _ANY_HEADING = re.compile(r"^#{1,6}[ \t].*$", re.MULTILINE)
 _FENCE_LINE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})", re.MULTILINE)
+_FENCE_AFTER = re.compile(r"\s*(`{3,}|~{3,})")  # blank lines, then a fence
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _SNAKE_ID = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
 _CLOCK_LIKE = re.compile(r"[0-9]+(?::[0-9]+)+")
@@ -218,7 +219,9 @@ class _Reader:
     def __init__(self, text: str) -> None:
         self.view = _RuntimeText(text)
         self.warnings: list[LineWarning] = []
-        self.comments = [(m.start(), m.end()) for m in _COMMENT.finditer(self.view.text)]
+        comments = [(m.start(), m.end()) for m in _COMMENT.finditer(self.view.text)]
+        self._comment_starts = [start for start, _ in comments]
+        self._comment_ends = [end for _, end in comments]
 
     def document(self) -> ProactiveDocument:
         view = self.view
@@ -490,14 +493,14 @@ class _Reader:
             at = lo + heading.start()
             if at in starts or self._in_comment(at):
                 continue
-            after = section[heading.end() :].lstrip(" \t\r\n")
-            if _FENCE_LINE.match(after) is not None:
+            fence = _FENCE_AFTER.match(section, heading.end())
+            if fence is not None:
                 self._warn(
                     at,
                     "heading is not '### [FREQUENCY] Name' as CraftBot reads it: the block under "
                     "it is no task of its own",
                 )
-                warned.add(lo + heading.end() + len(section[heading.end() :]) - len(after))
+                warned.add(lo + fence.start(1))
         for match in _YAML_BLOCK.finditer(section):
             at = lo + match.start()
             line_start = self.view.text.rfind("\n", 0, at) + 1
@@ -541,7 +544,8 @@ class _Reader:
         return "no ```yaml block follows this task heading"
 
     def _in_comment(self, offset: int) -> bool:
-        return any(start <= offset < end for start, end in self.comments)
+        i = bisect.bisect_right(self._comment_starts, offset) - 1  # comments do not overlap
+        return i >= 0 and offset < self._comment_ends[i]
 
     def _reject(self, at: int, yaml_text: str, reason: str, *, task_id: str | None = None) -> None:
         if task_id is None:
@@ -851,7 +855,7 @@ def _read_back(text: str, written: Mapping[str, Mapping[str, Any]]) -> Proactive
     got = {task.id: task for task in doc.tasks}
     for task_id, fields in written.items():
         task = got.get(task_id)
-        if task is None or _dump(task.fields, "\n") != _dump(fields, "\n"):
+        if task is None or (task.fields != fields and _dump(task.fields, "\n") != _dump(fields, "\n")):
             raise InvalidInput(
                 f"task {task_id!r} cannot be written so that CraftBot reads it back as written "
                 "(check the PROACTIVE_TASKS markers): the file is left as it was"
