@@ -59,6 +59,7 @@ FREQUENCIES = ("hourly", "daily", "weekly", "monthly")
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 MAX_OUTCOMES = 5  # outcome_history keeps the last five, newest last
 MAX_ID_LENGTH = 255  # the ledger's recurrence ids
+_INT_RANGE = range(-(2**31), 2**31)  # what the ledger's integer columns hold
 
 DEFAULT_PRIORITY = 50
 DEFAULT_TIER = 0  # CraftBot reads a task without permission_tier as tier 0 (silent)
@@ -724,7 +725,10 @@ def _read_priority(value: Any, issues: list[str]) -> int:
     if value is None:
         return DEFAULT_PRIORITY
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
+        if value in _INT_RANGE:
+            return value
+        issues.append(f"priority {value} is too large for hb: using {DEFAULT_PRIORITY}")
+        return DEFAULT_PRIORITY
     issues.append(
         f"priority {value!r} is not a whole number: using {DEFAULT_PRIORITY} (CraftBot's heartbeat fails "
         "when it sorts it against another due task)"
@@ -735,9 +739,9 @@ def _read_priority(value: Any, issues: list[str]) -> int:
 def _read_run_count(value: Any, issues: list[str]) -> int:
     if value is None:
         return 0
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _INT_RANGE.stop:
         return value
-    issues.append(f"run_count {value!r} is not a whole number >= 0: using 0")
+    issues.append(f"run_count {value!r} is not a whole number >= 0 hb can hold: using 0")
     return 0
 
 

@@ -173,3 +173,28 @@ def test_a_block_deleted_while_dormant_removes_its_task(hb_db: Runner, workspace
     _write(workspace, BRIEFING)
     assert _sync(hb_db, "2026-05-07T12:02Z")["removed"] == ["review"]
     assert [r["id"] for r in hb_db.json("recur", "list")] == ["briefing"]
+
+
+def test_priorities_are_taken_as_craftbot_sorts_them_within_what_the_ledger_holds(
+    hb_db: Runner, workspace: Path
+) -> None:
+    hb_db("init", "--timezone", "UTC")
+    blocks = [
+        f"### [HOURLY] {name}\n```yaml\nid: {name}\nfrequency: hourly\n{extra}\n```\n\n"
+        for name, extra in [
+            ("late", "priority: 200"),
+            ("early", "priority: -5"),
+            ("huge", "priority: 1000000000000\nrun_count: 1000000000000"),
+            ("plain", "priority: 50"),
+        ]
+    ]
+    _write(workspace, *blocks)
+    report = _sync(hb_db, "2026-05-04T10:00Z")
+
+    assert report["added"] == ["late", "early", "huge", "plain"]
+    assert [p.split(": ", 1)[1] for p in report["preserved"]] == [
+        "priority 1000000000000 is too large for hb: using 50",
+        "run_count 1000000000000 is not a whole number >= 0 hb can hold: using 0",
+    ]
+    assert due_ids(hb_db, "2026-05-04T10:05Z") == ["early", "huge", "plain", "late"]  # lower runs first
+    assert (rule(hb_db, "huge")["priority"], rule(hb_db, "huge")["run_count"]) == (50, 0)
