@@ -10,7 +10,9 @@ One ``recurrences`` table holds two kinds of rule:
   the due occurrences run.
 - **proactive tasks**: PROACTIVE.md (source ``proactive``). A frequency with an
   optional time and day; due once per period (hour, day, week from Monday,
-  month), inside ``[time, time + heartbeat interval)`` when a time is set.
+  month), inside ``[time, time + 30 minutes]`` when a time is set, as CraftBot's
+  manager decides it: a run recorded anywhere in the period (``last_run``, from
+  hb's outcomes or from CraftBot's own in the file) uses the period up.
 
 Handing a rule out (``recur_due(claim=True)``) records the period it was handed
 out for in ``claimed_period`` (proactive: the period key; repeat rules: the
@@ -19,13 +21,16 @@ same period does not hand it out again, outcome recorded or not.
 
 Choices the contract leaves open, made here:
 
-- A PROACTIVE.md time window stays open for one heartbeat interval (setting
-  ``check_interval``, default 1h; the runtime ticks every 30 minutes), so a
-  tick always lands in it.
+- A PROACTIVE.md time window is CraftBot's: 30 minutes, both ends included (its
+  heartbeat ticks on :00 and :30), whatever ``check_interval`` says.
 - ``user_available``: the user spoke (``hb seen``) within the last 4 hours.
 - Handing out a repeat rule does not move its ``Next`` (TODO.RECUR.md keeps the
   runtime's view); ``recur_materialize`` does.
-- An outcome that answers no open hand-out closes the rule's current period.
+- An outcome that answers no open hand-out closes the rule's current period
+  (a PROACTIVE.md task's: the period it falls in, also before its time).
+- A PROACTIVE.md task whose block stopped being a task CraftBot runs (see
+  ``sync.proactive_files``) keeps its row, dormant: never handed out until its
+  block reads again.
 - The missed-run policy applies to repeat rules; a PROACTIVE.md task follows
   its periods, so a window missed while the agent was down is not caught up.
   Policy ``all`` hands out at most ``MAX_CATCH_UP`` occurrences at once.
@@ -43,7 +48,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 from zoneinfo import ZoneInfo
 
-from heartbeat.clock import isoformat, load_zone, parse_duration
+from heartbeat.clock import isoformat, load_zone
 from heartbeat.errors import InvalidInput, InvalidState, NotFound
 
 if TYPE_CHECKING:
@@ -65,6 +70,7 @@ _JUST_BEFORE = timedelta(microseconds=1)
 # up to 26 hours off, so the scans look that far ahead and judge each rule by its Next.
 _ZONE_SLACK = timedelta(hours=27)
 _CLEAR = ("", "none", "null")
+DORMANT_KEY = "hb:dormant"  # in a PROACTIVE.md row's extra: why its block is no task now
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,7 @@ def rule_dict(row: Recurrence, zone: ZoneInfo) -> dict[str, Any]:
         "instruction": row.instruction,
         "chat_id": row.chat_id,
         "missed_policy": None if proactive else row.missed_policy,
+        "dormant": dormant_reason(row),
         "run_count": row.run_count,
         "last_run_at": isoformat(row.last_run_at, zone),
         "claimed_period": row.claimed_period,
@@ -239,9 +246,19 @@ def _repeat_due(row: Recurrence, workspace_zone: ZoneInfo, now: datetime) -> _Du
     return _Due(period=format_timestamp(pending[-1]), runs=runs, pending=len(pending), first=pending[0])
 
 
-def _proactive_due(row: Recurrence, now_local: datetime, tick: timedelta) -> _Due | None:
+def dormant_reason(row: Recurrence) -> str | None:
+    """Why a PROACTIVE.md task is not handed out now: its block is no task CraftBot runs (None:
+    it is one). Kept in ``extra``, the file's fields, under a key no yaml block of the file set."""
+    reason = (row.extra or {}).get(DORMANT_KEY) if row.source == PROACTIVE else None
+    return reason if isinstance(reason, str) else None
+
+
+def _proactive_due(row: Recurrence, now_local: datetime) -> _Due | None:
     from heartbeat.rules.recurrence import Frequency, due_period
 
+    if dormant_reason(row) is not None:
+        return None  # its block is no task CraftBot runs now (import reported it)
+    last_run = row.last_run_at.astimezone(now_local.tzinfo) if row.last_run_at is not None else None
     try:
         period = due_period(
             Frequency(row.rule),
@@ -249,7 +266,7 @@ def _proactive_due(row: Recurrence, now_local: datetime, tick: timedelta) -> _Du
             day=row.day,
             last_period=row.claimed_period,
             now_local=now_local,
-            tick=tick,
+            last_run=last_run,
         )
     except (ValueError, InvalidInput):
         return None  # a schedule hb cannot read never fires (import reported it)
@@ -304,14 +321,9 @@ def _new_todo_id(session: Session) -> str:
             return candidate
 
 
-def _recur_tick(ledger: Ledger) -> timedelta:
-    # A proactive time window stays open for one heartbeat interval, so a tick always lands in it.
-    return parse_duration(ledger.settings.check_interval, what="check_interval")
-
-
-def _rule_due(ledger: Ledger, row: Recurrence, now: datetime, tick: timedelta) -> _Due | None:
+def _rule_due(ledger: Ledger, row: Recurrence, now: datetime) -> _Due | None:
     if row.source == PROACTIVE:
-        return _proactive_due(row, now.astimezone(ledger.zone), tick)
+        return _proactive_due(row, now.astimezone(ledger.zone))
     try:
         return _repeat_due(row, ledger.zone, now)
     except InvalidInput:
@@ -475,7 +487,6 @@ class RecurAPI:
         ledger = _ledger(self)
         now = ledger.now()
         zone = ledger.zone
-        tick = _recur_tick(ledger)
         query = (
             select(Recurrence)
             .where(
@@ -488,7 +499,7 @@ class RecurAPI:
         with ledger.write() if claim else ledger.read() as s:
             last_seen = s.scalar(select(func.max(Run.started_at)).where(Run.kind == "seen"))
             for row in s.scalars(query.with_for_update() if claim else query):
-                due = _rule_due(ledger, row, now, tick)
+                due = _rule_due(ledger, row, now)
                 if due is None:
                     continue
                 verdict = check_conditions(
@@ -655,12 +666,11 @@ class RecurAPI:
         if not isinstance(result, str) or not result.strip():
             raise InvalidInput("an outcome needs a result text")
         now = ledger.now()
-        tick = _recur_tick(ledger)
         with ledger.write() as s:
             row = _find(s, rule_id, lock=True)
             claimed_at = row.claimed_at if _open_claim(row) else None
             if claimed_at is None:
-                due = _rule_due(ledger, row, now, tick)
+                due = _rule_due(ledger, row, now)
                 if due is not None:
                     row.claimed_period = due.period
                     row.claimed_at = now

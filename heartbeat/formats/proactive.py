@@ -1,29 +1,42 @@
-"""PROACTIVE.md (FORMATS.md section 3), read and written without losing a byte.
+"""PROACTIVE.md (FORMATS.md section 3): read as CraftBot reads it, written without losing a byte.
 
-The file is YAML front matter, prose that people and the agent edit, and a task
-section between ``<!-- PROACTIVE_TASKS_START -->`` and
-``<!-- PROACTIVE_TASKS_END -->`` holding one ``### [FREQUENCY] Name`` heading and
-one fenced yaml block per task.
+CraftBot (``app/proactive``) owns this file; hb reads exactly the tasks its
+parser reads and judges them as its manager does:
 
-The document is kept as the text it was read from, cut into parts: verbatim
-text and task blocks. Writing changes only the blocks of tasks that changed, so
-prose, markers, comments and malformed blocks come back byte-identical. A block
-that cannot be read (bad YAML, not a mapping, no id, bad frequency, a second
-block with the same id) is not a task: it stays in place as text with a
-:class:`LineWarning`, where the original runtime made it vanish on the next save.
+- the task section is the text between the first ``<!-- PROACTIVE_TASKS_START -->``
+  and the first ``<!-- PROACTIVE_TASKS_END -->`` of the file, wherever they stand
+  (without both, in that order, the file has no tasks);
+- a task heading is ``###``, ``[FREQUENCY]`` and a name at the start of a line,
+  spaces optional (``###[DAILY]Name``); its yaml is the first ```` ```yaml ````
+  block before the next heading, and ends at the first three backticks;
+- a missing ``frequency`` is ``daily`` (the heading's frequency counts only for an
+  empty one), a missing ``permission_tier`` is 0, ``enabled`` is true unless its
+  value is false-like, conditions are the list items that are mappings (``- type:
+  market_hours_only``).
+
+A block CraftBot does not read, or reads but never runs, or fails on, is not a
+task for hb either: it stays in place as text with a :class:`LineWarning` naming
+the rule it breaks. hb reads a little more than CraftBot where that changes
+nothing CraftBot sees: condition names written as plain strings
+(``conditions: [weekdays_only]``) are conditions for hb (with a warning: CraftBot
+ignores them). The document is kept as the text it was read from, cut into
+verbatim text and task blocks; writing re-renders only the yaml of tasks that
+changed, so prose, markers, comments and the blocks hb does not read come back
+byte-identical.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 import yaml
 
-from heartbeat.errors import FileFormatError, InvalidInput
+from heartbeat.errors import InvalidInput
 from heartbeat.formats.timestamps import format_timestamp
 
 __all__ = [
@@ -45,17 +58,26 @@ END_MARKER = "<!-- PROACTIVE_TASKS_END -->"
 FREQUENCIES = ("hourly", "daily", "weekly", "monthly")
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 MAX_OUTCOMES = 5  # outcome_history keeps the last five, newest last
+MAX_ID_LENGTH = 255  # the ledger's recurrence ids
+_INT_RANGE = range(-(2**31), 2**31)  # what the ledger's integer columns hold
 
 DEFAULT_PRIORITY = 50
-DEFAULT_TIER = 1  # notify, then execute: the user sees what a task without a tier does
+DEFAULT_TIER = 0  # CraftBot reads a task without permission_tier as tier 0 (silent)
 CAUTIOUS_TIER = 3  # an unreadable tier is treated as high-risk, never as silent
+DEFAULT_FREQUENCY = "daily"  # CraftBot's reading of a block without a frequency key
 
-_HEADING = re.compile(r"###[ \t]+\[([^\]]*)\][ \t]*(.*?)[ \t]*")
-_ANY_HEADING = re.compile(r"#{1,6}[ \t].*")
-_FENCE_OPEN = re.compile(r"(`{3,}|~{3,})[ \t]*(?:ya?ml)?[ \t]*", re.IGNORECASE)
+# CraftBot's parser, as patterns: a task heading, and the yaml block that belongs to it.
+_TASK_HEADING = re.compile(r"^###\s*\[(\w+)\]\s*(.+)$", re.MULTILINE)
+_YAML_BLOCK = re.compile(r"```yaml\s*\n(.*?)```", re.DOTALL)
+_RUNTIME_FRONT_MATTER = re.compile(r"---\s*\n(.*?)\n---", re.DOTALL)
+
+_ANY_HEADING = re.compile(r"^#{1,6}[ \t].*$", re.MULTILINE)
+_FENCE_LINE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})", re.MULTILINE)
+_FENCE_AFTER = re.compile(r"\s*(`{3,}|~{3,})")  # blank lines, then a fence
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _SNAKE_ID = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
 _CLOCK_LIKE = re.compile(r"[0-9]+(?::[0-9]+)+")
-_H_MM = re.compile(r"([01]?[0-9]|2[0-3]):([0-5][0-9])")
+_ID_LINE = re.compile(r"^[ \t]*id[ \t]*:[ \t]*[\"']?([^\"'#\r\n]*?)[\"']?[ \t]*(?:#.*)?$", re.MULTILINE)
 _LAST_UPDATED = re.compile(
     r"(?P<head>last_updated[ \t]*:[ \t]*)"
     r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^#\r\n]*?)"
@@ -86,6 +108,7 @@ class LineWarning:
     line: int  # 1-based
     text: str  # the line as written, without its line break
     reason: str
+    task_id: str | None = None  # the id of a block that is not a task, when it names one
 
 
 @dataclass(frozen=True)
@@ -93,10 +116,10 @@ class ProactiveTask:
     """One task of the task section: typed attributes plus every yaml key as written.
 
     ``fields`` holds all keys of the yaml block in their order (unknown ones
-    too); the typed attributes are read from it. To change a task, change the
-    typed attribute (``dataclasses.replace``) or a key of ``fields``; a typed
-    attribute that differs from the one read wins when the block is written.
-    A task built in code has ``line`` 0 and ``raw`` "".
+    too); the typed attributes are read from it as CraftBot reads them. To
+    change a task, change the typed attribute (``dataclasses.replace``) or a key
+    of ``fields``; a typed attribute that differs from the one read wins when
+    the block is written. A task built in code has ``line`` 0 and ``raw`` "".
     """
 
     id: str
@@ -105,15 +128,18 @@ class ProactiveTask:
     time: str | None = None  # "HH:MM", 24h
     day: str | None = None  # weekly: monday..sunday; monthly: "1".."31"
     enabled: bool = True
-    priority: int = DEFAULT_PRIORITY  # 1-100, lower runs first
+    priority: int = DEFAULT_PRIORITY  # lower runs first
     permission_tier: int = DEFAULT_TIER  # 0 silent, 1 notify, 2 approval, 3 high-risk
-    conditions: tuple[str, ...] = ()
+    conditions: tuple[str, ...] = ()  # names: a mapping's ``type``, or a plain string
     instruction: str = ""
     run_count: int = 0
     outcome_history: tuple[dict[str, Any], ...] = ()
+    last_run: datetime | None = None  # as written: naive (CraftBot's local time) or with an offset
     fields: dict[str, Any] = field(default_factory=dict)
     line: int = 0  # the heading's line, 1-based
     raw: str = ""  # heading through closing fence, exactly as in the file
+    heading_end: int = 0  # in ``raw``: where the heading (what CraftBot's pattern matched) ends
+    yaml_span: tuple[int, int] = (0, 0)  # in ``raw``: the yaml text CraftBot reads
 
 
 Part = str | ProactiveTask
@@ -123,12 +149,12 @@ Part = str | ProactiveTask
 class ProactiveDocument:
     """A PROACTIVE.md file as parts whose concatenation is the file, byte for byte."""
 
-    front_matter: str  # from the opening --- through the closing ---, or ""
+    front_matter: str  # from the opening --- through the closing ---, or "" (also when unreadable)
     meta: dict[str, Any]  # the front matter as read
     parts: tuple[Part, ...]  # verbatim text and task blocks, in file order
     line_warnings: tuple[LineWarning, ...] = ()
-    has_section: bool = False  # a START marker exists
-    end_part: int | None = None  # index of the END marker's part: new tasks go before it
+    has_section: bool = False  # a start marker CraftBot finds
+    end_part: int | None = None  # index of the part the end marker starts: new tasks go before it
 
     @property
     def tasks(self) -> list[ProactiveTask]:
@@ -145,56 +171,395 @@ class ProactiveDocument:
 
 
 def parse(text: str) -> ProactiveDocument:
-    """Read PROACTIVE.md; ``render`` of the result gives ``text`` back unchanged.
+    """Read PROACTIVE.md as CraftBot does; ``render`` of the result gives ``text`` back unchanged.
 
-    Raises FileFormatError (with the line) only when the front matter cannot be
-    read; every other problem is a warning and its lines stay in place as text.
+    Never raises for the file's content: every problem is a warning, and the
+    lines it concerns stay in place as text.
     """
-    lines = _split_lines(text)
-    front_end, meta = _read_front_matter(lines)
-    reader = _SectionReader(lines, front_end)
-    reader.read()
-    return ProactiveDocument(
-        front_matter="".join(lines[:front_end]),
-        meta=meta,
-        parts=tuple(reader.parts),
-        line_warnings=tuple(sorted(reader.warnings, key=lambda w: w.line)),
-        has_section=reader.start is not None,
-        end_part=reader.end_part,
-    )
+    return _Reader(text).document()
 
 
-def _split_lines(text: str) -> list[str]:
-    """Split after each newline, keeping it (str.splitlines also breaks on U+2028 and kin)."""
-    pieces = text.split("\n")
-    lines = [piece + "\n" for piece in pieces[:-1]]
-    if pieces[-1]:
-        lines.append(pieces[-1])
-    return lines
+class _RuntimeText:
+    """The text as CraftBot's parser sees it (``read_text`` turns CRLF and CR into LF), with the
+    way back to offsets and line numbers in the original."""
+
+    def __init__(self, text: str) -> None:
+        self.original = text
+        self.text = text.replace("\r\n", "\n").replace("\r", "\n")
+        self._collapsed: list[int] = []  # offsets in ``text`` where a CRLF became one LF
+        for shift, match in enumerate(re.finditer("\r\n", text)):
+            self._collapsed.append(match.start() - shift)
+        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def at(self, offset: int) -> int:
+        """The original offset of ``offset`` in the runtime's text."""
+        return offset + bisect.bisect_left(self._collapsed, offset)
+
+    def line_of(self, offset: int) -> int:
+        """The 1-based line (split at LF, as hb numbers them) of a runtime offset."""
+        return bisect.bisect_right(self._line_starts, self.at(offset))
+
+    def line_text(self, offset: int) -> str:
+        start = self._line_starts[self.line_of(offset) - 1]
+        end = self.original.find("\n", start)
+        return self.original[start : len(self.original) if end < 0 else end].rstrip("\r")
 
 
-def _body(line: str) -> str:
-    return line.rstrip("\n").rstrip("\r")
+@dataclass(frozen=True)
+class _Block:
+    """A task block CraftBot's pattern found (offsets in the runtime's text)."""
+
+    start: int  # the heading
+    heading_end: int
+    yaml_start: int
+    yaml_end: int
+    end: int  # after the closing backticks (and the rest of their line, when blank)
 
 
-def _read_front_matter(lines: list[str]) -> tuple[int, dict[str, Any]]:
-    """Return how many lines the front matter spans and its mapping."""
-    if not lines or _body(lines[0]).removeprefix("\ufeff").rstrip() != "---":
-        return 0, {}
-    close = next((i for i in range(1, len(lines)) if _body(lines[i]).rstrip() in ("---", "...")), None)
-    if close is None:
-        raise FileFormatError("front matter opened with --- is never closed", line=1)
-    try:
-        meta = _load_yaml("".join(lines[1:close]))
-    except _YamlProblem as problem:
-        raise FileFormatError(
-            f"front matter is not valid YAML: {problem.reason}", line=2 + problem.line
-        ) from None
-    if meta is None:
-        return close + 1, {}
-    if not isinstance(meta, dict):
-        raise FileFormatError("front matter must be a YAML mapping", line=2)
-    return close + 1, meta
+class _Reader:
+    def __init__(self, text: str) -> None:
+        self.view = _RuntimeText(text)
+        self.warnings: list[LineWarning] = []
+        comments = [(m.start(), m.end()) for m in _COMMENT.finditer(self.view.text)]
+        self._comment_starts = [start for start, _ in comments]
+        self._comment_ends = [end for _, end in comments]
+
+    def document(self) -> ProactiveDocument:
+        view = self.view
+        runtime = view.text
+        front_end, meta = self._front_matter()
+        start, end = runtime.find(START_MARKER), runtime.find(END_MARKER)
+        if (start != -1 and view.at(start) < front_end) or (end != -1 and view.at(end) < front_end):
+            front_end, meta = 0, {}  # a marker inside it: hb does not treat it as front matter
+        blocks: list[tuple[_Block, ProactiveTask]] = []
+        has_section = start != -1
+        if start == -1:
+            if end != -1:
+                self._warn(end, "end marker without a start marker: CraftBot reads no task from this file")
+            self._stray_tasks(0, len(runtime) if end == -1 else end)
+        elif end == -1:
+            self._warn(start, "task section has no end marker: CraftBot reads no task from this file")
+            self._stray_tasks(0, start)
+        elif end < start:
+            self._warn(end, "end marker before the start marker: CraftBot reads no task from this file")
+            self._stray_tasks(0, end)
+        else:
+            self._stray_tasks(0, start)
+            blocks = self._section(start + len(START_MARKER), end)
+            self._stray_tasks(end + len(END_MARKER), len(runtime))
+        parts: list[Part] = []
+        cursor = front_end
+        end_at = self._end_split(end) if has_section and end > start else None
+        end_part: int | None = None
+        for block, task in blocks:
+            self._verbatim(parts, cursor, view.at(block.start))
+            parts.append(task)
+            cursor = view.at(block.end)
+        if end_at is not None:
+            self._verbatim(parts, cursor, end_at)
+            cursor = end_at
+            end_part = len(parts)
+        self._verbatim(parts, cursor, len(view.original))
+        return ProactiveDocument(
+            front_matter=view.original[:front_end],
+            meta=meta,
+            parts=tuple(parts),
+            line_warnings=tuple(sorted(self.warnings, key=lambda w: w.line)),
+            has_section=has_section,
+            end_part=end_part,
+        )
+
+    def _verbatim(self, parts: list[Part], lo: int, hi: int) -> None:
+        if hi > lo:
+            parts.append(self.view.original[lo:hi])
+
+    def _end_split(self, end: int) -> int:
+        """Where new tasks go: the start of the end marker's line when only blanks precede it there."""
+        runtime = self.view.text
+        line_start = runtime.rfind("\n", 0, end) + 1
+        at = line_start if not runtime[line_start:end].strip() else end
+        return self.view.at(at)
+
+    # -- the front matter: hb's (last_updated) and what CraftBot's parser makes of it
+
+    def _front_matter(self) -> tuple[int, dict[str, Any]]:
+        """How far hb's front matter runs (0: none, or unreadable) and its mapping."""
+        runtime_failed = self._runtime_front_matter()
+        original = self.view.original
+        lines = original.split("\n")
+        if not lines or lines[0].rstrip("\r").removeprefix("\ufeff").rstrip() != "---":
+            return 0, {}
+        close = next(
+            (i for i in range(1, len(lines)) if lines[i].rstrip("\r").rstrip() in ("---", "...")), None
+        )
+        if close is None:
+            self._warn_line(1, lines[0], "front matter opened with --- is never closed: kept as written")
+            return 0, {}
+        try:
+            meta = _load_yaml("\n".join(lines[1:close]))
+        except _YamlProblem as problem:
+            line = 2 + problem.line
+            self._warn_line(
+                line,
+                lines[min(line, len(lines)) - 1],
+                f"front matter is not valid YAML ({problem.reason}): kept as written, the tasks are read",
+            )
+            return 0, {}
+        except _LoaderFailure as failure:
+            if not runtime_failed:
+                self._warn_line(
+                    2, lines[1], f"front matter is not readable ({failure.reason}): kept as written"
+                )
+            return 0, {}
+        end = sum(len(line) + 1 for line in lines[: close + 1])
+        if close == len(lines) - 1:
+            end = len(original)  # no line break after the closing ---
+        if meta is None:
+            return end, {}
+        if not isinstance(meta, dict):
+            if not runtime_failed:
+                self._warn_line(
+                    2, lines[min(2, len(lines)) - 1], "front matter is not a mapping: kept as written"
+                )
+            return 0, {}
+        return end, meta
+
+    def _runtime_front_matter(self) -> bool:
+        """Warn when CraftBot's parser fails on the front matter it finds; True then."""
+        match = _RUNTIME_FRONT_MATTER.match(self.view.text)
+        if match is None:
+            return False
+        try:
+            meta = yaml.safe_load(match.group(1))
+        except yaml.YAMLError:
+            return False  # CraftBot reads such a front matter as empty
+        except (ValueError, OverflowError) as exc:  # an impossible date: outside PyYAML's own errors
+            problem = f"front matter holds a value YAML cannot build ({' '.join(str(exc).split())})"
+        else:
+            if not meta or isinstance(meta, dict):
+                return False
+            problem = "front matter is not a mapping"
+        self._warn(0, f"{problem}: CraftBot's parser fails on this file (no task runs)")
+        return True
+
+    # -- the task section
+
+    def _section(self, lo: int, hi: int) -> list[tuple[_Block, ProactiveTask]]:
+        runtime = self.view.text
+        section = runtime[lo:hi]
+        headings = list(_TASK_HEADING.finditer(section))
+        found: list[tuple[_Block, ProactiveTask]] = []
+        seen: dict[str, int] = {}
+        read_blocks: set[int] = set()
+        unread: list[tuple[int, int]] = []  # spans of headings whose block CraftBot does not find
+        for i, heading in enumerate(headings):
+            stop = headings[i + 1].start() if i + 1 < len(headings) else len(section)
+            body = section[heading.end() : stop]
+            block_match = _YAML_BLOCK.search(body)
+            at = lo + heading.start()
+            if block_match is None:
+                following = lo + stop if i + 1 < len(headings) else None
+                self._warn(at, f"not a task: {self._why_no_block(heading, body, following)}")
+                unread.append((at, lo + stop))
+                continue
+            if "\n" in section[heading.start() : heading.start(2)]:
+                self._warn(at, "the heading has no name on its line: CraftBot takes the next line for it")
+            base = lo + heading.end()
+            read_blocks.add(base + block_match.start())
+            end = base + block_match.end()
+            rest = re.match(r"[ \t]*(?:\n|\Z)", runtime[end:hi])
+            block = _Block(
+                start=at,
+                heading_end=base,
+                yaml_start=base + block_match.start(1),
+                yaml_end=base + block_match.end(1),
+                end=end + (rest.end() if rest is not None else 0),
+            )
+            task = self._task(block, block_match.group(1), heading, seen)
+            if task is not None:
+                seen[task.id] = task.line
+                found.append((block, task))
+        self._unread_blocks(lo, section, read_blocks, headings, unread)
+        return found
+
+    def _task(
+        self, block: _Block, yaml_text: str, heading: re.Match[str], seen: Mapping[str, int]
+    ) -> ProactiveTask | None:
+        at = block.start
+        try:
+            data = _load_yaml(yaml_text)
+        except _YamlProblem as problem:
+            line = self.view.line_of(block.yaml_start) + problem.line
+            self._reject(
+                at,
+                yaml_text,
+                f"yaml block is not valid YAML (line {line}): {problem.reason}; "
+                "CraftBot skips it and drops it on its next save",
+            )
+            return None
+        except _LoaderFailure as failure:
+            self._reject(at, yaml_text, f"{failure.reason}: CraftBot's parser fails on it (no task runs)")
+            return None
+        if not data:
+            self._reject(at, yaml_text, "yaml block is empty: CraftBot skips it")
+            return None
+        if not isinstance(data, dict):
+            self._reject(
+                at, yaml_text, "yaml block is not a mapping: CraftBot's parser fails on it (no task runs)"
+            )
+            return None
+        stops = _parser_failure(data)
+        if stops is not None:
+            self._reject(at, yaml_text, f"{stops}: CraftBot's parser fails on it (no task runs)")
+            return None
+        issues: list[str] = []
+        task_id = data.get("id")
+        if task_id is None or task_id == "":
+            self._reject(at, yaml_text, "no id: hb cannot track it (CraftBot runs it with an empty id)")
+            return None
+        if not isinstance(task_id, str):
+            self._reject(at, yaml_text, f"id {task_id!r} is not text: hb cannot track it")
+            return None
+        if len(task_id) > MAX_ID_LENGTH:
+            self._reject(at, yaml_text, f"id is longer than {MAX_ID_LENGTH} characters: hb cannot track it")
+            return None
+        if task_id in seen:
+            self._reject(
+                at,
+                yaml_text,
+                f"duplicate id {task_id!r} (first on line {seen[task_id]}): CraftBot runs both, "
+                "hb only the first",
+                task_id=task_id,
+            )
+            return None
+        frequency, why_not = _read_frequency(data, heading.group(1), issues)
+        if frequency is None:
+            self._reject(at, yaml_text, why_not, task_id=task_id)
+            return None
+        time, why_not = _read_time(data.get("time"), frequency)
+        if why_not:
+            self._reject(at, yaml_text, why_not, task_id=task_id)
+            return None
+        day, why_not = _read_day(data.get("day"), frequency, issues)
+        if why_not:
+            self._reject(at, yaml_text, why_not, task_id=task_id)
+            return None
+        last_run, why_not = _read_last_run(data.get("last_run"), frequency)
+        if why_not:
+            self._reject(at, yaml_text, why_not, task_id=task_id)
+            return None
+        if not _SNAKE_ID.fullmatch(task_id):
+            issues.append(f"id {task_id!r} is not snake_case")
+        if self._in_comment(at):
+            issues.append("this task is inside an HTML comment: CraftBot reads and runs it all the same")
+        view = self.view
+        raw_start = view.at(block.start)
+        task = ProactiveTask(
+            id=task_id,
+            name=heading.group(2).strip(),
+            frequency=frequency,
+            time=time,
+            day=day,
+            enabled=_read_enabled(data.get("enabled", True), issues),
+            priority=_read_priority(data.get("priority"), issues),
+            permission_tier=_read_tier(data.get("permission_tier"), issues),
+            conditions=_read_conditions(data.get("conditions"), issues),
+            instruction=_read_instruction(data.get("instruction"), issues),
+            run_count=_read_run_count(data.get("run_count"), issues),
+            outcome_history=_read_history(data.get("outcome_history"), issues),
+            last_run=last_run,
+            fields=dict(data),
+            line=view.line_of(block.start),
+            raw=view.original[raw_start : view.at(block.end)],
+            heading_end=view.at(block.heading_end) - raw_start,
+            yaml_span=(view.at(block.yaml_start) - raw_start, view.at(block.yaml_end) - raw_start),
+        )
+        for reason in issues:
+            self._warn(at, reason)
+        return task
+
+    def _unread_blocks(
+        self,
+        lo: int,
+        section: str,
+        read: set[int],
+        headings: Sequence[re.Match[str]],
+        warned_spans: Sequence[tuple[int, int]],
+    ) -> None:
+        """Blocks in the section no task heading reads (and no warning named yet): CraftBot does
+        not see them."""
+        starts = {lo + h.start() for h in headings}
+        warned: set[int] = set()
+        for heading in _ANY_HEADING.finditer(section):
+            at = lo + heading.start()
+            if at in starts or self._in_comment(at):
+                continue
+            fence = _FENCE_AFTER.match(section, heading.end())
+            if fence is not None:
+                self._warn(
+                    at,
+                    "heading is not '### [FREQUENCY] Name' as CraftBot reads it: the block under "
+                    "it is no task of its own",
+                )
+                warned.add(lo + fence.start(1))
+        for match in _YAML_BLOCK.finditer(section):
+            at = lo + match.start()
+            line_start = self.view.text.rfind("\n", 0, at) + 1
+            if at in read or line_start in warned or at in warned or self._in_comment(at):
+                continue
+            if any(start <= at < stop for start, stop in warned_spans):
+                continue
+            self._warn(at, "this ```yaml block follows no task heading CraftBot reads: not a task")
+
+    def _stray_tasks(self, lo: int, hi: int) -> None:
+        """Task headings with a block outside the task section: neither CraftBot nor hb reads them."""
+        region = self.view.text[lo:hi]
+        for heading in _TASK_HEADING.finditer(region):
+            at = lo + heading.start()
+            if self._in_comment(at):
+                continue
+            following = _TASK_HEADING.search(region, heading.end())
+            stop = following.start() if following is not None else len(region)
+            if _YAML_BLOCK.search(region[heading.end() : stop]) is not None:
+                self._warn(
+                    at,
+                    "task outside the PROACTIVE_TASKS markers is not read (CraftBot reads only between them)",
+                )
+
+    def _why_no_block(self, heading: re.Match[str], body: str, following: int | None) -> str:
+        if "\n" in heading.string[heading.start() : heading.start(2)]:
+            return (
+                f"the heading has no name on its line: CraftBot takes the next line "
+                f"({heading.group(2).strip()!r}) for it and looks for the ```yaml block after that"
+            )
+        if "```yaml" in body:
+            if following is not None:
+                return (
+                    "its ```yaml block is not closed before the next task heading (line "
+                    f"{self.view.line_of(following)}; a '### [...]' line inside a block starts a heading "
+                    "for CraftBot)"
+                )
+            return "its ```yaml block is never closed with ```"
+        if _FENCE_LINE.search(body) is not None:
+            return "CraftBot reads only a block opened with ```yaml after a task heading"
+        return "no ```yaml block follows this task heading"
+
+    def _in_comment(self, offset: int) -> bool:
+        i = bisect.bisect_right(self._comment_starts, offset) - 1  # comments do not overlap
+        return i >= 0 and offset < self._comment_ends[i]
+
+    def _reject(self, at: int, yaml_text: str, reason: str, *, task_id: str | None = None) -> None:
+        if task_id is None:
+            match = _ID_LINE.search(yaml_text)
+            task_id = match.group(1) if match is not None and match.group(1) else None
+        self._warn(at, f"not a task, kept as written: {reason}", task_id=task_id)
+
+    def _warn(self, offset: int, reason: str, *, task_id: str | None = None) -> None:
+        view = self.view
+        self.warnings.append(LineWarning(view.line_of(offset), view.line_text(offset), reason, task_id))
+
+    def _warn_line(self, line: int, text: str, reason: str) -> None:
+        self.warnings.append(LineWarning(line, text.rstrip("\r"), reason))
 
 
 class _YamlProblem(Exception):
@@ -202,6 +567,14 @@ class _YamlProblem(Exception):
         super().__init__(reason)
         self.reason = reason
         self.line = line  # 0-based within the yaml text
+
+
+class _LoaderFailure(Exception):
+    """PyYAML failed outside its own error type (an impossible date): CraftBot's parser stops."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 def _load_yaml(text: str) -> Any:
@@ -212,249 +585,164 @@ def _load_yaml(text: str) -> Any:
 
         reason, line, _ = describe(exc)
         raise _YamlProblem(reason, line) from None
-    except (yaml.YAMLError, ValueError, OverflowError) as exc:
-        # e.g. an impossible date like 2026-13-45 fails in the constructor
+    except yaml.YAMLError as exc:
         raise _YamlProblem(" ".join(str(exc).split()), 0) from None
+    except (ValueError, OverflowError) as exc:
+        # e.g. an impossible date like 2026-13-45 fails in the constructor
+        raise _LoaderFailure(" ".join(str(exc).split())) from None
 
 
-class _SectionReader:
-    """Cuts the lines after the front matter into verbatim text and task blocks."""
-
-    def __init__(self, lines: list[str], first: int) -> None:
-        self.lines = lines
-        self.first = first
-        self.parts: list[Part] = []
-        self.warnings: list[LineWarning] = []
-        self.start: int | None = None
-        self.end_part: int | None = None
-        self._buffer: list[str] = []
-        self._seen_ids: dict[str, int] = {}
-
-    def read(self) -> None:
-        lines = self.lines
-        self.start = _find_marker(lines, START_MARKER, self.first)
-        if self.start is None:
-            self._verbatim(self.first, len(lines))
-            stray_end = _find_marker(lines, END_MARKER, self.first)
-            if stray_end is not None:
-                self._warn(stray_end, "end marker without a start marker: no task section")
-            self._flush()
-            return
-        end = _find_marker(lines, END_MARKER, self.start + 1)
-        self._verbatim(self.first, self.start + 1)
-        if end is None:
-            self._warn(self.start, "task section has no end marker: it runs to the end of file")
-        self._tasks(self.start + 1, len(lines) if end is None else end)
-        self._flush()
-        if end is not None:
-            self.end_part = len(self.parts)
-            self.parts.append(lines[end])
-            self._verbatim(end + 1, len(lines))
-            self._flush()
-
-    def _verbatim(self, lo: int, hi: int) -> None:
-        """Text outside the task section; a task written there is reported, not read."""
-        for i in range(lo, hi):
-            if _HEADING.fullmatch(_body(self.lines[i])) and self._fence_after(i, hi) is not None:
-                self._warn(i, "task outside the PROACTIVE_TASKS markers is not read")
-        self._buffer.extend(self.lines[lo:hi])
-
-    def _tasks(self, lo: int, hi: int) -> None:
-        i = lo
-        while i < hi:
-            heading = _HEADING.fullmatch(_body(self.lines[i]))
-            if heading is None:
-                if _ANY_HEADING.fullmatch(_body(self.lines[i])) and self._fence_after(i, hi) is not None:
-                    self._warn(i, "heading has no ### [FREQUENCY]: its yaml block is not read as a task")
-                self._buffer.append(self.lines[i])
-                i += 1
-                continue
-            fence = self._fence_after(i, hi)
-            if fence is None:
-                self._warn(i, "task heading is not followed by a ```yaml block")
-                self._buffer.append(self.lines[i])
-                i += 1
-                continue
-            close = self._closing_fence(fence, hi)
-            if close is None:
-                stop = next(
-                    (j for j in range(fence + 1, hi) if _HEADING.fullmatch(_body(self.lines[j]))),
-                    hi,
-                )
-                self._warn(i, "yaml block is never closed")
-                self._buffer.extend(self.lines[i:stop])
-                i = stop
-                continue
-            self._block(i, fence, close, heading)
-            i = close + 1
-
-    def _fence_after(self, heading: int, hi: int) -> int | None:
-        j = heading + 1
-        while j < hi and not _body(self.lines[j]).strip():
-            j += 1
-        if j < hi and _FENCE_OPEN.fullmatch(_body(self.lines[j])):
-            return j
+def _iso_time(value: str) -> datetime | None:
+    """``value`` as CraftBot reads a time stamp (ISO 8601, ``Z`` for UTC), or None."""
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
         return None
 
-    def _closing_fence(self, fence: int, hi: int) -> int | None:
-        opening = _body(self.lines[fence]).strip()
-        char = opening[0]
-        width = len(opening) - len(opening.lstrip(char))
-        for j in range(fence + 1, hi):
-            body = _body(self.lines[j]).strip()
-            if len(body) >= width and body == char * len(body):
-                return j
-        return None
 
-    def _block(self, i: int, fence: int, close: int, heading: re.Match[str]) -> None:
-        raw_lines = self.lines[i : close + 1]
-        try:
-            data = _load_yaml("".join(self.lines[fence + 1 : close]))
-        except _YamlProblem as problem:
-            self._reject(
-                i,
-                raw_lines,
-                f"yaml block is not valid YAML (line {fence + 2 + problem.line}): {problem.reason}",
-            )
-            return
-        if not isinstance(data, dict):
-            self._reject(i, raw_lines, "yaml block is not a mapping")
-            return
-        task, issues = _read_task(
-            data,
-            name=heading.group(2),
-            heading_frequency=heading.group(1),
-            line=i + 1,
-            raw="".join(raw_lines),
-        )
-        if task is not None and task.id in self._seen_ids:
-            issues = [f"duplicate id {task.id!r} (first on line {self._seen_ids[task.id]})"]
-            task = None
-        if task is None:
-            self._reject(i, raw_lines, "; ".join(issues))
-            return
-        for reason in issues:
-            self._warn(i, reason)
-        self._seen_ids[task.id] = i + 1
-        self._flush()
-        self.parts.append(task)
-
-    def _reject(self, i: int, raw_lines: list[str], reason: str) -> None:
-        self._warn(i, f"not a task, kept as written: {reason}")
-        self._buffer.extend(raw_lines)
-
-    def _warn(self, i: int, reason: str) -> None:
-        self.warnings.append(LineWarning(i + 1, _body(self.lines[i]), reason))
-
-    def _flush(self) -> None:
-        if self._buffer:
-            self.parts.append("".join(self._buffer))
-            self._buffer = []
+def _iterable(value: Any) -> bool:
+    return isinstance(value, str | bytes | list | dict | set)
 
 
-def _find_marker(lines: list[str], marker: str, lo: int) -> int | None:
-    return next((i for i in range(lo, len(lines)) if lines[i].strip() == marker), None)
-
-
-def _read_task(
-    data: Mapping[str, Any], *, name: str, heading_frequency: str, line: int, raw: str
-) -> tuple[ProactiveTask | None, list[str]]:
-    """Type a yaml block; None (with the reasons) when it cannot be a task."""
-    issues: list[str] = []
-    task_id = data.get("id")
-    if task_id is None or task_id == "":
-        return None, ["no id"]
-    if not isinstance(task_id, str):
-        return None, [f"id {task_id!r} is not a string"]
-    if not _SNAKE_ID.fullmatch(task_id):
-        issues.append(f"id {task_id!r} is not snake_case")
-    frequency = _read_frequency(data.get("frequency"), heading_frequency, issues)
-    if frequency is None:
-        return None, issues
-    task = ProactiveTask(
-        id=task_id,
-        name=name,
-        frequency=frequency,
-        time=_read_time(data.get("time"), issues),
-        day=_read_day(data.get("day"), frequency, issues),
-        enabled=_read_enabled(data.get("enabled", True), issues),
-        priority=_read_int(data.get("priority"), "priority", 1, 100, DEFAULT_PRIORITY, issues),
-        permission_tier=_read_tier(data.get("permission_tier"), issues),
-        conditions=_read_conditions(data.get("conditions"), issues),
-        instruction=_read_instruction(data.get("instruction"), issues),
-        run_count=_read_int(data.get("run_count"), "run_count", 0, None, 0, issues),
-        outcome_history=_read_history(data.get("outcome_history"), issues),
-        fields=dict(data),
-        line=line,
-        raw=raw,
-    )
-    return task, issues
-
-
-def _read_frequency(value: Any, heading: str, issues: list[str]) -> str | None:
-    from_heading = heading.strip().lower()
-    if value is None:
-        if from_heading in FREQUENCIES:
-            return from_heading
-        issues.append(f"bad frequency {heading!r}: expected one of {', '.join(FREQUENCIES)}")
-        return None
-    if not isinstance(value, str) or value.strip().lower() not in FREQUENCIES:
-        issues.append(f"bad frequency {value!r}: expected one of {', '.join(FREQUENCIES)}")
-        return None
-    frequency = value.strip().lower()
-    if from_heading != frequency:
-        issues.append(f"heading says [{heading}] but frequency is {value!r}: using {frequency}")
-    return frequency
-
-
-def _read_time(value: Any, issues: list[str]) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 24 * 60:
-        # YAML 1.1 reads an unquoted 9:30 as the base-60 number 570
-        text = f"{value // 60:02d}:{value % 60:02d}"
-        issues.append(f"time read as {text} (YAML turns unquoted H:MM into a number): quote it")
-        return text
-    match = _H_MM.fullmatch(value.strip()) if isinstance(value, str) else None
-    if match is not None:
-        return f"{int(match[1]):02d}:{match[2]}"
-    issues.append(f"time {value!r} is not HH:MM (24h): ignored")
+def _parser_failure(data: Mapping[str, Any]) -> str | None:
+    """What in a yaml mapping stops CraftBot's parser (for the whole file), or None."""
+    for key in ("last_run", "next_run"):
+        value = data.get(key)
+        if isinstance(value, str) and _iso_time(value) is None:
+            return f"{key} {value!r} is not an ISO 8601 time"
+    for key in ("conditions", "outcome_history"):
+        if key in data and not _iterable(data[key]):
+            return f"{key} {data[key]!r} is not a list"
+    history = data.get("outcome_history", [])
+    for entry in history if isinstance(history, list) else ():
+        stamp = entry.get("timestamp") if isinstance(entry, dict) else None
+        if isinstance(stamp, str) and _iso_time(stamp) is None:
+            return f"outcome_history timestamp {stamp!r} is not an ISO 8601 time"
     return None
 
 
-def _read_day(value: Any, frequency: str, issues: list[str]) -> str | None:
-    if value is None:
-        return None
-    text = str(value).strip().lower()
-    if frequency == "weekly" and text not in WEEKDAYS:
-        issues.append(f"day {value!r} is not a weekday (monday..sunday): ignored")
-        return None
-    if frequency == "monthly" and not (text.isdigit() and 1 <= int(text) <= 31):
-        issues.append(f"day {value!r} is not a day of the month (1..31): ignored")
-        return None
-    return str(int(text)) if frequency == "monthly" else text
+def _read_frequency(data: Mapping[str, Any], heading: str, issues: list[str]) -> tuple[str | None, str]:
+    """The frequency CraftBot reads, or None and why the task never runs there."""
+    from_heading = heading.lower()
+    if "frequency" not in data:
+        if from_heading != DEFAULT_FREQUENCY:
+            issues.append(f"no frequency: CraftBot reads it as daily, whatever the heading [{heading}] says")
+        return DEFAULT_FREQUENCY, ""
+    value = data["frequency"]
+    frequency = value if value else from_heading
+    if frequency not in FREQUENCIES:
+        return None, (
+            f"frequency {frequency!r} is not hourly, daily, weekly or monthly as CraftBot writes them: "
+            "it never runs the task and drops it on its next save"
+        )
+    if value and from_heading != frequency:
+        issues.append(f"heading says [{heading}] but frequency is {frequency}: CraftBot uses {frequency}")
+    return frequency, ""
+
+
+def _read_time(value: Any, frequency: str) -> tuple[str | None, str]:
+    """``HH:MM`` as CraftBot's heartbeat reads it, or why the task cannot run there.
+
+    CraftBot splits the text at ``:`` into an hour and a minute; anything else
+    (an unquoted ``9:30``, which YAML reads as a number; ``08:00:00``; ``25:00``)
+    stops its heartbeat. An hourly task's time is never read.
+    """
+    if not value:
+        return None, ""
+    parts = value.split(":") if isinstance(value, str) else []
+    clock: tuple[int, int] | None = None
+    if len(parts) == 2:
+        try:
+            clock = int(parts[0]), int(parts[1])
+        except ValueError:
+            clock = None
+    if clock is not None and 0 <= clock[0] <= 23 and 0 <= clock[1] <= 59:
+        return f"{clock[0]:02d}:{clock[1]:02d}", ""
+    if frequency == "hourly":
+        return None, ""
+    hint = (
+        ' (YAML reads an unquoted H:MM as a number: write "9:30" in quotes)' if isinstance(value, int) else ""
+    )
+    return None, f"time {value!r} is not HH:MM: CraftBot's heartbeat fails on it{hint}"
+
+
+def _read_day(value: Any, frequency: str, issues: list[str]) -> tuple[str | None, str]:
+    """The day CraftBot's heartbeat checks, or why the task cannot run there.
+
+    weekly: a weekday name in any case; anything else never matches (not text:
+    the heartbeat fails). monthly: a whole number; text that is not one is not
+    checked at all (any day), a number outside 1..31 never matches. Daily and
+    hourly tasks have no day.
+    """
+    if frequency not in ("weekly", "monthly") or not value:
+        return None, ""
+    if frequency == "weekly":
+        if not isinstance(value, str):
+            return None, f"day {value!r} is not a weekday name: CraftBot's heartbeat fails on it"
+        if value.lower() not in WEEKDAYS:
+            return None, f"day {value!r} is not a weekday (monday..sunday): CraftBot never runs this task"
+        return value.lower(), ""
+    try:
+        number = int(value)
+    except ValueError:
+        issues.append(
+            f"day {value!r} is not a number: CraftBot ignores it, any day of the month runs the task"
+        )
+        return None, ""
+    except (TypeError, OverflowError):
+        return None, f"day {value!r} is not a day of the month: CraftBot's heartbeat fails on it"
+    if not 1 <= number <= 31:
+        return None, f"day {value!r} is not a day of the month (1..31): CraftBot never runs this task"
+    return str(number), ""
+
+
+def _read_last_run(value: Any, frequency: str) -> tuple[datetime | None, str]:
+    """When the task last ran, as CraftBot's manager reads it for due-ness."""
+    if not value:
+        return None, ""
+    if isinstance(value, str):
+        return _iso_time(value), ""  # unreadable text stopped the parser already
+    if isinstance(value, datetime):
+        return value, ""
+    if frequency == "hourly":
+        return None, ""  # CraftBot never looks at an hourly task's last run
+    if isinstance(value, date) and frequency != "daily":
+        return datetime.combine(value, datetime.min.time()), ""
+    return None, f"last_run {value!r} is not a date and time: CraftBot's heartbeat fails on it"
 
 
 def _read_enabled(value: Any, issues: list[str]) -> bool:
-    if isinstance(value, bool):
-        return value
-    issues.append(f"enabled {value!r} is not true/false: the task is treated as disabled")
-    return False
+    if not isinstance(value, bool):
+        verdict = "runs" if value else "does not run"
+        issues.append(
+            f"enabled {value!r} is not true/false: CraftBot {verdict} the task (it takes any value but "
+            "an empty or false one as true), and so does hb"
+        )
+    return bool(value)
 
 
-def _read_int(value: Any, key: str, low: int, high: int | None, default: int, issues: list[str]) -> int:
+def _read_priority(value: Any, issues: list[str]) -> int:
     if value is None:
-        return default
-    if (
-        isinstance(value, int)
-        and not isinstance(value, bool)
-        and value >= low
-        and (high is None or value <= high)
-    ):
+        return DEFAULT_PRIORITY
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value in _INT_RANGE:
+            return value
+        issues.append(f"priority {value} is too large for hb: using {DEFAULT_PRIORITY}")
+        return DEFAULT_PRIORITY
+    issues.append(
+        f"priority {value!r} is not a whole number: using {DEFAULT_PRIORITY} (CraftBot's heartbeat fails "
+        "when it sorts it against another due task)"
+    )
+    return DEFAULT_PRIORITY
+
+
+def _read_run_count(value: Any, issues: list[str]) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _INT_RANGE.stop:
         return value
-    bounds = f"{low}-{high}" if high is not None else f">= {low}"
-    issues.append(f"{key} {value!r} is not a whole number {bounds}: using {default}")
-    return default
+    issues.append(f"run_count {value!r} is not a whole number >= 0 hb can hold: using 0")
+    return 0
 
 
 def _read_tier(value: Any, issues: list[str]) -> int:
@@ -467,17 +755,30 @@ def _read_tier(value: Any, issues: list[str]) -> int:
 
 
 def _read_conditions(value: Any, issues: list[str]) -> tuple[str, ...]:
+    """Condition names: a mapping's ``type`` (CraftBot's form; ``unknown`` without one), and
+    plain strings, which CraftBot ignores (its next save drops them)."""
     if value is None:
         return ()
-    if isinstance(value, str):
-        return (value,)
-    if not isinstance(value, list):
+    items = [value] if isinstance(value, str) else value if isinstance(value, list) else None
+    if items is None:
         issues.append(f"conditions {value!r} is not a list: ignored")
         return ()
-    kept = tuple(item for item in value if isinstance(item, str))
-    if len(kept) != len(value):
-        issues.append("conditions that are not text are ignored")
-    return kept
+    names: list[str] = []
+    plain: list[str] = []
+    for item in items:
+        if isinstance(item, dict):
+            names.append(str(item.get("type", "unknown")))
+        elif isinstance(item, str):
+            names.append(item)
+            plain.append(item)
+        else:
+            issues.append(f"condition {item!r} is neither a name nor a mapping: ignored")
+    if plain:
+        issues.append(
+            f"condition {', '.join(plain)} written as a plain name: hb judges it, CraftBot ignores it and "
+            f"drops it on its next save (write '- type: {plain[0]}')"
+        )
+    return tuple(names)
 
 
 def _read_instruction(value: Any, issues: list[str]) -> str:
@@ -497,7 +798,7 @@ def _read_history(value: Any, issues: list[str]) -> tuple[dict[str, Any], ...]:
         return ()
     kept = tuple(item for item in value if isinstance(item, dict))
     if len(kept) != len(value):
-        issues.append("outcome_history entries that are not mappings are ignored")
+        issues.append("outcome_history entries that are not mappings are ignored (by CraftBot too)")
     return kept
 
 
@@ -525,27 +826,49 @@ def with_tasks(doc: ProactiveDocument, tasks: Sequence[ProactiveTask], *, now: d
     wanted = _index_tasks(tasks)
     current = {task.id: task for task in doc.tasks}
     parts: list[str] = []
+    written: dict[str, dict[str, Any]] = {}  # the fields each task's block now holds
     changed = False
     drop_blank = False
     for index, part in enumerate(doc.parts):
         if index == doc.end_part:
-            parts.extend(_new_blocks(wanted, current, "".join(parts)))
+            parts.extend(_new_blocks(wanted, current, "".join(parts), written))
         if isinstance(part, str):
             parts.append(_drop_blank_line(part) if drop_blank else part)
             drop_blank = False
             continue
         task = wanted.get(part.id)
         drop_blank = task is None
-        text = part.raw if task is None else _block_text(task, part)
-        changed = changed or text != part.raw or task is None
-        if task is not None:
-            parts.append(text)
+        if task is None:
+            changed = True
+            continue
+        text, written[task.id] = _block_text(task, part)
+        changed = changed or text != part.raw
+        parts.append(text)
     if doc.end_part is None:
-        parts.extend(_closing_section(wanted, current, doc.has_section, "".join(parts)))
+        parts.extend(_closing_section(wanted, current, doc.has_section, "".join(parts), written))
     changed = changed or any(task_id not in current for task_id in wanted)
     if not changed:
         return doc
-    return parse(_stamp_last_updated(doc.front_matter, now) + "".join(parts))
+    return _read_back(_stamp_last_updated(doc.front_matter, now) + "".join(parts), written)
+
+
+def _read_back(text: str, written: Mapping[str, Mapping[str, Any]]) -> ProactiveDocument:
+    """``text`` parsed, once it is sure CraftBot's parser reads exactly the tasks written, each
+    with the fields hb wrote (never a block it skips or a section it cuts short)."""
+    doc = parse(text)
+    got = {task.id: task for task in doc.tasks}
+    for task_id, fields in written.items():
+        task = got.get(task_id)
+        if task is None or (task.fields != fields and _dump(task.fields, "\n") != _dump(fields, "\n")):
+            raise InvalidInput(
+                f"task {task_id!r} cannot be written so that CraftBot reads it back as written "
+                "(check the PROACTIVE_TASKS markers): the file is left as it was"
+            )
+    for task_id in got.keys() - written.keys():
+        raise InvalidInput(
+            f"writing PROACTIVE.md would make CraftBot read {task_id!r} as a task: left as it was"
+        )
+    return doc
 
 
 def _index_tasks(tasks: Sequence[ProactiveTask]) -> dict[str, ProactiveTask]:
@@ -570,12 +893,20 @@ def _check_writable(task: ProactiveTask) -> None:
 
 
 def _new_blocks(
-    wanted: Mapping[str, ProactiveTask], current: Mapping[str, ProactiveTask], before: str
+    wanted: Mapping[str, ProactiveTask],
+    current: Mapping[str, ProactiveTask],
+    before: str,
+    written: dict[str, dict[str, Any]],
 ) -> Iterator[str]:
     newline = _newline_of(before)
+    first = True
     for task_id, task in wanted.items():
         if task_id not in current:
-            yield _fresh_block(task, newline) + newline
+            if first and before and not before.endswith("\n"):
+                yield newline  # a task heading starts a line
+            first = False
+            text, written[task_id] = _fresh_block(task, newline)
+            yield text + newline
 
 
 def _closing_section(
@@ -583,9 +914,10 @@ def _closing_section(
     current: Mapping[str, ProactiveTask],
     has_section: bool,
     before: str,
+    written: dict[str, dict[str, Any]],
 ) -> Iterator[str]:
     """New tasks at the end of the file, with the markers the file lacks."""
-    blocks = list(_new_blocks(wanted, current, before))
+    blocks = list(_new_blocks(wanted, current, "\n", written))
     if not blocks:
         return
     newline = _newline_of(before)
@@ -609,26 +941,22 @@ def _drop_blank_line(text: str) -> str:
     return text
 
 
-def _block_text(task: ProactiveTask, original: ProactiveTask) -> str:
-    """The original block when nothing changed, else the re-rendered one."""
+def _block_text(task: ProactiveTask, original: ProactiveTask) -> tuple[str, dict[str, Any]]:
+    """The block's text and the fields it holds: the original when nothing changed, else the
+    yaml CraftBot reads re-rendered in place (the heading only when the name changed)."""
     fields = _yaml_fields(task, original)
     if fields == original.fields and task.name == original.name:
-        return original.raw
-    raw_lines = _split_lines(original.raw)
-    newline = "\r\n" if raw_lines[0].endswith("\r\n") else "\n"
-    heading = _HEADING.fullmatch(_body(raw_lines[0]))
-    keep_heading = (
-        heading is not None
-        and heading.group(2) == task.name
-        and heading.group(1).strip().lower() == task.frequency
-    )
-    head = raw_lines[0] if keep_heading else _heading(task) + newline
-    fence = next(i for i in range(1, len(raw_lines)) if _body(raw_lines[i]).strip())
-    body = raw_lines[fence + 1 : -1]
-    yaml_text = _edited_yaml(body, original.fields, fields, newline)
+        return original.raw, original.fields
+    raw = original.raw
+    lo, hi = original.yaml_span
+    newline = "\r\n" if "\r\n" in raw else "\n"
+    head = raw[:lo]
+    if task.name != original.name:
+        head = _heading(task) + raw[original.heading_end : lo]
+    yaml_text = _edited_yaml(_split_lines(raw[lo:hi]), original.fields, fields, newline)
     if yaml_text is None:
         yaml_text = _dump(fields, newline)
-    return head + "".join(raw_lines[1 : fence + 1]) + yaml_text + raw_lines[-1]
+    return head + yaml_text + raw[hi:], fields
 
 
 _TOP_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]|$)")
@@ -680,7 +1008,7 @@ def _edited_yaml(
     return text if got == expected and list(got) == list(expected) else None
 
 
-_COMMENT = re.compile(r"[ \t]+#.*$")
+_TRAILING_COMMENT = re.compile(r"[ \t]+#.*$")
 _ITEM = re.compile(r"([ \t]*)- ")
 
 
@@ -692,7 +1020,7 @@ def _edited_value(key: str, lines: list[str], old: Any, new: Any, newline: str) 
     caller checks that the result reads as ``new``."""
     fresh = _dump({key: new}, newline)
     first = _body(lines[0])
-    comment = _COMMENT.search(first)
+    comment = _TRAILING_COMMENT.search(first)
     if len(lines) == 1 and not isinstance(new, dict | list):
         if comment is None or _loads(first[: comment.start()]) != {key: old}:
             return fresh
@@ -726,14 +1054,7 @@ def _edited_value(key: str, lines: list[str], old: Any, new: Any, newline: str) 
     out.extend(line for chunk in chunks if id(chunk) not in gone for line in chunk[1])
     flow = all(_body(chunk[1][0])[len(indent) + 2 :].lstrip().startswith("{") for chunk in items)
     for value in new[len(old) - dropped :]:
-        text = yaml.dump(
-            [value],
-            Dumper=_BlockDumper,
-            default_flow_style=None if flow else False,
-            sort_keys=False,
-            allow_unicode=True,
-            width=1_000_000,
-        )
+        text = _yaml_dump([value], default_flow_style=None if flow else False)
         out.extend(indent + part + newline for part in text.splitlines())
     return "".join(out)
 
@@ -745,9 +1066,10 @@ def _loads(text: str) -> Any:
         return None
 
 
-def _fresh_block(task: ProactiveTask, newline: str) -> str:
+def _fresh_block(task: ProactiveTask, newline: str) -> tuple[str, dict[str, Any]]:
     fields = _yaml_fields(task, None)
-    return _heading(task) + newline + "```yaml" + newline + _dump(fields, newline) + "```" + newline
+    text = _heading(task) + newline + "```yaml" + newline + _dump(fields, newline) + "```" + newline
+    return text, fields
 
 
 def _heading(task: ProactiveTask) -> str:
@@ -786,18 +1108,33 @@ def _dump(fields: Mapping[str, Any], newline: str) -> str:
     if isinstance(history, list) and len(history) > MAX_OUTCOMES:
         trimmed["outcome_history"] = history[-MAX_OUTCOMES:]
     try:
-        text = yaml.dump(
-            trimmed,
-            Dumper=_BlockDumper,
-            sort_keys=False,
-            allow_unicode=True,
-            default_flow_style=False,
-            width=1_000_000,  # long instructions stay on one line instead of being folded
-        )
+        text = _yaml_dump(trimmed, default_flow_style=False)
     except yaml.YAMLError as exc:
         raise InvalidInput(f"task {fields.get('id')!r} holds a value YAML cannot write: {exc}") from None
-    assert isinstance(text, str)
     return text.replace("\n", newline) if newline != "\n" else text
+
+
+# Text CraftBot's parser would take for the end of a block or of the task section.
+_BLOCK_ENDERS = ("```", START_MARKER, END_MARKER)
+
+
+def _yaml_dump(data: Any, *, default_flow_style: bool | None) -> str:
+    """yaml.dump as hb writes blocks: long text on one line, and what would end CraftBot's block or
+    section inside a value escaped (such text is always double-quoted, where ``\\x60`` is a
+    backtick and ``\\x3c`` a ``<``)."""
+    text = yaml.dump(
+        data,
+        Dumper=_BlockDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=default_flow_style,
+        width=1_000_000,  # long instructions stay on one line instead of being folded
+    )
+    assert isinstance(text, str)
+    text = text.replace("```", "\\x60\\x60\\x60")
+    for marker in (START_MARKER, END_MARKER):
+        text = text.replace(marker, "\\x3c" + marker[1:])
+    return text
 
 
 class _BlockDumper(yaml.SafeDumper):
@@ -808,6 +1145,8 @@ def _represent_text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
     style = "|" if "\n" in text else None
     if _CLOCK_LIKE.fullmatch(text):
         style = '"'  # "08:00" as FORMATS.md writes it; unquoted 9:30 reads as a number
+    if any(ender in text for ender in _BLOCK_ENDERS):
+        style = '"'  # escaped by _yaml_dump
     return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
 
 
@@ -829,12 +1168,27 @@ def _stamp_last_updated(front_matter: str, now: datetime) -> str:
     return "".join(lines)
 
 
-def record_outcome(task: ProactiveTask, *, result: str, success: bool, now: datetime) -> ProactiveTask:
-    """The task after one run: run_count + 1 and the outcome appended, last five kept.
+def record_outcome(
+    task: ProactiveTask,
+    *,
+    result: str,
+    success: bool,
+    now: datetime,
+    last_run: datetime | None = None,
+    next_run: datetime | None = None,
+) -> ProactiveTask:
+    """The task after one run, as CraftBot's manager records it: run_count + 1, the outcome
+    appended (last five kept), ``last_run`` and ``next_run``.
 
     The outcome is ``{timestamp, result, success}`` with a UTC ``...Z`` timestamp.
+    ``last_run`` (default ``now``) and ``next_run`` (left as it is when None) are
+    written as ISO 8601 text with their UTC offset; CraftBot's manager decides
+    due-ness from the local date, week and month of ``last_run``, so give them in
+    the zone CraftBot runs in.
     """
     _require_aware(now)
+    ran = now if last_run is None else last_run
+    _require_aware(ran)
     entry: dict[str, Any] = {
         "timestamp": format_timestamp(now),
         "result": result,
@@ -844,9 +1198,26 @@ def record_outcome(task: ProactiveTask, *, result: str, success: bool, now: date
     fields = dict(task.fields)
     fields["run_count"] = task.run_count + 1
     fields["outcome_history"] = [dict(item) for item in history]
-    return replace(task, run_count=task.run_count + 1, outcome_history=history, fields=fields)
+    fields["last_run"] = ran.isoformat()
+    if next_run is not None:
+        _require_aware(next_run)
+        fields["next_run"] = next_run.isoformat()
+    return replace(task, run_count=task.run_count + 1, outcome_history=history, last_run=ran, fields=fields)
 
 
 def _require_aware(now: datetime) -> None:
     if now.tzinfo is None or now.utcoffset() is None:
         raise InvalidInput(f"now must carry a timezone, got {now.isoformat()}")
+
+
+def _split_lines(text: str) -> list[str]:
+    """Split after each newline, keeping it (str.splitlines also breaks on U+2028 and kin)."""
+    pieces = text.split("\n")
+    lines = [piece + "\n" for piece in pieces[:-1]]
+    if pieces[-1]:
+        lines.append(pieces[-1])
+    return lines
+
+
+def _body(line: str) -> str:
+    return line.rstrip("\n").rstrip("\r")

@@ -38,8 +38,10 @@ __all__ = [
     "is_due",
     "materialize",
     "next_after",
+    "next_due",
     "next_local_after",
     "occurrences",
+    "outcome_period",
     "period_key",
     "proactive_due",
     "resolve_local",
@@ -359,10 +361,20 @@ def runs_for(policy: MissedPolicy, due: Sequence[datetime]) -> list[datetime]:
 
 
 # --- PROACTIVE.md frequencies (FORMATS.md 3) -----------------------------------------------
+#
+# CraftBot's manager (app/proactive/types.py, should_run), with its faults fixed: a task runs
+# once per period; with a time, only in [time, time + 30 minutes], both ends included, as its
+# heartbeat on :00 and :30 sees it; an outcome anywhere in the period, also before the time or
+# the day ("Scheduled for 08:15"), uses the period up. Fixed here: weeks run Monday to Sunday
+# across the new year (CraftBot compares ISO week numbers with calendar years), day 29-31
+# fires on a shorter month's last day (CraftBot never fires it there), a window opened late in
+# the evening stays open past midnight (CraftBot closes it at midnight, so 23:45 never runs on
+# its :00/:30 ticks), and times are instants (a time in a daylight-saving gap opens when the
+# gap ends; CraftBot skips it).
 
 
 class Frequency(StrEnum):
-    HOURLY = "hourly"  # every tick, once per clock hour
+    HOURLY = "hourly"  # once per clock hour (CraftBot: every tick, twice an hour)
     DAILY = "daily"  # once per day, inside the time window if a time is set
     WEEKLY = "weekly"  # once per week (Monday to Sunday), on its day
     MONTHLY = "monthly"  # once per month, on its day clamped to the month's end
@@ -370,7 +382,8 @@ class Frequency(StrEnum):
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _HHMM = re.compile(r"^([01]?[0-9]|2[0-3]):([0-5][0-9])$")
-_TICK = timedelta(minutes=30)
+_TICK = timedelta(minutes=30)  # CraftBot's grace period: its heartbeat interval
+_SCAN_DAYS = 400  # every calendar rule opens a new period within this many days
 
 
 def period_key(freq: Frequency, when_local: datetime) -> str:
@@ -436,6 +449,37 @@ def _at_local(day: date, at: time, zone: tzinfo | None) -> datetime:
     return wall.replace(tzinfo=zone)
 
 
+def _open_window(
+    freq: Frequency, at: time, on_day: Callable[[date], bool], when_local: datetime, tick: timedelta
+) -> str | None:
+    """The period whose time window holds ``when_local`` (opened today or late yesterday), or None."""
+    today = when_local.date()
+    for opened_on in (today, today - timedelta(days=1)):
+        if not on_day(opened_on):
+            continue
+        opens = _at_local(opened_on, at, when_local.tzinfo)
+        if opens <= when_local <= opens + tick:
+            return period_key(freq, datetime.combine(opened_on, at))
+    return None
+
+
+def outcome_period(
+    freq: Frequency, *, time: str | None, day: str | None, when_local: datetime, tick: timedelta = _TICK
+) -> str:
+    """The period an outcome (a run) at ``when_local`` uses up.
+
+    The period it falls in, wherever in it (also before the task's time or
+    day: CraftBot's "Scheduled for 08:15" at 07:00 counts for the day), except
+    inside a time window that opened late yesterday and runs past midnight:
+    then yesterday's period, the one the window belongs to.
+    """
+    if freq is not Frequency.HOURLY and time is not None:
+        window = _open_window(freq, _parse_time(time), _day_matcher(freq, day), when_local, tick)
+        if window is not None:
+            return window
+    return period_key(freq, when_local)
+
+
 def due_period(
     freq: Frequency,
     *,
@@ -444,35 +488,32 @@ def due_period(
     last_period: str | None,
     now_local: datetime,
     tick: timedelta = _TICK,
+    last_run: datetime | None = None,
 ) -> str | None:
     """The period key a PROACTIVE.md task is due for at ``now_local``, or None.
 
     The key to record as handed out. It is ``period_key(freq, now_local)``
     except when a time window that opened late yesterday runs past midnight;
-    then it is yesterday's period. ``now_local`` is local time, naive or aware
-    (with a ZoneInfo, windows are measured in elapsed time, so a time inside a
+    then it is yesterday's period. Not due for ``last_period`` (handed out
+    already) nor for the period ``last_run`` used up (:func:`outcome_period`).
+    ``now_local`` and ``last_run`` are local times, naive or aware alike (with a
+    ZoneInfo, windows are measured in elapsed time, so a time inside a
     daylight-saving gap opens when the gap ends).
     """
     if tick <= timedelta(0):
         raise InvalidInput(f"tick must be positive, got {tick}")
+    done = {last_period}
+    if last_run is not None:
+        done.add(outcome_period(freq, time=time, day=day, when_local=last_run, tick=tick))
     if freq is Frequency.HOURLY:
         key = period_key(freq, now_local)
-        return None if key == last_period else key
+        return None if key in done else key
     on_day = _day_matcher(freq, day)
-    today = now_local.date()
     if time is None:
         key = period_key(freq, now_local)
-        return key if on_day(today) and key != last_period else None
-    at = _parse_time(time)
-    for opened_on in (today, today - timedelta(days=1)):
-        if not on_day(opened_on):
-            continue
-        opens = _at_local(opened_on, at, now_local.tzinfo)
-        if opens <= now_local < opens + tick:
-            key = period_key(freq, datetime.combine(opened_on, at))
-            if key != last_period:
-                return key
-    return None
+        return key if on_day(now_local.date()) and key not in done else None
+    window = _open_window(freq, _parse_time(time), on_day, now_local, tick)
+    return window if window is not None and window not in done else None
 
 
 def proactive_due(
@@ -483,17 +524,51 @@ def proactive_due(
     last_period: str | None,
     now_local: datetime,
     tick: timedelta = _TICK,
+    last_run: datetime | None = None,
 ) -> bool:
     """Whether a PROACTIVE.md task is due at ``now_local`` (FORMATS.md 3, bugs fixed).
 
     hourly: unless it already ran this hour. daily: not yet this period and,
-    with ``time``, ``now_local`` in ``[time, time + tick)``. weekly: on ``day``
+    with ``time``, ``now_local`` in ``[time, time + tick]``. weekly: on ``day``
     (monday..sunday; any day when absent), not yet this week. monthly: on
     ``day`` ("1".."31", clamped to the month's last day), not yet this month.
     Raises :class:`InvalidInput` for a bad ``time`` or ``day``.
     """
-    period = due_period(freq, time=time, day=day, last_period=last_period, now_local=now_local, tick=tick)
+    period = due_period(
+        freq,
+        time=time,
+        day=day,
+        last_period=last_period,
+        now_local=now_local,
+        tick=tick,
+        last_run=last_run,
+    )
     return period is not None
+
+
+def next_due(
+    freq: Frequency, *, time: str | None, day: str | None, last_run: datetime, tick: timedelta = _TICK
+) -> datetime:
+    """When a task that ran at ``last_run`` is next due: the start of the first later period
+    (its time window's opening, on its day), ignoring conditions. In ``last_run``'s zone;
+    aware when it is (CraftBot's manager writes this as ``next_run``)."""
+    used = outcome_period(freq, time=time, day=day, when_local=last_run, tick=tick)
+    if freq is Frequency.HOURLY:
+        hour = last_run.replace(minute=0, second=0, microsecond=0)
+        if last_run.tzinfo is None:
+            return hour + timedelta(hours=1)
+        return (hour.astimezone(UTC) + timedelta(hours=1)).astimezone(last_run.tzinfo)
+    on_day = _day_matcher(freq, day)
+    at = _parse_time(time) if time is not None else datetime.min.time()
+    start = last_run.date()
+    for step in range(_SCAN_DAYS):
+        candidate = start + timedelta(days=step)
+        if not on_day(candidate) or period_key(freq, datetime.combine(candidate, at)) == used:
+            continue
+        opens = _at_local(candidate, at, last_run.tzinfo)
+        if opens > last_run:
+            return opens.astimezone(last_run.tzinfo) if last_run.tzinfo is not None else opens
+    raise InvalidInput(f"{freq.value} task never falls due after {last_run.isoformat()}")
 
 
 # --- conditions ----------------------------------------------------------------------------

@@ -1,10 +1,18 @@
 """PROACTIVE.md <-> the ledger (FORMATS.md section 3).
 
-Each task of the task section is a ``recurrences`` row (source ``proactive``,
-``id`` = the yaml id, ``extra`` = the yaml fields as last read from or written
-to the file). The file defines the tasks; the ledger adds what happened since:
-outcomes recorded with ``hb recur outcome`` (run_count + 1, outcome_history,
-last five kept) and ``hb recur update --enable/--disable``.
+Each task of the task section, as CraftBot's parser reads it, is a
+``recurrences`` row (source ``proactive``, ``id`` = the yaml id, ``extra`` = the
+yaml fields as last read from or written to the file). The file defines the
+tasks; the ledger adds what happened since: outcomes recorded with ``hb recur
+outcome`` (written as CraftBot's manager writes them: run_count + 1,
+outcome_history with the last five kept, ``last_run`` and ``next_run``) and ``hb
+recur update --enable/--disable``. A ``last_run`` in the file (CraftBot ran the
+task) newer than the ledger's becomes the row's last run, so hb does not hand
+the task out again in that period.
+
+A block that stops being a task CraftBot runs (bad YAML, a schedule it never
+runs or fails on) while its id is still in the file keeps its row, dormant: hb
+does not hand it out until the block reads again, as CraftBot does not run it.
 
 Writing always starts from the file's current text, never from a copy: only
 the blocks of tasks the ledger changed are re-rendered, so prose, comments,
@@ -24,15 +32,17 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from heartbeat.db.models import Outcome, Recurrence, SyncState
-from heartbeat.errors import FileFormatError, InvalidInput, NotFound
+from heartbeat.errors import InvalidInput, NotFound
 from heartbeat.formats import proactive
 from heartbeat.formats.proactive import MAX_OUTCOMES, ProactiveDocument, ProactiveTask, record_outcome
 from heartbeat.formats.timestamps import format_timestamp
+from heartbeat.recur import DORMANT_KEY, dormant_reason
 from heartbeat.sync.files import default_path, other_file, read_text
 from heartbeat.sync.queue_files import remember
 from heartbeat.sync.report import ImportReport, SyncReport
@@ -45,13 +55,6 @@ SOURCE = "proactive"
 
 
 # --- reading the file ------------------------------------------------------------------------
-
-
-def _parse(text: str, path: Path) -> ProactiveDocument:
-    try:
-        return proactive.parse(text)
-    except FileFormatError as exc:
-        raise exc.at_path(str(path)) from None
 
 
 def _rows(session: Session) -> dict[str, Recurrence]:
@@ -85,8 +88,32 @@ def _file_run_count(row: Recurrence) -> int:
 
 
 def _file_enabled(row: Recurrence) -> bool:
-    value = (row.extra or {}).get("enabled", True)
-    return value if isinstance(value, bool) else False  # as formats.proactive reads it
+    return bool((row.extra or {}).get("enabled", True))  # as CraftBot (and formats.proactive) reads it
+
+
+def _file_fields(task: ProactiveTask) -> dict[str, Any]:
+    """The task's yaml fields as the row keeps them (never the row's own dormant mark)."""
+    return {key: value for key, value in _jsonable(task.fields).items() if key != DORMANT_KEY}
+
+
+def _aware(when: datetime | None, zone: ZoneInfo) -> datetime | None:
+    """A time from the file as an instant: a naive one (CraftBot writes its local time) in ``zone``."""
+    if when is None:
+        return None
+    if when.tzinfo is None or when.utcoffset() is None:
+        from heartbeat.rules.recurrence import resolve_local
+
+        return resolve_local(when.replace(tzinfo=None), zone)
+    return when.astimezone(UTC)
+
+
+def _next_run(task: ProactiveTask, last_run: datetime) -> datetime | None:
+    from heartbeat.rules.recurrence import Frequency, next_due
+
+    try:
+        return next_due(Frequency(task.frequency), time=task.time, day=task.day, last_run=last_run)
+    except (ValueError, InvalidInput):
+        return None
 
 
 def _entry_key(entry: Mapping[str, Any]) -> tuple[str, str, bool]:
@@ -103,11 +130,14 @@ def _outcome_text(outcome: Outcome) -> str:
     return "" if result is None else str(result)
 
 
-def _with_outcomes(task: ProactiveTask, unwritten: int, outcomes: Sequence[Outcome]) -> ProactiveTask:
+def _with_outcomes(
+    task: ProactiveTask, unwritten: int, outcomes: Sequence[Outcome], zone: ZoneInfo
+) -> ProactiveTask:
     """``task`` with the ledger's newest ``unwritten`` outcomes added (``outcomes``: the last of them).
 
     Outcomes already in the file's history (an earlier export wrote them) are
-    not added again, and neither are the ones before them.
+    not added again, and neither are the ones before them. ``last_run`` becomes
+    the newest run (the file's own when CraftBot ran it later), in ``zone``.
     """
     in_file = {_entry_key(entry) for entry in task.outcome_history}
     keys = [(format_timestamp(o.completed_at), _outcome_text(o), o.success) for o in outcomes]
@@ -115,8 +145,18 @@ def _with_outcomes(task: ProactiveTask, unwritten: int, outcomes: Sequence[Outco
     if written >= 0:
         unwritten = len(outcomes) - written - 1
     for outcome in outcomes[written + 1 :]:
+        ran = outcome.completed_at
+        before = _aware(task.last_run, zone)
+        if before is not None and before > ran:
+            ran = before
+        local = ran.astimezone(zone)
         task = record_outcome(
-            task, result=_outcome_text(outcome), success=outcome.success, now=outcome.completed_at
+            task,
+            result=_outcome_text(outcome),
+            success=outcome.success,
+            now=outcome.completed_at,
+            last_run=local,
+            next_run=_next_run(task, local),
         )
     surplus = unwritten - (len(outcomes) - written - 1)  # runs older than the five kept
     if surplus > 0:
@@ -125,8 +165,11 @@ def _with_outcomes(task: ProactiveTask, unwritten: int, outcomes: Sequence[Outco
     return task
 
 
-def merged_task(session: Session, task: ProactiveTask, row: Recurrence | None) -> ProactiveTask:
-    """The file's ``task`` with what changed in the ledger since the file was read."""
+def merged_task(
+    session: Session, task: ProactiveTask, row: Recurrence | None, zone: ZoneInfo
+) -> ProactiveTask:
+    """The file's ``task`` with what changed in the ledger since the file was read (times
+    written in ``zone``, the workspace's, which is CraftBot's local time)."""
     if row is None:
         return task
     if row.enabled != _file_enabled(row):
@@ -139,13 +182,13 @@ def merged_task(session: Session, task: ProactiveTask, row: Recurrence | None) -
             .order_by(Outcome.pk.desc())
             .limit(min(unwritten, MAX_OUTCOMES))
         ).all()
-        task = _with_outcomes(task, unwritten, list(reversed(newest)))
+        task = _with_outcomes(task, unwritten, list(reversed(newest)), zone)
     return task
 
 
 def _task_from_row(row: Recurrence) -> ProactiveTask:
     """The task as the file last had it (for a file that has to be written from the ledger)."""
-    fields = dict(row.extra or {})
+    fields = {key: value for key, value in (row.extra or {}).items() if key != DORMANT_KEY}
     history = fields.get("outcome_history")
     return ProactiveTask(
         id=row.id,
@@ -189,6 +232,16 @@ def _still_in_file(text: str, task_id: str) -> bool:
     return re.search(pattern, text, re.MULTILINE) is not None
 
 
+def _not_a_task(doc: ProactiveDocument, text: str, task_id: str) -> str | None:
+    """Why the block of ``task_id`` is no task now, when it is still in the file (None: it is gone)."""
+    for warning in doc.warnings:
+        if warning.task_id == task_id:
+            return f"line {warning.line}: {warning.reason}"
+    if _still_in_file(text, task_id):
+        return "its block in PROACTIVE.md is no task CraftBot reads (see the warnings of hb sync)"
+    return None
+
+
 @dataclass
 class _Changes:
     added: list[str] = field(default_factory=list)
@@ -198,7 +251,14 @@ class _Changes:
 
 
 def _reconcile(
-    session: Session, doc: ProactiveDocument, text: str, path: Path, now: datetime, *, written: bool
+    session: Session,
+    doc: ProactiveDocument,
+    text: str,
+    path: Path,
+    now: datetime,
+    zone: ZoneInfo,
+    *,
+    written: bool,
 ) -> tuple[list[ProactiveTask], _Changes]:
     """Bring the rows in line with the file's tasks; returns the tasks as they should be written.
 
@@ -219,17 +279,24 @@ def _reconcile(
             row = Recurrence(id=task.id, source=SOURCE, missed_policy="once", created_at=now, updated_at=now)
             for name, value in _columns(task, position).items():
                 setattr(row, name, value)
-            row.extra = _jsonable(task.fields)
+            row.extra = _file_fields(task)
+            row.last_run_at = _aware(task.last_run, zone)
             session.add(row)
             changes.added.append(task.id)
             merged.append(task)
             continue
-        wanted = merged_task(session, task, row)
+        wanted = merged_task(session, task, row, zone)
         values = _columns(wanted, position)
-        extra = _jsonable((wanted if written else task).fields)
+        extra = _file_fields(wanted if written else task)
         changed = [name for name, value in values.items() if getattr(row, name) != value]
         for name in changed:
             setattr(row, name, values[name])
+        ran = _aware(task.last_run, zone)
+        if ran is not None and (row.last_run_at is None or ran > row.last_run_at):
+            row.last_run_at = ran  # CraftBot ran it (its manager wrote last_run)
+            changed.append("last_run_at")
+        if dormant_reason(row) is not None:
+            changed.append("dormant")  # its block reads again
         if changed and changed != ["position"]:
             row.updated_at = now
             changes.updated.append(task.id)
@@ -240,9 +307,12 @@ def _reconcile(
         row.extra = extra
         merged.append(wanted)
     for row in rows.values():
-        if not _still_in_file(text, row.id):
+        reason = _not_a_task(doc, text, row.id)
+        if reason is None:
             session.delete(row)  # its outcomes stay, unlinked
             changes.removed.append(row.id)
+        elif dormant_reason(row) != reason:
+            row.extra = {**(row.extra or {}), DORMANT_KEY: reason}  # not handed out meanwhile
     session.flush()
     return merged, changes
 
@@ -253,8 +323,8 @@ def _warnings(doc: ProactiveDocument) -> list[str]:
 
 def import_proactive(ledger: Ledger, session: Session, text: str, path: Path, now: datetime) -> ImportReport:
     """``hb import proactive``: the file's tasks become the ledger's (outcomes not yet written are kept)."""
-    doc = _parse(text, path)
-    _, changes = _reconcile(session, doc, text, path, now, written=False)
+    doc = proactive.parse(text)
+    _, changes = _reconcile(session, doc, text, path, now, ledger.zone, written=False)
     report = ImportReport(
         KIND,
         str(path),
@@ -280,11 +350,16 @@ def _last_synced_text(session: Session) -> str:
 
 
 def _from_ledger(
-    session: Session, doc: ProactiveDocument, rows: Mapping[str, Recurrence]
+    session: Session, doc: ProactiveDocument, rows: Mapping[str, Recurrence], zone: ZoneInfo
 ) -> list[ProactiveTask]:
-    """Every row's task, for a file that no longer exists: the last synced text plus the ledger."""
+    """Every row's task, for a file that no longer exists: the last synced text plus the ledger
+    (a dormant row's block is in that text as it was, so it is not written twice)."""
     present = {task.id: task for task in doc.tasks}
-    return [merged_task(session, present.get(row.id) or _task_from_row(row), row) for row in rows.values()]
+    return [
+        merged_task(session, present.get(row.id) or _task_from_row(row), row, zone)
+        for row in rows.values()
+        if row.id in present or dormant_reason(row) is None
+    ]
 
 
 def render_proactive(ledger: Ledger, session: Session, path: Path | None = None) -> str | None:
@@ -299,10 +374,10 @@ def render_proactive(ledger: Ledger, session: Session, path: Path | None = None)
         if not rows:
             return None
         doc = proactive.parse(_last_synced_text(session) or "")
-        tasks = _from_ledger(session, doc, rows)
+        tasks = _from_ledger(session, doc, rows, ledger.zone)
     else:
-        doc = _parse(text, path)
-        tasks = [merged_task(session, task, rows.get(task.id)) for task in doc.tasks]
+        doc = proactive.parse(text)
+        tasks = [merged_task(session, task, rows.get(task.id), ledger.zone) for task in doc.tasks]
     return proactive.render(proactive.with_tasks(doc, tasks, now=ledger.now()))
 
 
@@ -320,16 +395,16 @@ def sync_proactive(
         if not rows:
             return report, None
         doc = proactive.parse(_last_synced_text(session) or "")
-        tasks = _from_ledger(session, doc, rows)
+        tasks = _from_ledger(session, doc, rows, ledger.zone)
         for task in tasks:
-            rows[task.id].extra = _jsonable(task.fields)
+            rows[task.id].extra = _file_fields(task)
         report.added = list(rows)
         report.written = True
         out = proactive.render(proactive.with_tasks(doc, tasks, now=now))
         remember(session, KIND, path, out, now)
         return report, out
-    doc = _parse(text, path)
-    merged, changes = _reconcile(session, doc, text, path, now, written=True)
+    doc = proactive.parse(text)
+    merged, changes = _reconcile(session, doc, text, path, now, ledger.zone, written=True)
     report.added = changes.added
     report.updated = changes.updated
     report.removed = changes.removed

@@ -1,4 +1,4 @@
-"""PROACTIVE.md: lossless parse/render, and writes that touch only changed task blocks."""
+"""PROACTIVE.md: lossless parse/render, read as CraftBot reads it, writes that touch only changed blocks."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from heartbeat.errors import FileFormatError, InvalidInput
+from heartbeat.errors import InvalidInput
 from heartbeat.formats import proactive
 from heartbeat.formats.proactive import ProactiveTask, parse, record_outcome, render, with_tasks
 
@@ -44,7 +44,7 @@ time: "08:00"
 enabled: true
 priority: 10
 permission_tier: 1
-conditions: [weekdays_only]
+conditions: [{type: weekdays_only}]
 instruction: |
   Gather weather, calendar and open TODOs.
   Send one short message with a star prefix.
@@ -87,8 +87,8 @@ enabled: false
 priority: 70
 permission_tier: 0
 conditions:
-  - user_available
-  - market_hours_only
+  - type: user_available
+  - type: market_hours_only
 instruction: Sort new mail into the usual folders.
 run_count: 41
 ```
@@ -159,7 +159,7 @@ def test_tasks_are_typed_from_their_yaml() -> None:
     assert [o["result"] for o in briefing.outcome_history] == ["sent briefing", "sent briefing"]
     assert briefing.line == 19
     assert (review.name, review.day, review.time) == ("每周代码回顾", "sunday", "20:00")
-    assert (review.enabled, review.priority, review.permission_tier) == (True, 40, 1)
+    assert (review.enabled, review.priority, review.permission_tier) == (True, 40, 0)  # no tier: 0
     assert (triage.enabled, triage.permission_tier) == (False, 0)
     assert triage.conditions == ("user_available", "market_hours_only")
 
@@ -197,24 +197,34 @@ def test_front_matter_is_read() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "line", "reason"),
+    ("front", "line", "reason"),
     [
         ("---\nversion: 1\n\n# Title\n", 1, "never closed"),
         # the line where the [ opened, not the end of the text where YAML noticed
         ("---\nversion: 1\nlast_updated: [2026\n---\nprose\n", 3, "flow sequence"),
         ('---\nversion: 1\nnote: "open\n\n---\n', 3, "never closed"),
         ("---\nversion: 1\n  bad: indent\n---\n", 3, "not valid YAML"),
-        ("---\n- a\n- b\n---\n", 2, "must be a YAML mapping"),
-        ("---\nlast_updated: 2026-13-45\n---\n", 2, "not valid YAML"),
+        # CraftBot's shipped templates (before 2026-03) start like this
+        ('---\nversion: "1.0"\nlast_updated: {{TIMESTAMP}}  # Auto-updated\n---\n', 3, "not valid YAML"),
+        ("---\n- a\n- b\n---\n", 1, "not a mapping: CraftBot's parser fails on this file"),
+        ("---\nlast_updated: 2026-13-45\n---\n", 1, "(month must be in 1..12): CraftBot's parser fails"),
     ],
-    ids=["unclosed", "unclosed-flow", "unclosed-quote", "bad-indent", "a-list", "impossible-date"],
+    ids=["unclosed", "unclosed-flow", "unclosed-quote", "bad-indent", "template", "list", "impossible-date"],
 )
-def test_unreadable_front_matter_is_a_file_format_error(text: str, line: int, reason: str) -> None:
-    with pytest.raises(FileFormatError) as caught:
-        parse(text)
+def test_unreadable_front_matter_is_kept_with_a_warning_and_the_tasks_are_read(
+    front: str, line: int, reason: str
+) -> None:
+    text = front + SECTION.format("### [DAILY] A\n```yaml\nid: a\n```\n")
 
-    assert caught.value.line == line
-    assert reason in caught.value.reason
+    doc = parse(text)
+
+    assert [t.id for t in doc.tasks] == ["a"]
+    [warning] = doc.warnings
+    assert warning.line == line and reason in warning.reason
+    assert (doc.front_matter, doc.meta) == ("", {})  # not hb's front matter: last_updated is left alone
+    assert render(doc) == text
+    again = with_tasks(doc, [record_outcome(doc.tasks[0], result="ok", success=True, now=NOW)], now=NOW)
+    assert render(again).startswith(front)
 
 
 SECTION = "<!-- PROACTIVE_TASKS_START -->\n{}<!-- PROACTIVE_TASKS_END -->\n"
@@ -223,15 +233,45 @@ SECTION = "<!-- PROACTIVE_TASKS_START -->\n{}<!-- PROACTIVE_TASKS_END -->\n"
 @pytest.mark.parametrize(
     ("body", "reason"),
     [
-        ("### [DAILY] A\n```yaml\n- id: a\n```\n", "yaml block is not a mapping"),
-        ("### [DAILY] A\n```yaml\nfrequency: daily\n```\n", "no id"),
-        ("### [DAILY] A\n```yaml\nid: 7\n```\n", "id 7 is not a string"),
-        ("### [YEARLY] A\n```yaml\nid: a\n```\n", "bad frequency 'YEARLY'"),
-        ("### [DAILY] A\n```yaml\nid: a\nfrequency: often\n```\n", "bad frequency 'often'"),
-        ("### [DAILY] A\n```yaml\nid: a\n", "yaml block is never closed"),
-        ("### [DAILY] A\n\nJust prose.\n", "not followed by a ```yaml block"),
-        ("### No brackets\n```yaml\nid: a\n```\n", "heading has no ### [FREQUENCY]"),
-        ("## Daily: A\n\n```\nid: a\n```\n", "heading has no ### [FREQUENCY]"),
+        # blocks CraftBot's parser skips (and drops on its next save)
+        ('### [DAILY] A\n```yaml\nid: a\ninstruction: "open\n```\n', "not valid YAML (line 5)"),
+        ("### [DAILY] A\n```yaml\n\n```\n", "yaml block is empty: CraftBot skips it"),
+        ("### [DAILY] A\n```yaml\nid: a\n", "its ```yaml block is never closed"),
+        ("### [DAILY] A\n~~~yaml\nid: a\n~~~\n", "CraftBot reads only a block opened with ```yaml"),
+        ("### [DAILY] A\n```yml\nid: a\n```\n", "CraftBot reads only a block opened with ```yaml"),
+        ("### [DAILY] A\n```\nid: a\n```\n", "CraftBot reads only a block opened with ```yaml"),
+        ("### [DAILY] A\n```YAML\nid: a\n```\n", "CraftBot reads only a block opened with ```yaml"),
+        ("### [DAILY] A\n\nJust prose.\n", "no ```yaml block follows this task heading"),
+        ("### No brackets\n```yaml\nid: a\n```\n", "heading is not '### [FREQUENCY] Name'"),
+        ("#### [DAILY] A\n```yaml\nid: a\n```\n", "heading is not '### [FREQUENCY] Name'"),
+        ("## Daily: A\n\n```\nid: a\n```\n", "heading is not '### [FREQUENCY] Name'"),
+        # blocks CraftBot's parser fails on: it then loads no task of the file
+        ("### [DAILY] A\n```yaml\n- id: a\n```\n", "not a mapping: CraftBot's parser fails"),
+        ("### [DAILY] A\n```yaml\nid: a\nconditions:\n```\n", "conditions None is not a list: CraftBot's"),
+        ("### [DAILY] A\n```yaml\nid: a\noutcome_history: 3\n```\n", "is not a list: CraftBot's parser"),
+        ("### [DAILY] A\n```yaml\nid: a\nlast_run: yesterday\n```\n", "not an ISO 8601 time: CraftBot's"),
+        ("### [DAILY] A\n```yaml\nid: a\nseen: 2026-13-45\n```\n", "in 1..12: CraftBot's parser fails"),
+        (
+            "### [DAILY] A\n```yaml\nid: a\noutcome_history:\n- {timestamp: soon, result: x}\n```\n",
+            "timestamp 'soon' is not an ISO 8601 time",
+        ),
+        # blocks CraftBot reads but hb cannot track
+        ("### [DAILY] A\n```yaml\nfrequency: daily\n```\n", "no id: hb cannot track it"),
+        ("### [DAILY] A\n```yaml\nid: 7\n```\n", "id 7 is not text"),
+        # tasks CraftBot never runs (and drops on its next save)
+        ("### [DAILY] A\n```yaml\nid: a\nfrequency: often\n```\n", "frequency 'often' is not hourly"),
+        ("### [DAILY] A\n```yaml\nid: a\nfrequency: Daily\n```\n", "frequency 'Daily' is not hourly"),
+        ("### [YEARLY] A\n```yaml\nid: a\nfrequency:\n```\n", "frequency 'yearly' is not hourly"),
+        # tasks CraftBot's heartbeat fails on, or never runs
+        ("### [DAILY] A\n```yaml\nid: a\ntime: 9:30\n```\n", "time 570 is not HH:MM: CraftBot's heartbeat"),
+        ("### [DAILY] A\n```yaml\nid: a\ntime: '08:00:00'\n```\n", "CraftBot's heartbeat fails"),
+        ("### [DAILY] A\n```yaml\nid: a\ntime: '24:00'\n```\n", "CraftBot's heartbeat fails"),
+        ("### [W] A\n```yaml\nid: a\nfrequency: weekly\nday: mon\n```\n", "CraftBot never runs this task"),
+        ("### [W] A\n```yaml\nid: a\nfrequency: weekly\nday: 1\n```\n", "CraftBot's heartbeat fails"),
+        ("### [M] A\n```yaml\nid: a\nfrequency: monthly\nday: 32\n```\n", "CraftBot never runs this task"),
+        ("### [M] A\n```yaml\nid: a\nfrequency: monthly\nday: '0'\n```\n", "CraftBot never runs this task"),
+        ("### [M] A\n```yaml\nid: a\nfrequency: monthly\nday: [1]\n```\n", "CraftBot's heartbeat fails"),
+        ("### [DAILY] A\n```yaml\nid: a\nlast_run: 2026-05-04\n```\n", "CraftBot's heartbeat fails"),
     ],
 )
 def test_blocks_that_are_not_tasks_stay_verbatim(body: str, reason: str) -> None:
@@ -250,7 +290,8 @@ def test_second_block_with_the_same_id_is_not_a_task() -> None:
 
     assert [(t.id, t.frequency) for t in doc.tasks] == [("a", "daily")]
     assert doc.warnings[0].line == 6
-    assert "duplicate id 'a' (first on line 2)" in doc.warnings[0].reason
+    assert "duplicate id 'a' (first on line 2): CraftBot runs both" in doc.warnings[0].reason
+    assert doc.warnings[0].task_id == "a"
 
 
 def test_task_outside_the_markers_is_reported_not_read() -> None:
@@ -258,36 +299,42 @@ def test_task_outside_the_markers_is_reported_not_read() -> None:
 
     assert doc.tasks == []
     assert [(w.line, w.reason) for w in doc.warnings] == [
-        (3, "task outside the PROACTIVE_TASKS markers is not read")
+        (3, "task outside the PROACTIVE_TASKS markers is not read (CraftBot reads only between them)")
     ]
 
 
 def test_soft_problems_keep_the_task_and_warn() -> None:
     body = (
-        "### [Daily] Tick\n```yaml\nid: Tick-Tock\ntime: 9:30\npriority: high\n"
-        "permission_tier: 7\nenabled: maybe\n```\n"
+        "### [Daily] Tick\n```yaml\nid: Tick-Tock\ntime: '9:5'\npriority: high\n"
+        "permission_tier: 7\nenabled: maybe\nrun_count: many\ninstruction: 42\n```\n"
     )
     doc = parse(SECTION.format(body))
 
     [tick] = doc.tasks
-    assert (tick.id, tick.frequency, tick.time) == ("Tick-Tock", "daily", "09:30")
-    assert (tick.priority, tick.permission_tier, tick.enabled) == (50, 3, False)
+    assert (tick.id, tick.frequency, tick.time) == ("Tick-Tock", "daily", "09:05")  # as CraftBot splits it
+    assert (tick.priority, tick.permission_tier, tick.enabled) == (50, 3, True)
+    assert (tick.run_count, tick.instruction) == (0, "42")
     reasons = " | ".join(w.reason for w in doc.warnings)
     assert "not snake_case" in reasons
-    assert "time read as 09:30" in reasons
-    assert "priority 'high'" in reasons
+    assert "priority 'high' is not a whole number" in reasons
     assert "permission_tier 7 is not 0-3" in reasons
-    assert "treated as disabled" in reasons
+    assert "enabled 'maybe' is not true/false: CraftBot runs the task" in reasons
+    assert "run_count 'many'" in reasons and "instruction is not text" in reasons
+    assert all(w.line == 2 for w in doc.warnings)
 
 
 @pytest.mark.parametrize(
     ("frequency", "day", "expected"),
     [
         ("weekly", "Monday", "monday"),
-        ("weekly", "someday", None),
+        ("weekly", "SUNDAY", "sunday"),
         ("monthly", "31", "31"),
         ("monthly", "1", "1"),
-        ("monthly", "32", None),
+        ("monthly", "'05'", "5"),
+        ("monthly", "15", "15"),
+        ("monthly", "0", None),  # a day CraftBot reads as false: not checked
+        ("daily", "friday", None),  # a day means nothing to a daily task
+        ("hourly", "3", None),
     ],
 )
 def test_day_is_read_for_its_frequency(frequency: str, day: str, expected: str | None) -> None:
@@ -296,6 +343,15 @@ def test_day_is_read_for_its_frequency(frequency: str, day: str, expected: str |
     [t] = parse(SECTION.format(body)).tasks
 
     assert t.day == expected
+
+
+def test_a_monthly_day_that_is_no_number_is_any_day_as_craftbot_reads_it() -> None:
+    body = "### [MONTHLY] T\n```yaml\nid: t\nfrequency: monthly\nday: last\n```\n"
+    doc = parse(SECTION.format(body))
+
+    [t] = doc.tasks
+    assert t.day is None
+    assert "day 'last' is not a number: CraftBot ignores it, any day" in doc.warnings[0].reason
 
 
 # --- writing ---
@@ -327,7 +383,8 @@ def test_recording_an_outcome_changes_only_that_block_and_last_updated() -> None
         "result": "sent",
         "success": True,
     }
-    assert list(written) == list(task(doc, "morning_briefing").fields)
+    assert written["last_run"] == "2026-05-01T01:00:00+00:00"  # as CraftBot's manager, with each outcome
+    assert list(written) == [*task(doc, "morning_briefing").fields, "last_run"]
     assert written["owner"] == "val"
 
 
@@ -346,14 +403,19 @@ def test_rewritten_block_keeps_heading_gap_and_fence_lines() -> None:
 
 
 def test_an_unchanged_heading_keeps_its_own_spelling() -> None:
-    text = SECTION.format("### [daily]   Tick \n~~~yml\nid: tick\n~~~\n")
+    text = SECTION.format("### [daily]   Tick \nSome words first.\n```yaml \nid: tick\n```\n")
     doc = parse(text)
+    assert doc.tasks[0].name == "Tick"
     done = record_outcome(doc.tasks[0], result="ok", success=True, now=NOW)
 
     out = render(with_tasks(doc, [done], now=NOW))
 
-    assert out.startswith("<!-- PROACTIVE_TASKS_START -->\n### [daily]   Tick \n~~~yml\nid: tick\n")
-    assert out.endswith("  success: true\n~~~\n<!-- PROACTIVE_TASKS_END -->\n")
+    assert out.startswith(
+        "<!-- PROACTIVE_TASKS_START -->\n### [daily]   Tick \nSome words first.\n```yaml \nid: tick\n"
+    )
+    assert out.endswith(
+        "  success: true\nlast_run: '2026-05-01T01:00:00+00:00'\n```\n<!-- PROACTIVE_TASKS_END -->\n"
+    )
 
 
 def test_a_changed_field_is_written_too() -> None:
@@ -450,7 +512,7 @@ def test_new_tasks_go_before_the_end_marker() -> None:
     assert text.replace("2026-05-01T01:00:00Z", "2026-04-28T08:00:00Z") == FIXTURE.replace(
         "<!-- PROACTIVE_TASKS_END -->",
         "### [WEEKLY] 晚间总结\n```yaml\nowner: val\nid: evening_wrap\nfrequency: weekly\n"
-        'time: "18:30"\nday: friday\nenabled: true\npriority: 50\npermission_tier: 1\n'
+        'time: "18:30"\nday: friday\nenabled: true\npriority: 50\npermission_tier: 0\n'
         "instruction: |\n  Summarise the day.\n  List open loops.\nrun_count: 0\n"
         "outcome_history: []\n```\n\n<!-- PROACTIVE_TASKS_END -->",
     )
@@ -465,7 +527,7 @@ def test_markers_are_created_when_missing() -> None:
 
     assert render(after) == (
         text + "\n\n<!-- PROACTIVE_TASKS_START -->\n\n### [HOURLY] Ping\n```yaml\nid: ping\n"
-        "frequency: hourly\nenabled: true\npriority: 50\npermission_tier: 1\nrun_count: 0\n"
+        "frequency: hourly\nenabled: true\npriority: 50\npermission_tier: 0\nrun_count: 0\n"
         "outcome_history: []\n```\n\n<!-- PROACTIVE_TASKS_END -->\n"
     )
     assert [t.id for t in after.tasks] == ["ping"]
@@ -654,7 +716,7 @@ def test_an_outcome_keeps_the_comments_and_the_lines_of_the_history_it_extends()
     )
     assert out.endswith(
         "  - {timestamp: '2026-05-01T01:00:00Z', result: sent, success: true}\n"
-        "```\n<!-- PROACTIVE_TASKS_END -->\n"
+        "last_run: '2026-05-01T01:00:00+00:00'\n```\n<!-- PROACTIVE_TASKS_END -->\n"
     )
     # the history full: the oldest entry's line goes, the rest stay as written
     for n in range(3):

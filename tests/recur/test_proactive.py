@@ -35,7 +35,7 @@ frequency: daily
 time: "08:00"
 priority: 10
 permission_tier: 1
-conditions: [weekdays_only]
+conditions: [{type: weekdays_only}]
 instruction: |
   Gather weather, calendar and open TODOs.
 run_count: 2
@@ -288,8 +288,8 @@ def test_proactive_tasks_are_edited_in_their_file(imported: Runner) -> None:
 def test_daily_with_time_is_due_in_its_window_once_per_day(imported: Runner) -> None:
     assert "morning_briefing" not in due_ids(imported, "2026-05-04T07:59Z")  # Monday
     assert "morning_briefing" in due_ids(imported, "2026-05-04T08:00Z")
-    assert "morning_briefing" in due_ids(imported, "2026-05-04T08:59Z")
-    assert "morning_briefing" not in due_ids(imported, "2026-05-04T09:00Z")  # one heartbeat interval (1h)
+    assert "morning_briefing" in due_ids(imported, "2026-05-04T08:30Z")  # CraftBot's 30 minutes, end included
+    assert "morning_briefing" not in due_ids(imported, "2026-05-04T08:30:01Z")
     handed_out = imported.json("--now", "2026-05-04T08:10Z", "recur", "due", "--claim")
     [handed] = [r for r in handed_out if r["id"] == "morning_briefing"]
     assert (handed["period"], handed["claimed"], handed["runs"]) == ("2026-05-04", True, 1)
@@ -298,13 +298,15 @@ def test_daily_with_time_is_due_in_its_window_once_per_day(imported: Runner) -> 
     assert "morning_briefing" not in due_ids(imported, "2026-05-09T08:05Z")  # Saturday: weekdays_only
 
 
-def test_the_time_window_is_one_heartbeat_interval(hb: Runner, workspace: Path) -> None:
+def test_the_time_window_is_craftbots_30_minutes_whatever_check_interval_says(
+    hb: Runner, workspace: Path
+) -> None:
     hb("init", "--timezone", "Asia/Tokyo")
-    hb("config", "set", "check_interval", "30m")  # the runtime's 30-minute tick
+    hb("config", "set", "check_interval", "2h")  # the round's interval, not CraftBot's window
     _tasks_file(workspace, _block("briefing", "daily", 'time: "08:00"'))
     hb("import", "proactive")
-    assert due_ids(hb, "2026-05-04T08:29") == ["briefing"]  # naive --now: Tokyo time
-    assert due_ids(hb, "2026-05-04T08:30") == []
+    assert due_ids(hb, "2026-05-04T08:30") == ["briefing"]  # naive --now: Tokyo time
+    assert due_ids(hb, "2026-05-04T08:31") == []
     assert due_ids(hb, "2026-05-03T23:15Z") == ["briefing"]  # 08:15 JST
 
 

@@ -456,7 +456,7 @@ def test_hourly() -> None:
 
 @pytest.mark.parametrize(
     ("hhmm", "expected"),
-    [("07:59", False), ("08:00", True), ("08:15", True), ("08:29", True), ("08:30", False), ("20:00", False)],
+    [("07:59", False), ("08:00", True), ("08:15", True), ("08:30", True), ("08:31", False), ("20:00", False)],
 )
 def test_daily_time_window_edges(hhmm: str, expected: bool) -> None:
     h, m = map(int, hhmm.split(":"))
@@ -464,8 +464,9 @@ def test_daily_time_window_edges(hhmm: str, expected: bool) -> None:
 
 
 def test_daily_window_upper_edge_to_the_microsecond() -> None:
-    assert due(Frequency.DAILY, datetime(2026, 5, 4, 8, 29, 59, 999999), time="08:00")
-    assert not due(Frequency.DAILY, datetime(2026, 5, 4, 8, 30), time="08:00")
+    # CraftBot's window [time, time + 30 minutes] includes its end, as its :30 tick sees it
+    assert due(Frequency.DAILY, datetime(2026, 5, 4, 8, 30), time="08:00")
+    assert not due(Frequency.DAILY, datetime(2026, 5, 4, 8, 30, 0, 1), time="08:00")
 
 
 def test_daily_once_per_day() -> None:
@@ -478,8 +479,8 @@ def test_daily_once_per_day() -> None:
 
 
 def test_daily_custom_tick_and_single_digit_hour() -> None:
-    assert not due(Frequency.DAILY, datetime(2026, 5, 4, 8, 15), time="8:00", tick=timedelta(minutes=15))
-    assert due(Frequency.DAILY, datetime(2026, 5, 4, 8, 14), time="8:00", tick=timedelta(minutes=15))
+    assert not due(Frequency.DAILY, datetime(2026, 5, 4, 8, 16), time="8:00", tick=timedelta(minutes=15))
+    assert due(Frequency.DAILY, datetime(2026, 5, 4, 8, 15), time="8:00", tick=timedelta(minutes=15))
 
 
 def test_daily_window_running_past_midnight_belongs_to_yesterday() -> None:
@@ -498,7 +499,11 @@ def test_daily_window_running_past_midnight_belongs_to_yesterday() -> None:
         is None
     )
     assert (
-        due_period(Frequency.DAILY, **args, last_period=None, now_local=datetime(2026, 5, 5, 0, 15)) is None
+        due_period(Frequency.DAILY, **args, last_period=None, now_local=datetime(2026, 5, 5, 0, 15))
+        == "2026-05-04"
+    )
+    assert (
+        due_period(Frequency.DAILY, **args, last_period=None, now_local=datetime(2026, 5, 5, 0, 16)) is None
     )
 
 
@@ -506,7 +511,8 @@ def test_daily_time_inside_a_gap_opens_when_the_gap_ends() -> None:
     # 02:15 does not exist in New York on 8 March 2026; the window opens at 03:00 EDT
     at_0300 = datetime(2026, 3, 8, 7, tzinfo=UTC).astimezone(NY)
     assert due(Frequency.DAILY, at_0300, time="02:15")
-    assert not due(Frequency.DAILY, at_0300 + timedelta(minutes=30), time="02:15")
+    assert due(Frequency.DAILY, at_0300 + timedelta(minutes=30), time="02:15")
+    assert not due(Frequency.DAILY, at_0300 + timedelta(minutes=31), time="02:15")
 
 
 def test_daily_time_in_the_repeated_hour_opens_the_first_time() -> None:

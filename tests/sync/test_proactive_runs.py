@@ -1,0 +1,200 @@
+"""PROACTIVE.md sync and the runs CraftBot's manager decides from: last_run both ways, dormant rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from heartbeat.formats import proactive
+from tests.conftest import Runner
+from tests.recur.conftest import due_ids, rule
+
+HEAD = """\
+---
+version: "1.0"
+last_updated: null  # set on every save
+---
+
+# Proactive Tasks
+
+<!-- PROACTIVE_TASKS_START -->
+
+"""
+TAIL = """\
+<!-- PROACTIVE_TASKS_END -->
+
+## Goals, Plan, and Status
+"""
+BRIEFING = """\
+### [DAILY] Morning Briefing
+```yaml
+id: briefing
+frequency: daily
+enabled: true
+priority: 10
+permission_tier: 1
+run_count: 0
+instruction: Gather weather and calendar.
+time: '08:15'
+conditions: []
+outcome_history: []
+```
+
+"""
+REVIEW = """\
+### [WEEKLY] Weekly Review
+```yaml
+id: review
+frequency: weekly
+day: friday
+time: '09:30'
+instruction: Review the week.
+```
+
+"""
+
+
+def _write(workspace: Path, *blocks: str) -> Path:
+    path = workspace / "PROACTIVE.md"
+    path.write_text(HEAD + "".join(blocks) + TAIL, encoding="utf-8")
+    return path
+
+
+def _sync(runner: Runner, now: str) -> dict[str, Any]:
+    report: dict[str, Any] = runner.json("--now", now, "sync", "--only", "proactive")["reports"][0]
+    return report
+
+
+def _fields(path: Path, task_id: str) -> dict[str, Any]:
+    [task] = [t for t in proactive.parse(path.read_text("utf-8")).tasks if t.id == task_id]
+    return task.fields
+
+
+def test_an_outcome_writes_last_run_and_next_run_as_craftbots_manager_does(
+    hb_db: Runner, workspace: Path
+) -> None:
+    hb_db("init", "--timezone", "Asia/Tokyo")
+    path = _write(workspace, BRIEFING, REVIEW)
+    _sync(hb_db, "2026-05-04T06:00")  # naive --now: Tokyo time
+    # the heartbeat-processor skill records "Scheduled for 08:15" when it meets the task early
+    hb_db("--now", "2026-05-04T07:00:12", "recur", "outcome", "briefing", "--result", "Scheduled for 08:15")
+    report = _sync(hb_db, "2026-05-04T07:01")
+
+    assert (report["updated"], report["written"]) == (["briefing"], True)
+    fields = _fields(path, "briefing")
+    assert fields["last_run"] == "2026-05-04T07:00:12+09:00"  # CraftBot's local time, with its offset
+    assert fields["next_run"] == "2026-05-05T08:15:00+09:00"
+    assert fields["run_count"] == 1
+    assert fields["outcome_history"] == [
+        {"timestamp": "2026-05-03T22:00:12Z", "result": "Scheduled for 08:15", "success": True}
+    ]
+    assert _fields(path, "review") == yaml.safe_load(REVIEW.split("```yaml\n")[1].split("```")[0])
+    # what CraftBot's manager decides from that last_run, hb decides too: not again that day
+    for tick in ("2026-05-04T08:00", "2026-05-04T08:15", "2026-05-04T08:30", "2026-05-04T08:45"):
+        assert due_ids(hb_db, tick) == [], tick
+    assert due_ids(hb_db, "2026-05-05T08:30") == ["briefing"]
+    assert _sync(hb_db, "2026-05-04T07:05")["written"] is False  # written once
+
+
+def test_craftbots_last_run_in_the_file_uses_the_period_up(hb_db: Runner, workspace: Path) -> None:
+    hb_db("init", "--timezone", "Asia/Tokyo")
+    ran = BRIEFING.replace("run_count: 0", "run_count: 1").replace(
+        "outcome_history: []",
+        "last_run: '2026-05-04T08:30:12.345678'\nnext_run: '2026-05-05T08:30:00'\n"
+        "outcome_history:\n- timestamp: '2026-05-04T08:30:12.345678'\n  result: Sent.\n  success: true",
+    )  # as CraftBot's manager writes a run: naive local times
+    path = _write(workspace, ran)
+    assert _sync(hb_db, "2026-05-04T08:40")["added"] == ["briefing"]
+
+    assert rule(hb_db, "briefing")["last_run_at"] == "2026-05-04T08:30:12+09:00"
+    assert due_ids(hb_db, "2026-05-04T08:40") == []  # the window is still open, but CraftBot ran it
+    assert due_ids(hb_db, "2026-05-05T08:20") == ["briefing"]
+
+    # the next day hb records a run at 08:16, and CraftBot (its own copy) another at 08:30
+    hb_db("--now", "2026-05-05T08:16", "recur", "outcome", "briefing", "--result", "hb ran it")
+    text = path.read_text("utf-8").replace("run_count: 1", "run_count: 2")
+    path.write_text(text.replace("2026-05-04T08:30:12.345678'\nnext", "2026-05-05T08:30:00'\nnext"), "utf-8")
+    _sync(hb_db, "2026-05-05T08:40")
+
+    fields = _fields(path, "briefing")
+    assert fields["run_count"] == 3  # both runs
+    assert fields["last_run"] == "2026-05-05T08:30:00+09:00"  # the newer one, CraftBot's
+    assert fields["next_run"] == "2026-05-06T08:15:00+09:00"
+    assert [o["result"] for o in fields["outcome_history"]] == ["Sent.", "hb ran it"]
+    assert rule(hb_db, "briefing")["last_run_at"] == "2026-05-05T08:30:00+09:00"
+
+
+def test_a_block_that_stops_being_a_task_is_dormant_until_it_reads_again(
+    hb_db: Runner, workspace: Path
+) -> None:
+    hb_db("init", "--timezone", "UTC")
+    path = _write(workspace, BRIEFING, REVIEW)
+    _sync(hb_db, "2026-05-07T12:00Z")
+    assert due_ids(hb_db, "2026-05-08T09:30Z") == ["review"]  # a Friday
+
+    unquoted = path.read_text("utf-8").replace("time: '09:30'", "time: 9:30")  # YAML reads 570
+    path.write_text(unquoted, encoding="utf-8")
+    report = _sync(hb_db, "2026-05-08T09:00Z")
+
+    assert report["removed"] == [] and report["written"] is False
+    assert path.read_text("utf-8") == unquoted  # kept byte for byte
+    [preserved] = report["preserved"]
+    assert preserved == (
+        f"{path}:24: not a task, kept as written: time 570 is not HH:MM: CraftBot's heartbeat fails on it "
+        '(YAML reads an unquoted H:MM as a number: write "9:30" in quotes)'
+    )
+    assert rule(hb_db, "review")["dormant"] == preserved.removeprefix(f"{path}:").replace(
+        "24:", "line 24:", 1
+    )
+    assert due_ids(hb_db, "2026-05-08T09:30Z") == []  # CraftBot does not run it either
+    hb_db("--now", "2026-05-08T09:40Z", "recur", "outcome", "review", "--result", "by hand")
+    assert _sync(hb_db, "2026-05-08T09:41Z")["written"] is False  # no block to write it into
+
+    path.write_text(unquoted.replace("time: 9:30", 'time: "9:30"'), encoding="utf-8")
+    _sync(hb_db, "2026-05-08T09:45Z")
+
+    assert rule(hb_db, "review")["dormant"] is None
+    fields = _fields(path, "review")
+    assert (fields["run_count"], fields["last_run"]) == (1, "2026-05-08T09:40:00+00:00")
+    assert due_ids(hb_db, "2026-05-08T09:50Z") == []  # the run by hand used the week up
+    assert due_ids(hb_db, "2026-05-15T09:30Z") == ["review"]
+
+
+def test_a_block_deleted_while_dormant_removes_its_task(hb_db: Runner, workspace: Path) -> None:
+    hb_db("init", "--timezone", "UTC")
+    path = _write(workspace, BRIEFING, REVIEW)
+    _sync(hb_db, "2026-05-07T12:00Z")
+    path.write_text(path.read_text("utf-8").replace("frequency: weekly", "frequency: fortnightly"), "utf-8")
+    _sync(hb_db, "2026-05-07T12:01Z")
+    assert "never runs the task" in (rule(hb_db, "review")["dormant"] or "")
+
+    _write(workspace, BRIEFING)
+    assert _sync(hb_db, "2026-05-07T12:02Z")["removed"] == ["review"]
+    assert [r["id"] for r in hb_db.json("recur", "list")] == ["briefing"]
+
+
+def test_priorities_are_taken_as_craftbot_sorts_them_within_what_the_ledger_holds(
+    hb_db: Runner, workspace: Path
+) -> None:
+    hb_db("init", "--timezone", "UTC")
+    blocks = [
+        f"### [HOURLY] {name}\n```yaml\nid: {name}\nfrequency: hourly\n{extra}\n```\n\n"
+        for name, extra in [
+            ("late", "priority: 200"),
+            ("early", "priority: -5"),
+            ("huge", "priority: 1000000000000\nrun_count: 1000000000000"),
+            ("plain", "priority: 50"),
+        ]
+    ]
+    _write(workspace, *blocks)
+    report = _sync(hb_db, "2026-05-04T10:00Z")
+
+    assert report["added"] == ["late", "early", "huge", "plain"]
+    assert [p.split(": ", 1)[1] for p in report["preserved"]] == [
+        "priority 1000000000000 is too large for hb: using 50",
+        "run_count 1000000000000 is not a whole number >= 0 hb can hold: using 0",
+    ]
+    assert due_ids(hb_db, "2026-05-04T10:05Z") == ["early", "huge", "plain", "late"]  # lower runs first
+    assert (rule(hb_db, "huge")["priority"], rule(hb_db, "huge")["run_count"]) == (50, 0)
