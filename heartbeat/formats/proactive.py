@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from heartbeat.errors import InvalidInput
+from heartbeat.errors import FileFormatError, InvalidInput
 from heartbeat.formats.timestamps import format_timestamp
 
 __all__ = [
@@ -297,6 +297,8 @@ class _Reader:
             return 0, {}
         try:
             meta = _load_yaml("\n".join(lines[1:close]))
+        except _YamlTooBig as big:
+            raise FileFormatError(f"front matter: {big.reason}", line=2 + big.line) from None
         except _YamlProblem as problem:
             line = 2 + problem.line
             self._warn_line(
@@ -330,11 +332,13 @@ class _Reader:
         if match is None:
             return False
         try:
-            meta = yaml.safe_load(match.group(1))
-        except yaml.YAMLError:
+            meta = _load_yaml(match.group(1))
+        except _YamlTooBig as big:
+            raise FileFormatError(f"front matter: {big.reason}", line=2 + big.line) from None
+        except _YamlProblem:
             return False  # CraftBot reads such a front matter as empty
-        except (ValueError, OverflowError) as exc:  # an impossible date: outside PyYAML's own errors
-            problem = f"front matter holds a value YAML cannot build ({' '.join(str(exc).split())})"
+        except _LoaderFailure as failure:  # an impossible date: outside PyYAML's own errors
+            problem = f"front matter holds a value YAML cannot build ({failure.reason})"
         else:
             if not meta or isinstance(meta, dict):
                 return False
@@ -388,6 +392,9 @@ class _Reader:
         at = block.start
         try:
             data = _load_yaml(yaml_text)
+        except _YamlTooBig as big:
+            line = self.view.line_of(block.yaml_start) + big.line
+            raise FileFormatError(f"yaml block: {big.reason}", line=line) from None
         except _YamlProblem as problem:
             line = self.view.line_of(block.yaml_start) + problem.line
             self._reject(
@@ -577,7 +584,24 @@ class _LoaderFailure(Exception):
         self.reason = reason
 
 
+class _YamlTooBig(Exception):
+    """A yaml text past the loading bounds (an alias bomb, nesting too deep): the file is refused."""
+
+    def __init__(self, reason: str, line: int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.line = line  # 0-based within the yaml text
+
+
 def _load_yaml(text: str) -> Any:
+    from heartbeat.formats import yaml_safe
+
+    try:
+        yaml_safe.check(text)
+    except yaml_safe.YamlLimitError as exc:
+        raise _YamlTooBig(exc.reason, exc.line) from None
+    except yaml.YAMLError:
+        pass  # safe_load says what is wrong, as before
     try:
         return yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:

@@ -38,7 +38,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from heartbeat.db.models import Outcome, Recurrence, SyncState
-from heartbeat.errors import InvalidInput, NotFound
+from heartbeat.errors import FileFormatError, InvalidInput, NotFound
 from heartbeat.formats import proactive
 from heartbeat.formats.proactive import MAX_OUTCOMES, ProactiveDocument, ProactiveTask, record_outcome
 from heartbeat.formats.timestamps import format_timestamp
@@ -317,13 +317,21 @@ def _reconcile(
     return merged, changes
 
 
+def _parse(text: str, path: Path) -> ProactiveDocument:
+    """PROACTIVE.md as read; a file hb refuses to load (an alias bomb) names ``path``."""
+    try:
+        return proactive.parse(text)
+    except FileFormatError as exc:
+        raise exc.at_path(str(path)) from None
+
+
 def _warnings(doc: ProactiveDocument) -> list[str]:
     return [f"line {w.line}: {w.reason}" for w in doc.warnings]
 
 
 def import_proactive(ledger: Ledger, session: Session, text: str, path: Path, now: datetime) -> ImportReport:
     """``hb import proactive``: the file's tasks become the ledger's (outcomes not yet written are kept)."""
-    doc = proactive.parse(text)
+    doc = _parse(text, path)
     _, changes = _reconcile(session, doc, text, path, now, ledger.zone, written=False)
     report = ImportReport(
         KIND,
@@ -376,7 +384,7 @@ def render_proactive(ledger: Ledger, session: Session, path: Path | None = None)
         doc = proactive.parse(_last_synced_text(session) or "")
         tasks = _from_ledger(session, doc, rows, ledger.zone)
     else:
-        doc = proactive.parse(text)
+        doc = _parse(text, path)
         tasks = [merged_task(session, task, rows.get(task.id), ledger.zone) for task in doc.tasks]
     return proactive.render(proactive.with_tasks(doc, tasks, now=ledger.now()))
 
@@ -403,7 +411,7 @@ def sync_proactive(
         out = proactive.render(proactive.with_tasks(doc, tasks, now=now))
         remember(session, KIND, path, out, now)
         return report, out
-    doc = proactive.parse(text)
+    doc = _parse(text, path)
     merged, changes = _reconcile(session, doc, text, path, now, ledger.zone, written=True)
     report.added = changes.added
     report.updated = changes.updated

@@ -287,3 +287,40 @@ def test_an_outcome_number_too_long_is_kept_as_text(hb: Runner) -> None:
     hb("complete", task["id"], "--outcome", text)
     [row] = hb.json("sql", "SELECT result FROM outcomes", "--format", "json")
     assert json.loads(row["result"]) == {"result": text}
+
+
+# --- YAML that used to hang hb sync or crash it ---------------------------------------------------
+
+_BOMB = "\n".join(
+    ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    + [f"{x}: &{x} [{', '.join([f'*{p}'] * 9)}]" for p, x in zip("abcdefgh", "bcdefghi", strict=True)]
+)
+
+
+def _proactive(block: str) -> str:
+    return (
+        "---\nversion: 1\n---\n\n# Proactive\n\n<!-- PROACTIVE_TASKS_START -->\n"
+        "### [DAILY] Briefing\n```yaml\nid: briefing\nfrequency: daily\ninstruction: brief me\n"
+        f"{block}\n```\n<!-- PROACTIVE_TASKS_END -->\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("block", "line", "reason"),
+    [
+        (_BOMB, 18, "aliases expand to more than 100,000 nodes"),
+        ("deep: " + "[" * 10_000 + "]" * 10_000, 13, "nested more than 100 deep"),
+    ],
+)
+def test_a_hostile_proactive_block_is_one_line_naming_file_and_line(
+    hb: Runner, workspace: Path, block: str, line: int, reason: str
+) -> None:
+    hb("init")
+    path = workspace / "PROACTIVE.md"
+    path.write_text(_proactive(block))
+    before = path.read_bytes()
+    for command in (["sync"], ["import", "proactive"], ["heartbeat"]):
+        result = hb(*command, code=1)
+        assert _one_line(result.stderr).startswith(f"hb: {path}:{line}: yaml block: {reason}"), command
+        assert path.read_bytes() == before
+    assert hb.json("recur", "list") == []
