@@ -10,13 +10,15 @@ caller can merge that in and try again; the other program's text is put back, ne
 On Linux the swap is ``renameat2(RENAME_EXCHANGE)``: hb's new file and the old one trade
 names in one step, so the old file (whatever inode held the name at that instant) lands at
 the temporary name and can be read back. If it is not ``expected`` (an atomic replace came
-in between), the two are exchanged back. An in-place writer that opened the old file before
-the exchange writes into the inode that is now at the temporary name: it is read again after
-a short settling time (:data:`SETTLE`), and a change there undoes the swap the same way. The
-window left is an in-place write that starts before the exchange and lands more than
-:data:`SETTLE` after it (measured by tests/sync/test_swap.py). Where the exchange is not
-available (another OS, a filesystem without it), the text is compared right before an
-``os.replace``: the window is then the time between that read and the rename.
+in between), the two are exchanged back. An in-place or appending writer that opened the old
+file before the exchange writes into the inode that is now at the temporary name, which
+nobody else can open any more: hb waits until no program holds it open for writing (a read
+lease is granted only then, at most :data:`QUIET_MAX` seconds) and reads it once more, so a
+change there undoes the swap the same way. Where leases are refused (a file another user
+owns, a filesystem without them) the wait is a fixed :data:`SETTLE`, and a writer that stays
+descheduled longer than that between its open and its write can still be lost. Where the
+exchange itself is not available (another OS, a filesystem without it), the text is compared
+right before an ``os.replace``: the window is then the time between that read and the rename.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ class Swapped:
 
 
 Validator = Callable[[str], bool]
-_DEPTH = 5  # merges of edits that keep meeting hb's swap before the second one is kept aside
+_DEPTH = 5  # two concurrent edits met a swap that was itself merging two: how deep that may go
 
 
 def _any_text(_text: str) -> bool:
@@ -122,6 +124,48 @@ def _read_fd(fd: int) -> str:
         chunks.append(chunk)
         offset += len(chunk)
     return b"".join(chunks).decode("utf-8", errors="surrogateescape")
+
+
+QUIET_MAX = 2.0  # seconds hb waits for another program to close the old file it is writing
+_F_SETLEASE = 1024  # fcntl.h (Linux)
+
+
+def _settled(path: Path, settle: float) -> str | None:
+    """The text of the file at ``path`` once no other program has it open for writing: an
+    in-place writer that opened it before the exchange has then finished (a read lease can be
+    taken only while nobody holds the file open to write). Where leases are not available (a
+    file of another owner, a filesystem without them, not Linux), after ``settle`` seconds."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        _quiet(fd, settle)
+        return _read_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def _quiet(fd: int, settle: float) -> None:
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system
+        time.sleep(settle)
+        return
+    deadline = time.monotonic() + QUIET_MAX
+    while True:
+        try:
+            fcntl.fcntl(fd, _F_SETLEASE, fcntl.F_RDLCK)
+        except OSError as exc:
+            if exc.errno == errno.EAGAIN:  # a writer still has it open
+                if time.monotonic() < deadline:
+                    time.sleep(0.001)
+                    continue
+                return
+            time.sleep(settle)  # leases refused here: the fixed settling time instead
+            return
+        fcntl.fcntl(fd, _F_SETLEASE, fcntl.F_UNLCK)
+        return
 
 
 def _sync_dir(directory: Path) -> None:
@@ -198,16 +242,12 @@ def _replace_if(
     # and the exchange there is only a read and a comparison
     tmp = _temp(target, text, stat.S_IMODE(info.st_mode))
     try:
-        old_fd = os.open(target, os.O_RDONLY)
-        try:
-            current = _read_fd(old_fd)
-            if current != expected:
-                return Swapped(False, current)
-            if not _exchange(tmp, target):
-                return _replace_checked(target, tmp, text, expected)
-            return _after_exchange(target, tmp, text, expected, old_fd, settle, valid, depth)
-        finally:
-            os.close(old_fd)
+        current = _read(target)
+        if current != expected:
+            return Swapped(False, current)
+        if not _exchange(tmp, target):
+            return _replace_checked(target, tmp, text, expected)
+        return _after_exchange(target, tmp, text, expected, settle, valid, depth)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -229,28 +269,17 @@ def _create(target: Path, text: str) -> Swapped:
 
 
 def _after_exchange(
-    target: Path,
-    tmp: Path,
-    text: str,
-    expected: str,
-    old_fd: int,
-    settle: float,
-    valid: Validator,
-    depth: int,
+    target: Path, tmp: Path, text: str, expected: str, settle: float, valid: Validator, depth: int
 ) -> Swapped:
     """The exchange happened: ``tmp`` now names the file that was at ``target``."""
-    displaced = _read(tmp)
-    if displaced == expected and os.path.samestat(os.fstat(old_fd), tmp.stat()):
-        if settle > 0:
-            time.sleep(settle)  # an in-place writer that opened the old file may still land
-        displaced = _read_fd(old_fd)
+    displaced = _settled(tmp, settle)
     if displaced == expected:
         _sync_dir(target.parent)
         return Swapped(True)
     # another program's text: put it back (what is at target now, hb's or newer, goes to tmp)
     if not _exchange(tmp, target):
         raise OSError(errno.EIO, "could not put the concurrent edit back", str(target))
-    back = _read(tmp)
+    back = _settled(tmp, settle)
     _sync_dir(target.parent)
     if back is None or back == text:
         return Swapped(False, displaced)
@@ -258,17 +287,15 @@ def _after_exchange(
     # (back at target now) and one on hb's (at tmp). Both are kept: merged, or the second one
     # beside the file when the merge is not a valid text of this kind
     current = displaced
-    while current is not None and depth < _DEPTH:
+    deadline = time.monotonic() + QUIET_MAX
+    while current is not None and depth < _DEPTH and time.monotonic() < deadline:
         merged = merge3(text, back, current)
         if not valid(merged):
             break
         placed = _replace_if(target, merged, current, settle, valid, depth + 1)
         if placed.written:
             return Swapped(False, merged)
-        if placed.kept is not None:  # a deeper race kept its own edit aside: ours still to place
-            depth += 1
         current = placed.found  # the file moved on again: merge the second edit into that
-        depth += 1
     kept = target.with_name(f".{target.name}.{time.time_ns()}.hb-kept")
     os.replace(tmp, kept)
     return Swapped(False, current, kept)

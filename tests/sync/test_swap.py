@@ -101,7 +101,7 @@ def test_an_in_place_write_to_the_old_file_after_the_swap_is_put_back(
             writer.seek(0)
             writer.truncate()
             writer.write('{"pending": [{"id": "task-1"}]}\n')
-            writer.flush()
+            writer.close()
         return done
 
     monkeypatch.setattr(swap, "_exchange", exchange_then_runtime_writes)
