@@ -403,6 +403,22 @@ def test_an_edit_imported_by_a_call_that_does_not_save_loses_no_ledger_change(
     assert [t["id"] for t in hbpy.doc()["pending"]] == [other]
 
 
+def test_hb_sync_after_the_drop_in_finds_files_and_ledger_in_agreement(hbpy: HeartbeatPy, hb: Runner) -> None:
+    ids = [
+        hbpy.add(f"job {i}", "--priority", priority) for i, priority in enumerate(["low", "high", "medium"])
+    ]
+    hbpy.pop()
+    hbpy("complete", ids[1], "--outcome", '{"ok": true}')
+    hbpy.pop()
+    hbpy("fail", ids[2], "--reason", "flaky")
+    before = {name: hbpy.text(name) for name in ("tasks.json", "errors.json", "last-run.json")}
+    synced = json.loads(hb("sync", "--json").stdout)
+    assert synced["changed"] is False
+    queue_files = [r for r in synced["reports"] if r["kind"] in ("tasks-json", "errors-json", "last-run")]
+    assert [(r["written"], r["conflicts"], r["updated"]) for r in queue_files] == [(False, [], [])] * 3
+    assert {name: hbpy.text(name) for name in before} == before
+
+
 @pytest.mark.parametrize(
     ("text", "where"),
     [
@@ -482,6 +498,9 @@ def test_scoped_pop_complete_and_exhaustion(scoped: HeartbeatPy, hb: Runner) -> 
     assert queue[0] == {**entry, "status": "completed"}
     last_run = json.loads(scoped.text("last-run.json") or "")
     assert (last_run["task_id"], last_run["scope"], last_run["description"]) == (tid, Q, None)
+    assert scoped("complete", "no-such-entry", "--scope", Q).stdout == (
+        "Task no-such-entry not found in in_progress.\n"
+    )
     second = scoped("pop", "--scope", Q)
     assert json.loads(second.stdout)["task_id"] == "round3-glossary"
     assert "skipped round3-spanish-pdfs: blocked (blocked_on_client: translator pending)" in second.stderr
