@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from heartbeat.errors import InvalidState, NotFound, StaleClaims, describe
 
 if TYPE_CHECKING:
+    from heartbeat.compat.files import StateFile
     from heartbeat.db.plain import Conn
     from heartbeat.ledger import Ledger
     from heartbeat.queue import Tx
@@ -227,18 +228,41 @@ def _invoke(args: argparse.Namespace, root: Path, *, db: str | None, now: str | 
             notices.extend(f"hb: warning: {n}" for n in files.import_edits(ledger, edited, at))
         with _transaction(ledger) as (tx, conn):
             result = COMMANDS[args.command](ledger, tx, conn, at, args)
-        listing = args.command == "list"
-        if result.saving or listing:  # the script writes its files exactly when it saves
+        wanted = {kind: state[kind] for kind in (files.TASKS, *result.changed)}
+        if result.saving:  # the script writes its files exactly when it saves
+            notices.extend(_write_files(ledger, root, wanted, at))
+        elif args.command == "list":
             with _transaction(ledger) as (_, conn):
-                known = files.remembered(conn)
-                wanted = {kind: state[kind] for kind in (files.TASKS, *result.changed)}
-                texts = files.render(conn, wanted, known, saving=result.saving)
-                if result.saving:
-                    files.save(conn, wanted, known, texts, at)
-            if listing:
-                result.stdout.append(_document_text(texts.get(files.TASKS)))
+                texts = files.render(conn, wanted, files.remembered(conn), saving=False)
+            result.stdout.append(_document_text(texts.get(files.TASKS)))
         result.stderr[:0] = notices
         return result
+
+
+_TRIES = 5  # renders of the files when another program keeps writing them meanwhile
+
+
+def _write_files(ledger: Ledger, root: Path, wanted: dict[str, StateFile], at: datetime) -> list[str]:
+    """Render and write the files; an edit another program made while this call ran is taken in
+    first (the merge keeps this call's change and the edit), then rendered again: never written
+    over. Returns the notices for stderr."""
+    from heartbeat.compat import files
+
+    notices: list[str] = []
+    for _ in range(_TRIES):
+        with _transaction(ledger) as (_, conn):
+            known = files.remembered(conn)
+            texts = files.render(conn, wanted, known, saving=True)
+            found = files.read(root, wanted)
+            if all(found[kind].text == file.text for kind, file in wanted.items()):
+                files.save(conn, wanted, known, texts, at)
+                return notices
+        edited = [f for kind, f in found.items() if f.text is not None and f.text != wanted[kind].text]
+        if edited:
+            notices.extend(f"hb: warning: {n}" for n in files.import_edits(ledger, edited, at))
+        wanted = found
+    paths = ", ".join(str(file.path) for file in wanted.values())
+    return [*notices, f"hb: warning: {paths}: kept changing while hb wrote them; left as they are (hb sync)"]
 
 
 @contextmanager

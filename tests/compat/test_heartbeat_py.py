@@ -648,3 +648,28 @@ def test_the_shim_in_the_docs_runs_the_drop_in(project: Path) -> None:
     refused = script("add", "--priority", "critical", "--skill", "s", "x")
     assert refused.returncode == 2 and "invalid choice: 'critical'" in refused.stderr
     assert script("pop", "--scope", "_x_extension.q").returncode == 14
+
+
+def test_an_edit_made_while_a_call_runs_is_merged_not_written_over(
+    hbpy: HeartbeatPy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # another program (a person, the old script) saves tasks.json between the call's read and its write
+    from heartbeat.compat import files
+
+    first, second = hbpy.add("popped by the call"), hbpy.add("edited meanwhile")
+    render = files.render
+    edits = []
+
+    def render_with_an_edit_landing(*args: Any, **kwargs: Any) -> dict[str, str]:
+        if not edits:
+            doc = hbpy.doc()
+            doc["pending"][1]["description"] = "edited meanwhile, kept"
+            edits.append(dumps(doc))
+            hbpy.write("tasks.json", edits[0])
+        return render(*args, **kwargs)
+
+    monkeypatch.setattr(files, "render", render_with_an_edit_landing)
+    assert hbpy.pop()["id"] == first
+    doc = hbpy.doc()
+    assert [(t["id"], t["description"]) for t in doc["pending"]] == [(second, "edited meanwhile, kept")]
+    assert [t["id"] for t in doc["in_progress"]] == [first]
