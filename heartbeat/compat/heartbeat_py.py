@@ -13,8 +13,9 @@ A wrapper that runs ``python3 .../heartbeat.py ARGS`` can run ``heartbeat-py ARG
   sorted by priority (high, medium, low; anything else as medium) and ``pop`` takes
   ``pending[0]``; ``fail`` fails at once (no retry); ``complete`` / ``fail`` of an id that is not
   in progress prints ``Task ID not found in in_progress.`` and exits 0;
-- its files, written after every operation that changes them (``add`` included): tasks.json,
-  errors.json, last-run.json (with 1.2.0's ``scope``), through :mod:`heartbeat.compat.files`.
+- its files, written exactly when the script writes them (``add``, a ``pop`` that took a task, a
+  ``complete`` / ``fail`` that found it; and 1.2.0's ``clear-stale``): tasks.json, errors.json,
+  last-run.json (with 1.2.0's ``scope``), through :mod:`heartbeat.compat.files`.
 
 Each invocation runs under the workspace's file lock: it imports the files' edits, makes its
 change in one ledger transaction (so concurrent processes claim each task exactly once; the
@@ -218,7 +219,7 @@ def _invoke(args: argparse.Namespace, root: Path, *, db: str | None, now: str | 
     with file_lock(root), Ledger.open(root, db=db, now=now) as ledger:
         notices = []
         if ledger.backup_path and not quiet:
-            notices.append(f"hb: upgraded the ledger schema; backup at {ledger.backup_path}")
+            notices.append(f"upgraded the ledger schema; backup at {ledger.backup_path}")
         at = ledger.now()
         state = files.read(root, (files.TASKS, *_FILES.get(args.command, ())))
         with _transaction(ledger) as (_, conn):
