@@ -32,6 +32,39 @@ def one_line(exc: HbError | OSError) -> str:
     return f"{exc.filename}: {reason}" if exc.filename else reason
 
 
+def describe(exc: BaseException) -> tuple[str, int] | None:
+    """The one-line message and exit code of a failure the user can cause or fix: a domain
+    error, a database's refusal, a file the system would not read or write, an argument that is
+    not UTF-8, a value out of range. None for anything else (a bug)."""
+    if isinstance(exc, HbError):
+        return exc.message, exc.exit_code
+    module = type(exc).__module__ or ""
+    if module.startswith(("sqlalchemy", "psycopg", "sqlite3")):
+        text = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        return f"database error: {text}", 1
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror}", 1
+    if isinstance(exc, FileNotFoundError) and not _cwd_exists():
+        return "the current directory no longer exists; cd to a directory that does", 1
+    if isinstance(exc, UnicodeEncodeError) and "surrogates" in str(exc.reason):
+        # an argument with bytes that are not UTF-8 (Python keeps them as surrogate escapes);
+        # the database refused it before anything was committed
+        return "a text argument is not valid UTF-8 text", 1
+    if isinstance(exc, OverflowError):  # a time or number past what Python's types hold
+        return f"out of range: {exc} (a date near year 1 or 9999, or a huge number?)", 1
+    return None
+
+
+def _cwd_exists() -> bool:
+    import os
+
+    try:
+        os.getcwd()
+    except OSError:
+        return False
+    return True
+
+
 class NotFound(HbError):
     """An id, scope, key or file that does not exist."""
 

@@ -21,7 +21,7 @@ migration 0003): a pop writes four pages, a completion about nine.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -82,7 +82,11 @@ _CLAIM_SET = (
 # ix_tasks_scope_status_created_at; a query names them to read through them.
 READY = "status = 'todo' AND blocked_by IS NULL AND source <> 'todo'"
 IDLE = f"status <> 'doing' AND NOT ({READY})"
-_READY = f"SELECT pk FROM tasks WHERE scope = :scope AND {READY} ORDER BY priority_rank, position, pk LIMIT 1"
+_READY = f"SELECT pk FROM tasks WHERE scope = :scope AND {READY} ORDER BY {{order}} LIMIT 1"
+# The order a pop takes ready tasks in: hb's (priority first, then the queue's own order), or the
+# file's own (the claude-skills heartbeat.py takes pending[0]; its add keeps pending sorted).
+PRIORITY_ORDER = "priority_rank, position, pk"
+FILE_ORDER = "position, pk"
 
 # The claim with the preflight's checks folded in: it takes a task only when the
 # pop may not fail (no stale claims in the queue; for a pop without --scope, no
@@ -175,6 +179,10 @@ for _key in [k for k, v in SQL.items() if "{target}" in v]:
     _text = SQL.pop(_key)
     SQL[f"{_key}_by_id"] = _text.replace("{target}", _TARGET_ID)
     SQL[f"{_key}_by_scope_id"] = _text.replace("{target}", _TARGET_SCOPE_ID)
+for _key in [k for k, v in SQL.items() if "{order}" in v]:
+    _text = SQL[_key]
+    SQL[_key] = _text.replace("{order}", PRIORITY_ORDER)
+    SQL[f"{_key}_in_file_order"] = _text.replace("{order}", FILE_ORDER)
 
 
 class Dialect:
@@ -257,6 +265,19 @@ def transaction(raw: Any, dialect: Dialect) -> Iterator[Tx]:
         tx.cur.close()
 
 
+# Builds a finished task's last-run.json object from its row (the row as the operation left it).
+LastRun = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Trace:
+    """What the caller says of one run (heartbeat.py's --trace-id / --decision-log), in place of
+    the task's own ``trace_id`` / ``decision_log`` fields."""
+
+    trace_id: str | None = None
+    decision_log: Any = None
+
+
 @dataclass
 class PopResult:
     task: dict[str, Any] | None  # the claimed row, None = nothing to pop
@@ -265,9 +286,25 @@ class PopResult:
     exhausted: QueueExhausted | None = None  # exit 10, raised once the pop (and its runs row) committed
 
 
+def default_worker() -> str:
+    """Who a pop claims for when the caller names no one: ``HB_WORKER``, else ``host:pid``."""
+    import os
+    import socket
+
+    return os.environ.get("HB_WORKER") or f"{socket.gethostname()}:{os.getpid()}"
+
+
 def scopes(tx: Tx) -> list[str]:
     """The scoped queues, in the order they first appeared."""
     return [r["scope"] for r in tx.rows("scopes")]
+
+
+def scope_line(counts: Mapping[str, Any]) -> str:
+    """One queue of :func:`scope_counts` as the heartbeat skill's ``scopes`` prints it."""
+    return (
+        f"{counts['scope']}  ({counts['ready']} ready / {counts['in_progress']} in_progress / "
+        f"{counts['completed']} completed / {counts['total']} total)"
+    )
 
 
 def scope_counts(tx: Tx) -> list[dict[str, Any]]:
@@ -320,15 +357,21 @@ def pop(
     worker: str | None = None,
     lease: timedelta,
     accept_stale: bool = False,
+    file_order: bool = False,
 ) -> PopResult:
-    """Claim the next task (or ``task_id``); raises the queue errors (exit 10-14)."""
+    """Claim the next task (or ``task_id``); raises the queue errors (exit 10-14).
+
+    The next task is the first ready one by priority, then in the queue's order; with
+    ``file_order``, the first in the queue's order whatever its priority.
+    """
     at = tx.d.time(now)
     lease_until = tx.d.time(now + lease)
     result = PopResult(task=None)
+    order = "_in_file_order" if file_order else ""
     if task_id is None and not accept_stale:
         # the common pop: one statement that claims only when no check would fail
         claim = {"scope": scope or LEGACY, "now": at, "worker": worker, "lease_until": lease_until}
-        rows = tx.rows("claim_checked" if scope is not None else "claim_checked_legacy", claim)
+        rows = tx.rows(("claim_checked" if scope is not None else "claim_checked_legacy") + order, claim)
         if rows:
             result.task = tx.task(rows[0])
             return _popped(tx, result, claim["scope"], now, at, worker, None)
@@ -350,7 +393,7 @@ def pop(
             raise InvalidState(f"task {task_id!r} is {found[0]['status']}, not todo")
         rows = tx.rows("claim_id", {**claim, "id": task_id})
     else:
-        rows = tx.rows("claim", claim)
+        rows = tx.rows("claim" + order, claim)
     if rows:
         result.task = tx.task(rows[0])
     return _popped(tx, result, scope, now, at, worker, task_id)
@@ -452,13 +495,20 @@ def last_run_record(row: Mapping[str, Any], now: datetime, status: str, outcome:
 
 
 def complete(
-    tx: Tx, now: datetime, task_id: str, *, scope: str | None = None, outcome: Any = None
+    tx: Tx,
+    now: datetime,
+    task_id: str,
+    *,
+    scope: str | None = None,
+    outcome: Any = None,
+    last_run: LastRun | None = None,
 ) -> dict[str, Any]:
-    """Finish a claimed task: status done, an outcome row, a runs row."""
+    """Finish a claimed task: status done, an outcome row, a runs row (its last-run.json object:
+    ``last_run``'s, else hb's own)."""
     at = tx.d.time(now)
     row = _finish(tx, "done", task_id, scope, {"now": at})
     _outcome(tx, row, at, now, success=True, result=outcome)
-    record = last_run_record(row, now, "completed", outcome)
+    record = last_run(row) if last_run is not None else last_run_record(row, now, "completed", outcome)
     _run(
         tx,
         "complete",
@@ -503,14 +553,22 @@ def fail(
     reason: str | None = None,
     final: bool = False,
     max_attempts: int,
+    trace: Trace | None = None,
+    last_run: LastRun | None = None,
 ) -> dict[str, Any]:
-    """Record a failure; the task returns to todo for a retry until max attempts, then failed."""
+    """Record a failure; the task returns to todo for a retry until max attempts, then failed.
+
+    The error row's trace id and decision log are ``trace``'s, else the task's own fields; the
+    runs row's last-run.json object is ``last_run``'s, else hb's own.
+    """
     at = tx.d.time(now)
     row = _finish(tx, "failed", task_id, scope, {"now": at, "final": final, "max_attempts": max_attempts})
     status = row["status"]
     gives_up = status == "failed"
     reason = reason or "Unknown failure"
     extra = row.get("extra") or {}
+    if trace is not None:
+        extra = {"trace_id": trace.trace_id, "decision_log": trace.decision_log}
     tx.execute(
         "error",
         {
@@ -529,7 +587,7 @@ def fail(
     )
     if gives_up:  # the task has ended, unsuccessfully: an outcome the reports count as a failure
         _outcome(tx, row, at, now, success=False, result={"error": reason})
-    record = last_run_record(row, now, "failed", {"error": reason})
+    record = last_run(row) if last_run is not None else last_run_record(row, now, "failed", {"error": reason})
     _run(
         tx,
         "fail",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from heartbeat.errors import HbError
+from heartbeat.errors import describe
 
 if TYPE_CHECKING:
     from heartbeat.ledger import Ledger
@@ -34,38 +34,13 @@ class HbClickError(click.ClickException):
 
 
 def _translate(exc: BaseException) -> HbClickError | None:
-    if isinstance(exc, HbError):
-        return HbClickError(exc.message, exc.exit_code)
-    module = type(exc).__module__ or ""
-    if module.startswith(("sqlalchemy", "psycopg", "sqlite3")):
-        text = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        return HbClickError(f"database error: {text}", 1)
-    if isinstance(exc, OSError) and exc.filename:
-        return HbClickError(f"{exc.filename}: {exc.strerror}", 1)
-    if isinstance(exc, FileNotFoundError) and not _cwd_exists():
-        return HbClickError("the current directory no longer exists; cd to a directory that does", 1)
-    if isinstance(exc, UnicodeEncodeError) and "surrogates" in str(exc.reason):
-        # an argument with bytes that are not UTF-8 (Python keeps them as surrogate escapes);
-        # the database refused it before anything was committed
-        return HbClickError("a text argument is not valid UTF-8 text", 1)
-    if isinstance(exc, OverflowError):  # a time or number past what Python's types hold
-        return HbClickError(f"out of range: {exc} (a date near year 1 or 9999, or a huge number?)", 1)
-    return None
+    described = describe(exc)
+    return None if described is None else HbClickError(*described)
 
 
 # Exit code of a failure hb did not foresee (sysexits.h EX_SOFTWARE): one line, no traceback
 # unless -v asked for it.
 INTERNAL_ERROR = 70
-
-
-def _cwd_exists() -> bool:
-    import os
-
-    try:
-        os.getcwd()
-    except OSError:
-        return False
-    return True
 
 
 class HbGroup(click.Group):

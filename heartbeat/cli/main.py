@@ -26,6 +26,7 @@ COMMAND_MODULES = {
         ("due", "check", "notify", "proactive", "seen", "hygiene", "heartbeat", "poke", "serve"), "round"
     ),
     **dict.fromkeys(("report", "sql"), "report"),
+    "compat": "compat",
 }
 
 

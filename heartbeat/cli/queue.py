@@ -1,22 +1,12 @@
-"""The queue commands, a drop-in for the seed-003 heartbeat script (exit codes 0/10-14)."""
+"""The queue commands: the claude-skills heartbeat skill's queue, with its exit codes (0/10-14)."""
 
 from __future__ import annotations
 
 import json
-import os
-import socket
-from typing import Any
 
 import click
 
 from heartbeat.cli.base import emit, info, json_option, state
-
-
-def _scope_line(q: dict[str, Any]) -> str:
-    return (
-        f"{q['scope']}  ({q['ready']} ready / {q['in_progress']} in_progress / "
-        f"{q['completed']} completed / {q['total']} total)"
-    )
 
 
 @click.command()
@@ -29,15 +19,13 @@ def scopes() -> None:
       hb scopes
       # _round3_extension.ag_implementation_queue  (3 ready / 0 in_progress / 0 completed / 3 total)
     """
+    from heartbeat.queue import scope_line
+
     rows = state().ledger().scopes()
     if not rows and not state().json:
         info("No scoped queues.")
         return
-    emit(rows, lambda rs: "\n".join(_scope_line(q) for q in rs))
-
-
-def default_worker() -> str:
-    return os.environ.get("HB_WORKER") or f"{socket.gethostname()}:{os.getpid()}"
+    emit(rows, lambda rs: "\n".join(scope_line(q) for q in rs))
 
 
 @click.command()
@@ -63,7 +51,7 @@ def pop(
       hb pop --scope _round3_extension.ag_implementation_queue --worker agent-7
     """
     from heartbeat.errors import QueueExhausted
-    from heartbeat.queue import task_object
+    from heartbeat.queue import default_worker, task_object
 
     ledger = state().ledger()
     try:

@@ -310,7 +310,7 @@ def _export_one(
             except HbError as exc:
                 _notice(ledger, f"{_reason(exc, path)}: left as it is (fix it, then run hb sync)")
                 return False
-            for notice in _sync_notices(report):
+            for notice in sync_notices(report):
                 _notice(ledger, notice)
         elif edits_only:
             return False
@@ -374,7 +374,7 @@ def _reason(exc: HbError | OSError, path: Path) -> str:
     return text if str(path) in text else f"{path}: {text}"
 
 
-def _sync_notices(report: SyncReport) -> list[str]:
+def sync_notices(report: SyncReport) -> list[str]:
     """What an edited file's sync did that the caller should hear of (hb sync would report it)."""
     path = report.path
     notices = [f"{path}: changed here and in the ledger, the file won: {k}" for k in report.conflicts]

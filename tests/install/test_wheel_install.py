@@ -54,4 +54,17 @@ def test_pip_install_then_init_add_list(tmp_path: Path) -> None:
     assert subprocess.run(
         [str(py), "-m", "heartbeat", "--version"], capture_output=True, text=True, cwd=ws, env=env, check=True
     ).stdout.startswith("hb, version")
+    # the heartbeat.py drop-in ships as its own command (heartbeat.compat is in the wheel)
+    dropin = subprocess.run(
+        [str(env_dir / "bin" / "heartbeat-py"), "add", "--skill", "s", "from the wheel"],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert dropin.stdout.startswith("Added task task-")
+    assert json.loads((ws / ".agent" / "state" / "tasks.json").read_text())["pending"][0]["description"] == (
+        "from the wheel"
+    )
     assert sys.version_info >= (3, 11)
