@@ -585,9 +585,11 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
     def export_file(self, kind: str, path: str | Path | None = None) -> dict[str, Any]:
         """Write one workspace file from the ledger (atomically; unchanged files are not written)."""
+        from heartbeat.errors import InvalidState
         from heartbeat.sync import registry
-        from heartbeat.sync.files import atomic_write, default_path, file_lock, read_text
+        from heartbeat.sync.files import default_path, file_lock, read_text
         from heartbeat.sync.queue_files import remember
+        from heartbeat.sync.swap import replace_if
 
         renderer = registry.renderer(kind)
         target = Path(path) if path is not None else default_path(self.workspace, kind)
@@ -605,8 +607,8 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             except HbError:
                 current = None
             written = current != text
-            if written:
-                atomic_write(target, text)
+            if written and not replace_if(target, text, current).written:
+                raise InvalidState(f"{target}: changed while hb exported it; nothing written (export again)")
             if synced:
                 remember(session, kind, target, text, self.now())
         return {"kind": kind, "path": str(target), "written": written, "empty": False}

@@ -32,7 +32,8 @@ from heartbeat.db.plain import Conn
 from heartbeat.errors import FileFormatError
 from heartbeat.formats import tasks_json
 from heartbeat.queue import TASK_COLUMNS, record_from_row
-from heartbeat.sync.files import atomic_write, default_path, digest, read_text
+from heartbeat.sync.files import default_path, digest, read_text
+from heartbeat.sync.swap import replace_if
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -176,13 +177,19 @@ def save(
     known: Mapping[str, Remembered],
     texts: Mapping[str, str],
     now: datetime,
-) -> list[str]:
-    """Write each changed file atomically and remember what every file now holds; the kinds written."""
+) -> tuple[list[str], dict[str, StateFile]]:
+    """Write each changed file as a compare-and-swap against the text it was rendered over, and
+    remember what every file now holds: the kinds written, and the files another program
+    changed meanwhile (as found; left as they are, not remembered: the caller merges them)."""
     written = []
+    moved: dict[str, StateFile] = {}
     for kind, text in texts.items():
         file = files[kind]
         if text != file.text:
-            atomic_write(file.path, text)
+            done = replace_if(file.path, text, file.text, valid=_parses)
+            if not done.written:
+                moved[kind] = StateFile(kind, file.path, done.found)
+                continue
             written.append(kind)
         last = known.get(kind)
         if last is None or last.content_hash != digest(text) or Path(last.path) != file.path:
@@ -197,7 +204,15 @@ def save(
                     "skeleton": json.dumps({"text": text}),
                 },
             )
-    return written
+    return written, moved
+
+
+def _parses(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 # --- pure: the texts ------------------------------------------------------------------------------

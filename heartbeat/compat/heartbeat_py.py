@@ -256,8 +256,13 @@ def _write_files(ledger: Ledger, root: Path, wanted: dict[str, StateFile], at: d
             texts = files.render(conn, wanted, known, saving=True)
             found = files.read(root, wanted)
             if all(found[kind].text == file.text for kind, file in wanted.items()):
-                files.save(conn, wanted, known, texts, at)
-                return notices
+                written, moved = files.save(conn, wanted, known, texts, at)
+                if not moved:
+                    return notices
+                # a file changed between the read and the swap: merge it in, and the next round
+                # starts from what this one wrote
+                found = {**found, **moved}
+                found.update({k: files.StateFile(k, found[k].path, texts[k]) for k in written})
         edited = [f for kind, f in found.items() if f.text is not None and f.text != wanted[kind].text]
         if edited:
             notices.extend(f"hb: warning: {n}" for n in files.import_edits(ledger, edited, at))

@@ -48,9 +48,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from heartbeat.db.plain import Conn
-from heartbeat.errors import FileFormatError, InvalidInput, InvalidState, NotFound
-from heartbeat.sync import bookmarks
-from heartbeat.sync.files import atomic_write, default_path, digest, file_lock, read_text
+from heartbeat.errors import FileFormatError, InvalidInput, NotFound, one_line
+from heartbeat.sync import bookmarks, writeback
+from heartbeat.sync.files import default_path, digest, file_lock, read_text
 from heartbeat.sync.registry import KINDS, MODULES, holds_sql
 from heartbeat.sync.report import SyncReport
 
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from heartbeat.ledger import Ledger
 
 Results = dict[str, tuple[SyncReport, str | None]]
-ATTEMPTS = 3  # times a sync starts over when a file changes while it runs
+ATTEMPTS = 3  # rounds of merging a file another program keeps changing while hb writes it
 SEAL = "sync.seal"  # the sync_state row of the seal
 
 # What the files are rendered from, as one consistent snapshot (a single statement).
@@ -111,13 +111,9 @@ class _Unit:
 
 
 class _Rollback(Exception):
-    def __init__(self, results: Results) -> None:
+    def __init__(self, results: tuple[Results, dict[str, str]]) -> None:
         super().__init__("dry run")
         self.results = results
-
-
-class _Retry(Exception):
-    pass
 
 
 def _single(kind: str, syncer: Any) -> Callable[..., Results]:
@@ -221,13 +217,13 @@ def _run(
     paths = {k: default_path(ledger.workspace, k) for unit in units for k in unit.kinds}
     seal = (prior, prior.skipped if prior is not None else skipped) if sealable else None
     with file_lock(ledger.workspace):
-        results, texts = _transaction(ledger, units, paths, dry_run, seal)
-        for kind, (report, out) in results.items():
-            if out is None or out == texts[kind]:
-                continue
-            report.written = True
-            if not dry_run:
-                atomic_write(paths[kind], out)
+        if not dry_run:
+            _remove_temps(paths)
+        results, texts, writes = _transaction(ledger, units, paths, dry_run, seal)
+        for kind in writes:
+            results[kind][0].written = True
+        if not dry_run:
+            _write_back(ledger, units, paths, results, texts, writes)
     ledger._settings = None  # a synced file may carry settings (heartbeat-state.json)
     ledger._zone = None
     if prior is not None:  # the kinds the seal vouched for are reported as they were
@@ -253,45 +249,212 @@ def _transaction(
     paths: dict[str, Path],
     dry_run: bool,
     seal: tuple[_Seal | None, list[str]] | None,
-) -> tuple[Results, dict[str, str | None]]:
+) -> tuple[Results, dict[str, str | None], dict[str, str]]:
+    """The sync's transaction: (the reports and texts the syncers returned, the files' texts as
+    read, the texts to write back)."""
     # Every kind to sync can on plain SQL (or is idle), and the ledger is SQLite (sealable):
     # the transaction runs on the driver connection, without SQLAlchemy.
     plain = seal is not None and all(unit.plain is not None or unit.idle for unit in units)
     sealed = seal is not None and seal[0] is not None
-    for _attempt in range(ATTEMPTS):
-        texts = {k: read_optional(p) for k, p in paths.items()}
-        now = ledger.now()
-        try:
-            with _write_transaction(ledger, plain) as (db, session):
-                if seal is not None and seal[0] is not None and _moved(db, seal[0], plain):
-                    raise _Unsealed  # the ledger moved since the check: sync every kind
-                results: Results = {}
-                for unit in units:
-                    given = {k: (paths[k], texts[k]) for k in unit.kinds}
-                    if unit.idle:
-                        if not all(_still_idle(db, k, texts[k]) for k in unit.kinds):
-                            raise _NotIdle
-                        results.update({k: (SyncReport(k, str(paths[k])), None) for k in unit.kinds})
-                    elif session is None:
-                        assert unit.plain is not None
-                        results.update(unit.plain(ledger, db, given, now, sealed=sealed))
-                    else:
-                        assert unit.run is not None
-                        results.update(unit.run(ledger, session, given, now))
-                if any(read_optional(p) != texts[k] for k, p in paths.items()):
-                    raise _Retry
-                if dry_run:
-                    raise _Rollback(results)
-                if seal is not None:
-                    if session is not None:
-                        session.flush()
-                    _seal(ledger, db, units, paths, texts, results, seal, now)
-        except _Rollback as done:
-            return done.results, texts
-        except _Retry:
+    kinds = [k for unit in units for k in unit.kinds]
+    texts = {k: read_optional(p) for k, p in paths.items()}
+    now = ledger.now()
+    try:
+        with _write_transaction(ledger, plain) as (db, session):
+            if seal is not None and seal[0] is not None and _moved(db, seal[0], plain):
+                raise _Unsealed  # the ledger moved since the check: sync every kind
+            waiting = writeback.pending(db, kinds)
+            inputs = _inputs(ledger, db, waiting, texts, paths, now)
+            results: Results = {}
+            for unit in units:
+                given = {k: (paths[k], inputs[k]) for k in unit.kinds}
+                if unit.idle:
+                    if not all(_still_idle(db, k, texts[k]) for k in unit.kinds):
+                        raise _NotIdle
+                    results.update({k: (SyncReport(k, str(paths[k])), None) for k in unit.kinds})
+                elif session is None:
+                    assert unit.plain is not None
+                    results.update(unit.plain(ledger, db, given, now, sealed=sealed))
+                else:
+                    assert unit.run is not None
+                    results.update(unit.run(ledger, session, given, now))
+            # a file another program changes from here on is merged in by the write-back
+            # (a compare-and-swap against ``texts``), not written over
+            writes = _writes(results, texts, inputs)
+            if dry_run:
+                raise _Rollback((results, writes))
+            for k, text in writes.items():  # what the files must become, with the ledger's change
+                writeback.record(db, k, paths[k], texts[k], text, now)
+            writeback.clear(db, [k for k in waiting if k not in writes])
+            if seal is not None:
+                if session is not None:
+                    session.flush()
+                _seal(ledger, db, units, paths, {**texts, **writes}, results, seal, now)
+    except _Rollback as done:
+        return done.results[0], texts, done.results[1]
+    return results, texts, writes
+
+
+def _inputs(
+    ledger: Ledger,
+    db: Conn,
+    waiting: dict[str, writeback.Pending],
+    texts: dict[str, str | None],
+    paths: dict[str, Path],
+    now: datetime,
+) -> dict[str, str | None]:
+    """The text each kind's syncer reads: the file's, unless the last sync's write-back did not
+    land (:mod:`heartbeat.sync.writeback`). Then a file that still holds what that sync read is
+    read as the text it meant to write (the ledger's version is rendered again, not undone);
+    one edited since was edited from the old text, so it is synced against that: the JSON
+    files and PROACTIVE.md take it back as their baseline, the Markdown TODO files read the
+    edit merged by lines into the text hb meant to write."""
+    from heartbeat.sync.textmerge import merge3
+
+    inputs = dict(texts)
+    for kind, pending in waiting.items():
+        state = pending.state(texts[kind], _mtime(paths[kind]))
+        if state in ("landed", "done"):
             continue
-        return results, texts
-    raise InvalidState("the workspace files kept changing while hb sync ran; try again")
+        meant = _baseline_text(ledger, db, kind)
+        if meant is not None and digest(meant) != pending.after:
+            meant = None  # the baseline moved on since: the pending write is not what it holds
+        if state == "unwritten":
+            if meant is not None:
+                inputs[kind] = meant
+            continue
+        edited = texts[kind]
+        if pending.landed is not None and (
+            meant is None
+            or pending.before_text is None
+            or merge3(pending.before_text, meant, edited or "") == edited
+        ):
+            continue  # changed right after hb's write, but from hb's text (it holds hb's changes)
+        if kind in _STRUCTURED:
+            writeback.rebase(db, kind, paths[kind], pending.before_text, now)
+        elif meant is not None and pending.before_text is not None and edited is not None:
+            inputs[kind] = merge3(pending.before_text, meant, edited)
+    return inputs
+
+
+def _baseline_text(ledger: Ledger, db: Conn, kind: str) -> str | None:
+    """The text the last sync left as the kind's baseline (what it wrote, or meant to)."""
+    module = importlib.import_module(MODULES[kind])
+    own = getattr(module, "BASELINE_TEXT", {}).get(kind)
+    if own is not None:
+        text: str | None = own(ledger, db)
+        return text
+    return writeback.remembered_text(db, kind)
+
+
+def _writes(results: Results, texts: dict[str, str | None], inputs: dict[str, str | None]) -> dict[str, str]:
+    """The files to write: what a syncer returned, or the text it read in place of the file's
+    (a write-back still to land, a merge), when that is not what the file holds."""
+    writes: dict[str, str] = {}
+    for kind, (_report, out) in results.items():
+        wanted = out if out is not None else inputs.get(kind)
+        if wanted is not None and wanted != texts[kind]:
+            writes[kind] = wanted
+    return writes
+
+
+_JSON_KINDS = frozenset(("tasks-json", "errors-json", "last-run", "state"))
+
+
+def _valid(kind: str) -> Callable[[str], bool] | None:
+    """A check a line-merged text of ``kind`` must pass to be written (JSON must parse)."""
+    if kind not in _JSON_KINDS:
+        return None
+
+    def parses(text: str) -> bool:
+        try:
+            json.loads(text)
+        except ValueError:
+            return False
+        return True
+
+    return parses
+
+
+def _write_back(
+    ledger: Ledger,
+    units: list[_Unit],
+    paths: dict[str, Path],
+    results: Results,
+    texts: dict[str, str | None],
+    writes: dict[str, str],
+) -> None:
+    """Write each file as a compare-and-swap against the text the sync read. A file another
+    program changed meanwhile is merged again (its edit against what hb read) and written in
+    a new round, at most :data:`ATTEMPTS` times; a file hb may not write (read-only, a
+    dangling symlink) is left as it is with a notice, its write-back kept for the next sync."""
+    from heartbeat.sync.swap import ReadOnlyFile, replace_if
+
+    for _round in range(ATTEMPTS):
+        landed: dict[str, Path] = {}
+        moved: dict[str, str | None] = {}
+        for kind, text in writes.items():
+            try:
+                done = replace_if(paths[kind], text, texts[kind], valid=_valid(kind))
+            except ReadOnlyFile as exc:
+                ledger.notices.append(f"{paths[kind]}: {exc.strerror}; hb sync writes it once it may")
+                continue
+            except OSError as exc:
+                ledger.notices.append(f"{one_line(exc)}: not written; the next hb sync writes it")
+                continue
+            if done.kept is not None:
+                ledger.notices.append(
+                    f"{paths[kind]}: a concurrent edit hb could not merge is kept in {done.kept}"
+                )
+            if done.written:
+                landed[kind] = paths[kind]
+            else:
+                moved[kind] = done.found
+        _landed(ledger, landed)
+        if not moved:
+            return
+        # another round: the write-backs still pending make it sync each moved file against the
+        # text this round read (see _inputs)
+        again = [u for u in units if any(k in moved for k in u.kinds) and not u.idle]
+        subset = {k: paths[k] for u in again for k in u.kinds}
+        retried, texts, writes = _transaction(ledger, again, subset, False, None)
+        for kind, (report, _out) in retried.items():
+            results[kind][0].merge(report)
+    ledger.notices.append(
+        "the workspace files kept changing while hb wrote them; left as they are (run hb sync)"
+    )
+
+
+_STRUCTURED = frozenset(("tasks-json", "errors-json", "last-run", "state", "proactive"))
+
+
+def _landed(ledger: Ledger, written: dict[str, Path]) -> None:
+    """Mark the write-backs of files now written (one small transaction)."""
+    if not written:
+        return
+    plain = ledger.engine_dialect() == "sqlite"
+    with _write_transaction(ledger, plain) as (db, _session):
+        writeback.mark_landed(db, written)
+
+
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+def _remove_temps(paths: dict[str, Path]) -> None:
+    """Temporary files a killed write of hb left beside the workspace files (hb holds the
+    workspace lock: no write of its own is under way)."""
+    from heartbeat.sync.swap import remove_stale_temps, target_of
+
+    for path in paths.values():
+        try:
+            target = target_of(path)
+        except OSError:
+            continue
+        remove_stale_temps(target.parent, [target.name])
 
 
 @contextmanager

@@ -7,6 +7,7 @@ import errno
 import hashlib
 import os
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,12 +64,77 @@ def read_text(path: Path, *, stream: bool = False) -> str:
             if not stream:
                 raise InvalidInput(f"{path}: not a regular file (hb reads and writes plain files only)")
             return decode(_read_stream(path), path)
-        data = path.read_bytes()
+        data = read_quiet(path)
     except FileNotFoundError:
         raise NotFound(f"{path}: no such file") from None
     except IsADirectoryError:
         raise NotFound(f"{path}: is a directory, not a file") from None
     return decode(data, path)
+
+
+QUIET_MAX = 2.0  # seconds hb waits for another program to finish writing a file in place
+_F_SETLEASE = 1024  # fcntl.h (Linux)
+_F_SETSIG = 10
+
+
+def read_quiet(path: Path) -> bytes:
+    """A file's bytes, not read half-way through another program's in-place write: heartbeat.py
+    truncates tasks.json and writes it again, and a read in between would see an empty file (or
+    for the Markdown files, a valid one with most entries gone). See :func:`no_writers`."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with no_writers(fd):
+            return read_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def read_fd(fd: int) -> bytes:
+    """Everything in the open file, from its start."""
+    chunks: list[bytes] = []
+    offset = 0
+    while True:
+        chunk = os.pread(fd, 1 << 20, offset)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        offset += len(chunk)
+
+
+@contextlib.contextmanager
+def no_writers(fd: int, *, fallback: float = 0.0) -> Iterator[bool]:
+    """While the block runs, no other program writes the file: a read lease (Linux) is granted
+    only while nobody holds the file open for writing, and while it is held, a program that
+    opens the file to write waits until the block ends. hb waits up to :data:`QUIET_MAX` for a
+    writer to close the file. Yields whether the lease is held; without one (a file of another
+    owner, a filesystem or system without leases) the block runs after ``fallback`` seconds.
+    The lease's break notice comes as SIGURG, which is ignored, not SIGIO, which would kill hb."""
+    try:
+        import fcntl
+        import signal
+    except ImportError:  # not a POSIX system
+        time.sleep(fallback)
+        yield False
+        return
+    deadline = time.monotonic() + QUIET_MAX
+    while True:
+        try:
+            fcntl.fcntl(fd, _F_SETSIG, signal.SIGURG)
+            fcntl.fcntl(fd, _F_SETLEASE, fcntl.F_RDLCK)
+        except OSError as exc:
+            if exc.errno == errno.EAGAIN and time.monotonic() < deadline:  # a writer has it open
+                time.sleep(0.001)
+                continue
+            if exc.errno != errno.EAGAIN:
+                time.sleep(fallback)
+            yield False
+            return
+        break
+    try:
+        yield True
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, _F_SETLEASE, fcntl.F_UNLCK)
 
 
 def _read_stream(path: Path) -> bytes:

@@ -2107,6 +2107,18 @@ def _after_commit(session: Session, action: Callable[[], None]) -> None:
     event.listen(session, "after_commit", lambda _session: action(), once=True)
 
 
+def _baseline_of(kind: str) -> Any:
+    def baseline(ledger: Ledger, db: Conn) -> str | None:
+        """The text of the file as the last sync left it (or meant to), when the copy kept beside
+        the ledger is that text (see heartbeat.sync.writeback)."""
+        stored = _Stored.load(db, kind)
+        text = _base_text(ledger.workspace, kind) if stored.ours else None
+        return text if text is not None and digest(text) == stored.hash else None
+
+    return baseline
+
+
+BASELINE_TEXT = {kind: _baseline_of(kind) for kind in ("todo", "done", "recur")}
 SYNC_GROUPS = {("todo", "done"): sync_group, ("recur",): sync_group}
 PLAIN_SYNC_GROUPS = {("todo", "done"): sync_plain, ("recur",): sync_plain}  # the engine's fast path
 SYNCERS = {kind: _syncer(kind) for kind in ("todo", "done", "recur")}

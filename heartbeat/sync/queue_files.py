@@ -23,8 +23,9 @@ from heartbeat.errors import FileFormatError, HbError, one_line
 from heartbeat.formats import tasks_json
 from heartbeat.formats.timestamps import timestamp_or_none
 from heartbeat.queue import record_from_row
-from heartbeat.sync.files import atomic_write, default_path, digest, file_lock, read_text
+from heartbeat.sync.files import default_path, digest, file_lock, read_text
 from heartbeat.sync.report import ImportReport, SyncReport
+from heartbeat.sync.swap import replace_if
 from heartbeat.tasks import record_event, snapshot
 
 if TYPE_CHECKING:
@@ -321,8 +322,10 @@ def _export_one(
             remember(session, kind, path, text, now)
         if text is None or current == text:
             return False
-        if _current_text(path) == current:
-            atomic_write(path, text)
+        done = replace_if(path, text, current, valid=_parses)
+        if done.kept is not None:
+            _notice(ledger, f"{path}: a concurrent edit hb could not merge is kept in {done.kept}")
+        if done.written:
             return True
         # changed meanwhile: the next round diffs against the text this one read (its edits are
         # in the ledger now), or, when there was none, against what hb knew before
@@ -656,3 +659,12 @@ def sync_last_run(
 
 
 SYNCERS = {"tasks-json": sync_tasks, "errors-json": sync_errors, "last-run": sync_last_run}
+
+
+def _parses(text: str) -> bool:
+    """A line-merged JSON file is written only when it is still JSON."""
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True

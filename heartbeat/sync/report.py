@@ -36,6 +36,14 @@ class SyncReport:
             "written": self.written,
         }
 
+    def merge(self, later: SyncReport) -> None:
+        """Add what a later round of the same sync did to this file (a concurrent edit merged)."""
+        for name in ("added", "updated", "completed", "removed", "conflicts"):
+            mine = getattr(self, name)
+            mine.extend(x for x in getattr(later, name) if x not in mine)
+        self.preserved = later.preserved or self.preserved
+        self.written = self.written or later.written
+
     @property
     def changed(self) -> bool:
         return bool(

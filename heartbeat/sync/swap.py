@@ -13,7 +13,7 @@ the temporary name and can be read back. If it is not ``expected`` (an atomic re
 in between), the two are exchanged back. An in-place or appending writer that opened the old
 file before the exchange writes into the inode that is now at the temporary name, which
 nobody else can open any more: hb waits until no program holds it open for writing (a read
-lease is granted only then, at most :data:`QUIET_MAX` seconds) and reads it once more, so a
+lease is granted only then, at most ``files.QUIET_MAX`` seconds) and reads it once more, so a
 change there undoes the swap the same way. Where leases are refused (a file another user
 owns, a filesystem without them) the wait is a fixed :data:`SETTLE`, and a writer that stays
 descheduled longer than that between its open and its write can still be lost. Where the
@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from heartbeat.sync.files import QUIET_MAX, no_writers, read_fd, read_quiet
 from heartbeat.sync.textmerge import merge3
 
 SETTLE = 0.02  # seconds an in-place writer of the old file has to land before it is dropped
@@ -106,66 +107,26 @@ def target_of(path: Path) -> Path:
 
 
 def _read(path: Path) -> str | None:
+    """The file's text, read when no other program is half-way through writing it in place."""
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            return fh.read()
+        return read_quiet(path).decode("utf-8", errors="surrogateescape")
     except FileNotFoundError:
         return None
 
 
-def _read_fd(fd: int) -> str:
-    size = os.fstat(fd).st_size
-    chunks = []
-    offset = 0
-    while True:
-        chunk = os.pread(fd, max(size - offset, 65536), offset)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        offset += len(chunk)
-    return b"".join(chunks).decode("utf-8", errors="surrogateescape")
-
-
-QUIET_MAX = 2.0  # seconds hb waits for another program to close the old file it is writing
-_F_SETLEASE = 1024  # fcntl.h (Linux)
-
-
 def _settled(path: Path, settle: float) -> str | None:
     """The text of the file at ``path`` once no other program has it open for writing: an
-    in-place writer that opened it before the exchange has then finished (a read lease can be
-    taken only while nobody holds the file open to write). Where leases are not available (a
-    file of another owner, a filesystem without them, not Linux), after ``settle`` seconds."""
+    in-place writer that opened it before the exchange has then finished (see
+    :func:`heartbeat.sync.files.no_writers`; where leases are refused, after ``settle``)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     try:
-        _quiet(fd, settle)
-        return _read_fd(fd)
+        with no_writers(fd, fallback=settle):
+            return read_fd(fd).decode("utf-8", errors="surrogateescape")
     finally:
         os.close(fd)
-
-
-def _quiet(fd: int, settle: float) -> None:
-    try:
-        import fcntl
-    except ImportError:  # not a POSIX system
-        time.sleep(settle)
-        return
-    deadline = time.monotonic() + QUIET_MAX
-    while True:
-        try:
-            fcntl.fcntl(fd, _F_SETLEASE, fcntl.F_RDLCK)
-        except OSError as exc:
-            if exc.errno == errno.EAGAIN:  # a writer still has it open
-                if time.monotonic() < deadline:
-                    time.sleep(0.001)
-                    continue
-                return
-            time.sleep(settle)  # leases refused here: the fixed settling time instead
-            return
-        fcntl.fcntl(fd, _F_SETLEASE, fcntl.F_UNLCK)
-        return
 
 
 def _sync_dir(directory: Path) -> None:

@@ -609,11 +609,11 @@ def test_a_failed_re_render_after_the_commit_does_not_hide_the_claim(
     path = _exported(hb, workspace, LEGACY_DOC)
     before = path.read_text()
 
-    def disk_full(target: Path, text: str) -> None:
+    def disk_full(target: Path, text: str, expected: str | None, **_kw: object) -> None:
         raise OSError(28, "No space left on device", str(target))
 
     with monkeypatch.context() as patched:
-        patched.setattr("heartbeat.sync.queue_files.atomic_write", disk_full)
+        patched.setattr("heartbeat.sync.queue_files.replace_if", disk_full)
         with Ledger.open(workspace=workspace) as ledger:
             assert ledger.pop(worker="w1")["id"] == "a"  # the caller gets its task
             assert ledger.notices == [

@@ -1,0 +1,156 @@
+"""Write-backs: what the workspace files must become, recorded with the commit that decided it.
+
+A sync commits the ledger first and writes the files after (a file cannot join a database
+transaction). If that write does not land — the process is killed, the directory is
+read-only, the disk is full — the file still holds the text the sync read, while the ledger
+already records the file as rewritten. Read as a user's edit, that old text would undo the
+commit (a completed task reopened, a recurrence fired twice). So the sync records, in the same
+transaction, a write-back per file: the text it read (``before``, kept whole) and the digest of
+the text it is about to write (``after``). The next sync looks first:
+
+- the file still holds ``before``: the write did not land. The file is read as the text hb
+  meant to write (the kind's baseline), so the ledger's version is rendered again, not
+  imported;
+- it holds ``after``: the write landed; nothing to do;
+- anything else, while the write has not landed: somebody edited the file since — the file
+  that held the old text. It is synced against that old text, not against what hb meant to
+  write, so entries hb added, which the editor never saw, are not taken as removed by them.
+
+A landed write keeps its row, marked with the file's modification time, for one more sync: a
+runtime that read the file just before hb's write and saved its own copy just after (the
+claude-skills heartbeat.py, a read-modify-write without a lock) overwrites hb's text with one
+made from the old text. A file changed within :data:`STALE_WRITE` of hb's write is therefore
+synced against the old text too. Rows live in ``sync_state`` under ``wb:<kind>``, in
+plain SQL (the sync runs with or without SQLAlchemy).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from heartbeat.db.plain import Conn
+from heartbeat.sync import bookmarks
+from heartbeat.sync.files import digest
+
+PREFIX = "wb:"  # sync_state.kind holds 16 characters: "wb:errors-json" fits
+STALE_WRITE = 1_000_000_000  # ns after hb's write within which a change may be a stale copy
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A write-back: the text the sync read and the digest of the text it wrote (or meant to);
+    ``landed``: the file's modification time (ns) right after hb's write landed, else None."""
+
+    kind: str
+    path: str
+    before: str | None  # the digest of before_text; None: there was no file
+    after: str
+    before_text: str | None = None
+    landed: int | None = None
+
+    def state(self, text: str | None, mtime: int | None = None) -> str:
+        """What the file's current ``text`` (modified at ``mtime``) says: ``landed`` (it holds
+        hb's text), ``unwritten`` (still the text read, hb's write never landed), ``edited``
+        (changed from the text read: sync against that), or ``done`` (a later edit of hb's)."""
+        current = None if text is None else digest(text)
+        if current == self.after:
+            return "landed"
+        if self.landed is None:
+            return "unwritten" if current == self.before else "edited"
+        if mtime is not None and mtime - self.landed < STALE_WRITE:
+            return "edited"  # within moments of hb's write: a copy made from the old text
+        return "done"
+
+
+def record(db: Conn, kind: str, path: Path, before: str | None, after: str, now: datetime) -> None:
+    """In the sync's transaction: ``path`` must become ``after`` (it held ``before``)."""
+    bookmarks.save(
+        db,
+        PREFIX + kind,
+        path=str(path),
+        content_hash=digest(after),
+        size=len(after.encode("utf-8")),
+        synced_at=now,
+        skeleton={"before": None if before is None else digest(before), "text": before},
+    )
+
+
+def pending(db: Conn, kinds: list[str] | tuple[str, ...]) -> dict[str, Pending]:
+    """The write-backs of ``kinds`` on record."""
+    out: dict[str, Pending] = {}
+    for kind in kinds:
+        row = bookmarks.load(db, PREFIX + kind)
+        if row is None or row["content_hash"] is None:
+            continue
+        skeleton: dict[str, Any] = row["skeleton"] or {}
+        text = skeleton.get("text")
+        landed = skeleton.get("landed")
+        out[kind] = Pending(
+            kind,
+            row["path"],
+            skeleton.get("before"),
+            row["content_hash"],
+            text if isinstance(text, str) else None,
+            landed if isinstance(landed, int) else None,
+        )
+    return out
+
+
+def mark_landed(db: Conn, written: dict[str, Path]) -> None:
+    """The files now hold hb's text: note each one's modification time (see STALE_WRITE)."""
+    for kind, path in written.items():
+        row = bookmarks.load(db, PREFIX + kind)
+        if row is None:
+            continue
+        try:
+            mtime = os.stat(path).st_mtime_ns
+        except OSError:
+            mtime = 0
+        bookmarks.save(
+            db,
+            PREFIX + kind,
+            path=row["path"],
+            content_hash=row["content_hash"],
+            size=row["size"],
+            synced_at=row["synced_at"],
+            skeleton={**(row["skeleton"] or {}), "landed": mtime},
+        )
+
+
+def clear(db: Conn, kinds: list[str] | tuple[str, ...]) -> None:
+    for kind in kinds:
+        db.execute("DELETE FROM sync_state WHERE kind = :kind", {"kind": PREFIX + kind})
+
+
+def remembered_text(db: Conn, kind: str) -> str | None:
+    """The text hb last read or wrote for ``kind`` as the JSON files and PROACTIVE.md keep it
+    (``sync_state.skeleton["text"]``, see :func:`heartbeat.sync.queue_files.remember`), when
+    its digest is the recorded one."""
+    row = bookmarks.load(db, kind)
+    if row is None:
+        return None
+    text = (row["skeleton"] or {}).get("text")
+    if not isinstance(text, str) or digest(text) != row["content_hash"]:
+        return None
+    return text
+
+
+def rebase(db: Conn, kind: str, path: Path, text: str | None, now: datetime) -> None:
+    """Make ``text`` the kind's baseline again, as :func:`heartbeat.sync.queue_files.remember`
+    keeps it: the file a concurrent writer edited was this text, not the one hb wrote over it."""
+    if text is None:
+        db.execute("DELETE FROM sync_state WHERE kind = :kind", {"kind": kind})
+        return
+    bookmarks.save(
+        db,
+        kind,
+        path=str(path),
+        content_hash=digest(text),
+        size=len(text.encode("utf-8")),
+        synced_at=now,
+        skeleton={"text": text},
+    )

@@ -1,0 +1,222 @@
+"""A write-back that did not land must not undo the commit; a file hb may not write is left.
+
+The sync commits, then writes the files. When that write fails or is killed, the file still
+holds the text the sync read: the next sync must render the ledger's version again, not take
+the old text for a user's edit (that reopened tasks, reverted claims, fired recurrences twice).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from heartbeat import Ledger
+from heartbeat.sync import swap
+from tests.conftest import Runner
+
+ROOT = Path(__file__).resolve().parents[2]
+NOW = "2026-05-01T09:00:00Z"
+
+
+def tasks_file(workspace: Path) -> Path:
+    return workspace / ".agent" / "state" / "tasks.json"
+
+
+def seed_queue(hb: Runner, workspace: Path, *ids: str) -> Path:
+    path = tasks_file(workspace)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pending = [{"id": i, "priority": "high", "description": f"do {i}"} for i in ids]
+    path.write_text(
+        json.dumps({"pending": pending, "in_progress": [], "completed": [], "failed": []}, indent=2)
+    )
+    hb("--now", NOW, "sync")
+    return path
+
+
+@contextmanager
+def writes_fail(monkeypatch: pytest.MonkeyPatch, code: int = errno.EROFS) -> Iterator[None]:
+    """Every workspace-file write fails as on a read-only file system."""
+
+    def refuse(path: Path, *_a: Any, **_k: Any) -> swap.Swapped:
+        raise OSError(code, os.strerror(code), str(path))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(swap, "replace_if", refuse)
+        for module in ("heartbeat.sync.queue_files", "heartbeat.compat.files"):
+            patch.setattr(f"{module}.replace_if", refuse)
+        yield
+
+
+def statuses(path: Path) -> dict[str, list[str]]:
+    doc = json.loads(path.read_text())
+    return {name: [t["id"] for t in doc.get(name, [])] for name in ("pending", "in_progress", "completed")}
+
+
+def test_a_sync_whose_write_failed_does_not_undo_the_claim(
+    hb_db: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = seed_queue(hb_db, workspace, "t1", "t2")
+    assert hb_db.json("--now", NOW, "pop")["id"] == "t1"
+    before = path.read_bytes()
+    with writes_fail(monkeypatch):
+        result = hb_db("--now", NOW, "sync")  # commits, then cannot write tasks.json
+    assert "not written; the next hb sync writes it" in result.stderr
+    assert path.read_bytes() == before  # still shows t1 pending
+    hb_db("--now", NOW, "sync")  # the write-back lands now
+    assert statuses(path) == {"pending": ["t2"], "in_progress": ["t1"], "completed": []}
+    assert hb_db.json("show", "t1")["status"] == "doing"  # the old file did not take the claim back
+    assert hb_db.json("--now", NOW, "pop")["id"] == "t2"  # and t1 is not handed out twice
+
+
+def test_a_sync_whose_write_failed_does_not_reopen_a_completed_task(
+    hb_db: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = seed_queue(hb_db, workspace, "t1", "t2")
+    hb_db.json("--now", NOW, "pop")
+    hb_db("--now", NOW, "sync")  # tasks.json shows t1 in progress
+    hb_db("--now", NOW, "complete", "t1", "--outcome", '{"ok": true}')
+    with writes_fail(monkeypatch):
+        hb_db("--now", NOW, "sync")
+    assert statuses(path)["in_progress"] == ["t1"]  # the write did not land
+    hb_db("--now", NOW, "sync")
+    assert hb_db.json("show", "t1")["status"] == "done"
+    assert statuses(path) == {"pending": ["t2"], "in_progress": [], "completed": ["t1"]}
+
+
+def test_a_failed_auto_export_leaves_the_next_sync_to_write_it(
+    hb_db: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = seed_queue(hb_db, workspace, "t1")
+    hb_db("config", "set", "sync.auto_export", "true")
+    with writes_fail(monkeypatch):
+        popped = hb_db("--now", NOW, "pop")
+    assert json.loads(popped.stdout)["id"] == "t1"
+    assert "were not re-rendered" in popped.stderr
+    assert statuses(path)["pending"] == ["t1"]
+    hb_db("--now", NOW, "sync")
+    assert statuses(path) == {"pending": [], "in_progress": ["t1"], "completed": []}
+    assert hb_db.json("show", "t1")["status"] == "doing"
+
+
+def test_a_state_file_write_that_failed_keeps_what_hb_recorded(
+    hb_db: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = workspace / "memory" / "heartbeat-state.json"
+    path.parent.mkdir()
+    path.write_text('{"proactiveChat": {"enabled": true, "lastConversationAt": null}, "lastChecks": {}}\n')
+    hb_db("--now", NOW, "sync")
+    hb_db("--now", "2026-05-01T10:00:00Z", "seen")
+    with writes_fail(monkeypatch):
+        hb_db("--now", "2026-05-01T10:00:00Z", "sync")
+    assert json.loads(path.read_text())["proactiveChat"]["lastConversationAt"] is None
+    hb_db("--now", "2026-05-01T10:05:00Z", "sync")
+    seen = json.loads(path.read_text())["proactiveChat"]["lastConversationAt"]
+    assert seen is not None and seen.startswith("2026-05-01T")
+
+
+def test_a_read_only_file_is_left_as_it_is_and_written_once_it_may(hb: Runner, workspace: Path) -> None:
+    path = seed_queue(hb, workspace, "t1")
+    hb.json("--now", NOW, "pop")
+    path.chmod(0o444)
+    before = path.read_bytes()
+    result = hb("--now", NOW, "sync")
+    assert f"{path}: read-only (mode 0444): left as it is" in result.stderr
+    assert path.read_bytes() == before and path.stat().st_mode & 0o777 == 0o444
+    again = hb("--now", NOW, "sync")  # still pending, still refused, still one line
+    assert "read-only" in again.stderr and path.read_bytes() == before
+    path.chmod(0o644)
+    hb("--now", NOW, "sync")
+    assert statuses(path)["in_progress"] == ["t1"]
+
+
+def test_a_dangling_symlink_is_not_followed_to_create_a_file(
+    hb: Runner, workspace: Path, tmp_path: Path
+) -> None:
+    hb("--now", NOW, "add", "queued work")
+    outside = tmp_path / "outside" / "tasks.json"
+    outside.parent.mkdir()
+    link = tasks_file(workspace)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside)
+    result = hb("--now", NOW, "sync")
+    assert "a symlink to nothing (hb does not create its target)" in result.stderr
+    assert not outside.exists() and link.is_symlink()
+
+
+WRITE_THEN_DIE = """
+import os, signal, sys
+from pathlib import Path
+from heartbeat.cli.main import main
+from heartbeat.sync import swap
+
+def die(path, text, expected, **kw):
+    target = swap.target_of(Path(path))
+    half = target.with_name(f".{target.name}.killed.tmp")  # a temp file half written
+    half.write_text(text[: len(text) // 2])
+    os.kill(os.getpid(), signal.SIGKILL)
+
+swap.replace_if = die
+import heartbeat.sync.queue_files as q
+q.replace_if = die
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _killed(workspace: Path, db: str | None, *args: str) -> None:
+    env = {**os.environ, "HB_WORKSPACE": str(workspace), "PYTHONPATH": str(ROOT)}
+    if db:
+        env["HB_DATABASE_URL"] = db
+    proc = subprocess.run(
+        [sys.executable, "-c", WRITE_THEN_DIE, *args], env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+
+
+def test_sigkill_at_the_write_after_the_commit(hb_db: Runner, workspace: Path) -> None:
+    path = seed_queue(hb_db, workspace, "t1", "t2")
+    hb_db.json("--now", NOW, "pop")
+    before = path.read_bytes()
+    _killed(workspace, hb_db.env.get("HB_DATABASE_URL"), "--now", NOW, "sync")
+    assert path.read_bytes() == before
+    assert list(path.parent.glob(".tasks.json.*.tmp"))  # what the killed write left
+    hb_db("--now", NOW, "sync")
+    assert not list(path.parent.glob(".tasks.json.*.tmp"))  # removed by the next run
+    assert statuses(path) == {"pending": ["t2"], "in_progress": ["t1"], "completed": []}
+    assert hb_db.json("show", "t1")["status"] == "doing"
+
+
+def test_an_edit_made_after_a_write_that_did_not_land_is_still_imported(
+    hb: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that differs from both the text read and the text meant is a user's edit."""
+    path = seed_queue(hb, workspace, "t1")
+    hb.json("--now", NOW, "pop")
+    with writes_fail(monkeypatch):
+        hb("--now", NOW, "sync")
+    doc = json.loads(path.read_text())
+    doc["pending"].append({"id": "t9", "priority": "low", "description": "added by hand"})
+    path.write_text(json.dumps(doc, indent=2))
+    hb("--now", NOW, "sync")
+    assert hb.json("show", "t9")["title"] == "added by hand"
+    assert "t9" in statuses(path)["pending"]
+
+
+def test_the_ledger_api_reports_a_write_that_did_not_land(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Ledger.open(workspace=workspace, now=NOW) as ledger:
+        ledger.add("queued work")
+        with writes_fail(monkeypatch):
+            result = ledger.sync()
+        assert any("not written" in n for n in ledger.notices)
+        assert [r["written"] for r in result["reports"] if r["kind"] == "tasks-json"] == [True]
