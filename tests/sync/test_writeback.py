@@ -220,3 +220,84 @@ def test_the_ledger_api_reports_a_write_that_did_not_land(
             result = ledger.sync()
         assert any("not written" in n for n in ledger.notices)
         assert [r["written"] for r in result["reports"] if r["kind"] == "tasks-json"] == [True]
+
+
+RECUR = (
+    '---\ncreated_at: "2026-05-01T00:00:00Z"\nupdated_at: "2026-05-01T00:00:00Z"\nrecurring_count: 1\n---\n\n'
+    "# TODO Recurring\n\n- [ ] [Next](2026-05-01 09:00), [Repeat](daily), [TZ](UTC) | Water the plants\n"
+)
+
+
+def _recurring_workspace(hb: Runner, workspace: Path) -> None:
+    (workspace / "TODO.RECUR.md").write_text(RECUR)
+    (workspace / "TODO.md").write_text(
+        '---\ncreated_at: "2026-05-01T00:00:00Z"\nupdated_at: "2026-05-01T00:00:00Z"\nopen_count: 0\n---\n\n'
+        "# TODO Work In Progress (WIP)\n\n"
+    )
+    hb("--now", "2026-05-01T08:00:00Z", "init", "--timezone", "UTC")
+    hb("config", "set", "recur.materialize", "true")
+    hb("--now", "2026-05-01T08:00:00Z", "sync")
+
+
+def _materialized(workspace: Path) -> list[str]:
+    return [ln for ln in (workspace / "TODO.md").read_text().splitlines() if "Water the plants" in ln]
+
+
+def test_a_killed_heartbeat_does_not_fire_its_recurrence_twice(hb_db: Runner, workspace: Path) -> None:
+    _recurring_workspace(hb_db, workspace)
+    _killed(workspace, hb_db.env.get("HB_DATABASE_URL"), "--now", "2026-05-01T09:10:00Z", "heartbeat")
+    assert _materialized(workspace) == []  # killed at the write, after the commit
+    hb_db("--now", "2026-05-01T09:40:00Z", "heartbeat")
+    assert len(_materialized(workspace)) == 1
+    assert "[Next](2026-05-02 09:00)" in (workspace / "TODO.RECUR.md").read_text()
+    hb_db("--now", "2026-05-01T10:10:00Z", "heartbeat")  # and later ticks add nothing
+    assert len(_materialized(workspace)) == 1
+    assert len([t for t in hb_db.json("list") if "Water the plants" in t["title"]]) == 1
+
+
+def test_a_heartbeat_that_could_not_write_does_not_fire_twice(
+    hb_db: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _recurring_workspace(hb_db, workspace)
+    with writes_fail(monkeypatch):
+        result = hb_db("--now", "2026-05-01T09:10:00Z", "heartbeat")
+    assert "not written; the next hb sync writes it" in result.stderr
+    assert _materialized(workspace) == []
+    hb_db("--now", "2026-05-01T09:40:00Z", "heartbeat")
+    hb_db("--now", "2026-05-01T10:10:00Z", "heartbeat")
+    assert len(_materialized(workspace)) == 1
+    assert "[Next](2026-05-02 09:00)" in (workspace / "TODO.RECUR.md").read_text()
+
+
+def test_done_whose_sync_could_not_write_is_not_reopened(
+    hb_db: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (workspace / "TODO.md").write_text(
+        "# TODO Work In Progress (WIP)\n\n- [ ] [Created](2026-05-01 08:00) | Send the invoice\n"
+    )
+    hb_db("--now", NOW, "sync")
+    [task] = hb_db.json("list")
+    hb_db("--now", NOW, "done", task["id"])
+    with writes_fail(monkeypatch):
+        hb_db("--now", NOW, "sync")
+    assert "Send the invoice" in (workspace / "TODO.md").read_text()  # the write did not land
+    hb_db("--now", NOW, "sync")
+    assert hb_db.json("show", task["id"])["status"] == "done"
+    assert "Send the invoice" not in (workspace / "TODO.md").read_text()
+    assert "- [x] [Created](2026-05-01 08:00), [Done](" in (workspace / "TODO.DONE.md").read_text()
+
+
+def test_a_read_only_todo_md_is_respected(hb: Runner, workspace: Path) -> None:
+    todo = workspace / "TODO.md"
+    todo.write_text("# TODO Work In Progress (WIP)\n\n- [ ] [Created](2026-05-01 08:00) | Send the invoice\n")
+    hb("--now", NOW, "sync")
+    [task] = hb.json("list")
+    hb("--now", NOW, "done", task["id"])
+    todo.chmod(0o444)
+    result = hb("--now", NOW, "sync")
+    assert f"{todo}: read-only (mode 0444): left as it is" in result.stderr
+    assert "Send the invoice" in todo.read_text() and todo.stat().st_mode & 0o777 == 0o444
+    todo.chmod(0o644)
+    hb("--now", NOW, "sync")
+    assert "Send the invoice" not in todo.read_text()
+    assert hb.json("show", task["id"])["status"] == "done"
