@@ -177,7 +177,9 @@ def _missed(value: str) -> str:
 
 
 def _zone_of(row: Recurrence, workspace_zone: ZoneInfo) -> ZoneInfo:
-    return load_zone(row.tz) if row.tz else workspace_zone
+    from heartbeat.formats.todo import rule_zone
+
+    return rule_zone(row.tz, workspace_zone)  # none or "Local" (TODO.RECUR.md): the workspace's
 
 
 def _first_occurrence(repeat: Repeat, anchor: datetime, zone: ZoneInfo) -> datetime:

@@ -54,13 +54,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from heartbeat.clock import isoformat, load_zone
+from heartbeat.clock import isoformat
 from heartbeat.db import plain
 from heartbeat.db.plain import Conn, in_list
 from heartbeat.db.shape import RECURRENCES, TASK_EVENTS, TASKS, Shape
 from heartbeat.db.status import ACTIVE_STATUSES, TaskStatus
 from heartbeat.errors import FileFormatError, InvalidInput
+from heartbeat.formats import go_text
 from heartbeat.formats import todo as fmt
+from heartbeat.formats.go_text import trim_space
 from heartbeat.formats.todo import Entry, TodoKind
 from heartbeat.rules.repeat import parse_repeat
 from heartbeat.sync import bookmarks
@@ -110,8 +112,8 @@ def _short(text: str) -> str:
 
 
 def _content(title: str) -> str:
-    """A title as one entry line's content: one line (only LF ends one), trimmed."""
-    return " ".join(title.split()) if "\n" in title else title.strip()
+    """A title as one entry line's content: one line (only LF ends one), trimmed as Go trims."""
+    return " ".join(go_text.fields(title)) if "\n" in title else trim_space(title)
 
 
 def _entry_id(entry: Entry | None) -> str | None:
@@ -140,11 +142,12 @@ def _body(line: str) -> str:
 
 
 def _front_matter_end(lines: Sequence[str]) -> int:
-    """How many lines the front matter spans (0: none; all: unterminated)."""
-    if not lines or _body(lines[0]).removeprefix(fmt.BOM).strip() != "---":
+    """How many lines a front matter spans (0: none; all: unterminated), also one after a BOM
+    that the runtime reads as entry lines."""
+    if not lines or trim_space(trim_space(_body(lines[0])).removeprefix(fmt.BOM)) != "---":
         return 0
     for index in range(1, len(lines)):
-        if _body(lines[index]).strip() == "---":
+        if trim_space(_body(lines[index])) == "---":
             return index + 1
     return len(lines)
 
@@ -806,7 +809,7 @@ class _Recurrences(_Family):
         if not data.enabled or not data.next_local or fmt._parse_stamp(data.next_local) is None:
             return False
         try:
-            repeat = parse_repeat(data.rule)
+            repeat = parse_repeat(data.rule, any_step=True)
         except ValueError:
             return False
         return self.dialect == "extended" or repeat.runtime_readable
@@ -820,7 +823,7 @@ class _Recurrences(_Family):
     def _rule_text(rule: str) -> str:
         """The Repeat value for a rule: as written, cron with ';' for ','."""
         try:
-            repeat = parse_repeat(rule)
+            repeat = parse_repeat(rule, any_step=True)
         except ValueError:
             return rule
         return rule if repeat.runtime_readable else repeat.render()
@@ -874,7 +877,7 @@ class _Recurrences(_Family):
         from heartbeat.rules.recurrence import resolve_next  # croniter loads only when needed
 
         stored = rule["next_at"] if rule is not None and rule["tz"] == tz else None
-        return resolve_next(next_local, load_zone(tz) if tz else self.ledger.zone, stored)
+        return resolve_next(next_local, fmt.rule_zone(tz, self.ledger.zone), stored)
 
     def history(
         self, row: dict[str, Any], kind: str, detail: dict[str, Any], before: dict[str, Any] | None = None
@@ -1034,16 +1037,10 @@ def _insert_rows(db: Conn, shape: Shape, rows: list[dict[str, Any]]) -> list[int
 # --- reading the files ---------------------------------------------------------------------
 
 
-def _classify(kind: TodoKind, raw: str, dialect: str) -> Entry | str | None:
+def _classify(kind: TodoKind, raw: str, dialect: str, *, first: bool = False) -> Entry | str | None:
     """What the runtime makes of a line outside any HTML comment: an entry, a reason it is
-    not one (a malformed line), or None (blank or heading)."""
-    stripped = raw.strip()
-    if not stripped or stripped.startswith("#"):
-        return None
-    try:
-        return fmt.parse_entry(stripped, kind, dialect=dialect)
-    except ValueError as exc:
-        return str(exc)
+    not one (a malformed line), or None (blank or heading). ``first``: line 1 (a BOM)."""
+    return fmt.classify(raw, kind, dialect, first=first)
 
 
 def _read(kind: str, path: Path, text: str | None, dialect: str) -> _File:
@@ -1058,29 +1055,35 @@ def _read(kind: str, path: Path, text: str | None, dialect: str) -> _File:
         items = [_Item(kind, ln.number, ln.text, ln.entry) for ln in doc.lines if ln.entry is not None]
         return _File(kind, path, text, items, _doc_warnings(doc), doc)
     lines = _split_lines(text)
-    start = _front_matter_end(lines)
-    if start:
-        _parse_doc(kind, path, "".join(lines[:start]), dialect)  # the front matter must be YAML
-    warnings: list[tuple[int, str, str]] = []
-    for index in range(start, len(lines)):
-        raw = _body(lines[index])
-        seen = raw.removeprefix(fmt.BOM) if index == 0 else raw
-        got = _classify(todo_kind, seen, dialect)
+    bodies = [_body(line) for line in lines]
+    front = fmt.read_front_matter(bodies)
+    warnings = [(w.line, w.text, w.reason) for w in front.notes]
+    for index in range(front.end, len(lines)):
+        raw = bodies[index]
+        got = _classify(todo_kind, raw, dialect, first=index == 0)
         if isinstance(got, Entry):
             items.append(_Item(kind, index + 1, raw, got))
-        elif got is not None:
+            note = fmt.entry_note(got)
+            if note is not None:
+                warnings.append((index + 1, raw, note))
+        elif got is not None and index >= front.shadow:  # the shadow: front matter as written
             warnings.append((index + 1, raw, got))
+    if front.scanned:
+        long = next((i for i in range(1, len(lines)) if _over_limit(lines[i], bodies[i])), None)
+        if long is not None:
+            warnings.append((long + 1, bodies[long], fmt.scanner_note(long < front.end)))
+            warnings.sort(key=lambda w: w[0])
     return _File(kind, path, text, items, warnings)
 
 
+def _over_limit(line: str, body: str) -> bool:
+    """Whether mistermorph's line scanner stops at this line (see formats.todo.SCANNER_LIMIT)."""
+    return fmt.over_scanner_limit(body, "\r\n" if line.endswith("\r\n") else "")
+
+
 def _doc_warnings(doc: fmt.Document) -> list[tuple[int, str, str]]:
-    """The lines kept but not understood, and the entries whose HTML comment hides lines below."""
-    out = [(w.line, w.text, w.reason) for w in doc.warnings]
-    texts = {ln.number: ln.text for ln in doc.lines}
-    for number, end in fmt.comments_opened_in_entries(doc):
-        hidden = f"line {end}" if end == number + 1 else f"lines {number + 1}-{end}"
-        out.append((number, texts[number], f"an HTML comment opens in this entry and hides {hidden}"))
-    return sorted(out, key=lambda w: w[0])
+    """The lines kept but not understood, and what else the reader says about lines."""
+    return [(w.line, w.text, w.reason) for w in doc.warnings]
 
 
 def _parse_doc(kind: str, path: Path, text: str, dialect: str) -> fmt.Document:
@@ -1126,6 +1129,8 @@ def _diff(stored: _Stored, base: str | None, text: str | None, dialect: str) -> 
         return None  # the first line (a BOM) or the front matter changed
     if len(old) - s - p > _TARGETED_MAX or len(new) - s - p > _TARGETED_MAX:
         return None
+    if any(_over_limit(line, _body(line)) for line in (*old[p : len(old) - s], *new[p : len(new) - s])):
+        return None  # which line mistermorph's scanner stops at may move: read the whole file
     return _Diff(old, new, p, len(old) - s, len(new) - s)
 
 
@@ -1737,6 +1742,9 @@ def _targeted(
             got = _classify(todo_kind, raw, dialect)
             if isinstance(got, Entry):
                 items.append(_Item(kind, index + 1, raw, got))
+                note = fmt.entry_note(got)
+                if note is not None:
+                    found.append((index + 1, raw, note))
             elif got is not None:
                 found.append((index + 1, raw, got))
         delta = d.new_end - d.old_end
@@ -1901,7 +1909,7 @@ def _neighbour(family: _Tasks, kind: str, lines: Sequence[str], order: range, di
         if looked > 50:
             return None
         raw = _body(lines[index])
-        got = _classify(todo_kind, raw.removeprefix(fmt.BOM) if index == 0 else raw, dialect)
+        got = _classify(todo_kind, raw, dialect, first=index == 0)
         if not isinstance(got, Entry):
             continue
         record = family.entry_record(kind, got)
