@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import operator
 import os
@@ -52,7 +53,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from heartbeat.clock import isoformat
 from heartbeat.db import plain
@@ -472,9 +473,9 @@ class _Family:
     def incoming_order(self, kind: str, rows: list[_Row]) -> list[_Row]:
         return sorted(rows, key=lambda r: (r.position, r.pk))
 
-    def append_only(self, kind: str) -> bool:
-        """New rows go to the end of this file (else: by position)."""
-        return False
+    def arrivals(self, kind: str) -> str:
+        """Where rows arriving in this file go: ``top`` or ``end`` of its list, or ``position``."""
+        return "position"
 
     def merge(self, row: _Row, entry: Entry) -> Entry | None:
         """For a conflict (the line and the row both changed): the line's version with what the
@@ -637,13 +638,15 @@ class _Tasks(_Family):
             extra=(("ID", row.id),) if self.dialect == "extended" else (),
         )
 
-    def append_only(self, kind: str) -> bool:
-        return kind == "done"  # completing moves an entry to the end of TODO.DONE.md
+    def arrivals(self, kind: str) -> str:
+        # mistermorph's Complete puts the entry first in TODO.DONE.md's list
+        return "top" if kind == "done" else "position"
 
     def incoming_order(self, kind: str, rows: list[_Row]) -> list[_Row]:
-        if kind == "done":
+        if kind == "done":  # completed one by one, each on top: the latest first
+            rows = super().incoming_order(kind, rows)
             far = datetime.max.replace(tzinfo=UTC)
-            return sorted(rows, key=lambda r: (r.data.completed_at or far, r.position, r.pk))
+            return sorted(rows, key=lambda r: r.data.completed_at or far, reverse=True)
         return super().incoming_order(kind, rows)
 
     def report_kind(self, before: str | None, after: str) -> str:
@@ -852,8 +855,8 @@ class _Recurrences(_Family):
             extra=(("ID", row.id),) if self.dialect == "extended" else (),
         )
 
-    def append_only(self, kind: str) -> bool:
-        return True
+    def arrivals(self, kind: str) -> str:
+        return "end"
 
     def merge(self, row: _Row, entry: Entry) -> Entry | None:
         # hb moves Next past an occurrence that came due (materialize): an edit that left the
@@ -1552,7 +1555,10 @@ def _render(
         return None, [item_slot(it) for it in f.items]
 
     order: list[_Item | tuple[_Row, Entry]] = []
-    if family.append_only(kind):
+    arrive = family.arrivals(kind)
+    if arrive == "top":
+        order = [*arriving, *kept]
+    elif arrive == "end":
         order = [*kept, *arriving]
     else:
         pending = list(arriving)
@@ -1634,20 +1640,53 @@ def _unreport(report: SyncReport, row_id: str) -> None:
 
 
 def _positions(slots: Sequence[_Slot]) -> list[int]:
-    """File order as strictly increasing positions, changing as few rows as possible."""
+    """File order as strictly increasing positions, changing as few rows as possible: the
+    longest run of rows whose positions are already in order keep theirs (entries that
+    arrived on top of a list go below the first of them), the others fit in after."""
+    current = [slot.row.position if slot.row is not None else None for slot in slots]
+    keep = _in_order(current)
+    first = min(keep, default=None)
     out: list[int] = []
     prev: int | None = None
-    for index, slot in enumerate(slots):
-        current = slot.row.position if slot.row is not None else None
-        if current is not None and (prev is None or current > prev):
-            value = current
+    for index, position in enumerate(current):
+        if index in keep:
+            assert position is not None
+            value = position if prev is None or position > prev else prev + 1  # no room left: it moves
         elif prev is not None:
             value = prev + 1
+        elif first is not None:
+            value = cast(int, current[first]) - (first - index)
         else:
-            following = next((s.row.position for s in slots[index + 1 :] if s.row is not None), None)
-            value = following - 1 if following is not None else 0
+            value = index
         out.append(value)
         prev = value
+    return out
+
+
+def _in_order(values: Sequence[int | None]) -> set[int]:
+    """The indices of a longest strictly increasing run of the known values (not contiguous)."""
+    known = [(i, v) for i, v in enumerate(values) if v is not None]
+    if all(a[1] < b[1] for a, b in itertools.pairwise(known)):
+        return {i for i, _ in known}  # the usual case: already in order
+    import bisect
+
+    tails: list[int] = []  # the smallest last value of a run of each length
+    tail_index: list[int] = []
+    parent: dict[int, int | None] = {}
+    for i, v in known:
+        at = bisect.bisect_left(tails, v)
+        parent[i] = tail_index[at - 1] if at else None
+        if at == len(tails):
+            tails.append(v)
+            tail_index.append(i)
+        else:
+            tails[at] = v
+            tail_index[at] = i
+    out: set[int] = set()
+    cursor: int | None = tail_index[-1] if tail_index else None
+    while cursor is not None:
+        out.add(cursor)
+        cursor = parent[cursor]
     return out
 
 

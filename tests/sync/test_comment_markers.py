@@ -69,7 +69,7 @@ def test_a_completed_entry_that_opens_an_unclosed_comment_moves_to_done(run: Run
 def test_an_entry_the_done_file_cannot_take_keeps_its_line_in_todo(run: Runner, workspace: Path) -> None:
     todo, done = workspace / "TODO.md", workspace / "TODO.DONE.md"
     write(todo, HEADER + OPENS + PLAIN)
-    # a new last entry goes before this comment: a '<!--' in it would reach this '-->'
+    # a completed entry goes on top: a '<!--' in it would reach this '-->'
     write(done, "# TODO Done\n\n" + OLD_DONE + "<!-- notes -->\n")
     sync(run)
     by_title = ids(run)
@@ -87,8 +87,9 @@ def test_an_entry_the_done_file_cannot_take_keeps_its_line_in_todo(run: Runner, 
     assert report(out, "done")["completed"] == [plain]
     assert read(todo) == HEADER + OPENS
     assert read(done) == (
-        "# TODO Done\n\n" + OLD_DONE + "- [x] [Created](2026-05-01 12:42), [Done](2026-05-02 10:00) | plain\n"
-        "<!-- notes -->\n"
+        "# TODO Done\n\n- [x] [Created](2026-05-01 12:42), [Done](2026-05-02 10:00) | plain\n"
+        + OLD_DONE
+        + "<!-- notes -->\n"
     )
     rows = {r["id"]: r for r in todo_rows(workspace)}
     assert rows[opens]["status"] == "done"  # the ledger keeps what the user did
@@ -103,8 +104,9 @@ def test_an_entry_the_done_file_cannot_take_keeps_its_line_in_todo(run: Runner, 
     assert report(out, "done")["completed"] == [opens] and report(out, "done")["preserved"] == []
     assert read(todo) == HEADER
     assert read(done) == (
-        "# TODO Done\n\n" + OLD_DONE + "- [x] [Created](2026-05-01 12:42), [Done](2026-05-02 10:00) | plain\n"
+        "# TODO Done\n\n"
         "- [x] [Created](2026-05-01 12:41), [Done](2026-05-02 10:00) | fix the <!-- comment parser\n"
+        "- [x] [Created](2026-05-01 12:42), [Done](2026-05-02 10:00) | plain\n" + OLD_DONE
     )
 
 

@@ -265,7 +265,8 @@ def test_dry_run_reports_the_same_and_changes_nothing(hb_db: Runner, todo: Path,
     assert todo.read_bytes() != before_file
 
 
-def test_done_moves_the_task_to_the_end_of_todo_done_md(hb_db: Runner, todo: Path, workspace: Path) -> None:
+def test_done_moves_the_task_to_the_top_of_todo_done_md(hb_db: Runner, todo: Path, workspace: Path) -> None:
+    """mistermorph's Complete puts the completed entry first in TODO.DONE.md's list."""
     done_file = workspace / "TODO.DONE.md"
     old = "- [x] [Created](2026-04-20 08:00), [Done](2026-04-21 09:00) | Old chore"
     write(done_file, done_text(old))
@@ -280,9 +281,9 @@ def test_done_moves_the_task_to_the_end_of_todo_done_md(hb_db: Runner, todo: Pat
     assert "open_count: 1\n" in read(todo)
     lines = read(done_file).splitlines()
     assert lines[-2:] == [
-        old,
         "- [x] [Created](2026-05-01 12:41), [Done](2026-05-03 10:34), [ChatID](tg:-100123) | "
         "Remind [John](tg:@john) to submit report.",
+        old,
     ]
     assert "done_count: 2" in lines
     assert hb_db.json("show", john)["status"] == "done"
