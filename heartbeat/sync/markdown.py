@@ -2180,6 +2180,15 @@ def add_todo(
     from heartbeat import tasks as tasks_mod
 
     content = title.strip()
+    if chat_id is not None and chat_id.strip():
+        try:
+            chat_id = fmt.normalize_chat_id(chat_id)  # as mistermorph's AddWithChatID stores it
+        except ValueError as exc:
+            raise InvalidInput(
+                f"--chat-id {chat_id!r} is not a protocol:id reference like tg:-100123: {exc}"
+            ) from None
+    else:
+        chat_id = None
     entry = Entry(kind=TodoKind.TODO, content=content, created=now, chat_id=chat_id)
     problem = todo_title_problem(title, chat_id)
     if problem is not None:
