@@ -68,7 +68,7 @@ from heartbeat.formats.todo import Entry, TodoKind
 from heartbeat.rules.repeat import parse_repeat
 from heartbeat.sync import bookmarks
 from heartbeat.sync.engine import read_optional
-from heartbeat.sync.files import STATE, atomic_write, default_path, digest, other_file
+from heartbeat.sync.files import STATE, atomic_write, default_path, digest
 from heartbeat.sync.report import ImportReport, SyncReport
 
 if TYPE_CHECKING:
@@ -1989,6 +1989,8 @@ def import_family(family: _Family, kind: str, path: Path, text: str) -> ImportRe
 
     Importing the workspace's own file (its default path) also records the
     entries as synced, so the next ``hb sync`` sees no change on either side.
+    The text is recorded with the row of each entry (:class:`ImportedText`), in
+    the same transaction, for ``hb export`` to give it back.
     """
     baseline = path.resolve() == default_path(family.ledger.workspace, kind).resolve()
     f = _read(kind, path, text, family.dialect)
@@ -2014,6 +2016,7 @@ def import_family(family: _Family, kind: str, path: Path, text: str) -> ImportRe
     family.apply(changes, label)
     slots = [_Slot(kind, it, it.row, it.record, it.raw, it.number) for it in f.items if it.record is not None]
     reports = {kind: SyncReport(kind=kind, path=str(path))}
+    new_items = [s.item for s in slots if s.row is None and s.item is not None]
     if baseline:
         _finish(family, {kind: slots}, rows, final, label, reports)
     else:
@@ -2028,59 +2031,169 @@ def import_family(family: _Family, kind: str, path: Path, text: str) -> ImportRe
         items = [s.item for s in new if s.item is not None]
         reports[kind].added.extend(family.insert(items, positions, label))
     report.added = reports[kind].added
+    lines = {it.number: it.row.id for it in f.items if it.row is not None}
+    lines.update({it.number: new_id for it, new_id in zip(new_items, report.added, strict=True)})
+    ImportedText(str(path), text, lines, _Stored.load(family.db, kind).hash).save(family.db, kind, family.now)
     return report
 
 
+@dataclass(frozen=True)
+class ImportedText:
+    """The text of the file hb last imported (``hb import``) or exported to (``hb export``) for a
+    kind, with the row each of its entries went to: what ``hb export`` to a new file lays the
+    ledger over, so ``hb import todo SRC; hb export todo DST`` gives back SRC's text."""
+
+    path: str
+    text: str
+    rows: dict[int, str]  # line number -> row id
+    base: str | None  # the hash of the text hb had synced then (a later sync makes that newer)
+
+    @property
+    def text_hash(self) -> str:
+        return digest(self.text)
+
+    @staticmethod
+    def load(db: Conn, kind: str) -> ImportedText | None:
+        row = bookmarks.load(db, f"{kind}{_LAYOUT}")
+        skeleton = (row or {}).get("skeleton") or {}
+        if row is None or skeleton.get("by") != _LAYOUT_BY or not isinstance(skeleton.get("text"), str):
+            return None
+        rows = {int(n): str(i) for n, i in skeleton.get("rows", [])}
+        return ImportedText(row["path"], skeleton["text"], rows, skeleton.get("base"))
+
+    def save(self, db: Conn, kind: str, now: datetime) -> None:
+        skeleton = {"by": _LAYOUT_BY, "text": self.text, "rows": sorted(self.rows.items()), "base": self.base}
+        size = len(self.text.encode("utf-8"))
+        bookmarks.save(
+            db,
+            f"{kind}{_LAYOUT}",
+            path=self.path,
+            content_hash=digest(self.text),
+            size=size,
+            synced_at=now,
+            skeleton=skeleton,
+        )
+
+
+_LAYOUT = ".layout"  # sync_state kind suffix of an ImportedText
+_LAYOUT_BY = "markdown-layout"
+
+
 def render_family(family: _Family, kind: str, target: Path | None = None) -> str:
-    """The file as the ledger has it now, laid over the text hb last synced (comments and
-    unreadable lines kept); for ``target``, an existing file other than the workspace's, laid
-    over that file's own text (one that cannot be read is an error, never overwritten)."""
-    stored = _Stored.load(family.db, kind)
-    path = default_path(family.ledger.workspace, kind)
+    """The file as the ledger has it now, laid over a text hb knows; never over an entry hb
+    has not imported.
+
+    The text laid over is the target's own (``target`` None: the workspace's
+    file); for a file that does not exist, the newer of the text hb last
+    imported or exported (:class:`ImportedText`) and the text it last synced.
+    Every entry of an existing target must be one hb read, as written: an entry
+    the ledger has not imported (or a target hb cannot read) makes it refuse,
+    with InvalidInput naming path:line, so an export never loses an entry. With
+    ``target`` (a file about to be written), the result is recorded as the text
+    last exported.
+    """
+    db = family.db
+    stored = _Stored.load(db, kind)
+    workspace_file = default_path(family.ledger.workspace, kind)
+    path = target if target is not None else workspace_file
     dialect = _read_dialect(family.dialect, stored.dialect)
-    other = other_file(target, path)
-    if other is not None:
-        f = _read(kind, other, read_optional(other), dialect)
-        path = other
-    else:
-        base = _base_text(family.ledger.workspace, kind) if stored.ours else None
-        if base is not None and digest(base) != stored.hash:
-            base = None  # the copy is not the text the ledger recorded
-        try:
-            if base is None:
-                base = read_optional(path)  # never synced: lay the ledger over the workspace's file
-            f = _read(kind, path, base, dialect)
-        except FileFormatError:
-            f = _read(kind, path, None, dialect)
+    try:
+        current = read_optional(path)
+    except FileFormatError as exc:
+        if path.is_dir():
+            raise
+        raise InvalidInput(f"{exc}; hb export does not overwrite a file it cannot read") from None
+    imported = ImportedText.load(db, kind)
+    base = _base_text(family.ledger.workspace, kind) if stored.ours else None
+    if base is not None and digest(base) != stored.hash:
+        base = None  # the copy is not the text the ledger recorded
     rows = family.load()
-    for it in f.items:
-        it.record = family.entry_record(kind, it.entry) if it.entry is not None else None
+    by_id = {row.id: row for row in rows}
+    numbered: dict[int, str] | None = None  # the laid-over text is the imported one: its line -> row id
+    if current is not None:
+        laid = current
+        if imported is not None and digest(current) == imported.text_hash:
+            numbered = imported.rows
+    elif imported is not None and (base is None or imported.base == stored.hash):
+        laid, numbered = imported.text, imported.rows
+    elif base is not None:
+        laid = base
+    elif path.resolve() != workspace_file.resolve():
+        try:  # never synced: a copy of the workspace's file
+            laid = read_optional(workspace_file) or ""
+        except FileFormatError:
+            laid = ""
+    else:
+        laid = ""
+    f = _read(kind, path, laid if laid or current is not None else None, dialect)
+    known = _known_lines(family, kind, rows, base, imported, dialect) if numbered is None else set()
     by_line: dict[str, list[_Row]] = {}
     for row in sorted(rows, key=lambda r: (r.position, r.pk)):
         if row.base_place == kind and row.base_line is not None:
             by_line.setdefault(row.base_line, []).append(row)
+    if imported is not None and numbered is None:
+        for number, raw in _entry_lines(kind, imported.text, dialect):
+            found = by_id.get(imported.rows.get(number, ""))
+            if found is not None:
+                by_line.setdefault(raw, []).append(found)
     final: dict[int, _Record] = {}
+    taken: set[int] = set()
     for it in f.items:
-        candidates = by_line.get(it.raw)
-        found = candidates.pop(0) if candidates else None
-        if found is None or found.record.place != kind:
-            it.fate = "drop"
+        it.record = family.entry_record(kind, it.entry) if it.entry is not None else None
+        if numbered is not None:
+            found = by_id.get(numbered.get(it.number, ""))
+        else:
+            found = next((r for r in by_line.get(it.raw, ()) if r.pk not in taken), None)
+            if found is None and current is not None and it.raw not in known:
+                raise InvalidInput(
+                    f"{path}:{it.number}: this entry is not in the ledger (hb has not imported it), and "
+                    f"hb export does not overwrite it: run hb sync, or hb import {kind} {path}, first"
+                )
+        if found is None or found.pk in taken or found.record.place != kind:
+            it.fate = "drop"  # imported, and since then removed or moved in the ledger
             continue
+        taken.add(found.pk)
         it.row = found
         final[found.pk] = found.record
         if it.record != found.record:
             it.fate = "rewrite"
-    matched = {it.row.pk for it in f.items if it.row is not None}
-    incoming = [r for r in rows if r.pk not in matched and r.record.place == kind]
+    incoming = [r for r in rows if r.pk not in taken and r.record.place == kind]
     for row in incoming:
         final[row.pk] = row.record
     report = SyncReport(kind=kind, path=str(path))
-    text, _slots = _render(family, f, incoming, final, dialect, report)
-    if text is not None:
-        return text
-    if f.text is not None:
-        return f.text
-    return fmt.render(fmt.new_document(_KIND[kind], [], now=family.now, dialect=dialect))
+    text, slots = _render(family, f, incoming, final, dialect, report)
+    if text is None:
+        text = (
+            f.text
+            if f.text is not None
+            else fmt.render(fmt.new_document(_KIND[kind], [], now=family.now, dialect=dialect))
+        )
+    if target is not None:
+        lines = {slot.number: slot.row.id for slot in slots if slot.row is not None and slot.number}
+        ImportedText(str(path), text, lines, stored.hash).save(db, kind, family.now)
+    return text
+
+
+def _entry_lines(kind: str, text: str, dialect: str) -> list[tuple[int, str]]:
+    """(line number, text as written) of every entry of a text."""
+    return [(it.number, it.raw) for it in _read(kind, Path(kind), text, dialect).items]
+
+
+def _known_lines(
+    family: _Family,
+    kind: str,
+    rows: Sequence[_Row],
+    base: str | None,
+    imported: ImportedText | None,
+    dialect: str,
+) -> set[str]:
+    """The entry lines hb has read, as written: those of the text it last synced and of the
+    text it last imported or exported, and the lines its rows were last synced from."""
+    known = {row.base_line for row in rows if row.base_place == kind and row.base_line is not None}
+    for text in (base, imported.text if imported is not None else None):
+        if text is not None:
+            known.update(raw for _number, raw in _entry_lines(kind, text, dialect))
+    return known
 
 
 def _importer(kind: str) -> Any:

@@ -614,3 +614,139 @@ def test_completed_entries_go_first_in_todo_done_md_latest_first(mm: Runner, wor
     assert [c for _, _, _, c in entries(read(done), TodoKind.DONE)] == ["task 1", "task 2", "task 0", "old"]
     rows = {r["title"]: r["position"] for r in todo_rows(workspace, mm.env["HB_DATABASE_URL"])}
     assert rows["task 1"] < rows["task 2"] < rows["task 0"] < rows["old"]
+
+
+# --- hb never writes over what it has not read; hb import then hb export gives the text back ----
+
+SOURCES = {
+    "todo": (
+        "---\n"
+        'created_at: "2026-05-01T03:41:00Z"  # by hand\n'
+        "open_count: 7\n"
+        "---\n"
+        "\n"
+        "# TODO Work In Progress (WIP)\n"
+        "<!-- kept: a note for people -->\n"
+        "\n"
+        "  - [ ]  [Created](2026-05-01  12:41) ,[ChatID](TG : -100) |  spaced out  \r\n"
+        "- [ ] [Craeted](2026-05-01 12:42) | a typo hb keeps\n"
+        "- [ ] [Created](2026-05-01 12:43) | joined <!-- across\n"
+        "- [ ] [Created](2026-05-01 12:44) | a commented-out entry\n"
+        "--> lines\n"
+        "notes: call Bob"
+    ),
+    "done": (
+        "# TODO Done\n\n"
+        "- [x] [Created](2026-04-01 12:41), [Done](2026-04-02 10:00) | with [a link](./x.md)\n"
+        "- [X] [Created](2026-04-01 12:41), [Done](2026-04-02 10:00) | capital X, kept\n"
+    ),
+    "recur": (
+        "---\nbad: [unclosed\n---\n# TODO Recurring\n\n"
+        "<!--\n- [ ] [Next](2026-05-07 15:00), [Repeat](weekly) | An example.\n-->\n"
+        "- [ ] [Next](2026-05-07  15:00), [Repeat](EVERY  2 days), [TZ](Local) | water the plants\n"
+        "- [ ] [Next](2026-05-07 15:00), [Repeat](every 01 days) | kept, unread\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", ["todo", "done", "recur"])
+def test_import_then_export_gives_back_the_exact_text(mm: Runner, workspace: Path, kind: str) -> None:
+    src, dst = workspace / "old" / "SRC.md", workspace / "DST.md"
+    src.parent.mkdir()
+    write(src, SOURCES[kind])
+    got = mm.json("import", kind, str(src), HB_NOW="2026-05-02T10:00:00Z")
+    assert got["added"]
+    assert mm.json("export", kind, str(dst), HB_NOW="2026-05-03T10:00:00Z")["written"] is True
+    assert read(dst) == SOURCES[kind]
+    assert mm("export", kind, "-").stdout_bytes == SOURCES[kind].encode()  # no workspace file: the same
+    assert mm.json("export", kind, str(dst))["written"] is False  # again: nothing changed
+
+
+def test_an_export_after_import_follows_the_ledger_and_keeps_the_rest(mm: Runner, workspace: Path) -> None:
+    src, dst = workspace / "SRC.md", workspace / "DST.md"
+    write(src, SOURCES["todo"])
+    mm("import", "todo", str(src), HB_NOW="2026-05-02T10:00:00Z")
+    spaced = titles(mm)["spaced out"]
+    mm("done", spaced["id"], HB_NOW="2026-05-02T11:00:00Z")
+    mm.json("add", "new one", "--source", "todo", HB_NOW="2026-05-02T11:00:00Z")
+    mm("export", "todo", str(dst), HB_NOW="2026-05-02T12:00:00Z")
+    out = read(dst)
+    assert "spaced out" not in out and "<!-- kept: a note for people -->" in out
+    assert "- [ ] [Craeted](2026-05-01 12:42) | a typo hb keeps\n" in out
+    assert out.startswith(
+        '---\ncreated_at: "2026-05-01T03:41:00Z"  # by hand\nopen_count: 2\nupdated_at: "2026'
+    )
+    assert [c for _, _, c in entries(out)] == ["joined  lines", "new one"]
+    assert titles(mm)["joined  lines"]["status"] == "todo"
+    mm("update", titles(mm)["new one"]["id"], "--title", "renamed")
+    mm("export", "todo", str(dst), HB_NOW="2026-05-02T13:00:00Z")  # its own last export: known
+    assert [c for _, _, c in entries(read(dst))] == ["joined  lines", "renamed"]
+
+
+def test_export_refuses_a_workspace_file_it_cannot_read(mm: Runner, workspace: Path) -> None:
+    todo = workspace / "TODO.md"
+    mm.json("add", "in the ledger", "--source", "todo")
+    data = b"# TODO Work In Progress (WIP)\n\n- [ ] [Created](2026-05-01 12:41) | caf\xe9\n"
+    todo.write_bytes(data)
+    result = mm("export", "todo", code=1)
+    assert result.stderr == (
+        f"hb: {todo}:3:40: not UTF-8 text (byte 70); hb export does not overwrite a file it cannot read\n"
+    )
+    assert todo.read_bytes() == data
+
+
+def test_export_refuses_to_write_over_an_entry_hb_has_not_imported(mm: Runner, workspace: Path) -> None:
+    """The issue's case: an entry the runtime reads but hb never imported is never lost."""
+    todo = workspace / "TODO.md"
+    text = "---\ncreated_at: [unclosed\n---\n\n- [ ] [Created](2026-05-01 12:41) | the runtime reads me\n"
+    write(todo, text)
+    mm.json("add", "in the ledger", "--source", "todo")
+    result = mm("export", "todo", code=1)
+    assert result.stderr == (
+        f"hb: {todo}:5: this entry is not in the ledger (hb has not imported it), and hb export does not "
+        f"overwrite it: run hb sync, or hb import todo {todo}, first\n"
+    )
+    assert read(todo) == text
+    assert mm("export", "todo", "-", code=1).stderr == result.stderr
+    sync(mm, "2026-05-02T10:00:00Z")
+    assert set(titles(mm)) == {"the runtime reads me", "in the ledger"}
+    assert mm.json("export", "todo")["written"] is False
+
+
+def test_export_writes_over_entries_hb_synced_and_drops_those_removed_in_the_ledger(
+    mm: Runner, workspace: Path
+) -> None:
+    todo, recur = workspace / "TODO.md", workspace / "TODO.RECUR.md"
+    write(todo, "- [ ] [Created](2026-05-01 12:41) | a\n- [ ] [Created](2026-05-01 12:42) | b\n")
+    write(recur, "- [ ] [Next](2026-05-07 15:00), [Repeat](daily) | rule\n")
+    sync(mm, "2026-05-02T10:00:00Z")
+    mm("done", titles(mm)["a"]["id"], HB_NOW="2026-05-02T10:00:00Z")
+    [rule] = mm.json("recur", "list")
+    mm("recur", "remove", rule["id"])
+    assert mm.json("export", "todo")["written"] is True
+    assert entries(read(todo)) == [(utc(2026, 5, 1, 12, 42), None, "b")]
+    assert mm.json("export", "recur")["written"] is True
+    assert entries(read(recur), TodoKind.RECUR) == []
+    typed = read(todo) + "- [ ] [Created](2026-05-01 12:43) | typed in since\n"
+    write(todo, typed)
+    assert f"{todo}:2: this entry is not in the ledger" in mm("export", "todo", code=1).stderr
+    assert read(todo) == typed
+
+
+def test_export_to_an_existing_other_file_refuses_its_unknown_entries(mm: Runner, workspace: Path) -> None:
+    other = workspace / "elsewhere.md"
+    text = "- [ ] [Created](2026-05-01 12:41) | someone else's\n"
+    write(other, text)
+    mm.json("add", "mine", "--source", "todo")
+    result = mm("export", "todo", str(other), code=1)
+    assert result.stderr.startswith(f"hb: {other}:1: this entry is not in the ledger")
+    assert read(other) == text
+
+
+def test_import_elsewhere_sync_then_export_back_is_not_refused(mm: Runner, workspace: Path) -> None:
+    src = workspace / "SRC.md"
+    write(src, SOURCES["todo"])
+    mm("import", "todo", str(src), HB_NOW="2026-05-02T10:00:00Z")
+    sync(mm, "2026-05-02T10:00:00Z")  # the workspace's TODO.md now holds the entries too
+    assert mm.json("export", "todo", str(src))["written"] is False
+    assert read(src) == SOURCES["todo"]
