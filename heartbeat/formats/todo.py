@@ -36,6 +36,7 @@ from heartbeat.rules.repeat import parse_repeat
 
 __all__ = [
     "DIALECTS",
+    "SCANNER_LIMIT",
     "CommentMarkerError",
     "Document",
     "Entry",
@@ -44,6 +45,7 @@ __all__ = [
     "LineKind",
     "LineWarning",
     "TodoKind",
+    "classify",
     "entry_note",
     "link_problem",
     "new_document",
@@ -55,6 +57,7 @@ __all__ = [
     "render",
     "render_entry",
     "rule_zone",
+    "scanner_note",
     "with_entries",
 ]
 
@@ -69,6 +72,7 @@ _TUPLE = re.compile(rf"\[({_KEY.pattern})\]\(([^()]+)\)")
 _STAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2}) +([0-9]{1,2}):([0-9]{2})")
 _PROTOCOL = re.compile(r"[a-z][a-z0-9_]*")  # refid's protocol, after lower-casing
 _REFERENCE = re.compile(r"\[[^\[\]\n]+\]\(([^()]+)\)")  # refid's "[label](protocol:id)" in content
+_PLAIN_REFERENCE = re.compile(r"[A-Za-z][A-Za-z0-9_]*:[^\s()]+")  # a valid target with no blank at all
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)  # the runtime strips these before reading lines
 _MARKERS = ("<!--", "-->")
 _CORE_KEYS = ("Created", "Done", "Next", "Repeat", "TZ", "ChatID")
@@ -422,9 +426,9 @@ def _joined(lines: Sequence[tuple[int, str, str]]) -> Iterator[tuple[int, str, s
         start, first = offset, lines[i][0]
         while True:
             _, text, ending = lines[i]
-            text_end = start_of_ending = offset + len(text)
-            offset = start_of_ending + len(ending)
-            newline = offset - 1
+            text_end = offset + len(text)
+            offset = text_end + len(ending)
+            newline = offset - 1  # where this line's "\n" stands, when it has one
             while k < len(spans) and spans[k][1] <= newline:
                 k += 1
             inside = bool(ending) and k < len(spans) and spans[k][0] <= newline
@@ -435,7 +439,7 @@ def _joined(lines: Sequence[tuple[int, str, str]]) -> Iterator[tuple[int, str, s
         cursor = start
         touched = False
         j = k
-        while j > 0 and spans[j - 1][1] > start:
+        while j > 0 and spans[j - 1][1] > start:  # back to the first span of this line
             j -= 1
         while j < len(spans) and spans[j][0] < text_end:
             span_start, span_end = spans[j]
@@ -506,6 +510,8 @@ def link_problem(content: str) -> str | None:
     if "](" not in content:
         return None
     for match in _REFERENCE.finditer(content):
+        if _PLAIN_REFERENCE.fullmatch(match.group(1)):
+            continue  # the usual form, valid as it stands
         target = trim_space(match.group(1))
         if not target:
             return f"link {match.group(0)} has no reference id"

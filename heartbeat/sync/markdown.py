@@ -1071,7 +1071,7 @@ def _read(kind: str, path: Path, text: str | None, dialect: str) -> _File:
                 warnings.append((index + 1, raw, note))
         elif got is not None and index >= front.shadow:  # the shadow: front matter as written
             warnings.append((index + 1, raw, got))
-    if front.scanned:
+    if front.scanned and max(map(len, bodies)) * 4 >= fmt.SCANNER_LIMIT - 1:
         long = next((i for i in range(1, len(lines)) if _over_limit(lines[i], bodies[i])), None)
         if long is not None:
             warnings.append((long + 1, bodies[long], fmt.scanner_note(long < front.end)))
