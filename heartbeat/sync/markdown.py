@@ -48,6 +48,7 @@ import json
 import operator
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -2126,7 +2127,8 @@ def render_family(family: _Family, kind: str, target: Path | None = None) -> str
     else:
         laid = ""
     f = _read(kind, path, laid if laid or current is not None else None, dialect)
-    known = _known_lines(family, kind, rows, base, imported, dialect) if numbered is None else set()
+    known = _known_lines(kind, rows, base, imported, dialect) if numbered is None else Counter()
+    seen: Counter[str] = Counter()
     by_line: dict[str, list[_Row]] = {}
     for row in sorted(rows, key=lambda r: (r.position, r.pk)):
         if row.base_place == kind and row.base_line is not None:
@@ -2144,7 +2146,8 @@ def render_family(family: _Family, kind: str, target: Path | None = None) -> str
             found = by_id.get(numbered.get(it.number, ""))
         else:
             found = next((r for r in by_line.get(it.raw, ()) if r.pk not in taken), None)
-            if found is None and current is not None and it.raw not in known:
+            seen[it.raw] += 1
+            if found is None and current is not None and seen[it.raw] > known[it.raw]:
                 raise InvalidInput(
                     f"{path}:{it.number}: this entry is not in the ledger (hb has not imported it), and "
                     f"hb export does not overwrite it: run hb sync, or hb import {kind} {path}, first"
@@ -2180,19 +2183,14 @@ def _entry_lines(kind: str, text: str, dialect: str) -> list[tuple[int, str]]:
 
 
 def _known_lines(
-    family: _Family,
-    kind: str,
-    rows: Sequence[_Row],
-    base: str | None,
-    imported: ImportedText | None,
-    dialect: str,
-) -> set[str]:
-    """The entry lines hb has read, as written: those of the text it last synced and of the
+    kind: str, rows: Sequence[_Row], base: str | None, imported: ImportedText | None, dialect: str
+) -> Counter[str]:
+    """How often hb has read each entry line, as written: in the text it last synced, in the
     text it last imported or exported, and the lines its rows were last synced from."""
-    known = {row.base_line for row in rows if row.base_place == kind and row.base_line is not None}
+    known = Counter(row.base_line for row in rows if row.base_place == kind and row.base_line is not None)
     for text in (base, imported.text if imported is not None else None):
         if text is not None:
-            known.update(raw for _number, raw in _entry_lines(kind, text, dialect))
+            known |= Counter(raw for _number, raw in _entry_lines(kind, text, dialect))
     return known
 
 

@@ -750,3 +750,16 @@ def test_import_elsewhere_sync_then_export_back_is_not_refused(mm: Runner, works
     sync(mm, "2026-05-02T10:00:00Z")  # the workspace's TODO.md now holds the entries too
     assert mm.json("export", "todo", str(src))["written"] is False
     assert read(src) == SOURCES["todo"]
+
+
+def test_export_counts_a_copied_line_as_one_hb_has_not_read(mm: Runner, workspace: Path) -> None:
+    """mistermorph reads two equal lines as two entries: a second copy typed in since the last
+    sync is an entry hb has not imported."""
+    todo = workspace / "TODO.md"
+    line = "- [ ] [Created](2026-05-01 12:41) | water the plants\n"
+    write(todo, line)
+    sync(mm, "2026-05-02T10:00:00Z")
+    write(todo, line + line)
+    result = mm("export", "todo", code=1)
+    assert result.stderr.startswith(f"hb: {todo}:2: this entry is not in the ledger")
+    assert read(todo) == line + line
