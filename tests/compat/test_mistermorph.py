@@ -763,3 +763,16 @@ def test_export_counts_a_copied_line_as_one_hb_has_not_read(mm: Runner, workspac
     result = mm("export", "todo", code=1)
     assert result.stderr.startswith(f"hb: {todo}:2: this entry is not in the ledger")
     assert read(todo) == line + line
+
+
+def test_hb_heartbeat_materialises_around_a_rule_whose_title_the_runtime_refuses(
+    mm: Runner, workspace: Path
+) -> None:
+    recur = workspace / "TODO.RECUR.md"
+    write(recur, "- [ ] [Next](2026-05-01 09:00), [Repeat](daily) | read [the doc](./doc.md)\n")
+    mm("config", "set", "recur.materialize", "true")
+    result = mm("heartbeat", HB_NOW="2026-05-02T10:00:00Z")
+    [rule] = mm.json("recur", "list")
+    assert f"hb: warning: {rule['id']} not materialised: link [the doc](./doc.md)" in result.stderr
+    assert f"hb: warning: {recur}:1: link [the doc](./doc.md) is not a protocol:id reference" in result.stderr
+    assert not (workspace / "TODO.md").exists() and rule["next"] == "2026-05-01 09:00"
