@@ -167,12 +167,34 @@ def _one_line(value: str, what: str) -> str:
 
 
 def _chat_id(value: str | None) -> str | None:
+    """A ChatID as mistermorph normalises it (``TG:5`` -> ``tg:5``); InvalidInput for one it refuses."""
+    from heartbeat.formats.todo import normalize_chat_id
+
     if value is None or value.strip().lower() in _CLEAR:
         return None
     text = value.strip()
     # a TODO.RECUR.md metadata value holds no comma, no parenthesis
     if any(ch in text for ch in ",()\n\r"):
         raise InvalidInput(f"chat id {value!r} must not contain a comma, a parenthesis or a line break")
+    try:
+        return normalize_chat_id(text)
+    except ValueError as exc:
+        raise InvalidInput(
+            f"chat id {value!r} is not a protocol:id reference like tg:-100123: {exc}"
+        ) from None
+
+
+def _rule_title(value: str) -> str:
+    """A repeat rule's title: one line, and no link mistermorph refuses in TODO.RECUR.md."""
+    from heartbeat.formats.todo import link_problem
+
+    text = _one_line(value, "a recurrence title")
+    problem = link_problem(text)
+    if problem is not None:
+        raise InvalidInput(
+            f"recurrence title refused: {problem} (mistermorph's recurring materialize "
+            "fails on TODO.RECUR.md while such a link is there)"
+        )
     return text
 
 
@@ -184,7 +206,9 @@ def _missed(value: str) -> str:
 
 
 def _zone_of(row: Recurrence, workspace_zone: ZoneInfo) -> ZoneInfo:
-    return load_zone(row.tz) if row.tz else workspace_zone
+    from heartbeat.formats.todo import rule_zone
+
+    return rule_zone(row.tz, workspace_zone)  # none or "Local" (TODO.RECUR.md): the workspace's
 
 
 def _first_occurrence(repeat: Repeat, anchor: datetime, zone: ZoneInfo) -> datetime:
@@ -552,7 +576,7 @@ class RecurAPI:
         from heartbeat.db.models import Recurrence
 
         ledger = _ledger(self)
-        content = _one_line(title, "a recurrence title")
+        content = _rule_title(title)
         rule = parse_rule(repeat)
         zone = load_zone(tz) if tz and tz.strip().lower() not in _CLEAR else None
         rule_zone = zone or ledger.zone
@@ -627,7 +651,9 @@ class RecurAPI:
             if enabled is not None:
                 row.enabled = enabled
             if title is not None:
-                row.title = _one_line(title, "a recurrence title")
+                row.title = (
+                    _one_line(title, "a recurrence title") if row.source == PROACTIVE else _rule_title(title)
+                )
             if chat_id is not None:
                 row.chat_id = _chat_id(chat_id)
             if missed is not None:
@@ -737,11 +763,14 @@ class RecurAPI:
         missed periods; ``all``: one per occurrence; ``skip``: none when periods
         were missed), then ``Next`` moves to the first occurrence after now,
         phase kept. Occurrences already handed out by ``recur_due --claim`` get
-        no entry. Records a ``materialize`` run.
+        no entry. A rule whose title holds a link mistermorph refuses is left
+        alone (``skipped``, with the reason): its TODO.md entry would make the
+        runtime's add and complete fail. Records a ``materialize`` run.
         """
         from sqlalchemy import select
 
         from heartbeat.db.models import Recurrence
+        from heartbeat.formats.todo import link_problem
 
         ledger = _ledger(self)
         now = ledger.now()
@@ -756,13 +785,26 @@ class RecurAPI:
         )
         created: list[dict[str, Any]] = []
         advanced: list[dict[str, Any]] = []
+        skipped: list[dict[str, Any]] = []
         with ledger.read() if dry_run else ledger.write() as s:
             for row in s.scalars(query if dry_run else query.with_for_update()):
+                problem = link_problem(row.title)
+                if problem is not None:
+                    with contextlib.suppress(InvalidInput):
+                        if _repeat_due(row, ledger.zone, now) is not None:
+                            why = "mistermorph's add and complete fail on such a TODO.md entry"
+                            skipped.append(
+                                {
+                                    "id": row.id,
+                                    "reason": f"{row.id} not materialised: {problem} in its title ({why})",
+                                }
+                            )
+                    continue
                 with contextlib.suppress(InvalidInput):  # an unreadable rule is left alone
                     _materialize_rule(ledger, s, row, now, created, advanced, dry_run=dry_run)
             if not dry_run:
                 _record_materialize_run(s, now, created, advanced)
-        return {"dry_run": dry_run, "created": created, "advanced": advanced}
+        return {"dry_run": dry_run, "created": created, "advanced": advanced, "skipped": skipped}
 
 
 def _token() -> str:

@@ -48,7 +48,10 @@ def _at_line(path: str, message: str) -> str:
 def export(kind: str, path: str | None) -> None:
     """Write a workspace file from the ledger (atomically; '-' prints it).
 
-    PATH defaults to the file's usual place in the workspace.
+    PATH defaults to the file's usual place in the workspace. A TODO file is
+    written over its own text and never over an entry hb has not imported (that
+    is refused, naming the line: run hb sync first); a new one takes the text
+    hb last imported, so 'hb import todo A; hb export todo B' copies A exactly.
 
     \b
     Example:

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from heartbeat.cli.base import emit, info, json_option, state, table
+from heartbeat.cli.base import emit, info, json_option, state, table, warn
 
 MISSED_HELP = "Missed-run policy: skip, once (default: one run for all missed periods) or all."
 
@@ -207,6 +207,8 @@ def materialize(dry_run: bool) -> None:
       hb recur materialize && hb sync
     """
     result = state().ledger().recur_materialize(dry_run=dry_run)
+    for skipped in result["skipped"]:
+        warn(skipped["reason"])
 
     def human(r: dict[str, Any]) -> str:
         if not r["advanced"]:

@@ -206,6 +206,8 @@ def heartbeat(lang: str | None) -> None:
     for report in result["sync"]["reports"]:
         for message in report["preserved"]:
             warn(message)
+    for skipped in (result["materialized"] or {}).get("skipped", []):
+        warn(skipped["reason"])
     emit(result, lambda r: r["brief"])
 
 

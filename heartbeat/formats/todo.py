@@ -1,10 +1,21 @@
 """TODO.md, TODO.DONE.md and TODO.RECUR.md: a lossless line parser and renderer.
 
 FORMATS.md section 1. A file is optional YAML front matter, a header line and
-one entry per line. The runtime that owns these files silently drops every line
-it cannot read; hb keeps every line it does not understand verbatim, in place,
-and reports it as a :class:`LineWarning`. ``render(parse(text, kind)) == text``
-for any text that parses.
+one entry per line, read exactly as mistermorph's ``internal/todo`` reads it:
+
+- every ``<!-- ... -->`` is cut from the text before it is split into lines, so
+  a comment that spans line breaks joins those lines into one (:class:`Line`
+  then holds several lines of the file, as written);
+- lines are trimmed with Go's ``strings.TrimSpace`` (:mod:`heartbeat.formats.go_text`),
+  which keeps a byte-order mark: a line that starts with one is no entry;
+- front matter that is unclosed, not YAML or not a mapping does not stop the
+  entries from being read (hb keeps it as written and says why).
+
+mistermorph silently drops every line it cannot read; hb keeps every line it
+does not understand verbatim, in place, and reports it as a :class:`LineWarning`,
+as it reports the entries mistermorph reads but stumbles over (a link its
+add, complete and materialize refuse, a line its scanner stops at).
+``render(parse(text, kind)) == text`` for any text.
 
 Pure: no I/O, no clock. ``now`` is always a parameter.
 """
@@ -14,29 +25,39 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from enum import StrEnum
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from heartbeat.errors import FileFormatError, InvalidInput
+from heartbeat.errors import InvalidInput
+from heartbeat.formats.go_text import lower, trim_space
 from heartbeat.rules.repeat import parse_repeat
 
 __all__ = [
     "DIALECTS",
+    "SCANNER_LIMIT",
     "CommentMarkerError",
     "Document",
     "Entry",
+    "FrontMatter",
     "Line",
     "LineKind",
     "LineWarning",
     "TodoKind",
-    "comments_opened_in_entries",
+    "classify",
+    "entry_note",
+    "link_problem",
     "new_document",
+    "normalize_chat_id",
+    "over_scanner_limit",
     "parse",
     "parse_entry",
+    "read_front_matter",
     "render",
     "render_entry",
+    "rule_zone",
+    "scanner_note",
     "with_entries",
 ]
 
@@ -47,13 +68,17 @@ _FENCE = "---"
 _SEPARATOR = " | "
 _KEY = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 _TUPLE = re.compile(rf"\[({_KEY.pattern})\]\(([^()]+)\)")
-# Go's "2006-01-02 15:04" layout reads a one-digit hour too
-_STAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2}) ([0-9]{1,2}):([0-9]{2})")
-_CHAT_ID = re.compile(r"[A-Za-z][A-Za-z0-9_-]*:\S+")
+# Go's "2006-01-02 15:04" layout: a one-digit hour too, and its space matches a run of spaces
+_STAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2}) +([0-9]{1,2}):([0-9]{2})")
+_PROTOCOL = re.compile(r"[a-z][a-z0-9_]*")  # refid's protocol, after lower-casing
+_REFERENCE = re.compile(r"\[[^\[\]\n]+\]\(([^()]+)\)")  # refid's "[label](protocol:id)" in content
+_PLAIN_REFERENCE = re.compile(r"[A-Za-z][A-Za-z0-9_]*:[^\s()]+")  # a valid target with no blank at all
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)  # the runtime strips these before reading lines
 _MARKERS = ("<!--", "-->")
 _CORE_KEYS = ("Created", "Done", "Next", "Repeat", "TZ", "ChatID")
 _EXTENDED_KEYS = ("ID",)
+SCANNER_LIMIT = 64 * 1024  # bufio.Scanner's longest line (bytes, a CR included)
+_LOCAL = "Local"  # [TZ](Local): the runtime's own zone (hb: the workspace's)
 
 
 class CommentMarkerError(InvalidInput):
@@ -145,24 +170,24 @@ _LAYOUTS = {
 
 @dataclass(frozen=True)
 class Entry:
-    """One entry line. Which fields apply depends on ``kind`` (FORMATS.md 1)."""
+    """One entry. Which fields apply depends on ``kind`` (FORMATS.md 1)."""
 
     kind: TodoKind
-    content: str  # text after the first " | ", trimmed
+    content: str  # text after the first " | ", trimmed as Go trims it
     created: datetime | None = None  # aware UTC (TODO, DONE)
     done: datetime | None = None  # aware UTC (DONE)
     next: datetime | None = None  # naive wall-clock time in the entry's zone (RECUR)
     repeat: str | None = None  # RECUR, as written
-    tz: str | None = None  # RECUR, as written; None = the workspace zone
-    chat_id: str | None = None
+    tz: str | None = None  # RECUR, as written ("Local" too); None = the workspace zone
+    chat_id: str | None = None  # protocol:id, the protocol lower-cased (as the runtime normalises it)
     extra: tuple[tuple[str, str], ...] = ()  # extended-dialect keys, in file order
-    line: int = 0  # 1-based line in the parsed text; 0 = a new entry
-    raw: str | None = None  # the exact original line with its ending; None = new/changed
+    line: int = 0  # 1-based line in the parsed text (the first, when it spans several); 0 = new
+    raw: str | None = None  # the exact original text with its ending; None = new/changed
 
 
 @dataclass(frozen=True)
 class LineWarning:
-    """A line hb keeps verbatim but cannot read as an entry."""
+    """A line hb keeps verbatim but cannot read as an entry, or an entry the runtime stumbles on."""
 
     line: int  # 1-based
     text: str  # the line without its ending
@@ -173,22 +198,30 @@ class LineKind(StrEnum):
     FRONT_MATTER = "front_matter"  # a YAML front-matter line, both fences included
     HEADING = "heading"  # starts with '#': the header and any other heading
     BLANK = "blank"
-    COMMENT = "comment"  # nothing outside an HTML comment
+    COMMENT = "comment"  # nothing outside HTML comments
     ENTRY = "entry"
     MALFORMED = "malformed"  # kept verbatim and reported
 
 
 @dataclass(frozen=True)
 class Line:
-    """One line of a document, exactly as it was read."""
+    """One line as the runtime reads it, exactly as written.
+
+    Usually one line of the file; an HTML comment spanning line breaks makes it
+    several (``text`` then holds their inner endings, ``last`` is the last one).
+    """
 
     kind: LineKind
-    number: int  # 1-based line in the parsed text; 0 = added
-    text: str  # without the line ending (a BOM stays on line 1)
+    number: int  # 1-based line in the parsed text (its first); 0 = added
+    text: str  # without the final line ending (a BOM stays on line 1)
     ending: str  # "\n", "\r\n" or "" (last line without a newline)
     entry: Entry | None = None
     warning: LineWarning | None = None
-    continues_comment: bool = False  # an HTML comment is open at this line's end
+
+    @property
+    def last(self) -> int:
+        """The last line of the file this line takes up."""
+        return self.number + self.text.count("\n")
 
 
 @dataclass(frozen=True)
@@ -197,9 +230,10 @@ class Document:
 
     kind: TodoKind
     lines: tuple[Line, ...]
-    front_matter: dict[Any, Any] | None = None  # parsed YAML; None = no front matter
+    front_matter: dict[Any, Any] | None = None  # parsed YAML; None = none, or none hb can edit
     dialect: str = "strict"
     newline: str = "\n"  # the ending used for lines hb adds
+    notes: tuple[LineWarning, ...] = ()  # what else hb tells about lines: front matter, entries
     _entry_index: dict[int, Entry] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -213,8 +247,11 @@ class Document:
 
     @property
     def warnings(self) -> list[LineWarning]:
-        """One warning per line that is kept but could not be read."""
-        return [ln.warning for ln in self.lines if ln.warning is not None]
+        """In line order: one warning per line that is kept but could not be read, and the notes."""
+        kept = [ln.warning for ln in self.lines if ln.warning is not None]
+        if not self.notes:
+            return kept
+        return sorted([*kept, *self.notes], key=lambda w: w.line)
 
     @property
     def header(self) -> Line | None:
@@ -226,27 +263,298 @@ class Document:
 
 
 def parse(text: str, kind: TodoKind, *, dialect: str = "strict") -> Document:
-    """Read a TODO file; every line is kept, unreadable ones with a LineWarning.
-
-    Raises FileFormatError (with the line) only when the front matter is
-    unterminated, not YAML, or not a mapping; InvalidInput for an unknown dialect.
-    """
+    """Read a TODO file as mistermorph reads it; every line is kept, unreadable ones with a
+    LineWarning. Never fails on the text; InvalidInput for an unknown dialect."""
     _is_extended(dialect)  # reject an unknown dialect before reading
     raw_lines = list(_split_lines(text))
-    front_matter, fm_end = _read_front_matter(raw_lines)
-    lines = [Line(LineKind.FRONT_MATTER, n, body, end) for n, body, end in raw_lines[:fm_end]]
-    body_lines = raw_lines[fm_end:]
-    for (number, body, ending), seen in zip(body_lines, _visibility(body_lines), strict=True):
-        line = _classify(number, body, ending, seen, kind, dialect)
-        lines.append(replace(line, continues_comment=seen.open_after) if seen.open_after else line)
-    return Document(kind, tuple(lines), front_matter, dialect, _newline_of(raw_lines))
+    front = read_front_matter([body for _, body, _ in raw_lines])
+    lines = [Line(LineKind.FRONT_MATTER, n, body, end) for n, body, end in raw_lines[: front.end]]
+    notes = list(front.notes)
+    for number, raw, ending, visible, touched in _joined(raw_lines[front.end :]):
+        line = _classify(number, raw, ending, visible, touched, kind, dialect)
+        if line.kind is not LineKind.ENTRY and number <= front.shadow:
+            line = Line(LineKind.FRONT_MATTER, number, raw, ending)  # read by the runtime, not an entry
+        elif line.entry is not None:
+            note = entry_note(line.entry)
+            if note is not None:
+                notes.append(LineWarning(number, raw, note))
+            if "\n" in raw:
+                what = f"an HTML comment joins lines {number}-{line.last} into this one entry"
+                notes.append(LineWarning(number, raw, f"{what} (mistermorph reads them as one line)"))
+        lines.append(line)
+    if front.scanned:
+        notes.extend(_scanner_notes(raw_lines, front.end))
+    return Document(kind, tuple(lines), front.data, dialect, _newline_of(raw_lines), tuple(notes))
+
+
+@dataclass(frozen=True)
+class FrontMatter:
+    """What the runtime makes of the top of a file (``parseFrontmatter``)."""
+
+    end: int  # the lines hb keeps as front matter, fences included (0: none)
+    data: dict[Any, Any] | None  # the parsed mapping; None: none, or one hb cannot read
+    notes: tuple[LineWarning, ...] = ()
+    shadow: int = 0  # lines from line 1 the runtime reads as entry lines that hb shows as front matter
+    scanned: bool = False  # the runtime reads this file line by line (bufio.Scanner): see SCANNER_LIMIT
+
+
+def read_front_matter(lines: Sequence[str]) -> FrontMatter:
+    """The front matter of a file given as its lines without endings (at least up to the
+    closing fence). As the runtime: the first line, trimmed, is ``---`` (a BOM is no space);
+    YAML up to the next line that is ``---``. Without that closing line the runtime reads
+    the whole file as entry lines; front matter that is not a YAML mapping it ignores."""
+    if not lines:
+        return FrontMatter(0, None)
+    first = trim_space(lines[0])
+    if first != _FENCE:
+        if first.startswith(BOM) and trim_space(first[1:]) == _FENCE:
+            close = _closing_fence(lines)
+            reason = (
+                "a byte-order mark comes before '---': mistermorph reads no front matter here "
+                "(it reads these lines as entry lines)"
+            )
+            shadow = close + 1 if close is not None else 1
+            return FrontMatter(0, None, (LineWarning(1, lines[0], reason),), shadow=shadow)
+        return FrontMatter(0, None)
+    close = _closing_fence(lines)
+    if close is None:
+        reason = (
+            "front matter has no closing '---': mistermorph reads every line of this file as an entry line"
+        )
+        return FrontMatter(0, None, (LineWarning(1, lines[0], reason),), shadow=1)
+    data, problem, line = _load_front_matter(lines[1:close])
+    if problem is None:
+        return FrontMatter(close + 1, data, scanned=True)
+    at = min(max(line, 1), close + 1)
+    note = LineWarning(at, lines[at - 1], f"{problem}; kept as written (mistermorph still reads the entries)")
+    return FrontMatter(close + 1, None, (note,), scanned=True)
+
+
+def _closing_fence(lines: Sequence[str]) -> int | None:
+    return next((i for i in range(1, len(lines)) if trim_space(lines[i]) == _FENCE), None)
+
+
+def _load_front_matter(lines: Sequence[str]) -> tuple[dict[Any, Any] | None, str | None, int]:
+    """(mapping, None, 0), or (None, why not, the line of the file where it goes wrong)."""
+    simple = _simple_front_matter(lines)
+    if simple is not None:
+        return simple, None, 0
+    # one text line per file line, so YAML's marks map to file lines
+    source = "".join(text + "\n" for text in lines)
+    import yaml  # only a file with front matter needs it (a one-line sync may not)
+
+    try:
+        loaded = yaml.safe_load(source)
+    except yaml.YAMLError as exc:
+        from heartbeat.formats.yaml_errors import describe
+
+        reason, line, _column = describe(exc)
+        return None, f"front matter is not valid YAML: {reason}", line + 2
+    except (ValueError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
+        # PyYAML's constructors fail this way on e.g. `a: 2026-13-01` or `!!int x`
+        return None, f"front matter is not valid YAML: {' '.join(str(exc).split())}", 1
+    if loaded is None:
+        return {}, None, 0  # empty front matter, as the runtime reads it
+    if not isinstance(loaded, dict):
+        return None, "front matter is not a YAML mapping", 2
+    return loaded, None, 0
+
+
+# A front-matter line as the runtime writes it: a plain key and a double-quoted string without
+# escapes, or a decimal integer. YAML reads these as str and int; any other line goes to YAML.
+_YAML_WORDS = frozenset(("yes", "no", "true", "false", "on", "off", "null"))
+_SIMPLE_ITEM = re.compile(r'([A-Za-z_][A-Za-z0-9_]*): (?:"([^"\\]*)"|(0|[1-9][0-9]{0,17}))')
+
+
+def _simple_front_matter(lines: Sequence[str]) -> dict[Any, Any] | None:
+    """The front matter without loading YAML when every line is that simple (else None)."""
+    out: dict[Any, Any] = {}
+    for line in lines:
+        match = _SIMPLE_ITEM.fullmatch(line)
+        if match is None or match.group(1) in out:
+            return None
+        key, text, number = match.groups()
+        if key.lower() in _YAML_WORDS:
+            return None  # a key YAML reads as a boolean or null
+        if text is not None and not text.isprintable():
+            return None  # YAML folds or rejects some characters: let it say what they are
+        out[key] = text if text is not None else int(number)
+    return out
+
+
+def over_scanner_limit(text: str, ending: str) -> bool:
+    """Whether bufio.Scanner stops at this line (its bytes, a CR included, reach 64 KiB)."""
+    size = len(text) + (1 if ending == "\r\n" else 0)
+    if size * 4 < SCANNER_LIMIT:  # four bytes a character at most
+        return False
+    return len(text.encode("utf-8")) + (1 if ending == "\r\n" else 0) >= SCANNER_LIMIT
+
+
+def scanner_note(in_front_matter: bool) -> str:
+    if in_front_matter:
+        return (
+            "line over 64 KiB in the front matter: mistermorph's reader stops here and reads the "
+            "file as if it had no front matter (hb reads it whole)"
+        )
+    return (
+        "line over 64 KiB: mistermorph's reader stops here and loses this line and every line after "
+        "it (hb reads them all)"
+    )
+
+
+def _scanner_notes(raw_lines: Sequence[tuple[int, str, str]], fm_end: int) -> Iterator[LineWarning]:
+    for number, body, ending in raw_lines[1:]:
+        if over_scanner_limit(body, ending):
+            yield LineWarning(number, body, scanner_note(number <= fm_end))
+            return  # the scanner stops at the first one
+
+
+def _joined(lines: Sequence[tuple[int, str, str]]) -> Iterator[tuple[int, str, str, str, bool]]:
+    """The lines as the runtime reads them once every HTML comment is cut from the text:
+    ``(number, text as written, ending, text left visible, a comment was cut)``. A comment
+    that spans a line break joins the lines it touches into one."""
+    body = "".join(text + ending for _, text, ending in lines)
+    if "<!--" not in body:
+        for number, text, ending in lines:
+            yield number, text, ending, text, False
+        return
+    spans = [m.span() for m in _COMMENT.finditer(body)]
+    k = 0  # the first span that ends after the current position
+    offset = 0
+    i = 0
+    while i < len(lines):
+        start, first = offset, lines[i][0]
+        while True:
+            _, text, ending = lines[i]
+            text_end = offset + len(text)
+            offset = text_end + len(ending)
+            newline = offset - 1  # where this line's "\n" stands, when it has one
+            while k < len(spans) and spans[k][1] <= newline:
+                k += 1
+            inside = bool(ending) and k < len(spans) and spans[k][0] <= newline
+            i += 1
+            if not inside or i == len(lines):
+                break
+        pieces: list[str] = []
+        cursor = start
+        touched = False
+        j = k
+        while j > 0 and spans[j - 1][1] > start:  # back to the first span of this line
+            j -= 1
+        while j < len(spans) and spans[j][0] < text_end:
+            span_start, span_end = spans[j]
+            if span_start >= start:
+                touched = True
+                pieces.append(body[cursor:span_start])
+                cursor = span_end
+            j += 1
+        pieces.append(body[cursor:text_end])
+        yield first, body[start:text_end], ending, "".join(pieces), touched
+
+
+def _classify(
+    number: int, raw: str, ending: str, visible: str, touched: bool, kind: TodoKind, dialect: str
+) -> Line:
+    read = classify(visible, kind, dialect, first=number == 1)
+    if read is None:
+        probe = trim_space(visible.removeprefix(BOM) if number == 1 else visible)
+        kind_of = LineKind.HEADING if probe else LineKind.COMMENT if touched else LineKind.BLANK
+        return Line(kind_of, number, raw, ending)
+    if isinstance(read, str):
+        return Line(LineKind.MALFORMED, number, raw, ending, warning=LineWarning(number, raw, read))
+    return Line(LineKind.ENTRY, number, raw, ending, entry=replace(read, line=number, raw=raw + ending))
+
+
+def classify(visible: str, kind: TodoKind, dialect: str, *, first: bool = False) -> Entry | str | None:
+    """What the runtime makes of one line once HTML comments are cut from it: an entry, the
+    reason it is none (a line hb keeps and reports), or None (blank or a heading).
+    ``first``: the file's first line, where a byte-order mark may stand."""
+    stripped = trim_space(visible)
+    if first and stripped.startswith(BOM):
+        probe = trim_space(stripped[1:])
+        if not probe or probe.startswith("#"):
+            return None
+        try:
+            parse_entry(probe, kind, dialect=dialect)
+        except ValueError as exc:
+            return str(exc)
+        return "a byte-order mark starts this line: mistermorph does not read it as an entry"
+    if not stripped or stripped.startswith("#"):
+        return None
+    try:
+        return parse_entry(stripped, kind, dialect=dialect)
+    except ValueError as exc:
+        return str(exc)
+
+
+def entry_note(entry: Entry) -> str | None:
+    """What keeps the runtime from working with an entry it reads (None: nothing)."""
+    if entry.kind is TodoKind.DONE:
+        return None  # the runtime checks the links of TODO.md and TODO.RECUR.md entries only
+    problem = link_problem(entry.content)
+    if problem is not None:
+        if entry.kind is TodoKind.TODO:
+            return f"{problem}: mistermorph's add, complete and recurring materialize fail on the whole file"
+        return f"{problem}: mistermorph's recurring materialize fails on the whole file"
+    if entry.repeat is not None:
+        try:
+            parse_repeat(entry.repeat)
+        except ValueError:
+            return f"Repeat {entry.repeat!r} steps over 100 years: hb reads it but never schedules it"
+    return None
+
+
+def link_problem(content: str) -> str | None:
+    """Why the runtime refuses a content: a ``[text](target)`` whose target is no
+    ``protocol:id`` reference (its Add, Complete and materialize fail on it). None: fine."""
+    if "](" not in content:
+        return None
+    for match in _REFERENCE.finditer(content):
+        if _PLAIN_REFERENCE.fullmatch(match.group(1)):
+            continue  # the usual form, valid as it stands
+        target = trim_space(match.group(1))
+        if not target:
+            return f"link {match.group(0)} has no reference id"
+        try:
+            normalize_chat_id(target)
+        except ValueError:
+            return f"link {match.group(0)} is not a protocol:id reference"
+    return None
+
+
+def normalize_chat_id(value: str) -> str:
+    """A ``protocol:id`` reference as the runtime normalises it (refid.Normalize): trimmed
+    around the first colon, the protocol lower-cased. ValueError(why) when it is none."""
+    raw = trim_space(value)
+    at = raw.find(":")
+    if at <= 0 or at == len(raw) - 1:
+        raise ValueError("not protocol:id")
+    protocol, ident = lower(trim_space(raw[:at])), trim_space(raw[at + 1 :])
+    if not protocol or not ident:
+        raise ValueError("not protocol:id")
+    if not _PROTOCOL.fullmatch(protocol):
+        raise ValueError(f"protocol {protocol!r} is not letters, digits and _ after a letter")
+    if any(ch in ident for ch in " \t\r\n()"):
+        raise ValueError("the id holds a space, a tab, a line break or a parenthesis")
+    return f"{protocol}:{ident}"
+
+
+def rule_zone(tz: str | None, local: ZoneInfo) -> ZoneInfo:
+    """The zone a TODO.RECUR.md ``TZ`` names as the runtime reads it: none or ``Local`` is
+    the runtime's own zone (``local``: hb's workspace zone), ``UTC`` in any case, else IANA.
+    InvalidInput for a zone that does not exist."""
+    if tz is None or tz == _LOCAL or not trim_space(tz):
+        return local
+    from heartbeat.clock import load_zone
+
+    return load_zone(trim_space(tz))
 
 
 # The canonical TODO.md / TODO.DONE.md line, as the runtime writes it: read in one match. Only
 # lines the general reader below accepts, with the same result, match (the ChatID value
-# excludes what that reader would split or reject); anything else takes the general reader.
+# excludes what that reader would split, change or reject); anything else takes the general reader.
 _TIME = r"([0-9]{4})-([0-9]{2})-([0-9]{2}) ([0-9]{1,2}):([0-9]{2})"
-_CHAT = r"(?:, \[ChatID\]\(([A-Za-z][A-Za-z0-9_-]*:[^\s(),]+)\))?"
+_CHAT = r"(?:, \[ChatID\]\(([a-z][a-z0-9_]*:[^\s(),]+)\))?"
 _CANONICAL = {
     TodoKind.TODO: re.compile(rf"- \[ \] \[Created\]\({_TIME}\){_CHAT} \| (.*)", re.DOTALL),
     TodoKind.DONE: re.compile(
@@ -258,11 +566,11 @@ _CANONICAL = {
 def parse_entry(line: str, kind: TodoKind, *, dialect: str = "strict") -> Entry:
     """Read one entry line as the runtime does; raise ValueError(reason) if it is not one.
 
-    The line may carry its ending and surrounding whitespace. The entry is new
+    The line may carry its ending and surrounding white space. The entry is new
     (``line`` 0, ``raw`` None). Comments are not removed here: that is the
     document's job.
     """
-    stripped = line.strip()
+    stripped = trim_space(line)
     canonical = _CANONICAL.get(kind)
     match = canonical.fullmatch(stripped) if canonical is not None else None
     if match is not None and dialect in DIALECTS:
@@ -275,7 +583,7 @@ def parse_entry(line: str, kind: TodoKind, *, dialect: str = "strict") -> Entry:
 def _canonical_entry(kind: TodoKind, match: re.Match[str]) -> Entry | None:
     """The entry of a canonical line; None when the general reader must say what is wrong."""
     g = match.groups()
-    content = g[-1].strip()
+    content = trim_space(g[-1])
     if not content:
         return None
     try:
@@ -295,10 +603,10 @@ def _parse_entry(stripped: str, kind: TodoKind, dialect: str) -> Entry:
     extended = _is_extended(dialect)
     if not stripped.startswith(kind.prefix):
         raise ValueError("not an entry")
-    rest = stripped[len(kind.prefix) :].strip()
+    rest = trim_space(stripped[len(kind.prefix) :])
     if _SEPARATOR not in rest:
         raise ValueError(f"missing {_SEPARATOR!r}")
-    meta_text, content = (part.strip() for part in rest.split(_SEPARATOR, 1))
+    meta_text, content = (trim_space(part) for part in rest.split(_SEPARATOR, 1))
     if not meta_text:
         raise ValueError(f"missing metadata before {_SEPARATOR!r}")
     if not content:
@@ -318,13 +626,13 @@ def _parse_entry(stripped: str, kind: TodoKind, dialect: str) -> Entry:
 def _read_metadata(text: str) -> dict[str, str]:
     meta: dict[str, str] = {}
     for part in text.split(","):
-        item = part.strip()
+        item = trim_space(part)
         if not item:
             raise ValueError("empty metadata item")
         match = _TUPLE.fullmatch(item)
         if match is None:
             raise ValueError(f"bad metadata {item!r}")
-        key, value = match.group(1), match.group(2).strip()
+        key, value = match.group(1), trim_space(match.group(2))
         if not value:
             raise ValueError(f"empty value for {key}")
         if key in meta:
@@ -339,20 +647,23 @@ def _entry_from_meta(kind: TodoKind, content: str, meta: dict[str, str], extende
         value = meta.get(key)
         stamp = _parse_stamp(value) if value is not None else None
         if value is not None and stamp is None:
-            raise ValueError(f"bad timestamp {value!r} in {key}")
+            raise ValueError(f"bad timestamp {value!r} in {key}{_year_zero(value)}")
         stamps[key] = stamp
     repeat = meta.get("Repeat")
     if repeat is not None:
         try:
-            parse_repeat(repeat, allow_cron=extended)
-        except ValueError:
-            raise ValueError(f"bad Repeat {repeat!r}") from None
+            parse_repeat(repeat, allow_cron=extended, any_step=True)
+        except ValueError as exc:
+            raise ValueError(f"bad {exc}") from None
     tz = meta.get("TZ")
     if tz is not None and not _valid_zone(tz):
         raise ValueError(f"bad TZ {tz!r}")
     chat_id = meta.get("ChatID")
-    if chat_id is not None and not _CHAT_ID.fullmatch(chat_id):
-        raise ValueError(f"bad ChatID {chat_id!r}")
+    if chat_id is not None:
+        try:
+            chat_id = normalize_chat_id(chat_id)
+        except ValueError as exc:
+            raise ValueError(f"bad ChatID {chat_id!r}: {exc}") from None
     created, done = stamps["Created"], stamps["Done"]
     return Entry(
         kind=kind,
@@ -368,7 +679,7 @@ def _entry_from_meta(kind: TodoKind, content: str, meta: dict[str, str], extende
 
 
 def _parse_stamp(value: str) -> datetime | None:
-    """A naive datetime for a real ``YYYY-MM-DD HH:MM``, else None."""
+    """A naive datetime for a real ``YYYY-MM-DD HH:MM`` (Go's layout), else None."""
     match = _STAMP.fullmatch(value)
     if match is None:
         return None
@@ -379,8 +690,20 @@ def _parse_stamp(value: str) -> datetime | None:
         return None
 
 
+def _year_zero(value: str) -> str:
+    """Why a stamp the runtime reads is still refused: year 0000, which hb cannot store."""
+    match = _STAMP.fullmatch(value)
+    if match is None or match.group(1) != "0000" or int(match.group(4)) > 23 or int(match.group(5)) > 59:
+        return ""
+    try:
+        date(4, int(match.group(2)), int(match.group(3)))  # year 0 is a leap year, as year 4
+    except ValueError:
+        return ""  # no such date in a leap year either: the runtime refuses it too
+    return " (mistermorph reads year 0000; hb cannot store it)"
+
+
 def _valid_zone(name: str) -> bool:
-    if name.upper() == "UTC":
+    if name.upper() == "UTC" or name == _LOCAL:
         return True
     try:
         ZoneInfo(name)
@@ -412,149 +735,9 @@ def _newline_of(raw_lines: Sequence[tuple[int, str, str]]) -> str:
     return next((ending for _, _, ending in raw_lines if ending), "\n")
 
 
-def _is_fence(number: int, text: str) -> bool:
-    if number == 1:
-        text = text.removeprefix(BOM)
-    return text.strip() == _FENCE
-
-
-def _read_front_matter(
-    raw_lines: Sequence[tuple[int, str, str]],
-) -> tuple[dict[Any, Any] | None, int]:
-    """The parsed front matter and the number of lines it spans (0 = none)."""
-    if not raw_lines or not _is_fence(1, raw_lines[0][1]):
-        return None, 0
-    close = next((i for i, (n, t, _) in enumerate(raw_lines) if i and _is_fence(n, t)), None)
-    if close is None:
-        raise FileFormatError("front matter has no closing '---'", line=1)
-    simple = _simple_front_matter([text for _, text, _ in raw_lines[1:close]])
-    if simple is not None:
-        return simple, close + 1
-    # one text line per file line, so YAML's marks map to file lines
-    source = "".join(text + "\n" for _, text, _ in raw_lines[1:close])
-    import yaml  # only a file with front matter needs it (a one-line sync may not)
-
-    try:
-        loaded = yaml.safe_load(source)
-    except yaml.YAMLError as exc:
-        from heartbeat.formats.yaml_errors import describe
-
-        reason, line, column = describe(exc)
-        raise FileFormatError(
-            f"front matter is not valid YAML: {reason}", line=line + 2, column=column + 1
-        ) from None
-    except (ValueError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
-        # PyYAML's constructors fail this way on e.g. `a: 2026-13-01` or `!!int x`
-        raise FileFormatError(f"front matter is not valid YAML: {exc}", line=1) from None
-    if loaded is None:
-        loaded = {}  # empty front matter, as the runtime reads it
-    if not isinstance(loaded, dict):
-        raise FileFormatError("front matter is not a YAML mapping", line=2)
-    return loaded, close + 1
-
-
-# A front-matter line as the runtime writes it: a plain key and a double-quoted string without
-# escapes, or a decimal integer. YAML reads these as str and int; any other line goes to YAML.
-_YAML_WORDS = frozenset(("yes", "no", "true", "false", "on", "off", "null"))
-_SIMPLE_ITEM = re.compile(r'([A-Za-z_][A-Za-z0-9_]*): (?:"([^"\\]*)"|(0|[1-9][0-9]{0,17}))')
-
-
-def _simple_front_matter(lines: Sequence[str]) -> dict[Any, Any] | None:
-    """The front matter without loading YAML when every line is that simple (else None)."""
-    out: dict[Any, Any] = {}
-    for line in lines:
-        match = _SIMPLE_ITEM.fullmatch(line)
-        if match is None or match.group(1) in out:
-            return None
-        key, text, number = match.groups()
-        if key.lower() in _YAML_WORDS:
-            return None  # a key YAML reads as a boolean or null
-        if text is not None and not text.isprintable():
-            return None  # YAML folds or rejects some characters: let it say what they are
-        out[key] = text if text is not None else int(number)
-    return out
-
-
-@dataclass(frozen=True)
-class _Visibility:
-    text: str  # the line with HTML comments cut out (and a leading BOM dropped)
-    touched: bool  # part of the line lies inside a comment
-    open_after: bool  # a comment spans this line's ending
-
-
-def _visibility(lines: Sequence[tuple[int, str, str]]) -> Iterator[_Visibility]:
-    """What the runtime sees of each line once it has stripped HTML comments."""
-    body = "".join(text + ending for _, text, ending in lines)
-    spans = [m.span() for m in _COMMENT.finditer(body)]
-    first = 0
-    offset = 0
-    for number, text, ending in lines:
-        start, end = offset, offset + len(text)
-        while first < len(spans) and spans[first][1] <= start:
-            first += 1
-        pieces: list[str] = []
-        cursor = start
-        index = first
-        while index < len(spans) and spans[index][0] < end:
-            span_start, span_end = spans[index]
-            if span_start > cursor:
-                pieces.append(body[cursor:span_start])
-            cursor = max(cursor, span_end)
-            index += 1
-        if cursor < end:
-            pieces.append(body[cursor:end])
-        visible = "".join(pieces)
-        # an empty line counts as touched when a comment spans its ending
-        touched = first < len(spans) and spans[first][0] < max(end, start + 1)
-        open_after = bool(ending) and any(s <= end < e for s, e in spans[first : index + 1])
-        yield _Visibility(visible.removeprefix(BOM) if number == 1 else visible, touched, open_after)
-        offset = end + len(ending)
-
-
-def _classify(number: int, text: str, ending: str, seen: _Visibility, kind: TodoKind, dialect: str) -> Line:
-    stripped = seen.text.strip()
-    if not stripped:
-        return Line(LineKind.COMMENT if seen.touched else LineKind.BLANK, number, text, ending)
-    if stripped.startswith("#"):
-        return Line(LineKind.HEADING, number, text, ending)
-    try:
-        entry = parse_entry(stripped, kind, dialect=dialect)
-    except ValueError as exc:
-        warning = LineWarning(number, text, str(exc))
-        return Line(LineKind.MALFORMED, number, text, ending, warning=warning)
-    entry = replace(entry, line=number, raw=text + ending)
-    return Line(LineKind.ENTRY, number, text, ending, entry=entry)
-
-
 def _is_header(line: Line, kind: TodoKind) -> bool:
     text = line.text.removeprefix(BOM) if line.number == 1 else line.text
-    return line.kind is LineKind.HEADING and text.strip() == kind.header
-
-
-def comments_opened_in_entries(doc: Document) -> list[tuple[int, int]]:
-    """(line, last) for each entry line that opens an HTML comment reaching past its end:
-    the comment hides the rest of that line and lines ``line + 1`` to ``last`` (up to its
-    ``-->``). The runtime reads the entry only up to the ``<!--``."""
-    reach = _comment_reach(doc.lines)
-    return [
-        (ln.number, reach[ln.number])
-        for ln in doc.lines
-        if ln.entry is not None and reach.get(ln.number, 0) > ln.number
-    ]
-
-
-def _comment_reach(lines: Sequence[Line]) -> dict[int, int]:
-    """For each line that opens an HTML comment spanning its ending: the line the comment ends on."""
-    out: dict[int, int] = {}
-    carried = False  # a comment is open at the start of the line
-    for index, line in enumerate(lines):
-        # a comment open at the line's start ends at its first "-->": one still open at its end
-        # was opened on this line
-        if line.continues_comment and (not carried or "-->" in line.text):
-            end = next((ln.number for ln in lines[index + 1 :] if "-->" in ln.text), line.number)
-            out[line.number] = end
-        carried = line.continues_comment
-    return out
+    return line.kind is LineKind.HEADING and trim_space(text) == kind.header
 
 
 # --- writing -------------------------------------------------------------------------
@@ -571,7 +754,7 @@ def _line_text(line: Line) -> str:
         return line.text + line.ending
     if entry.raw is not None:
         return entry.raw
-    return render_entry(entry, comments=True) + line.ending  # lines added or changed were checked
+    return render_entry(entry, comments=True) + line.ending
 
 
 def render_entry(entry: Entry, *, comments: bool = False) -> str:
@@ -582,15 +765,20 @@ def render_entry(entry: Entry, *, comments: bool = False) -> str:
     that cannot be written as one readable line. ``comments``: the content may
     hold ``<!--``; whether the line still reads as written then depends on the
     rest of the file, which the caller must check (as :func:`with_entries` does).
+    A TODO.md or TODO.RECUR.md content may hold no ``[text](target)`` link whose
+    target is not a ``protocol:id`` reference: the runtime fails on those.
     """
     pairs = _metadata_pairs(entry)
     content = entry.content
-    if not content or content != content.strip():
+    if not content or content != trim_space(content):
         raise InvalidInput(f"entry content {content!r} must be non-empty and trimmed")
     if "\n" in content:  # only LF ends a line: a CR inside the content is part of it
         raise InvalidInput(f"entry content {content!r} must be one line")
     if "<!--" in content and not comments:
         raise InvalidInput(f"entry content {content!r} must not open an HTML comment")
+    problem = link_problem(content) if entry.kind is not TodoKind.DONE else None
+    if problem is not None:  # the runtime's add, complete and materialize would fail on the file
+        raise InvalidInput(f"{problem}: mistermorph refuses such a link in {entry.kind.filename}")
     metadata = ", ".join(f"[{key}]({value})" for key, value in pairs)
     return f"{entry.kind.prefix}{metadata}{_SEPARATOR}{content}"
 
@@ -639,7 +827,7 @@ def _format_value(entry: Entry, key: str) -> str:
     if key == "Repeat":
         assert entry.repeat is not None
         try:
-            parse_repeat(entry.repeat)
+            parse_repeat(entry.repeat, any_step=True)
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
         return _checked_value(key, entry.repeat)
@@ -649,8 +837,12 @@ def _format_value(entry: Entry, key: str) -> str:
             raise InvalidInput(f"TZ {entry.tz!r} is not an IANA time zone")
         return _checked_value(key, entry.tz)
     assert entry.chat_id is not None
-    if not _CHAT_ID.fullmatch(entry.chat_id):
-        raise InvalidInput(f"ChatID {entry.chat_id!r} is not like tg:-100123")
+    try:
+        normal = normalize_chat_id(entry.chat_id)
+    except ValueError as exc:
+        raise InvalidInput(f"ChatID {entry.chat_id!r} is not a reference like tg:-100123: {exc}") from None
+    if normal != entry.chat_id:
+        raise InvalidInput(f"ChatID {entry.chat_id!r} reads back as {normal!r}: write that")
     return _checked_value(key, entry.chat_id)
 
 
@@ -661,7 +853,7 @@ def _format_stamp(stamp: datetime) -> str:
 
 def _checked_value(key: str, value: str) -> str:
     """A metadata value must survive the reader: no comma, parenthesis or separator."""
-    if not value or value != value.strip():
+    if not value or value != trim_space(value):
         raise InvalidInput(f"{key} value {value!r} must be non-empty and trimmed")
     if any(ch in value for ch in ",()\r\n") or _SEPARATOR in value:
         raise InvalidInput(f"{key} value {value!r} may not hold a comma, parenthesis or ' | '")
@@ -716,95 +908,114 @@ def with_entries(doc: Document, entries: Sequence[Entry], *, now: datetime) -> D
     Entries are matched to lines by ``line`` (0 = new). Unlisted entries are
     removed, equal ones keep their bytes, changed ones are rewritten canonically
     in place, new ones go after the preceding listed entry (or before the first
-    entry line, or after the header, or at the end; never inside an HTML
-    comment). Listing existing entries in another order does not move them. If
-    anything changed, the front matter's count and ``updated_at`` lines are set.
-    The result is re-parsed, so its entries carry their new line numbers.
-    Raises ValueError for a naive ``now`` or a ``line`` that is not an entry of
-    ``doc``; InvalidInput for an entry that cannot be written readably in the
-    document's dialect; CommentMarkerError (naming the line in the way) for a
-    change that would alter how other lines read. An entry's content may hold
-    ``<!--`` when the result still reads exactly as written.
+    entry line, or after the header, or at the end). Listing existing entries in
+    another order does not move them. An entry that takes up several lines of
+    the file (an HTML comment spans their line breaks) keeps its comments, and
+    with them the lines they hide: rewritten, they follow the new text; removed,
+    they stay as they were. If anything changed, the front matter's count and
+    ``updated_at`` lines are set. The result is re-parsed, so its entries carry
+    their new line numbers. Raises ValueError for a naive ``now`` or a ``line``
+    that is not an entry of ``doc``; InvalidInput for an entry that cannot be
+    written readably in the document's dialect; CommentMarkerError (naming the
+    line) for a change whose HTML comment marker would alter how other lines
+    read. An entry's content may hold ``<!--`` when the result still reads
+    exactly as written.
     """
     _require_aware(now)
     for entry in entries:
         if entry.kind is not doc.kind:
             raise InvalidInput(f"a {entry.kind} entry cannot go into {doc.kind.filename}")
     given = _index_given(doc, entries)
-    out, changed = _place_entries(doc, given, _anchor_new(entries))
+    out, changed, rewritten = _place_entries(doc, given, _anchor_new(entries))
     if not changed:
         return doc
-    out = _keep_bom_first(_fix_endings(out, doc), doc)
+    out = _fix_endings(out, doc)  # a BOM stays put: a line that starts with one is never an entry
     if doc.front_matter is not None:
         count = sum(1 for ln in out if ln.kind is LineKind.ENTRY)
         out = _update_front_matter(out, doc, count, now)
     result = parse("".join(_line_text(ln) for ln in out), doc.kind, dialect=doc.dialect)
     expected = [_canonical(ln.entry) for ln in out if ln.entry is not None]
     if [_canonical(e) for e in result.entries] != expected:
-        # an HTML comment marker in a removed, changed or added line moved a comment
-        raise _comment_error(doc, given, out)
+        # an HTML comment marker in a changed or added line moved a comment
+        raise _comment_error(doc, out, rewritten)
     return result
 
 
-def _comment_error(doc: Document, given: dict[int, Entry], out: Sequence[Line]) -> CommentMarkerError:
-    """Why the result of with_entries reads otherwise: the first removed or rewritten line
-    with a comment marker (else the first new one)."""
+def _comment_error(doc: Document, out: Sequence[Line], rewritten: dict[int, int]) -> CommentMarkerError:
+    """Why the result of with_entries reads otherwise: the first rewritten or new entry line
+    that holds an HTML comment marker (``rewritten``: index in ``out`` -> the line it was)."""
     name = doc.kind.filename
     unread = "the result would not read back as written"
-    kept = {ln.number for ln in out if ln.number}
-    reach = _comment_reach(doc.lines)
-    for line in doc.lines:
-        if line.number in kept or not any(m in line.text for m in _MARKERS):
+    for index, line in enumerate(out):
+        if line.number or line.entry is None:
             continue
-        verb = "rewriting" if line.number in given else "removing"
-        end = reach.get(line.number)
-        if end is not None and end > line.number:
-            hidden = f"line {end}" if end == line.number + 1 else f"lines {line.number + 1}-{end}"
-            what = f"{verb} this line would uncover {hidden}, hidden by the HTML comment it opens"
-        else:
-            what = f"{verb} this line would move an HTML comment marker it holds"
-        return CommentMarkerError(name, f"{unread}: {what}; close or remove the comment here", line.number)
-    for line in out:
-        if line.number == 0 and line.entry is not None and any(m in line.text for m in _MARKERS):
-            what = f"the new entry {line.entry.content!r} holds an HTML comment marker"
-            return CommentMarkerError(name, f"{unread}: {what} that would change which lines are hidden")
+        text = render_entry(line.entry, comments=True)
+        if not any(m in text for m in _MARKERS):
+            continue
+        if index in rewritten:
+            what = "the new text of this entry holds an HTML comment marker"
+            return CommentMarkerError(
+                name, f"{unread}: {what} that would change which lines are hidden", rewritten[index]
+            )
+        what = f"the new entry {line.entry.content!r} holds an HTML comment marker"
+        return CommentMarkerError(name, f"{unread}: {what} that would change which lines are hidden")
     return CommentMarkerError(name, f"{unread} (an HTML comment marker would change which lines are hidden)")
 
 
 def _place_entries(
     doc: Document, given: dict[int, Entry], anchored: dict[int, list[Entry]]
-) -> tuple[list[Line], bool]:
-    """The document's lines with entries kept, rewritten, dropped or added; and whether
-    anything changed."""
+) -> tuple[list[Line], bool, dict[int, int]]:
+    """The document's lines with entries kept, rewritten, dropped or added; whether anything
+    changed; and which lines were rewritten (index in the result -> the line they were)."""
     changed = bool(anchored) or set(given) != set(doc._entry_index)
     first_entry = min(doc._entry_index, default=None)
     out: list[Line] = []
-    pending: list[Line] = []  # new lines waiting for an open comment to close
-    open_before = False
+    rewritten: dict[int, int] = {}
     for line in doc.lines:
         if line.number == first_entry:
-            (pending if open_before else out).extend(_new_lines(anchored.get(0, []), doc))
+            out.extend(_new_lines(anchored.get(0, []), doc))
         if line.entry is None:
             out.append(line)
-        elif line.number in given:
-            entry = given[line.number]
-            if _same(entry, line.entry):
-                out.append(line)
-            else:
-                changed = True
-                text = _checked_line(entry, doc.dialect)
-                out.append(Line(LineKind.ENTRY, 0, text, line.ending, replace(entry, raw=None)))
-        if line.entry is not None:
-            pending.extend(_new_lines(anchored.get(line.number, []), doc))
-        if pending and not line.continues_comment:
-            out.extend(pending)
-            pending = []
-        open_before = line.continues_comment
-    out.extend(pending)
+            continue
+        if line.number not in given:
+            hidden = _kept_comments(line.text, None)
+            if hidden:  # the entry goes; the lines its comments hide stay
+                out.append(Line(LineKind.COMMENT, 0, hidden, line.ending))
+            continue
+        entry = given[line.number]
+        if _same(entry, line.entry):
+            out.append(line)
+        else:
+            changed = True
+            text = _kept_comments(line.text, _checked_line(entry, doc.dialect))
+            rewritten[len(out)] = line.number
+            out.append(Line(LineKind.ENTRY, 0, text, line.ending, replace(entry, raw=text + line.ending)))
+        out.extend(_new_lines(anchored.get(line.number, []), doc))
     if first_entry is None and 0 in anchored:
         at = _fallback_insert_index(doc)
         out[at:at] = _new_lines(anchored[0], doc)
-    return out, changed
+    return out, changed, rewritten
+
+
+def _kept_comments(text: str, canonical: str | None) -> str:
+    """What is left of an entry's text when it is rewritten to ``canonical`` (None: removed).
+
+    A one-line entry is replaced whole. One that takes up several lines of the
+    file keeps its HTML comments (they hold those lines): those before the
+    entry's text stay in front, the others follow it.
+    """
+    if "\n" not in text:
+        return canonical or ""
+    spans = [m.span() for m in _COMMENT.finditer(text)]
+    lead = 0
+    for start, end in spans:
+        if trim_space(text[lead:start]):
+            break
+        lead = end
+    rest = "".join(text[start:end] for start, end in spans if start >= lead)
+    if canonical is None:
+        return text[:lead] + rest
+    return text[:lead] + canonical + (" " + rest if rest else "")
 
 
 def _require_aware(now: datetime) -> None:
@@ -838,10 +1049,11 @@ def _anchor_new(entries: Sequence[Entry]) -> dict[int, list[Entry]]:
 
 
 def _new_lines(entries: Sequence[Entry], doc: Document) -> list[Line]:
-    return [
-        Line(LineKind.ENTRY, 0, _checked_line(e, doc.dialect), doc.newline, replace(e, raw=None))
-        for e in entries
-    ]
+    out = []
+    for entry in entries:
+        text = _checked_line(entry, doc.dialect)
+        out.append(Line(LineKind.ENTRY, 0, text, doc.newline, replace(entry, raw=text + doc.newline)))
+    return out
 
 
 def _fallback_insert_index(doc: Document) -> int:
@@ -864,7 +1076,7 @@ def _fix_endings(lines: list[Line], doc: Document) -> list[Line]:
     ]
     had_final_newline = not doc.lines or bool(doc.lines[-1].ending)
     if fixed and not had_final_newline and fixed[-1].number == 0:
-        fixed[-1] = replace(fixed[-1], ending="")
+        fixed[-1] = _with_ending(fixed[-1], "")
     return fixed
 
 
@@ -874,24 +1086,6 @@ def _with_ending(line: Line, ending: str) -> Line:
     if entry is not None and entry.raw is not None:
         entry = replace(entry, raw=line.text + ending)
     return replace(line, ending=ending, entry=entry)
-
-
-def _keep_bom_first(lines: list[Line], doc: Document) -> list[Line]:
-    """A BOM belongs to the start of the file, whichever line now comes first."""
-    had_bom = bool(doc.lines) and doc.lines[0].text.startswith(BOM)
-    if not had_bom or not lines or lines[0].number == 1:
-        return lines
-    out = [_bom_moved(ln, add=False) if ln.number == 1 else ln for ln in lines]
-    out[0] = _bom_moved(out[0], add=True)
-    return out
-
-
-def _bom_moved(line: Line, *, add: bool) -> Line:
-    text = BOM + line.text if add else line.text.removeprefix(BOM)
-    entry = line.entry
-    if entry is not None:
-        entry = replace(entry, raw=text + line.ending)
-    return replace(line, text=text, entry=entry)
 
 
 def _update_front_matter(lines: list[Line], doc: Document, count: int, now: datetime) -> list[Line]:

@@ -1,7 +1,8 @@
 """The Repeat grammar of TODO.RECUR.md, plus hb's cron extension.
 
-The runtime understands, case-insensitively with spaces collapsed: ``daily``,
-``weekly``, ``every N day(s)``, ``every N hour(s)`` (N >= 1). hb also accepts
+mistermorph understands, case-insensitively with white space collapsed (Go's
+``strings.Fields``): ``daily``, ``weekly``, ``every N day(s)``, ``every N
+hour(s)``, N written ``[1-9][0-9]*`` and at most 2**63 - 1. hb also accepts
 ``cron <five fields>`` (croniter syntax) for rules added with ``hb recur add``;
 those are written to TODO.RECUR.md only in the extended dialect, where commas
 inside the expression are written as ``;`` because a metadata value cannot
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from heartbeat.clock import MAX_DURATION
+from heartbeat.formats import go_text
 
 
 class RepeatKind(StrEnum):
@@ -25,7 +27,9 @@ class RepeatKind(StrEnum):
     CRON = "cron"  # a cron expression in the rule's zone (extended dialect)
 
 
-_RUNTIME = re.compile(r"^(?:(daily)|(weekly)|every ([0-9]+) (days?|hours?))$")
+# recurring.go's patterns, on the normalised text (single spaces): no leading zero in N
+_RUNTIME = re.compile(r"(?:(daily)|(weekly)|every ([1-9][0-9]*) (days?|hours?))")
+_MAX_COUNT = 2**63 - 1  # strconv.Atoi on a 64-bit machine: a longer N is no rule at all
 _CRON = re.compile(r"^cron (.+)$")
 
 
@@ -62,30 +66,40 @@ class Repeat:
 _MAX_DAYS = MAX_DURATION.days  # the longest duration hb reads anywhere
 
 
-def parse_repeat(text: str, *, allow_cron: bool = True) -> Repeat:
-    """Read a Repeat value; raise ValueError with the reason when it is not one."""
-    norm = " ".join(text.split()).lower()
-    m = _RUNTIME.match(norm)
+def parse_repeat(text: str, *, allow_cron: bool = True, any_step: bool = False) -> Repeat:
+    """Read a Repeat value; raise ValueError with the reason when it is not one.
+
+    A step over 100 years is refused (hb cannot schedule it) unless ``any_step``:
+    mistermorph reads any N up to 2**63 - 1, and so does hb's TODO.RECUR.md reader.
+    """
+    words = go_text.fields(text)
+    m = _RUNTIME.fullmatch(go_text.lower(" ".join(words)))
     if m:
         if m.group(1):
             return Repeat(RepeatKind.DAILY)
         if m.group(2):
             return Repeat(RepeatKind.WEEKLY)
-        n = int(m.group(3))
-        if n < 1:
-            raise ValueError(f"Repeat {text!r}: N must be at least 1")
+        digits = m.group(3)
+        n = int(digits) if len(digits) <= 19 else _MAX_COUNT + 1
+        if n > _MAX_COUNT:
+            raise ValueError(f"Repeat {text!r}: N is larger than mistermorph reads (2**63 - 1)")
         unit = RepeatKind.DAYS if m.group(4).startswith("day") else RepeatKind.HOURS
-        if n > (_MAX_DAYS if unit is RepeatKind.DAYS else _MAX_DAYS * 24):
+        if not any_step and n > (_MAX_DAYS if unit is RepeatKind.DAYS else _MAX_DAYS * 24):
             raise ValueError(f"Repeat {text!r}: a step over 100 years never comes")
         return Repeat(unit, n)
-    m = _CRON.match(" ".join(text.split()))  # cron keeps its case (e.g. MON)
-    if m and allow_cron and text.split()[0].lower() == "cron":
+    m = _CRON.match(" ".join(words))  # cron keeps its case (e.g. MON)
+    if m and allow_cron and words[0].lower() == "cron":
         expr = m.group(1).replace(";", ",")
         from croniter import croniter  # lazy: only cron rules need it
 
         if len(expr.split()) != 5 or not croniter.is_valid(expr):
             raise ValueError(f"Repeat {text!r}: not a valid five-field cron expression")
         return Repeat(RepeatKind.CRON, cron=expr)
+    count = words[1] if len(words) == 3 and words[0].lower() == "every" else ""
+    if count.isascii() and count.isdigit() and count.startswith("0"):
+        if not count.strip("0"):
+            raise ValueError(f"Repeat {text!r}: N must be at least 1")
+        raise ValueError(f"Repeat {text!r}: N has a leading zero, which mistermorph does not read")
     raise ValueError(
         f"Repeat {text!r}: expected daily, weekly, every N days or every N hours"
         + (", or cron <expr>" if allow_cron else "")

@@ -43,29 +43,33 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import operator
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from heartbeat.clock import isoformat, load_zone
+from heartbeat.clock import isoformat
 from heartbeat.db import plain
 from heartbeat.db.plain import Conn, in_list
 from heartbeat.db.shape import RECURRENCES, TASK_EVENTS, TASKS, Shape
 from heartbeat.db.status import ACTIVE_STATUSES, TaskStatus
 from heartbeat.errors import FileFormatError, InvalidInput
+from heartbeat.formats import go_text
 from heartbeat.formats import todo as fmt
+from heartbeat.formats.go_text import trim_space
 from heartbeat.formats.todo import Entry, TodoKind
 from heartbeat.rules.repeat import parse_repeat
 from heartbeat.sync import bookmarks
 from heartbeat.sync.engine import read_optional
-from heartbeat.sync.files import STATE, atomic_write, default_path, digest, other_file
+from heartbeat.sync.files import STATE, atomic_write, default_path, digest
 from heartbeat.sync.report import ImportReport, SyncReport
 
 if TYPE_CHECKING:
@@ -110,8 +114,8 @@ def _short(text: str) -> str:
 
 
 def _content(title: str) -> str:
-    """A title as one entry line's content: one line (only LF ends one), trimmed."""
-    return " ".join(title.split()) if "\n" in title else title.strip()
+    """A title as one entry line's content: one line (only LF ends one), trimmed as Go trims."""
+    return " ".join(go_text.fields(title)) if "\n" in title else trim_space(title)
 
 
 def _entry_id(entry: Entry | None) -> str | None:
@@ -140,11 +144,12 @@ def _body(line: str) -> str:
 
 
 def _front_matter_end(lines: Sequence[str]) -> int:
-    """How many lines the front matter spans (0: none; all: unterminated)."""
-    if not lines or _body(lines[0]).removeprefix(fmt.BOM).strip() != "---":
+    """How many lines a front matter spans (0: none; all: unterminated), also one after a BOM
+    that the runtime reads as entry lines."""
+    if not lines or trim_space(trim_space(_body(lines[0])).removeprefix(fmt.BOM)) != "---":
         return 0
     for index in range(1, len(lines)):
-        if _body(lines[index]).strip() == "---":
+        if trim_space(_body(lines[index])) == "---":
             return index + 1
     return len(lines)
 
@@ -469,9 +474,9 @@ class _Family:
     def incoming_order(self, kind: str, rows: list[_Row]) -> list[_Row]:
         return sorted(rows, key=lambda r: (r.position, r.pk))
 
-    def append_only(self, kind: str) -> bool:
-        """New rows go to the end of this file (else: by position)."""
-        return False
+    def arrivals(self, kind: str) -> str:
+        """Where rows arriving in this file go: ``top`` or ``end`` of its list, or ``position``."""
+        return "position"
 
     def merge(self, row: _Row, entry: Entry) -> Entry | None:
         """For a conflict (the line and the row both changed): the line's version with what the
@@ -634,13 +639,15 @@ class _Tasks(_Family):
             extra=(("ID", row.id),) if self.dialect == "extended" else (),
         )
 
-    def append_only(self, kind: str) -> bool:
-        return kind == "done"  # completing moves an entry to the end of TODO.DONE.md
+    def arrivals(self, kind: str) -> str:
+        # mistermorph's Complete puts the entry first in TODO.DONE.md's list
+        return "top" if kind == "done" else "position"
 
     def incoming_order(self, kind: str, rows: list[_Row]) -> list[_Row]:
-        if kind == "done":
+        if kind == "done":  # completed one by one, each on top: the latest first
+            rows = super().incoming_order(kind, rows)
             far = datetime.max.replace(tzinfo=UTC)
-            return sorted(rows, key=lambda r: (r.data.completed_at or far, r.position, r.pk))
+            return sorted(rows, key=lambda r: r.data.completed_at or far, reverse=True)
         return super().incoming_order(kind, rows)
 
     def report_kind(self, before: str | None, after: str) -> str:
@@ -806,7 +813,7 @@ class _Recurrences(_Family):
         if not data.enabled or not data.next_local or fmt._parse_stamp(data.next_local) is None:
             return False
         try:
-            repeat = parse_repeat(data.rule)
+            repeat = parse_repeat(data.rule, any_step=True)
         except ValueError:
             return False
         return self.dialect == "extended" or repeat.runtime_readable
@@ -820,7 +827,7 @@ class _Recurrences(_Family):
     def _rule_text(rule: str) -> str:
         """The Repeat value for a rule: as written, cron with ';' for ','."""
         try:
-            repeat = parse_repeat(rule)
+            repeat = parse_repeat(rule, any_step=True)
         except ValueError:
             return rule
         return rule if repeat.runtime_readable else repeat.render()
@@ -849,8 +856,8 @@ class _Recurrences(_Family):
             extra=(("ID", row.id),) if self.dialect == "extended" else (),
         )
 
-    def append_only(self, kind: str) -> bool:
-        return True
+    def arrivals(self, kind: str) -> str:
+        return "end"
 
     def merge(self, row: _Row, entry: Entry) -> Entry | None:
         # hb moves Next past an occurrence that came due (materialize): an edit that left the
@@ -874,7 +881,7 @@ class _Recurrences(_Family):
         from heartbeat.rules.recurrence import resolve_next  # croniter loads only when needed
 
         stored = rule["next_at"] if rule is not None and rule["tz"] == tz else None
-        return resolve_next(next_local, load_zone(tz) if tz else self.ledger.zone, stored)
+        return resolve_next(next_local, fmt.rule_zone(tz, self.ledger.zone), stored)
 
     def history(
         self, row: dict[str, Any], kind: str, detail: dict[str, Any], before: dict[str, Any] | None = None
@@ -1034,16 +1041,10 @@ def _insert_rows(db: Conn, shape: Shape, rows: list[dict[str, Any]]) -> list[int
 # --- reading the files ---------------------------------------------------------------------
 
 
-def _classify(kind: TodoKind, raw: str, dialect: str) -> Entry | str | None:
+def _classify(kind: TodoKind, raw: str, dialect: str, *, first: bool = False) -> Entry | str | None:
     """What the runtime makes of a line outside any HTML comment: an entry, a reason it is
-    not one (a malformed line), or None (blank or heading)."""
-    stripped = raw.strip()
-    if not stripped or stripped.startswith("#"):
-        return None
-    try:
-        return fmt.parse_entry(stripped, kind, dialect=dialect)
-    except ValueError as exc:
-        return str(exc)
+    not one (a malformed line), or None (blank or heading). ``first``: line 1 (a BOM)."""
+    return fmt.classify(raw, kind, dialect, first=first)
 
 
 def _read(kind: str, path: Path, text: str | None, dialect: str) -> _File:
@@ -1058,29 +1059,35 @@ def _read(kind: str, path: Path, text: str | None, dialect: str) -> _File:
         items = [_Item(kind, ln.number, ln.text, ln.entry) for ln in doc.lines if ln.entry is not None]
         return _File(kind, path, text, items, _doc_warnings(doc), doc)
     lines = _split_lines(text)
-    start = _front_matter_end(lines)
-    if start:
-        _parse_doc(kind, path, "".join(lines[:start]), dialect)  # the front matter must be YAML
-    warnings: list[tuple[int, str, str]] = []
-    for index in range(start, len(lines)):
-        raw = _body(lines[index])
-        seen = raw.removeprefix(fmt.BOM) if index == 0 else raw
-        got = _classify(todo_kind, seen, dialect)
+    bodies = [_body(line) for line in lines]
+    front = fmt.read_front_matter(bodies)
+    warnings = [(w.line, w.text, w.reason) for w in front.notes]
+    for index in range(front.end, len(lines)):
+        raw = bodies[index]
+        got = _classify(todo_kind, raw, dialect, first=index == 0)
         if isinstance(got, Entry):
             items.append(_Item(kind, index + 1, raw, got))
-        elif got is not None:
+            note = fmt.entry_note(got)
+            if note is not None:
+                warnings.append((index + 1, raw, note))
+        elif got is not None and index >= front.shadow:  # the shadow: front matter as written
             warnings.append((index + 1, raw, got))
+    if front.scanned and max(map(len, bodies)) * 4 >= fmt.SCANNER_LIMIT - 1:
+        long = next((i for i in range(1, len(lines)) if _over_limit(lines[i], bodies[i])), None)
+        if long is not None:
+            warnings.append((long + 1, bodies[long], fmt.scanner_note(long < front.end)))
+            warnings.sort(key=lambda w: w[0])
     return _File(kind, path, text, items, warnings)
 
 
+def _over_limit(line: str, body: str) -> bool:
+    """Whether mistermorph's line scanner stops at this line (see formats.todo.SCANNER_LIMIT)."""
+    return fmt.over_scanner_limit(body, "\r\n" if line.endswith("\r\n") else "")
+
+
 def _doc_warnings(doc: fmt.Document) -> list[tuple[int, str, str]]:
-    """The lines kept but not understood, and the entries whose HTML comment hides lines below."""
-    out = [(w.line, w.text, w.reason) for w in doc.warnings]
-    texts = {ln.number: ln.text for ln in doc.lines}
-    for number, end in fmt.comments_opened_in_entries(doc):
-        hidden = f"line {end}" if end == number + 1 else f"lines {number + 1}-{end}"
-        out.append((number, texts[number], f"an HTML comment opens in this entry and hides {hidden}"))
-    return sorted(out, key=lambda w: w[0])
+    """The lines kept but not understood, and what else the reader says about lines."""
+    return [(w.line, w.text, w.reason) for w in doc.warnings]
 
 
 def _parse_doc(kind: str, path: Path, text: str, dialect: str) -> fmt.Document:
@@ -1126,6 +1133,8 @@ def _diff(stored: _Stored, base: str | None, text: str | None, dialect: str) -> 
         return None  # the first line (a BOM) or the front matter changed
     if len(old) - s - p > _TARGETED_MAX or len(new) - s - p > _TARGETED_MAX:
         return None
+    if any(_over_limit(line, _body(line)) for line in (*old[p : len(old) - s], *new[p : len(new) - s])):
+        return None  # which line mistermorph's scanner stops at may move: read the whole file
     return _Diff(old, new, p, len(old) - s, len(new) - s)
 
 
@@ -1547,7 +1556,10 @@ def _render(
         return None, [item_slot(it) for it in f.items]
 
     order: list[_Item | tuple[_Row, Entry]] = []
-    if family.append_only(kind):
+    arrive = family.arrivals(kind)
+    if arrive == "top":
+        order = [*arriving, *kept]
+    elif arrive == "end":
         order = [*kept, *arriving]
     else:
         pending = list(arriving)
@@ -1629,20 +1641,53 @@ def _unreport(report: SyncReport, row_id: str) -> None:
 
 
 def _positions(slots: Sequence[_Slot]) -> list[int]:
-    """File order as strictly increasing positions, changing as few rows as possible."""
+    """File order as strictly increasing positions, changing as few rows as possible: the
+    longest run of rows whose positions are already in order keep theirs (entries that
+    arrived on top of a list go below the first of them), the others fit in after."""
+    current = [slot.row.position if slot.row is not None else None for slot in slots]
+    keep = _in_order(current)
+    first = min(keep, default=None)
     out: list[int] = []
     prev: int | None = None
-    for index, slot in enumerate(slots):
-        current = slot.row.position if slot.row is not None else None
-        if current is not None and (prev is None or current > prev):
-            value = current
+    for index, position in enumerate(current):
+        if index in keep:
+            assert position is not None
+            value = position if prev is None or position > prev else prev + 1  # no room left: it moves
         elif prev is not None:
             value = prev + 1
+        elif first is not None:
+            value = cast(int, current[first]) - (first - index)
         else:
-            following = next((s.row.position for s in slots[index + 1 :] if s.row is not None), None)
-            value = following - 1 if following is not None else 0
+            value = index
         out.append(value)
         prev = value
+    return out
+
+
+def _in_order(values: Sequence[int | None]) -> set[int]:
+    """The indices of a longest strictly increasing run of the known values (not contiguous)."""
+    known = [(i, v) for i, v in enumerate(values) if v is not None]
+    if all(a[1] < b[1] for a, b in itertools.pairwise(known)):
+        return {i for i, _ in known}  # the usual case: already in order
+    import bisect
+
+    tails: list[int] = []  # the smallest last value of a run of each length
+    tail_index: list[int] = []
+    parent: dict[int, int | None] = {}
+    for i, v in known:
+        at = bisect.bisect_left(tails, v)
+        parent[i] = tail_index[at - 1] if at else None
+        if at == len(tails):
+            tails.append(v)
+            tail_index.append(i)
+        else:
+            tails[at] = v
+            tail_index[at] = i
+    out: set[int] = set()
+    cursor: int | None = tail_index[-1] if tail_index else None
+    while cursor is not None:
+        out.add(cursor)
+        cursor = parent[cursor]
     return out
 
 
@@ -1737,6 +1782,9 @@ def _targeted(
             got = _classify(todo_kind, raw, dialect)
             if isinstance(got, Entry):
                 items.append(_Item(kind, index + 1, raw, got))
+                note = fmt.entry_note(got)
+                if note is not None:
+                    found.append((index + 1, raw, note))
             elif got is not None:
                 found.append((index + 1, raw, got))
         delta = d.new_end - d.old_end
@@ -1901,7 +1949,7 @@ def _neighbour(family: _Tasks, kind: str, lines: Sequence[str], order: range, di
         if looked > 50:
             return None
         raw = _body(lines[index])
-        got = _classify(todo_kind, raw.removeprefix(fmt.BOM) if index == 0 else raw, dialect)
+        got = _classify(todo_kind, raw, dialect, first=index == 0)
         if not isinstance(got, Entry):
             continue
         record = family.entry_record(kind, got)
@@ -1942,6 +1990,8 @@ def import_family(family: _Family, kind: str, path: Path, text: str) -> ImportRe
 
     Importing the workspace's own file (its default path) also records the
     entries as synced, so the next ``hb sync`` sees no change on either side.
+    The text is recorded with the row of each entry (:class:`ImportedText`), in
+    the same transaction, for ``hb export`` to give it back.
     """
     baseline = path.resolve() == default_path(family.ledger.workspace, kind).resolve()
     f = _read(kind, path, text, family.dialect)
@@ -1967,6 +2017,7 @@ def import_family(family: _Family, kind: str, path: Path, text: str) -> ImportRe
     family.apply(changes, label)
     slots = [_Slot(kind, it, it.row, it.record, it.raw, it.number) for it in f.items if it.record is not None]
     reports = {kind: SyncReport(kind=kind, path=str(path))}
+    new_items = [s.item for s in slots if s.row is None and s.item is not None]
     if baseline:
         _finish(family, {kind: slots}, rows, final, label, reports)
     else:
@@ -1981,59 +2032,166 @@ def import_family(family: _Family, kind: str, path: Path, text: str) -> ImportRe
         items = [s.item for s in new if s.item is not None]
         reports[kind].added.extend(family.insert(items, positions, label))
     report.added = reports[kind].added
+    lines = {it.number: it.row.id for it in f.items if it.row is not None}
+    lines.update({it.number: new_id for it, new_id in zip(new_items, report.added, strict=True)})
+    ImportedText(str(path), text, lines, _Stored.load(family.db, kind).hash).save(family.db, kind, family.now)
     return report
 
 
+@dataclass(frozen=True)
+class ImportedText:
+    """The text of the file hb last imported (``hb import``) or exported to (``hb export``) for a
+    kind, with the row each of its entries went to: what ``hb export`` to a new file lays the
+    ledger over, so ``hb import todo SRC; hb export todo DST`` gives back SRC's text."""
+
+    path: str
+    text: str
+    rows: dict[int, str]  # line number -> row id
+    base: str | None  # the hash of the text hb had synced then (a later sync makes that newer)
+
+    @property
+    def text_hash(self) -> str:
+        return digest(self.text)
+
+    @staticmethod
+    def load(db: Conn, kind: str) -> ImportedText | None:
+        row = bookmarks.load(db, f"{kind}{_LAYOUT}")
+        skeleton = (row or {}).get("skeleton") or {}
+        if row is None or skeleton.get("by") != _LAYOUT_BY or not isinstance(skeleton.get("text"), str):
+            return None
+        rows = {int(n): str(i) for n, i in skeleton.get("rows", [])}
+        return ImportedText(row["path"], skeleton["text"], rows, skeleton.get("base"))
+
+    def save(self, db: Conn, kind: str, now: datetime) -> None:
+        skeleton = {"by": _LAYOUT_BY, "text": self.text, "rows": sorted(self.rows.items()), "base": self.base}
+        size = len(self.text.encode("utf-8"))
+        bookmarks.save(
+            db,
+            f"{kind}{_LAYOUT}",
+            path=self.path,
+            content_hash=digest(self.text),
+            size=size,
+            synced_at=now,
+            skeleton=skeleton,
+        )
+
+
+_LAYOUT = ".layout"  # sync_state kind suffix of an ImportedText
+_LAYOUT_BY = "markdown-layout"
+
+
 def render_family(family: _Family, kind: str, target: Path | None = None) -> str:
-    """The file as the ledger has it now, laid over the text hb last synced (comments and
-    unreadable lines kept); for ``target``, an existing file other than the workspace's, laid
-    over that file's own text (one that cannot be read is an error, never overwritten)."""
-    stored = _Stored.load(family.db, kind)
-    path = default_path(family.ledger.workspace, kind)
+    """The file as the ledger has it now, laid over a text hb knows; never over an entry hb
+    has not imported.
+
+    The text laid over is the target's own (``target`` None: the workspace's
+    file); for a file that does not exist, the newer of the text hb last
+    imported or exported (:class:`ImportedText`) and the text it last synced.
+    Every entry of an existing target must be one hb read, as written: an entry
+    the ledger has not imported (or a target hb cannot read) makes it refuse,
+    with InvalidInput naming path:line, so an export never loses an entry. With
+    ``target`` (a file about to be written), the result is recorded as the text
+    last exported.
+    """
+    db = family.db
+    stored = _Stored.load(db, kind)
+    workspace_file = default_path(family.ledger.workspace, kind)
+    path = target if target is not None else workspace_file
     dialect = _read_dialect(family.dialect, stored.dialect)
-    other = other_file(target, path)
-    if other is not None:
-        f = _read(kind, other, read_optional(other), dialect)
-        path = other
-    else:
-        base = _base_text(family.ledger.workspace, kind) if stored.ours else None
-        if base is not None and digest(base) != stored.hash:
-            base = None  # the copy is not the text the ledger recorded
-        try:
-            if base is None:
-                base = read_optional(path)  # never synced: lay the ledger over the workspace's file
-            f = _read(kind, path, base, dialect)
-        except FileFormatError:
-            f = _read(kind, path, None, dialect)
+    try:
+        current = read_optional(path)
+    except FileFormatError as exc:
+        if path.is_dir():
+            raise
+        raise InvalidInput(f"{exc}; hb export does not overwrite a file it cannot read") from None
+    imported = ImportedText.load(db, kind)
+    base = _base_text(family.ledger.workspace, kind) if stored.ours else None
+    if base is not None and digest(base) != stored.hash:
+        base = None  # the copy is not the text the ledger recorded
     rows = family.load()
-    for it in f.items:
-        it.record = family.entry_record(kind, it.entry) if it.entry is not None else None
+    by_id = {row.id: row for row in rows}
+    numbered: dict[int, str] | None = None  # the laid-over text is the imported one: its line -> row id
+    if current is not None:
+        laid = current
+        if imported is not None and digest(current) == imported.text_hash:
+            numbered = imported.rows
+    elif imported is not None and (base is None or imported.base == stored.hash):
+        laid, numbered = imported.text, imported.rows
+    elif base is not None:
+        laid = base
+    elif path.resolve() != workspace_file.resolve():
+        try:  # never synced: a copy of the workspace's file
+            laid = read_optional(workspace_file) or ""
+        except FileFormatError:
+            laid = ""
+    else:
+        laid = ""
+    f = _read(kind, path, laid if laid or current is not None else None, dialect)
+    known = _known_lines(kind, rows, base, imported, dialect) if numbered is None else Counter()
+    seen: Counter[str] = Counter()
     by_line: dict[str, list[_Row]] = {}
     for row in sorted(rows, key=lambda r: (r.position, r.pk)):
         if row.base_place == kind and row.base_line is not None:
             by_line.setdefault(row.base_line, []).append(row)
+    if imported is not None and numbered is None:
+        for number, raw in _entry_lines(kind, imported.text, dialect):
+            found = by_id.get(imported.rows.get(number, ""))
+            if found is not None:
+                by_line.setdefault(raw, []).append(found)
     final: dict[int, _Record] = {}
+    taken: set[int] = set()
     for it in f.items:
-        candidates = by_line.get(it.raw)
-        found = candidates.pop(0) if candidates else None
-        if found is None or found.record.place != kind:
-            it.fate = "drop"
+        it.record = family.entry_record(kind, it.entry) if it.entry is not None else None
+        if numbered is not None:
+            found = by_id.get(numbered.get(it.number, ""))
+        else:
+            found = next((r for r in by_line.get(it.raw, ()) if r.pk not in taken), None)
+            seen[it.raw] += 1
+            if found is None and current is not None and seen[it.raw] > known[it.raw]:
+                raise InvalidInput(
+                    f"{path}:{it.number}: this entry is not in the ledger (hb has not imported it), and "
+                    f"hb export does not overwrite it: run hb sync, or hb import {kind} {path}, first"
+                )
+        if found is None or found.pk in taken or found.record.place != kind:
+            it.fate = "drop"  # imported, and since then removed or moved in the ledger
             continue
+        taken.add(found.pk)
         it.row = found
         final[found.pk] = found.record
         if it.record != found.record:
             it.fate = "rewrite"
-    matched = {it.row.pk for it in f.items if it.row is not None}
-    incoming = [r for r in rows if r.pk not in matched and r.record.place == kind]
+    incoming = [r for r in rows if r.pk not in taken and r.record.place == kind]
     for row in incoming:
         final[row.pk] = row.record
     report = SyncReport(kind=kind, path=str(path))
-    text, _slots = _render(family, f, incoming, final, dialect, report)
-    if text is not None:
-        return text
-    if f.text is not None:
-        return f.text
-    return fmt.render(fmt.new_document(_KIND[kind], [], now=family.now, dialect=dialect))
+    text, slots = _render(family, f, incoming, final, dialect, report)
+    if text is None:
+        text = (
+            f.text
+            if f.text is not None
+            else fmt.render(fmt.new_document(_KIND[kind], [], now=family.now, dialect=dialect))
+        )
+    if target is not None:
+        lines = {slot.number: slot.row.id for slot in slots if slot.row is not None and slot.number}
+        ImportedText(str(path), text, lines, stored.hash).save(db, kind, family.now)
+    return text
+
+
+def _entry_lines(kind: str, text: str, dialect: str) -> list[tuple[int, str]]:
+    """(line number, text as written) of every entry of a text."""
+    return [(it.number, it.raw) for it in _read(kind, Path(kind), text, dialect).items]
+
+
+def _known_lines(
+    kind: str, rows: Sequence[_Row], base: str | None, imported: ImportedText | None, dialect: str
+) -> Counter[str]:
+    """How often hb has read each entry line, as written: in the text it last synced, in the
+    text it last imported or exported, and the lines its rows were last synced from."""
+    known = Counter(row.base_line for row in rows if row.base_place == kind and row.base_line is not None)
+    for text in (base, imported.text if imported is not None else None):
+        if text is not None:
+            known |= Counter(raw for _number, raw in _entry_lines(kind, text, dialect))
+    return known
 
 
 def _importer(kind: str) -> Any:
@@ -2145,6 +2303,15 @@ def add_todo(
     from heartbeat import tasks as tasks_mod
 
     content = title.strip()
+    if chat_id is not None and chat_id.strip():
+        try:
+            chat_id = fmt.normalize_chat_id(chat_id)  # as mistermorph's AddWithChatID stores it
+        except ValueError as exc:
+            raise InvalidInput(
+                f"--chat-id {chat_id!r} is not a protocol:id reference like tg:-100123: {exc}"
+            ) from None
+    else:
+        chat_id = None
     entry = Entry(kind=TodoKind.TODO, content=content, created=now, chat_id=chat_id)
     problem = todo_title_problem(title, chat_id)
     if problem is not None:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from heartbeat.errors import FileFormatError, InvalidInput
+from heartbeat.errors import InvalidInput
 from heartbeat.formats.todo import (
     Entry,
     LineKind,
@@ -162,7 +162,11 @@ MALFORMED = [
     (TodoKind.TODO, "- [ ] Created: 2026-05-01 | x", "bad metadata 'Created: 2026-05-01'"),
     (TodoKind.TODO, "- [ ] [Created](2026-05-01 12:41),, [ChatID](tg:-1) | x", "empty metadata item"),
     (TodoKind.TODO, "- [ ] [Created](   ) | x", "empty value for Created"),
-    (TodoKind.TODO, "- [ ] [Created](2026-05-01 12:41), [ChatID](100123) | x", "bad ChatID '100123'"),
+    (
+        TodoKind.TODO,
+        "- [ ] [Created](2026-05-01 12:41), [ChatID](100123) | x",
+        "bad ChatID '100123': not protocol:id",
+    ),
     (TodoKind.TODO, "- [x] [Created](2026-05-01 12:41) | checked box", "not an entry"),
     (TodoKind.TODO, "* item", "not an entry"),
     (TodoKind.TODO, "just some prose", "not an entry"),
@@ -178,11 +182,15 @@ MALFORMED = [
         "- [ ] [Next](2026-05-07 15:00), [Repeat](weekly), [TZ](Mars/Base) | x",
         "bad TZ 'Mars/Base'",
     ),
-    (TodoKind.RECUR, "- [ ] [Next](2026-05-07 15:00), [Repeat](monthly) | x", "bad Repeat 'monthly'"),
+    (
+        TodoKind.RECUR,
+        "- [ ] [Next](2026-05-07 15:00), [Repeat](monthly) | x",
+        "bad Repeat 'monthly': expected daily, weekly, every N days or every N hours",
+    ),
     (
         TodoKind.RECUR,
         "- [ ] [Next](2026-05-07 15:00), [Repeat](every 0 days) | x",
-        "bad Repeat 'every 0 days'",
+        "bad Repeat 'every 0 days': N must be at least 1",
     ),
     (TodoKind.RECUR, "- [ ] [Repeat](daily) | x", "missing required key Next"),
     (TodoKind.RECUR, "- [ ] [Created](2026-05-01 12:41) | x", "unknown key Created"),
@@ -225,9 +233,12 @@ def test_comments_blank_lines_and_headings_are_kept_without_warnings() -> None:
 
     assert doc.warnings == []
     assert [e.content for e in doc.entries] == ["Real one."]
-    assert [ln.kind for ln in doc.lines[2:9]] == [LineKind.COMMENT] * 5 + [
-        LineKind.HEADING,
-        LineKind.BLANK,
+    # the runtime cuts the comments out before splitting lines: lines 3-6 read as one empty line
+    assert [(ln.kind, ln.number, ln.last) for ln in doc.lines[2:6]] == [
+        (LineKind.COMMENT, 3, 6),
+        (LineKind.COMMENT, 7, 7),
+        (LineKind.HEADING, 8, 8),
+        (LineKind.BLANK, 9, 9),
     ]
     assert render(doc) == text
 
@@ -271,15 +282,25 @@ def test_crlf_mixed_endings_bom_and_no_final_newline_survive() -> None:
     assert render(doc) == text
 
 
-def test_a_bom_before_the_front_matter_is_kept() -> None:
+def test_a_bom_before_the_front_matter_makes_it_lines_the_runtime_reads_as_entry_lines() -> None:
+    """Go's strings.TrimSpace keeps a BOM, so mistermorph finds no '---' on line 1: the front
+    matter's lines are read as entry lines (none of them is one), and hb does not edit it."""
     text = "\ufeff" + EXAMPLE
     doc = parse(text, TodoKind.TODO)
 
-    assert doc.front_matter is not None and doc.front_matter["open_count"] == 1
-    assert len(doc.entries) == 1
+    assert doc.front_matter is None
+    assert [ln.kind for ln in doc.lines[:5]] == [LineKind.FRONT_MATTER] * 5
+    assert [e.content for e in doc.entries] == ["Remind [John](tg:@john) to submit report."]
+    assert [(w.line, w.reason) for w in doc.warnings] == [
+        (
+            1,
+            "a byte-order mark comes before '---': mistermorph reads no front matter here "
+            "(it reads these lines as entry lines)",
+        )
+    ]
     assert render(doc) == text
     changed = with_entries(doc, [], now=NOW)
-    assert render(changed).startswith("\ufeff---\n")
+    assert render(changed) == text.replace(EXAMPLE.splitlines(keepends=True)[8], "")
 
 
 def test_empty_text_is_an_empty_document() -> None:
@@ -304,7 +325,9 @@ def test_id_key_is_extended_dialect_only() -> None:
 def test_cron_repeat_is_extended_dialect_only() -> None:
     line = "- [ ] [Next](2026-05-04 09:00), [Repeat](cron 0 9;17 * * 1-5) | standup"
 
-    assert parse(line, TodoKind.RECUR).warnings[0].reason == "bad Repeat 'cron 0 9;17 * * 1-5'"
+    assert parse(line, TodoKind.RECUR).warnings[0].reason == (
+        "bad Repeat 'cron 0 9;17 * * 1-5': expected daily, weekly, every N days or every N hours"
+    )
     (entry,) = parse(line, TodoKind.RECUR, dialect="extended").entries
     assert entry.repeat == "cron 0 9;17 * * 1-5"
 
@@ -702,24 +725,51 @@ def test_new_document_without_entries() -> None:
 
 # --- front matter that cannot be read -------------------------------------------------------
 
+DONE_LINE = "- [x] [Created](2026-05-01 12:41), [Done](2026-05-02 10:00) | still read\n"
+
 
 @pytest.mark.parametrize(
     ("text", "line", "reason"),
     [
-        ("---\nopen_count: 1\n\n# TODO Done\n", 1, "no closing '---'"),
         # the line where the [ or the quote opened, not the end of the text where YAML noticed
         ("---\nfine: 1\nbad: [unclosed\n---\n", 3, "not valid YAML: while parsing a flow sequence"),
         ('---\ncreated_at: "2026-05-01T03:41:00Z\nopen_count: 1\n---\n', 2, "never closed"),
         ("---\na: 1\n  b: 2\n---\n", 3, "not valid YAML"),
         ("---\n- a list\n---\n", 2, "not a YAML mapping"),
         ("---\ncreated_at: 2026-13-01\n---\n", 1, "not valid YAML"),
-        ("\ufeff---  \nx: !!python/name:os.system\n---\n", 2, "not valid YAML"),
+        ("---  \nx: !!python/name:os.system\n---\n", 2, "not valid YAML"),
     ],
 )
-def test_unreadable_front_matter_raises_with_the_line(text: str, line: int, reason: str) -> None:
-    with pytest.raises(FileFormatError, match=reason) as info:
-        parse(text, TodoKind.DONE)
-    assert info.value.line == line
+def test_unreadable_front_matter_is_kept_as_written_and_the_entries_are_read(
+    text: str, line: int, reason: str
+) -> None:
+    """mistermorph reads the entries after front matter it cannot read: so does hb, with a
+    warning naming the line, and it leaves that front matter alone when it writes."""
+    text = text + "# TODO Done\n\n" + DONE_LINE
+    doc = parse(text, TodoKind.DONE)
+
+    assert [e.content for e in doc.entries] == ["still read"]
+    assert doc.front_matter is None
+    [warning] = doc.warnings
+    assert warning.line == line and reason in warning.reason
+    assert warning.reason.endswith("; kept as written (mistermorph still reads the entries)")
+    assert render(doc) == text
+    added = Entry(TodoKind.DONE, "added", created=NOW, done=NOW)
+    out = render(with_entries(doc, [*doc.entries, added], now=NOW))
+    assert out == text + "- [x] [Created](2026-05-03 01:02), [Done](2026-05-03 01:02) | added\n"
+
+
+def test_front_matter_without_a_closing_fence_is_read_as_entry_lines_as_the_runtime_does() -> None:
+    text = "---\nopen_count: 1\n" + DONE_LINE + "\n# TODO Done\n"
+    doc = parse(text, TodoKind.DONE)
+
+    assert [e.content for e in doc.entries] == ["still read"]
+    assert doc.front_matter is None
+    assert [(w.line, w.reason) for w in doc.warnings] == [
+        (1, "front matter has no closing '---': mistermorph reads every line of this file as an entry line"),
+        (2, "not an entry"),
+    ]
+    assert render(doc) == text
 
 
 def test_empty_front_matter_is_an_empty_mapping() -> None:
@@ -746,16 +796,17 @@ def test_a_new_entry_after_a_line_that_opens_a_comment_goes_after_the_comment() 
     assert [e.content for e in out.entries] == ["first", "added"]
 
 
-def test_a_new_top_entry_is_not_put_inside_a_comment_the_first_entry_closes() -> None:
+def test_a_new_top_entry_goes_before_the_comment_the_first_entry_starts_with() -> None:
     text = "<!-- opened\n--> - [ ] [Created](2026-05-01 12:41) | first\n"
     doc = parse(text, TodoKind.TODO)
 
     out = with_entries(doc, [todo("top", NOW), *doc.entries], now=NOW)
 
-    assert render(out) == text + "- [ ] [Created](2026-05-03 01:02) | top\n"
+    assert render(out) == "- [ ] [Created](2026-05-03 01:02) | top\n" + text
+    assert [e.content for e in out.entries] == ["top", "first"]
 
 
-def test_removing_a_line_that_opens_a_comment_is_refused_rather_than_uncovering_lines() -> None:
+def test_removing_an_entry_that_opens_a_comment_keeps_the_comment_and_the_lines_it_hides() -> None:
     text = (
         "- [ ] [Created](2026-05-01 12:41) | first <!-- a note\n"
         "- [ ] [Created](2026-05-01 12:42) | hidden in the note\n"
@@ -763,26 +814,51 @@ def test_removing_a_line_that_opens_a_comment_is_refused_rather_than_uncovering_
     )
     doc = parse(text, TodoKind.TODO)
 
-    with pytest.raises(InvalidInput, match="would not read back"):
-        with_entries(doc, [], now=NOW)
+    out = with_entries(doc, [], now=NOW)
+
+    assert render(out) == text.removeprefix("- [ ] [Created](2026-05-01 12:41) | first ")
+    assert out.entries == [] and [ln.kind for ln in out.lines] == [LineKind.COMMENT]
 
 
-def test_the_bom_stays_at_the_start_when_an_entry_goes_before_line_one() -> None:
-    text = "\ufeff- [ ] [Created](2026-05-01 12:41) | first\n"
+def test_rewriting_an_entry_that_spans_lines_keeps_its_comments_after_the_new_text() -> None:
+    text = (
+        "<!-- lead -->  - [ ] [Created](2026-05-01 12:41) | first <!-- a note\n"
+        "- [ ] [Created](2026-05-01 12:42) | hidden in the note\n"
+        "--> tail\n"
+        "- [ ] [Created](2026-05-01 12:43) | next\n"
+    )
     doc = parse(text, TodoKind.TODO)
+    first, nxt = doc.entries
+    assert (first.content, first.line, nxt.line) == ("first  tail", 1, 4)
 
-    out = with_entries(doc, [todo("top", NOW), *doc.entries], now=NOW)
+    out = with_entries(doc, [replace(first, content="renamed"), nxt], now=NOW)
 
     assert render(out) == (
-        "\ufeff- [ ] [Created](2026-05-03 01:02) | top\n- [ ] [Created](2026-05-01 12:41) | first\n"
+        "<!-- lead -->- [ ] [Created](2026-05-01 12:41) | renamed <!-- a note\n"
+        "- [ ] [Created](2026-05-01 12:42) | hidden in the note\n"
+        "-->\n"
+        "- [ ] [Created](2026-05-01 12:43) | next\n"
     )
-    assert render(with_entries(out, out.entries[1:], now=NOW)) == text
+    assert [e.content for e in out.entries] == ["renamed", "next"]
 
 
-def test_the_bom_stays_when_the_first_line_is_rewritten_and_no_final_newline_stays_missing() -> None:
-    text = "\ufeff- [ ] [Created](2026-05-01 12:41) | first"
+def test_a_bom_keeps_the_first_line_from_being_an_entry_and_stays_at_the_start() -> None:
+    """Go's strings.TrimSpace keeps a BOM: mistermorph does not read line 1 as an entry."""
+    text = "\ufeff- [ ] [Created](2026-05-01 12:41) | first\n- [ ] [Created](2026-05-01 12:42) | second"
     doc = parse(text, TodoKind.TODO)
 
-    out = with_entries(doc, [replace(doc.entries[0], content="renamed")], now=NOW)
+    assert [e.content for e in doc.entries] == ["second"]
+    assert doc.warnings == [
+        LineWarning(
+            1,
+            "\ufeff- [ ] [Created](2026-05-01 12:41) | first",
+            "a byte-order mark starts this line: mistermorph does not read it as an entry",
+        )
+    ]
+    out = with_entries(doc, [todo("top", NOW), replace(doc.entries[0], content="renamed")], now=NOW)
 
-    assert render(out) == "\ufeff- [ ] [Created](2026-05-01 12:41) | renamed"
+    assert render(out) == (
+        "\ufeff- [ ] [Created](2026-05-01 12:41) | first\n"
+        "- [ ] [Created](2026-05-03 01:02) | top\n"
+        "- [ ] [Created](2026-05-01 12:42) | renamed"
+    )

@@ -1,15 +1,18 @@
-"""HTML comment markers in TODO.md / TODO.DONE.md entries: hb never loses an entry it cannot move,
-and names the line when a comment keeps it from writing a file (FORMATS.md section 1)."""
+"""HTML comment markers in TODO.md / TODO.DONE.md entries: hb reads a comment across lines as
+mistermorph does, never loses an entry it cannot move, keeps the lines a comment hides, and
+names the line when a comment keeps it from writing a file (FORMATS.md section 1)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from heartbeat.formats import todo as fmt
 from heartbeat.formats.todo import CommentMarkerError, TodoKind, parse, with_entries
 from tests.conftest import Runner
 from tests.sync.helpers import read, report, todo_rows, write
@@ -66,7 +69,7 @@ def test_a_completed_entry_that_opens_an_unclosed_comment_moves_to_done(run: Run
 def test_an_entry_the_done_file_cannot_take_keeps_its_line_in_todo(run: Runner, workspace: Path) -> None:
     todo, done = workspace / "TODO.md", workspace / "TODO.DONE.md"
     write(todo, HEADER + OPENS + PLAIN)
-    # a new last entry goes before this comment: a '<!--' in it would reach this '-->'
+    # a completed entry goes on top: a '<!--' in it would reach this '-->'
     write(done, "# TODO Done\n\n" + OLD_DONE + "<!-- notes -->\n")
     sync(run)
     by_title = ids(run)
@@ -84,8 +87,9 @@ def test_an_entry_the_done_file_cannot_take_keeps_its_line_in_todo(run: Runner, 
     assert report(out, "done")["completed"] == [plain]
     assert read(todo) == HEADER + OPENS
     assert read(done) == (
-        "# TODO Done\n\n" + OLD_DONE + "- [x] [Created](2026-05-01 12:42), [Done](2026-05-02 10:00) | plain\n"
-        "<!-- notes -->\n"
+        "# TODO Done\n\n- [x] [Created](2026-05-01 12:42), [Done](2026-05-02 10:00) | plain\n"
+        + OLD_DONE
+        + "<!-- notes -->\n"
     )
     rows = {r["id"]: r for r in todo_rows(workspace)}
     assert rows[opens]["status"] == "done"  # the ledger keeps what the user did
@@ -100,28 +104,31 @@ def test_an_entry_the_done_file_cannot_take_keeps_its_line_in_todo(run: Runner, 
     assert report(out, "done")["completed"] == [opens] and report(out, "done")["preserved"] == []
     assert read(todo) == HEADER
     assert read(done) == (
-        "# TODO Done\n\n" + OLD_DONE + "- [x] [Created](2026-05-01 12:42), [Done](2026-05-02 10:00) | plain\n"
+        "# TODO Done\n\n"
         "- [x] [Created](2026-05-01 12:41), [Done](2026-05-02 10:00) | fix the <!-- comment parser\n"
+        "- [x] [Created](2026-05-01 12:42), [Done](2026-05-02 10:00) | plain\n" + OLD_DONE
     )
 
 
-def test_a_comment_opened_in_an_entry_is_reported_with_the_lines_it_hides(
+def test_a_comment_opened_in_an_entry_joins_the_lines_it_spans_into_that_entry(
     run: Runner, workspace: Path
 ) -> None:
+    """mistermorph cuts '<!-- in docs ... third -->' out before splitting lines: lines 3-5 read
+    as the one entry 'escape html like  end' (two spaces: one each side of the comment)."""
     todo = workspace / "TODO.md"
     write(todo, HEADER + ESCAPE)
 
     out = sync(run)
 
     assert report(out, "todo")["preserved"] == [
-        f"{todo}:3: an HTML comment opens in this entry and hides lines 4-5",
-        f"{todo}:5: not an entry",
+        f"{todo}:3: an HTML comment joins lines 3-5 into this one entry (mistermorph reads them as one line)"
     ]
-    assert list(ids(run)) == ["escape html like"]  # as the runtime reads it
+    assert list(ids(run)) == ["escape html like  end"]
     assert read(todo) == HEADER + ESCAPE
+    assert sync(run)["changed"] is False
 
 
-def test_a_removal_that_would_uncover_lines_names_the_line_that_opens_the_comment(
+def test_completing_an_entry_that_spans_lines_keeps_the_comment_and_the_lines_it_hides(
     run: Runner, workspace: Path
 ) -> None:
     todo = workspace / "TODO.md"
@@ -130,24 +137,33 @@ def test_a_removal_that_would_uncover_lines_names_the_line_that_opens_the_commen
     [task_id] = ids(run).values()
     run("done", task_id, HB_NOW=NOW)
 
-    for _ in range(2):
-        result = sync(run, code=1)
-        assert result.stderr == (
-            f"hb: {todo}:3: the result would not read back as written: removing this line would "
-            "uncover lines 4-5, hidden by the HTML comment it opens; close or remove the comment here\n"
-        )
-        assert read(todo) == HEADER + ESCAPE
-        assert not (workspace / "TODO.DONE.md").exists()
-        [row] = todo_rows(workspace)
-        assert (row["status"], row["extra"]["file"]) == ("done", "todo")
+    out = sync(run)
+
+    assert report(out, "done")["completed"] == [task_id]
+    hidden = ESCAPE.split("<!--", 1)[1].rsplit("-->", 1)[0]
+    assert read(todo) == HEADER + "<!--" + hidden + "-->\n"
+    assert fmt.parse(read(todo), TodoKind.TODO).entries == []  # as the runtime reads it: nothing
+    assert read(workspace / "TODO.DONE.md").endswith(
+        "# TODO Done\n\n- [x] [Created](2026-05-01 12:41), [Done](2026-05-02 10:00) | escape html like  end\n"
+    )
+    [row] = todo_rows(workspace)
+    assert (row["status"], row["extra"]["file"]) == ("done", "done")
+    assert sync(run)["changed"] is False
 
 
-def test_with_entries_names_the_line_in_the_way() -> None:
-    doc = parse(HEADER + ESCAPE, TodoKind.TODO)
+def test_with_entries_names_the_line_whose_new_text_would_hide_others() -> None:
+    text = HEADER + "- [ ] [Created](2026-05-01 12:41) | first\n- [ ] [Created](2026-05-01 12:42) | b -->\n"
+    doc = parse(text, TodoKind.TODO)
+    first, second = doc.entries
 
     with pytest.raises(CommentMarkerError) as caught:
-        with_entries(doc, [], now=datetime(2026, 5, 2, 10, 0, tzinfo=UTC))
+        with_entries(
+            doc, [replace(first, content="first <!-- hides b"), second], now=datetime(2026, 5, 2, tzinfo=UTC)
+        )
 
     assert caught.value.line == 3
-    assert str(caught.value).startswith("TODO.md:3: the result would not read back as written: removing")
+    assert str(caught.value) == (
+        "TODO.md:3: the result would not read back as written: the new text of this entry holds an "
+        "HTML comment marker that would change which lines are hidden"
+    )
     assert str(caught.value.at_path("/w/TODO.md")).startswith("/w/TODO.md:3: ")

@@ -203,33 +203,39 @@ def test_a_sync_with_nothing_changed_writes_nothing(hb_db: Runner, todo: Path, w
 
 
 @pytest.mark.parametrize(
-    ("text", "where"),
+    ("text", "where", "reason"),
     [
         (
             "---\ncreated_at: [unclosed\nopen_count: 1\n---\n\n# TODO Work In Progress (WIP)\n\n"
             + LINE_JOHN
             + "\n",
             2,  # where the [ opened
+            "front matter is not valid YAML",
         ),
-        ("---\ncreated_at: x\n\n# TODO Work In Progress (WIP)\n\n" + LINE_JOHN + "\n", 1),
+        (
+            "---\ncreated_at: x\n\n# TODO Work In Progress (WIP)\n\n" + LINE_JOHN + "\n",
+            1,
+            "front matter has no closing '---'",
+        ),
     ],
 )
-def test_unreadable_front_matter_changes_nothing_and_names_path_and_line(
-    hb_db: Runner, workspace: Path, text: str, where: int
+def test_unreadable_front_matter_is_kept_and_the_entries_are_synced(
+    hb_db: Runner, workspace: Path, text: str, where: int, reason: str
 ) -> None:
-    recur = workspace / "TODO.RECUR.md"
-    write(recur, "- [ ] [Next](2026-05-02 09:00), [Repeat](every 6 hours) | Check the queue.\n")
+    """mistermorph still reads the entries of such a file: hb syncs them, warns with path:line
+    and never edits that front matter."""
     todo = workspace / "TODO.md"
     write(todo, text)
-    recur_before = recur.read_bytes()
-    result = hb_db("sync", HB_NOW=NOW, code=1)
-    assert result.stdout == ""
-    assert result.stderr.startswith(f"hb: {todo}:{where}") and "front matter" in result.stderr
-    assert result.stderr.count("\n") == 1
-    assert hb_db.json("list", "--all") == []
-    assert todo.read_text() == text and recur.read_bytes() == recur_before
-    write(todo, todo_text(LINE_JOHN))
-    assert report(sync(hb_db), "recur")["added"] != []  # nothing was half-imported before
+    out = sync(hb_db)
+    preserved = report(out, "todo")["preserved"]
+    assert preserved[0].startswith(f"{todo}:{where}: {reason}")
+    assert [t["title"] for t in hb_db.json("list")] == ["Remind [John](tg:@john) to submit report."]
+    assert read(todo) == text
+    [john] = hb_db.json("list")
+    hb_db("done", john["id"], HB_NOW=NOW)
+    sync(hb_db)
+    assert read(todo) == text.replace(LINE_JOHN + "\n", "")
+    assert LINE_JOHN.removeprefix("- [ ] [Created](2026-05-01 12:41)") in read(workspace / "TODO.DONE.md")
 
 
 def test_undecodable_bytes_name_the_line(hb: Runner, workspace: Path) -> None:
@@ -259,7 +265,8 @@ def test_dry_run_reports_the_same_and_changes_nothing(hb_db: Runner, todo: Path,
     assert todo.read_bytes() != before_file
 
 
-def test_done_moves_the_task_to_the_end_of_todo_done_md(hb_db: Runner, todo: Path, workspace: Path) -> None:
+def test_done_moves_the_task_to_the_top_of_todo_done_md(hb_db: Runner, todo: Path, workspace: Path) -> None:
+    """mistermorph's Complete puts the completed entry first in TODO.DONE.md's list."""
     done_file = workspace / "TODO.DONE.md"
     old = "- [x] [Created](2026-04-20 08:00), [Done](2026-04-21 09:00) | Old chore"
     write(done_file, done_text(old))
@@ -274,9 +281,9 @@ def test_done_moves_the_task_to_the_end_of_todo_done_md(hb_db: Runner, todo: Pat
     assert "open_count: 1\n" in read(todo)
     lines = read(done_file).splitlines()
     assert lines[-2:] == [
-        old,
         "- [x] [Created](2026-05-01 12:41), [Done](2026-05-03 10:34), [ChatID](tg:-100123) | "
         "Remind [John](tg:@john) to submit report.",
+        old,
     ]
     assert "done_count: 2" in lines
     assert hb_db.json("show", john)["status"] == "done"

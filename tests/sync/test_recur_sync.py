@@ -52,7 +52,9 @@ def test_entries_become_rules_and_the_file_is_kept(
     out = sync(hb_db)
     rep = report(out, "recur")
     assert len(rep["added"]) == 3 and rep["written"] is False
-    assert rep["preserved"] == [f"{recur}:14: bad Repeat 'monthly'"]
+    assert rep["preserved"] == [
+        f"{recur}:14: bad Repeat 'monthly': expected daily, weekly, every N days or every N hours"
+    ]
     assert recur.read_bytes() == before
     rows = by_title(recurrences(workspace, db_url))
     assert set(rows) == {"Play tennis.", "Check the report queue.", "Stand-up notes."}
@@ -202,7 +204,10 @@ def test_a_next_inside_a_daylight_saving_gap_fires_when_the_gap_ends(hb: Runner,
 
 def test_import_and_export_recur(hb: Runner, recur: Path, workspace: Path) -> None:
     result = hb("import", "recur", str(recur))
-    assert f"{recur}:14: bad Repeat 'monthly'" in result.stderr
+    assert (
+        f"{recur}:14: bad Repeat 'monthly': expected daily, weekly, every N days or every N hours"
+        in result.stderr
+    )
     got = hb.json("import", "recur", str(recur))
     assert got["added"] == [] and got["unchanged"] == 3
     assert hb("export", "recur", "-").stdout == read(recur)
