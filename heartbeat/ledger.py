@@ -325,8 +325,9 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
     # --- tasks -------------------------------------------------------------------
 
-    def _dict(self, task: Any) -> dict[str, Any]:
-        out: dict[str, Any] = tasks_mod.as_dict(task, self.zone)
+    def _dict(self, task: Any, session: Session | None = None) -> dict[str, Any]:
+        after = tasks_mod.dependencies(session, [task.pk]).get(task.pk, []) if session is not None else []
+        out: dict[str, Any] = tasks_mod.as_dict(task, self.zone, after)
         return out
 
     def add(
@@ -336,25 +337,60 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         scope: str | None = None,
         task_id: str | None = None,
         source: str = "cli",
+        key: str | None = None,
+        after: Sequence[str] | None = None,
         **fields: Any,
     ) -> dict[str, Any]:
-        """Create a task; returns it as ``hb add --json`` prints it."""
-        changes = tasks_mod.Changes.from_input(fields, self.zone)
-        now = self.now()
-        with self.write() as s:
-            if scope:
-                from heartbeat.formats.tasks_json import check_scope
-                from heartbeat.sync.queue_files import last_document
+        """Create a task; returns it as ``hb add --json`` prints it.
 
-                check_scope(scope, last_document(s))  # against tasks.json as hb last read it
-            task = tasks_mod.add(s, title, changes, now, scope=scope or "", source=source, task_id=task_id)
-            return self._dict(task)
+        ``key`` makes the add idempotent: when a task of ``scope`` was added with that key
+        already (by this or a racing process), that task comes back unchanged, and
+        :attr:`notices` says so. ``after``: the ids of the tasks it waits for (not popped
+        before each is done). ``not_before`` (a field): not popped, nor due, before then.
+        """
+        from sqlalchemy.exc import IntegrityError
+
+        changes = tasks_mod.Changes.from_input(fields, self.zone)
+        if key is not None:
+            key = tasks_mod.check_key(key)
+        now = self.now()
+        try:
+            with self.write() as s:
+                if key is not None and (existing := tasks_mod.by_key(s, scope or "", key)) is not None:
+                    return self._added_before(existing, key, s)
+                if scope:
+                    from heartbeat.formats.tasks_json import check_scope
+                    from heartbeat.sync.queue_files import last_document
+
+                    check_scope(scope, last_document(s))  # against tasks.json as hb last read it
+                task = tasks_mod.add(
+                    s, title, changes, now, scope=scope or "", source=source, task_id=task_id, key=key
+                )
+                if after:
+                    tasks_mod.set_after(s, task, tasks_mod.resolve_after(s, after, task.scope))
+                return self._dict(task, s)
+        except IntegrityError:
+            if key is None:
+                raise
+            # PostgreSQL: a racing add with the same key committed first (the unique index said so)
+            with self.read() as s:
+                existing = tasks_mod.by_key(s, scope or "", key)
+                if existing is None:
+                    raise
+                return self._added_before(existing, key, s)
+
+    def _added_before(self, task: Any, key: str, session: Session) -> dict[str, Any]:
+        from heartbeat.clock import isoformat
+
+        since = isoformat(task.created_at, self.zone)
+        self.notices.append(f"key {key!r}: task {task.id} was added with it at {since}; not added again")
+        return self._dict(task, session)
 
     def get(self, task_id: str, *, scope: str | None = None, history: bool = False) -> dict[str, Any]:
         """One task by its public id (``hb show``)."""
         with self.read() as s:
             task = tasks_mod.find(s, task_id, scope)
-            out = self._dict(task)
+            out = self._dict(task, s)
             if history:
                 out["history"] = tasks_mod.history(s, task, self.zone)
             return out
@@ -367,12 +403,12 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         source: str | None = None,
         text: str | None = None,
         due_before: datetime | str | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> builtins.list[dict[str, Any]]:
         """Tasks matching the filters; by default the active ones (``status="all"`` for every one)."""
         from heartbeat.db.models import TaskStatus
 
         statuses: tuple[TaskStatus, ...] | None
-        wanted = [status] if isinstance(status, str) else list(status or [])
+        wanted = [status] if isinstance(status, str) else builtins.list(status or [])
         if not wanted or wanted == ["active"]:
             statuses = tasks_mod.Filters().statuses
         elif "all" in wanted:
@@ -383,12 +419,28 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             due_before = parse_when(due_before, self.zone, what="--due-before time")
         filters = tasks_mod.Filters(statuses, scope, source, text, due_before)
         with self.read() as s:
-            return [self._dict(t) for t in s.scalars(tasks_mod.query(filters))]
+            found = builtins.list(s.scalars(tasks_mod.query(filters)))
+            after = tasks_mod.dependencies(s, [t.pk for t in found])
+            return [tasks_mod.as_dict(t, self.zone, after.get(t.pk, [])) for t in found]
 
-    def update(self, task_id: str, *, scope: str | None = None, **fields: Any) -> dict[str, Any]:
-        """Change fields of a task; the previous version goes to its history."""
+    def update(
+        self,
+        task_id: str,
+        *,
+        scope: str | None = None,
+        after: Sequence[str] | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """Change fields of a task; the previous version goes to its history.
+
+        ``after``: the ids it is to wait for from now on (``[]`` or ``["none"]`` clears them;
+        None leaves them); a cycle is refused (InvalidInput naming it) and nothing changes.
+        """
         changes = tasks_mod.Changes.from_input(fields, self.zone)
-        if not changes.values:
+        cleared = after is not None and [a.strip().lower() for a in after] in ([], ["none"])
+        if after is not None and not cleared and any(a.strip().lower() == "none" for a in after):
+            raise InvalidInput("--after none clears the dependencies: give it alone")
+        if not changes.values and after is None:
             raise InvalidInput("nothing to update: pass at least one field")
         now = self.now()
         with self.write() as s:
@@ -400,8 +452,11 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
                 problem = todo_title_problem(title)
                 if problem is not None:
                     raise InvalidInput(f"{task.id}: cannot be a TODO.md entry: {problem}")
-            tasks_mod.update(s, task, changes, now)
-            return self._dict(task)
+            waits = None
+            if after is not None:
+                waits = [] if cleared else tasks_mod.resolve_after(s, after, task.scope)
+            tasks_mod.update(s, task, changes, now, after=waits)
+            return self._dict(task, s)
 
     def done(self, task_id: str, *, scope: str | None = None) -> dict[str, Any]:
         """Mark a task done (completed_at = now) and record its outcome."""
@@ -410,7 +465,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         now = self.now()
         with self.write() as s:
             task = tasks_mod.find(s, task_id, scope, lock=True)
-            return self._dict(tasks_mod.finish(s, task, TaskStatus.DONE, now))
+            return self._dict(tasks_mod.finish(s, task, TaskStatus.DONE, now), s)
 
     def cancel(self, task_id: str, *, scope: str | None = None) -> dict[str, Any]:
         """Mark a task cancelled."""
@@ -419,7 +474,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         now = self.now()
         with self.write() as s:
             task = tasks_mod.find(s, task_id, scope, lock=True)
-            return self._dict(tasks_mod.finish(s, task, TaskStatus.CANCELLED, now))
+            return self._dict(tasks_mod.finish(s, task, TaskStatus.CANCELLED, now), s)
 
     # --- the queue (SPEC.md section 3) ---------------------------------------------
 

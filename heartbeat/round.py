@@ -308,10 +308,12 @@ class RoundAPI:
             "export": exported,
         }
 
-    def poke(self, text: str) -> dict[str, Any]:
+    def poke(self, text: str, *, key: str | None = None) -> dict[str, Any]:
         """A one-off task from ``text`` (source ``poke``, legacy queue), under the workspace guard.
 
-        Raises InvalidInput for blank text and Busy (exit 75) while a heartbeat runs.
+        ``key`` makes it idempotent, as ``hb add --key``: a task added with that key already is
+        returned (and :attr:`notices` says so). Raises InvalidInput for blank text and Busy
+        (exit 75) while a heartbeat runs.
         """
         from heartbeat.errors import InvalidInput
 
@@ -327,7 +329,7 @@ class RoundAPI:
                 f"poke text holds a control character (U+{ord(body[control]):04X}) at {control + 1}"
             )
         with ledger.guard("poke") as held:
-            task = ledger.add(body, source="poke")
+            task = ledger.add(body, source="poke", key=key)
             held.task_id = task["id"]
         if ledger.settings.sync_auto_export:
             from heartbeat.sync.queue_files import export_queue_files
@@ -453,6 +455,7 @@ def _task_state(ledger: Ledger, task: Task, failed: set[int] | None = None) -> T
         attempts=task.attempts or 0,
         max_attempts=ledger.settings.queue_max_attempts,
         failed_recently=failed is not None and task.pk in failed,
+        not_before=task.not_before,
     )
 
 
