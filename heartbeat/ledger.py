@@ -490,7 +490,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             from heartbeat.sync.queue_files import export_queue_files
 
             export_queue_files(self, edits_only=True)  # the operation sees the files' hand edits
-        with queue.transaction(self.raw, self._dialect) as tx:
+        with queue.transaction(self.raw, self._dialect, lambda: self.zone) as tx:
             yield tx
         if export:  # after the commit: the operation stands, whatever writing the files does
             try:
@@ -536,6 +536,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
                 worker=worker,
                 lease=duration,
                 accept_stale=accept_stale,
+                adopt="first",
             )
         if result.exhausted is not None:
             raise result.exhausted  # after the commit: the pop's runs row stays
@@ -550,31 +551,51 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         task_id: str | None = None,
         accept_stale: bool = False,
     ) -> dict[str, Any] | None:
-        """Claim the next task; returns it as ``hb pop`` prints it (its original fields), or None.
+        """Claim the next task; returns it as ``hb pop`` prints it (its original fields, then
+        ``claim``: the token that ``complete`` / ``fail`` / ``renew`` take), or None.
 
-        Raises ScopeRequired (11), StaleClaims (12), BlockedEntry (13), ScopeNotFound (14),
-        QueueExhausted (10) from :mod:`heartbeat.errors`.
+        ``accept_stale``: take over the first stale claim in queue order and return that task
+        (one per pop); a ready task only once no stale claim is left. Raises ScopeRequired (11),
+        StaleClaims (12), BlockedEntry (13), ScopeNotFound (14), QueueExhausted (10) from
+        :mod:`heartbeat.errors`.
         """
-        from heartbeat.queue import task_object
+        from heartbeat.queue import popped_object
 
         result = self.pop_result(
             scope=scope, task_id=task_id, worker=worker, lease=lease, accept_stale=accept_stale
         )
-        return task_object(result.task) if result.task else None
+        return popped_object(result.task) if result.task else None
 
-    def complete(self, task_id: str, scope: str | None = None, outcome: Any = None) -> dict[str, Any]:
-        """Finish a claimed (doing) task and record its outcome."""
+    def complete(
+        self, task_id: str, scope: str | None = None, outcome: Any = None, *, claim: str | None = None
+    ) -> dict[str, Any]:
+        """Finish a claimed (doing) task and record its outcome.
+
+        With ``claim`` (the token :meth:`pop` returned), only while it is the task's claim:
+        ClaimLost (exit 15) when the task was taken over, cleared or finished by someone else,
+        and nothing changes. Without it, whoever holds the task (the heartbeat.py way).
+        """
         from heartbeat import queue
 
         now = self.now()
         with self._queue_tx() as conn:
-            row = queue.complete(conn, now, task_id, scope=scope, outcome=outcome)
-        return {"id": row["id"], "scope": row["scope"] or None, "status": "done"}
+            row = queue.complete(conn, now, task_id, scope=scope, outcome=outcome, claim=claim)
+        return {"id": row["id"], "scope": row["scope"] or None, "status": "done", "claim": row["claim"]}
 
     def fail(
-        self, task_id: str, scope: str | None = None, reason: str | None = None, final: bool = False
+        self,
+        task_id: str,
+        scope: str | None = None,
+        reason: str | None = None,
+        final: bool = False,
+        *,
+        claim: str | None = None,
     ) -> dict[str, Any]:
-        """Record a failure; the task is retried until ``queue.max_attempts``, then failed."""
+        """Record a failure; the task is retried until ``queue.max_attempts``, then failed.
+
+        ``claim`` fences it as in :meth:`complete`: an old holder's failure does not send back
+        to the queue a task another worker is doing.
+        """
         from heartbeat import queue
 
         now = self.now()
@@ -587,6 +608,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
                 reason=reason,
                 final=final,
                 max_attempts=self.settings.queue_max_attempts,
+                claim=claim,
             )
         return {
             "id": row["id"],
@@ -594,10 +616,81 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             "status": row["status"],
             "attempts": row["attempts"],
             "retry": row["retry"],
+            "claim": row["claim"],
         }
 
+    def renew(
+        self, task_id: str, claim: str, *, scope: str | None = None, lease: str | Any | None = None
+    ) -> dict[str, Any]:
+        """Extend the claim ``claim`` on a task to now + ``lease`` (default: setting ``queue.lease``).
+
+        ClaimLost (exit 15) when the token is no longer the task's claim. A lease that ran out
+        is renewed as long as nobody took the task over or cleared it.
+        """
+        from heartbeat import queue
+        from heartbeat.clock import isoformat
+
+        duration = self._lease(lease)
+        now = self.now()
+        with self._queue_tx(export=False) as conn:  # the files hold no lease: nothing to re-render
+            row = queue.renew(conn, now, task_id, claim=claim, lease=duration, scope=scope)
+        return {
+            "id": row["id"],
+            "scope": row["scope"] or None,
+            "claim": row["claim"],
+            "claimed_by": row["claimed_by"],
+            "lease_expires_at": isoformat(row["lease_expires_at"], self.zone),
+        }
+
+    def ready(
+        self, *, scope: str | None = None, explain: bool = False, limit: int | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """What :meth:`pop` would hand out, in pop order (``hb ready``): objects with ``id``,
+        ``ready`` (bool), ``reasons`` (empty when ready), ``waiting_for`` (ids), ...
+
+        ``explain``: after the ready ones, every active task of the queue (of every queue
+        without ``scope`` while scoped queues exist: then each is ``scoped``) that is not ready,
+        with its reasons: ``scoped``, ``claimed``, ``stale``, ``blocked_on``, ``waiting_for``,
+        ``deferred`` (:mod:`heartbeat.rules.ready`). ``limit``: at most that many objects.
+        """
+        from heartbeat import queue
+        from heartbeat.clock import isoformat
+
+        if limit is not None and limit < 1:
+            raise InvalidInput(f"--limit {limit}: give a positive number")
+        now = self.now()
+        with self._queue_tx(export=False) as tx:  # a read: nothing to re-render
+            rows = queue.ready(tx, now, scope=scope, explain=explain, limit=limit)
+            stale = queue.stale_ids(tx, now, scope) if scope is not None or not queue.scopes(tx) else []
+        if stale:
+            self.notices.append(
+                f"stale claims ({', '.join(stale)}) hold the queue: pop exits 12 until hb clear-stale, "
+                "or pop --accept-stale takes them over, one per pop"
+            )
+        out = []
+        for row in rows:
+            waiting = row["waiting"]
+            out.append(
+                {
+                    "id": row["id"],
+                    "scope": row["scope"] or None,
+                    "title": row["title"],
+                    "status": row["status"],
+                    "priority": row["priority"],
+                    "ready": row["ready"],
+                    "reasons": row["reasons"],
+                    "claimed_by": row["claimed_by"] if row["status"] == "doing" else None,
+                    "lease_expires_at": isoformat(row["lease_expires_at"], self.zone),
+                    "not_before": isoformat(row["not_before"], self.zone),
+                    "blocked_on": row["blocked_by"],
+                    "waiting_for": [dep_id for dep_id, _status in waiting],
+                    "dependencies": [{"id": dep_id, "status": status} for dep_id, status in waiting],
+                }
+            )
+        return out
+
     def clear_stale(self, scope: str | None = None) -> builtins.list[str]:
-        """Return stale claims to todo; the ids cleared."""
+        """Return stale claims to todo; the ids cleared. Their tokens are void from now on."""
         from heartbeat import queue
 
         now = self.now()
