@@ -247,16 +247,17 @@ class RoundAPI:
         """Hold the workspace's re-entrancy guard for the block (Busy, exit 75, if held).
 
         The guard is a ``runs`` row of ``kind``; on leaving the block it is
-        released with status ``ok`` or ``error``. A guard left by a dead
-        process is taken over once its ``expires_at`` (setting
-        ``heartbeat.guard``) has passed.
+        released with status ``ok`` or ``error``. While the block runs the guard
+        renews itself; one left by a dead process is taken over once its
+        ``expires_at`` (setting ``heartbeat.guard``) has passed.
         """
         from heartbeat import guard as guard_mod
 
         ledger = _ledger(self)
         held = guard_mod.acquire(ledger, kind)
         try:
-            yield held
+            with guard_mod.renewed(ledger, held):  # a long tick is not taken for an abandoned one
+                yield held
         except BaseException as exc:
             held.detail.setdefault("error", str(exc) or type(exc).__name__)
             guard_mod.release(ledger, held, "error")
