@@ -661,7 +661,13 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         now = self.now()
         with self._queue_tx(export=False) as tx:  # a read: nothing to re-render
             rows = queue.ready(tx, now, scope=scope, explain=explain, limit=limit)
-            stale = queue.stale_ids(tx, now, scope) if scope is not None or not queue.scopes(tx) else []
+            queues = queue.scopes(tx) if scope is None else []
+            stale = queue.stale_ids(tx, now, scope) if not queues else []
+        if queues:
+            self.notices.append(
+                f"scoped queues exist: a pop needs --scope (one of: {', '.join(queues)}; '' for the "
+                "legacy list), and so does hb ready"
+            )
         if stale:
             self.notices.append(
                 f"stale claims ({', '.join(stale)}) hold the queue: pop exits 12 until hb clear-stale, "

@@ -646,6 +646,8 @@ def claim_lost(row: Mapping[str, Any], claim: str, zone: tzinfo | None = None) -
         by = f" by {holder}" if holder and row["claim"] else ""
         how = "under another claim" if row["claim"] else "without a claim (by hand or by a file)"
         return ClaimLost(f"claim lost: {task} was completed{by} {how}; nothing changed")
+    if status == "todo" and row["claim"] is None and not row.get("attempts"):
+        return ClaimLost(f"claim lost: {task} was never claimed: the token is not its claim; nothing changed")
     if status == "todo" and row["claim"] is None:
         return ClaimLost(
             f"claim lost: {task} was returned to the queue (clear-stale, or by hand); nobody holds it "

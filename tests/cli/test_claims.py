@@ -121,6 +121,16 @@ def test_a_claim_that_ended_by_its_own_hand_is_exit_1_not_15(hb_db: Runner) -> N
     assert len(outcomes(hb_db, "job")) == 1
 
 
+def test_a_token_for_a_task_never_claimed_is_claim_lost(hb_db: Runner) -> None:
+    hb_db("add", "job", "--id", "job")
+    never = hb_db("renew", "job", "--claim", "0" * 24, code=15)
+    assert (
+        never.stderr
+        == "hb: claim lost: task 'job' was never claimed: the token is not its claim; nothing changed\n"
+    )
+    assert hb_db.json("show", "job")["status"] == "todo"
+
+
 def test_completed_by_someone_else_is_claim_lost(hb_db: Runner) -> None:
     hb_db("add", "job", "--id", "job")
     a = pop(hb_db, 0, "--worker", "A")
@@ -450,7 +460,12 @@ def test_ready_explains_every_state(hb_db: Runner, workspace: Path) -> None:
     doc["pending"] = []  # the scoped queue alone, and the legacy list filled below
     (state / "tasks.json").write_text(json.dumps(doc, indent=2))
     hb_db("sync")
-    scoped = hb_db.json("--now", at(0), "ready", "--explain")
+    told = hb_db("--now", at(0), "ready", "--explain", "--json")
+    assert told.stderr == (
+        f"hb: warning: scoped queues exist: a pop needs --scope (one of: {Q}; '' for the legacy list), "
+        "and so does hb ready\n"
+    )
+    scoped = json.loads(told.stdout)
     assert {r["id"]: r["reasons"] for r in scoped} == {
         "round3-edit-item-33-southern-qualifier": ["scoped"],
         "round3-glossary": ["scoped"],
