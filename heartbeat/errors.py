@@ -160,6 +160,13 @@ class ScopeNotFound(HbError):
     exit_code = 14
 
 
+class ClaimLost(HbError):
+    """A ``--claim`` token that is no longer the task's claim: taken over, cleared or finished by
+    someone else. Nothing was changed."""
+
+    exit_code = 15
+
+
 class NotSent(HbError):
     """notify/proactive decided not to send (not a failure; exit 20)."""
 

@@ -7,13 +7,22 @@ impossible on both backends; SQLite serialises the check-and-insert with
 index. A holder that dies (SIGKILL, power loss) leaves its row behind; once
 the row's ``expires_at`` has passed (setting ``heartbeat.guard``, default
 10 minutes) the next taker marks it ``expired`` and takes over.
+
+A live holder renews its row while it runs (:func:`renewed`): a thread on its own
+connection moves ``expires_at`` to now + ``heartbeat.guard`` every third of that,
+so a tick that outlasts the setting is not taken over; only a holder that stopped
+running (killed, frozen) lets its guard expire.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
@@ -39,6 +48,7 @@ class GuardRun:
     expires_at: datetime
     detail: dict[str, Any] = field(default_factory=dict)
     task_id: str | None = None
+    lifetime: timedelta = timedelta(minutes=10)  # setting heartbeat.guard when it was taken
 
 
 def acquire(ledger: Ledger, kind: str) -> GuardRun:
@@ -71,7 +81,9 @@ def acquire(ledger: Ledger, kind: str) -> GuardRun:
             )
             s.add(run)
             s.flush()
-            return GuardRun(pk=run.pk, kind=kind, started_at=now, expires_at=now + lifetime)
+            return GuardRun(
+                pk=run.pk, kind=kind, started_at=now, expires_at=now + lifetime, lifetime=lifetime
+            )
     except IntegrityError:
         # PostgreSQL: another process inserted its guard row between our look and our insert;
         # name it the same way as when we saw it first
@@ -80,6 +92,88 @@ def acquire(ledger: Ledger, kind: str) -> GuardRun:
             if winner is not None:
                 raise Busy(_busy_message(ledger, winner)) from None
         raise Busy(f"busy: another heartbeat or poke holds the guard of {ledger.workspace}") from None
+
+
+# The renewal: the row still held by this run gets a new expiry (nothing, once it was taken over).
+_RENEW = "UPDATE runs SET expires_at = :until WHERE pk = :pk AND guard = :guard"
+_SHORTEST_RENEWAL = 0.05  # seconds between renewals, whatever a (test's) tiny guard lifetime says
+_STOP_WAIT = 5.0  # seconds release waits for the renewal thread to end
+
+
+@contextmanager
+def renewed(ledger: Ledger, held: GuardRun) -> Iterator[None]:
+    """Keep ``held`` alive while the block runs: a renewal every third of its lifetime.
+
+    The renewals run on a thread of their own with their own connection, so a tick busy in one
+    long step (a large sync, a slow export) still renews; the thread ends with the block.
+    """
+    renewal = _Renewal(ledger, held)
+    renewal.start()
+    try:
+        yield
+    finally:
+        renewal.stop()
+
+
+class _Renewal(threading.Thread):
+    """The thread behind :func:`renewed`."""
+
+    def __init__(self, ledger: Ledger, held: GuardRun) -> None:
+        super().__init__(name=f"hb-guard-renewal-{held.pk}", daemon=True)
+        self.ledger = ledger
+        self.held = held
+        self.every = max(held.lifetime.total_seconds() / 3, _SHORTEST_RENEWAL)
+        self.done = threading.Event()
+        self.renewals = 0
+        # the ledger's clock is read here, on the holder's thread (it may consult the settings
+        # on the holder's connection); the renewals move it on by the time elapsed since
+        self.started = ledger.now()
+        self.started_tick = time.monotonic()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join(_STOP_WAIT)
+
+    def run(self) -> None:
+        from heartbeat.db import plain, sqlite
+
+        path = sqlite.file_of(self.ledger.url)
+        if path is not None:
+            con: Any = sqlite.connect(path)
+            # a renewal waits for the write lock at most until the next one is due
+            con.execute(f"PRAGMA busy_timeout = {int(self.every * 1000)}")
+        else:
+            con = self.ledger.engine.raw_connection()
+        statement = plain.adapt(_RENEW, sqlite=path is not None)
+        try:
+            while not self.done.wait(self.every):
+                elapsed = timedelta(seconds=time.monotonic() - self.started_tick)
+                until = self.started + elapsed + self.held.lifetime
+                params = {"until": plain.bind_time(until, sqlite=path is not None), "pk": self.held.pk}
+                try:
+                    cur = con.cursor()
+                    try:
+                        cur.execute(statement, {**params, "guard": GUARD})
+                        renewed = cur.rowcount
+                    finally:
+                        cur.close()
+                    con.commit()
+                except Exception:  # a busy or lost database: try again at the next renewal
+                    _rollback(con)
+                    continue
+                if not renewed:  # taken over after all (this process was frozen past its expiry)
+                    return
+                self.held.expires_at = until
+                self.renewals += 1
+        finally:
+            con.close()
+
+
+def _rollback(con: Any) -> None:
+    try:
+        con.rollback()
+    except Exception:  # the connection is gone; closing it is all that is left
+        return
 
 
 def release(ledger: Ledger, held: GuardRun, status: str) -> None:

@@ -325,8 +325,9 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
     # --- tasks -------------------------------------------------------------------
 
-    def _dict(self, task: Any) -> dict[str, Any]:
-        out: dict[str, Any] = tasks_mod.as_dict(task, self.zone)
+    def _dict(self, task: Any, session: Session | None = None) -> dict[str, Any]:
+        after = tasks_mod.dependencies(session, [task.pk]).get(task.pk, []) if session is not None else []
+        out: dict[str, Any] = tasks_mod.as_dict(task, self.zone, after)
         return out
 
     def add(
@@ -336,25 +337,60 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         scope: str | None = None,
         task_id: str | None = None,
         source: str = "cli",
+        key: str | None = None,
+        after: Sequence[str] | None = None,
         **fields: Any,
     ) -> dict[str, Any]:
-        """Create a task; returns it as ``hb add --json`` prints it."""
-        changes = tasks_mod.Changes.from_input(fields, self.zone)
-        now = self.now()
-        with self.write() as s:
-            if scope:
-                from heartbeat.formats.tasks_json import check_scope
-                from heartbeat.sync.queue_files import last_document
+        """Create a task; returns it as ``hb add --json`` prints it.
 
-                check_scope(scope, last_document(s))  # against tasks.json as hb last read it
-            task = tasks_mod.add(s, title, changes, now, scope=scope or "", source=source, task_id=task_id)
-            return self._dict(task)
+        ``key`` makes the add idempotent: when a task of ``scope`` was added with that key
+        already (by this or a racing process), that task comes back unchanged, and
+        :attr:`notices` says so. ``after``: the ids of the tasks it waits for (not popped
+        before each is done). ``not_before`` (a field): not popped, nor due, before then.
+        """
+        from sqlalchemy.exc import IntegrityError
+
+        changes = tasks_mod.Changes.from_input(fields, self.zone)
+        if key is not None:
+            key = tasks_mod.check_key(key)
+        now = self.now()
+        try:
+            with self.write() as s:
+                if key is not None and (existing := tasks_mod.by_key(s, scope or "", key)) is not None:
+                    return self._added_before(existing, key, s)
+                if scope:
+                    from heartbeat.formats.tasks_json import check_scope
+                    from heartbeat.sync.queue_files import last_document
+
+                    check_scope(scope, last_document(s))  # against tasks.json as hb last read it
+                task = tasks_mod.add(
+                    s, title, changes, now, scope=scope or "", source=source, task_id=task_id, key=key
+                )
+                if after:
+                    tasks_mod.set_after(s, task, tasks_mod.resolve_after(s, after, task.scope))
+                return self._dict(task, s)
+        except IntegrityError:
+            if key is None:
+                raise
+            # PostgreSQL: a racing add with the same key committed first (the unique index said so)
+            with self.read() as s:
+                existing = tasks_mod.by_key(s, scope or "", key)
+                if existing is None:
+                    raise
+                return self._added_before(existing, key, s)
+
+    def _added_before(self, task: Any, key: str, session: Session) -> dict[str, Any]:
+        from heartbeat.clock import isoformat
+
+        since = isoformat(task.created_at, self.zone)
+        self.notices.append(f"key {key!r}: task {task.id} was added with it at {since}; not added again")
+        return self._dict(task, session)
 
     def get(self, task_id: str, *, scope: str | None = None, history: bool = False) -> dict[str, Any]:
         """One task by its public id (``hb show``)."""
         with self.read() as s:
             task = tasks_mod.find(s, task_id, scope)
-            out = self._dict(task)
+            out = self._dict(task, s)
             if history:
                 out["history"] = tasks_mod.history(s, task, self.zone)
             return out
@@ -367,12 +403,12 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         source: str | None = None,
         text: str | None = None,
         due_before: datetime | str | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> builtins.list[dict[str, Any]]:
         """Tasks matching the filters; by default the active ones (``status="all"`` for every one)."""
         from heartbeat.db.models import TaskStatus
 
         statuses: tuple[TaskStatus, ...] | None
-        wanted = [status] if isinstance(status, str) else list(status or [])
+        wanted = [status] if isinstance(status, str) else builtins.list(status or [])
         if not wanted or wanted == ["active"]:
             statuses = tasks_mod.Filters().statuses
         elif "all" in wanted:
@@ -383,12 +419,28 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             due_before = parse_when(due_before, self.zone, what="--due-before time")
         filters = tasks_mod.Filters(statuses, scope, source, text, due_before)
         with self.read() as s:
-            return [self._dict(t) for t in s.scalars(tasks_mod.query(filters))]
+            found = builtins.list(s.scalars(tasks_mod.query(filters)))
+            after = tasks_mod.dependencies(s, [t.pk for t in found])
+            return [tasks_mod.as_dict(t, self.zone, after.get(t.pk, [])) for t in found]
 
-    def update(self, task_id: str, *, scope: str | None = None, **fields: Any) -> dict[str, Any]:
-        """Change fields of a task; the previous version goes to its history."""
+    def update(
+        self,
+        task_id: str,
+        *,
+        scope: str | None = None,
+        after: Sequence[str] | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """Change fields of a task; the previous version goes to its history.
+
+        ``after``: the ids it is to wait for from now on (``[]`` or ``["none"]`` clears them;
+        None leaves them); a cycle is refused (InvalidInput naming it) and nothing changes.
+        """
         changes = tasks_mod.Changes.from_input(fields, self.zone)
-        if not changes.values:
+        cleared = after is not None and [a.strip().lower() for a in after] in ([], ["none"])
+        if after is not None and not cleared and any(a.strip().lower() == "none" for a in after):
+            raise InvalidInput("--after none clears the dependencies: give it alone")
+        if not changes.values and after is None:
             raise InvalidInput("nothing to update: pass at least one field")
         now = self.now()
         with self.write() as s:
@@ -400,8 +452,11 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
                 problem = todo_title_problem(title)
                 if problem is not None:
                     raise InvalidInput(f"{task.id}: cannot be a TODO.md entry: {problem}")
-            tasks_mod.update(s, task, changes, now)
-            return self._dict(task)
+            waits = None
+            if after is not None:
+                waits = [] if cleared else tasks_mod.resolve_after(s, after, task.scope)
+            tasks_mod.update(s, task, changes, now, after=waits)
+            return self._dict(task, s)
 
     def done(self, task_id: str, *, scope: str | None = None) -> dict[str, Any]:
         """Mark a task done (completed_at = now) and record its outcome."""
@@ -410,7 +465,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         now = self.now()
         with self.write() as s:
             task = tasks_mod.find(s, task_id, scope, lock=True)
-            return self._dict(tasks_mod.finish(s, task, TaskStatus.DONE, now))
+            return self._dict(tasks_mod.finish(s, task, TaskStatus.DONE, now), s)
 
     def cancel(self, task_id: str, *, scope: str | None = None) -> dict[str, Any]:
         """Mark a task cancelled."""
@@ -419,7 +474,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         now = self.now()
         with self.write() as s:
             task = tasks_mod.find(s, task_id, scope, lock=True)
-            return self._dict(tasks_mod.finish(s, task, TaskStatus.CANCELLED, now))
+            return self._dict(tasks_mod.finish(s, task, TaskStatus.CANCELLED, now), s)
 
     # --- the queue (SPEC.md section 3) ---------------------------------------------
 
@@ -435,7 +490,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             from heartbeat.sync.queue_files import export_queue_files
 
             export_queue_files(self, edits_only=True)  # the operation sees the files' hand edits
-        with queue.transaction(self.raw, self._dialect) as tx:
+        with queue.transaction(self.raw, self._dialect, lambda: self.zone) as tx:
             yield tx
         if export:  # after the commit: the operation stands, whatever writing the files does
             try:
@@ -481,6 +536,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
                 worker=worker,
                 lease=duration,
                 accept_stale=accept_stale,
+                adopt="first",
             )
         if result.exhausted is not None:
             raise result.exhausted  # after the commit: the pop's runs row stays
@@ -495,31 +551,51 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         task_id: str | None = None,
         accept_stale: bool = False,
     ) -> dict[str, Any] | None:
-        """Claim the next task; returns it as ``hb pop`` prints it (its original fields), or None.
+        """Claim the next task; returns it as ``hb pop`` prints it (its original fields, then
+        ``claim``: the token that ``complete`` / ``fail`` / ``renew`` take), or None.
 
-        Raises ScopeRequired (11), StaleClaims (12), BlockedEntry (13), ScopeNotFound (14),
-        QueueExhausted (10) from :mod:`heartbeat.errors`.
+        ``accept_stale``: take over the first stale claim in queue order and return that task
+        (one per pop); a ready task only once no stale claim is left. Raises ScopeRequired (11),
+        StaleClaims (12), BlockedEntry (13), ScopeNotFound (14), QueueExhausted (10) from
+        :mod:`heartbeat.errors`.
         """
-        from heartbeat.queue import task_object
+        from heartbeat.queue import popped_object
 
         result = self.pop_result(
             scope=scope, task_id=task_id, worker=worker, lease=lease, accept_stale=accept_stale
         )
-        return task_object(result.task) if result.task else None
+        return popped_object(result.task) if result.task else None
 
-    def complete(self, task_id: str, scope: str | None = None, outcome: Any = None) -> dict[str, Any]:
-        """Finish a claimed (doing) task and record its outcome."""
+    def complete(
+        self, task_id: str, scope: str | None = None, outcome: Any = None, *, claim: str | None = None
+    ) -> dict[str, Any]:
+        """Finish a claimed (doing) task and record its outcome.
+
+        With ``claim`` (the token :meth:`pop` returned), only while it is the task's claim:
+        ClaimLost (exit 15) when the task was taken over, cleared or finished by someone else,
+        and nothing changes. Without it, whoever holds the task (the heartbeat.py way).
+        """
         from heartbeat import queue
 
         now = self.now()
         with self._queue_tx() as conn:
-            row = queue.complete(conn, now, task_id, scope=scope, outcome=outcome)
-        return {"id": row["id"], "scope": row["scope"] or None, "status": "done"}
+            row = queue.complete(conn, now, task_id, scope=scope, outcome=outcome, claim=claim)
+        return {"id": row["id"], "scope": row["scope"] or None, "status": "done", "claim": row["claim"]}
 
     def fail(
-        self, task_id: str, scope: str | None = None, reason: str | None = None, final: bool = False
+        self,
+        task_id: str,
+        scope: str | None = None,
+        reason: str | None = None,
+        final: bool = False,
+        *,
+        claim: str | None = None,
     ) -> dict[str, Any]:
-        """Record a failure; the task is retried until ``queue.max_attempts``, then failed."""
+        """Record a failure; the task is retried until ``queue.max_attempts``, then failed.
+
+        ``claim`` fences it as in :meth:`complete`: an old holder's failure does not send back
+        to the queue a task another worker is doing.
+        """
         from heartbeat import queue
 
         now = self.now()
@@ -532,6 +608,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
                 reason=reason,
                 final=final,
                 max_attempts=self.settings.queue_max_attempts,
+                claim=claim,
             )
         return {
             "id": row["id"],
@@ -539,10 +616,87 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             "status": row["status"],
             "attempts": row["attempts"],
             "retry": row["retry"],
+            "claim": row["claim"],
         }
 
+    def renew(
+        self, task_id: str, claim: str, *, scope: str | None = None, lease: str | Any | None = None
+    ) -> dict[str, Any]:
+        """Extend the claim ``claim`` on a task to now + ``lease`` (default: setting ``queue.lease``).
+
+        ClaimLost (exit 15) when the token is no longer the task's claim. A lease that ran out
+        is renewed as long as nobody took the task over or cleared it.
+        """
+        from heartbeat import queue
+        from heartbeat.clock import isoformat
+
+        duration = self._lease(lease)
+        now = self.now()
+        with self._queue_tx(export=False) as conn:  # the files hold no lease: nothing to re-render
+            row = queue.renew(conn, now, task_id, claim=claim, lease=duration, scope=scope)
+        return {
+            "id": row["id"],
+            "scope": row["scope"] or None,
+            "claim": row["claim"],
+            "claimed_by": row["claimed_by"],
+            "lease_expires_at": isoformat(row["lease_expires_at"], self.zone),
+        }
+
+    def ready(
+        self, *, scope: str | None = None, explain: bool = False, limit: int | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """What :meth:`pop` would hand out, in pop order (``hb ready``): objects with ``id``,
+        ``ready`` (bool), ``reasons`` (empty when ready), ``waiting_for`` (ids), ...
+
+        ``explain``: after the ready ones, every active task of the queue (of every queue
+        without ``scope`` while scoped queues exist: then each is ``scoped``) that is not ready,
+        with its reasons: ``scoped``, ``claimed``, ``stale``, ``blocked_on``, ``waiting_for``,
+        ``deferred`` (:mod:`heartbeat.rules.ready`). ``limit``: at most that many objects.
+        """
+        from heartbeat import queue
+        from heartbeat.clock import isoformat
+
+        if limit is not None and limit < 1:
+            raise InvalidInput(f"--limit {limit}: give a positive number")
+        now = self.now()
+        with self._queue_tx(export=False) as tx:  # a read: nothing to re-render
+            rows = queue.ready(tx, now, scope=scope, explain=explain, limit=limit)
+            queues = queue.scopes(tx) if scope is None else []
+            stale = queue.stale_ids(tx, now, scope) if not queues else []
+        if queues:
+            self.notices.append(
+                f"scoped queues exist: a pop needs --scope (one of: {', '.join(queues)}; '' for the "
+                "legacy list), and so does hb ready"
+            )
+        if stale:
+            self.notices.append(
+                f"stale claims ({', '.join(stale)}) hold the queue: pop exits 12 until hb clear-stale, "
+                "or pop --accept-stale takes them over, one per pop"
+            )
+        out = []
+        for row in rows:
+            waiting = row["waiting"]
+            out.append(
+                {
+                    "id": row["id"],
+                    "scope": row["scope"] or None,
+                    "title": row["title"],
+                    "status": row["status"],
+                    "priority": row["priority"],
+                    "ready": row["ready"],
+                    "reasons": row["reasons"],
+                    "claimed_by": row["claimed_by"] if row["status"] == "doing" else None,
+                    "lease_expires_at": isoformat(row["lease_expires_at"], self.zone),
+                    "not_before": isoformat(row["not_before"], self.zone),
+                    "blocked_on": row["blocked_by"],
+                    "waiting_for": [dep_id for dep_id, _status in waiting],
+                    "dependencies": [{"id": dep_id, "status": status} for dep_id, status in waiting],
+                }
+            )
+        return out
+
     def clear_stale(self, scope: str | None = None) -> builtins.list[str]:
-        """Return stale claims to todo; the ids cleared."""
+        """Return stale claims to todo; the ids cleared. Their tokens are void from now on."""
         from heartbeat import queue
 
         now = self.now()

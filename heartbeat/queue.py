@@ -13,6 +13,15 @@ The checks a pop makes first (scoped queues without ``--scope``, stale
 claims) are conditions of that same statement; only a pop that claims
 nothing runs them one by one, to say why.
 
+Every claim has a token (``tasks.claim``), drawn in Python and set by the
+claiming statement itself. ``complete`` / ``fail`` / ``renew`` given a token
+make it a condition of their one UPDATE (``... AND claim = :claim``); only
+when that matched nothing does a second query find out why, to name who holds
+the task now (:class:`~heartbeat.errors.ClaimLost`, exit 15). A deferred task
+(``not_before``) and one with an unfinished dependency (``task_dependencies``)
+are conditions of the claim too: a time comparison on the row and a NOT EXISTS
+probe of the dependency table's primary key per candidate.
+
 Every index a queue operation touches is a page written per commit, so the
 indexes the reports read leave the queue's rows out where they can (see
 migration 0003): a pop writes four pages, a completion about nine.
@@ -21,15 +30,18 @@ migration 0003): a pop writes four pages, a completion about nine.
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 from heartbeat.db import plain
 from heartbeat.errors import (
     BlockedEntry,
+    ClaimLost,
+    HbError,
     InvalidState,
     NotFound,
     QueueExhausted,
@@ -64,6 +76,8 @@ TASK_COLUMNS = (
     "claimed_by",
     "lease_expires_at",
     "attempts",
+    "claim",
+    "not_before",
 )
 _RETURNING = ", ".join(TASK_COLUMNS)
 _STALE = "scope = :scope AND status = 'doing' AND (lease_expires_at IS NULL OR lease_expires_at <= :now)"
@@ -74,7 +88,7 @@ _TARGET_ID = (
 )
 _TARGET_SCOPE_ID = "scope = :scope AND id = :id AND status = 'doing'"
 _CLAIM_SET = (
-    "claimed_at = :now, claimed_by = :worker, lease_expires_at = :lease_until, "
+    "claim = :claim, claimed_at = :now, claimed_by = :worker, lease_expires_at = :lease_until, "
     "attempts = attempts + 1, updated_at = :now, version = version + 1"
 )
 # Markdown TODO entries are the agent's checklist, not queue work: never popped.
@@ -82,7 +96,17 @@ _CLAIM_SET = (
 # ix_tasks_scope_status_created_at; a query names them to read through them.
 READY = "status = 'todo' AND blocked_by IS NULL AND source <> 'todo'"
 IDLE = f"status <> 'doing' AND NOT ({READY})"
-_READY = f"SELECT pk FROM tasks WHERE scope = :scope AND {READY} ORDER BY {{order}} LIMIT 1"
+# A ready task is also not deferred past now and waits for no unfinished task (a dependency
+# that failed or was cancelled keeps it waiting: only done releases it).
+NOT_DEFERRED = "(not_before IS NULL OR not_before <= :now)"
+NO_OPEN_DEPENDENCY = (
+    "NOT EXISTS (SELECT 1 FROM task_dependencies dependency JOIN tasks awaited "
+    "ON awaited.pk = dependency.depends_on_pk WHERE dependency.task_pk = tasks.pk "
+    "AND awaited.status <> 'done')"
+)
+_POPPABLE = f"{READY} AND {NOT_DEFERRED} AND {NO_OPEN_DEPENDENCY}"
+_READY = f"SELECT pk FROM tasks WHERE scope = :scope AND {_POPPABLE} ORDER BY {{order}} LIMIT 1"
+_ACTIVE = "status IN ('todo', 'doing', 'waiting', 'blocked', 'snoozed')"
 # The order a pop takes ready tasks in: hb's (priority first, then the queue's own order), or the
 # file's own (the claude-skills heartbeat.py takes pending[0]; its add keeps pending sorted).
 PRIORITY_ORDER = "priority_rank, position, pk"
@@ -112,7 +136,13 @@ SQL = {
     "scopes": "SELECT scope FROM tasks WHERE scope > '' GROUP BY scope ORDER BY min(pk)",
     "scope_exists": "SELECT 1 FROM tasks WHERE scope = :scope LIMIT 1",
     "stale": f"SELECT id FROM tasks WHERE {_STALE} ORDER BY position, pk",
-    "adopt": f"UPDATE tasks SET {_CLAIM_SET} WHERE {_STALE}",
+    # a takeover: the stale claims in queue order (SKIP LOCKED: one a renewal or another
+    # takeover holds is not stale for long), then a new claim on each one taken
+    "stale_claims": (
+        f"SELECT pk, id, claimed_by FROM tasks WHERE {_STALE} ORDER BY position, pk LIMIT :limit{{lock}}"
+    ),
+    "stale_claim_id": f"SELECT pk, id, claimed_by FROM tasks WHERE {_STALE} AND id = :id{{lock}}",
+    "take_over": f"UPDATE tasks SET {_CLAIM_SET} WHERE pk = :pk AND {_STALE} RETURNING {_RETURNING}",
     "claim": (
         f"UPDATE tasks SET status = 'doing', {_CLAIM_SET} "
         f"WHERE pk = ({_READY}{{lock}}) RETURNING {_RETURNING}"
@@ -127,9 +157,19 @@ SQL = {
     ),
     "claim_id": (
         f"UPDATE tasks SET status = 'doing', {_CLAIM_SET} "
-        f"WHERE scope = :scope AND id = :id AND status = 'todo' RETURNING {_RETURNING}"
+        f"WHERE scope = :scope AND id = :id AND status = 'todo' AND {NOT_DEFERRED} "
+        f"AND {NO_OPEN_DEPENDENCY} RETURNING {_RETURNING}"
     ),
-    "lookup": "SELECT status, blocked_by FROM tasks WHERE scope = :scope AND id = :id",
+    "lookup": (
+        "SELECT pk, status, blocked_by, not_before, claimed_by, lease_expires_at "
+        "FROM tasks WHERE scope = :scope AND id = :id"
+    ),
+    # the unfinished tasks a task waits for, in the order they were named
+    "waiting_for": (
+        "SELECT awaited.id, awaited.status FROM task_dependencies dependency JOIN tasks awaited "
+        "ON awaited.pk = dependency.depends_on_pk WHERE dependency.task_pk = :pk "
+        "AND awaited.status <> 'done' ORDER BY awaited.pk"
+    ),
     "blocked": (
         "SELECT id, blocked_by, position FROM tasks WHERE scope = :scope AND status = 'todo' "
         f"AND blocked_by IS NOT NULL AND {IDLE} ORDER BY position, pk"
@@ -146,9 +186,30 @@ SQL = {
         "CASE WHEN :final OR attempts >= :max_attempts THEN 'failed' ELSE 'todo' END, "
         f"{_RELEASE} WHERE {{target}} RETURNING {_RETURNING}"
     ),
+    # a renewal is bookkeeping, like a check time: no new version, no updated_at
+    "renew": f"UPDATE tasks SET lease_expires_at = :lease_until WHERE {{target}} RETURNING {_RETURNING}",
     "clear": (
-        f"UPDATE tasks SET status = 'todo', claimed_at = NULL, claimed_by = NULL, lease_expires_at = NULL, "
-        f"updated_at = :now, version = version + 1 WHERE {_STALE}"
+        "UPDATE tasks SET status = 'todo', claim = NULL, claimed_at = NULL, claimed_by = NULL, "
+        f"lease_expires_at = NULL, updated_at = :now, version = version + 1 WHERE {_STALE}"
+    ),
+    # hb ready: what a pop would hand out, in its order; with --explain every active queue task
+    "ready": (
+        f"SELECT {_RETURNING} FROM tasks WHERE scope = :scope AND {_POPPABLE} ORDER BY {{order}} LIMIT :limit"
+    ),
+    "active": (
+        f"SELECT {_RETURNING} FROM tasks WHERE {_ACTIVE} AND source <> 'todo' "
+        "ORDER BY scope, priority_rank, position, pk"
+    ),
+    "active_in_scope": (
+        f"SELECT {_RETURNING} FROM tasks WHERE scope = :scope AND {_ACTIVE} AND source <> 'todo' "
+        "ORDER BY priority_rank, position, pk"
+    ),
+    "open_dependencies": (
+        "SELECT dependency.task_pk, awaited.id, awaited.status FROM task_dependencies dependency "
+        "JOIN tasks awaited ON awaited.pk = dependency.depends_on_pk "
+        "JOIN tasks waiting ON waiting.pk = dependency.task_pk "
+        f"WHERE awaited.status <> 'done' AND waiting.{_ACTIVE} "
+        "ORDER BY dependency.task_pk, awaited.pk"
     ),
     "run": (
         "INSERT INTO runs (kind, scope, status, started_at, finished_at, task_id, worker, record, detail) "
@@ -156,13 +217,13 @@ SQL = {
     ),
     "outcome": (
         "INSERT INTO outcomes (task_pk, task_id, scope, source, skill, success, result, claimed_at, "
-        "completed_at, duration_s, attempt, worker) VALUES (:task_pk, :task_id, :scope, :source, :skill, "
-        ":success, {json:result}, :claimed_at, :now, :duration_s, :attempt, :worker)"
+        "completed_at, duration_s, attempt, worker, claim) VALUES (:task_pk, :task_id, :scope, :source, "
+        ":skill, :success, {json:result}, :claimed_at, :now, :duration_s, :attempt, :worker, :claim)"
     ),
     "error": (
         "INSERT INTO errors (task_pk, task_id, scope, skill, at, reason, trace_id, decision_log, resolved, "
-        "attempt, final) VALUES (:task_pk, :task_id, :scope, :skill, :now, :reason, :trace_id, "
-        "{json:decision_log}, :false, :attempt, :final)"
+        "attempt, final, claim) VALUES (:task_pk, :task_id, :scope, :skill, :now, :reason, :trace_id, "
+        "{json:decision_log}, :false, :attempt, :final, :claim)"
     ),
     "counts": (
         "SELECT scope, count(*) AS total, "
@@ -177,8 +238,10 @@ SQL = {
 
 for _key in [k for k, v in SQL.items() if "{target}" in v]:
     _text = SQL.pop(_key)
-    SQL[f"{_key}_by_id"] = _text.replace("{target}", _TARGET_ID)
-    SQL[f"{_key}_by_scope_id"] = _text.replace("{target}", _TARGET_SCOPE_ID)
+    for _suffix, _target in (("_by_id", _TARGET_ID), ("_by_scope_id", _TARGET_SCOPE_ID)):
+        SQL[_key + _suffix] = _text.replace("{target}", _target)
+        # the fenced form: the caller's token must still be the task's claim
+        SQL[_key + _suffix + "_claimed"] = _text.replace("{target}", f"{_target} AND claim = :claim")
 for _key in [k for k, v in SQL.items() if "{order}" in v]:
     _text = SQL[_key]
     SQL[_key] = _text.replace("{order}", PRIORITY_ORDER)
@@ -214,16 +277,26 @@ class Dialect:
 
 # json.dumps(value, ensure_ascii=False) without building an encoder per call
 _encode = json.JSONEncoder(ensure_ascii=False).encode
-_TIMES = ("created_at", "completed_at", "claimed_at", "lease_expires_at")
+_TIMES = ("created_at", "completed_at", "claimed_at", "lease_expires_at", "not_before")
+
+
+# The workspace's zone, asked for only when a message names a time (a pop need not load it).
+Zone = Callable[[], tzinfo] | None
 
 
 class Tx:
     """One transaction on a driver connection, speaking :data:`SQL` by key."""
 
-    def __init__(self, raw: Any, dialect: Dialect) -> None:
+    def __init__(self, raw: Any, dialect: Dialect, zone: Zone = None) -> None:
         self.raw = raw
         self.d = dialect
         self.cur = raw.cursor()
+        self._zone = zone
+
+    @property
+    def zone(self) -> tzinfo | None:
+        """The workspace's zone, for the times a message names (None: UTC); looked up on first use."""
+        return self._zone() if self._zone is not None else None
 
     def execute(self, key: str, params: Mapping[str, Any] | None = None) -> Any:
         self.cur.execute(self.d.sql(key), params if isinstance(params, dict) else dict(params or {}))
@@ -249,9 +322,9 @@ class Tx:
 
 
 @contextmanager
-def transaction(raw: Any, dialect: Dialect) -> Iterator[Tx]:
+def transaction(raw: Any, dialect: Dialect, zone: Zone = None) -> Iterator[Tx]:
     """A write transaction on ``raw`` (SQLite: BEGIN IMMEDIATE; PostgreSQL: implicit BEGIN)."""
-    tx = Tx(raw, dialect)
+    tx = Tx(raw, dialect, zone)
     if dialect.sqlite:
         tx.cur.execute("BEGIN IMMEDIATE")
     try:
@@ -280,10 +353,16 @@ class Trace:
 
 @dataclass
 class PopResult:
-    task: dict[str, Any] | None  # the claimed row, None = nothing to pop
+    task: dict[str, Any] | None  # the claimed row (its ``claim`` is the token), None = nothing to pop
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (id, blocker) passed over
     adopted: list[str] = field(default_factory=list)  # stale claims re-leased to this worker
+    adopted_from: dict[str, str | None] = field(default_factory=dict)  # adopted id -> its last holder
     exhausted: QueueExhausted | None = None  # exit 10, raised once the pop (and its runs row) committed
+
+
+def new_claim() -> str:
+    """A fresh claim token: 96 random bits as hex (no character a shell or an option parser minds)."""
+    return secrets.token_hex(12)
 
 
 def default_worker() -> str:
@@ -358,45 +437,99 @@ def pop(
     lease: timedelta,
     accept_stale: bool = False,
     file_order: bool = False,
+    adopt: str = "all",
 ) -> PopResult:
-    """Claim the next task (or ``task_id``); raises the queue errors (exit 10-14).
+    """Claim the next task (or ``task_id``) under a new claim token; raises the queue errors (exit 10-14).
 
     The next task is the first ready one by priority, then in the queue's order; with
-    ``file_order``, the first in the queue's order whatever its priority.
+    ``file_order``, the first in the queue's order whatever its priority. A ready task is not
+    deferred past ``now`` and waits for no unfinished task. ``accept_stale`` takes stale claims
+    over: with ``adopt="all"`` (the heartbeat.py drop-in) every one, each under its own token,
+    then the pop goes on; with ``adopt="first"`` (hb's own pop) the first one in queue order is
+    the task this pop returns, and a ready task is popped only when no stale claim is left.
     """
     at = tx.d.time(now)
     lease_until = tx.d.time(now + lease)
     result = PopResult(task=None)
     order = "_in_file_order" if file_order else ""
+    claim = {"now": at, "worker": worker, "lease_until": lease_until, "claim": new_claim()}
     if task_id is None and not accept_stale:
         # the common pop: one statement that claims only when no check would fail
-        claim = {"scope": scope or LEGACY, "now": at, "worker": worker, "lease_until": lease_until}
+        claim["scope"] = scope or LEGACY
         rows = tx.rows(("claim_checked" if scope is not None else "claim_checked_legacy") + order, claim)
         if rows:
             result.task = tx.task(rows[0])
             return _popped(tx, result, claim["scope"], now, at, worker, None)
     scope = _preflight(tx, scope, at, accept_stale)
-    claim = {"scope": scope, "now": at, "worker": worker, "lease_until": lease_until}
+    claim["scope"] = scope
     if accept_stale:
-        stale = [r[0] for r in tx.execute("stale", {"scope": scope, "now": at}).fetchall()]
-        if stale:
-            tx.execute("adopt", claim)
-            result.adopted = stale
+        taken = _take_over(tx, result, claim, task_id=task_id, adopt=adopt)
+        if taken is not None:
+            result.task = taken
+            return _popped(tx, result, scope, now, at, worker, taken["id"])
 
     if task_id is not None:
         found = tx.rows("lookup", {"scope": scope, "id": task_id})
         if not found:
             raise NotFound(f"no task with id {task_id!r}" + (f" in {scope}" if scope else ""))
-        if found[0]["blocked_by"] is not None:
-            raise BlockedEntry(f"task {task_id!r} is blocked ({found[0]['blocked_by']})")
-        if found[0]["status"] != "todo":
-            raise InvalidState(f"task {task_id!r} is {found[0]['status']}, not todo")
+        row = found[0]
+        if row["blocked_by"] is not None:
+            raise BlockedEntry(f"task {task_id!r} is blocked ({row['blocked_by']})")
+        if row["status"] != "todo":
+            raise InvalidState(f"task {task_id!r} is {row['status']}, not todo")
+        _check_poppable(tx, task_id, row, now)
         rows = tx.rows("claim_id", {**claim, "id": task_id})
     else:
         rows = tx.rows("claim" + order, claim)
     if rows:
         result.task = tx.task(rows[0])
     return _popped(tx, result, scope, now, at, worker, task_id)
+
+
+def _take_over(
+    tx: Tx, result: PopResult, claim: dict[str, Any], *, task_id: str | None, adopt: str
+) -> dict[str, Any] | None:
+    """Stale claims re-leased under new tokens (recorded in ``result``); the one this pop returns.
+
+    ``adopt="first"``: the first stale claim in queue order (or ``task_id``'s, if it is one)
+    becomes this pop's task. ``adopt="all"``: every stale claim is re-leased, and none is
+    returned: the pop goes on to a ready task.
+    """
+    if adopt not in ("all", "first"):
+        raise ValueError(f"adopt={adopt!r}: expected 'all' or 'first'")
+    where = {"scope": claim["scope"], "now": claim["now"]}
+    if adopt == "all":
+        stale = tx.rows("stale_claims", {**where, "limit": _NO_LIMIT})
+    elif task_id is not None:
+        stale = tx.rows("stale_claim_id", {**where, "id": task_id})
+    else:
+        stale = tx.rows("stale_claims", {**where, "limit": 1})
+    taken = None
+    for candidate in stale:
+        rows = tx.rows("take_over", {**claim, "pk": candidate["pk"], "claim": new_claim()})
+        if not rows:
+            continue
+        result.adopted.append(candidate["id"])
+        result.adopted_from[candidate["id"]] = candidate["claimed_by"]
+        if adopt == "first":
+            taken = tx.task(rows[0])
+    return taken
+
+
+_NO_LIMIT = 2**31 - 1  # LIMIT takes a number on both backends; this one is "all of them"
+
+
+def _check_poppable(tx: Tx, task_id: str, row: Mapping[str, Any], now: datetime) -> None:
+    """``pop --id`` of a task a pop would pass over: exit 13, saying until when or for what."""
+    from heartbeat.clock import isoformat
+
+    not_before = tx.d.read_time(row["not_before"])
+    if not_before is not None and not_before > now:
+        raise BlockedEntry(f"task {task_id!r} is deferred until {isoformat(not_before, tx.zone)}")
+    waiting = tx.rows("waiting_for", {"pk": row["pk"]})
+    if waiting:
+        names = ", ".join(f"{w['id']} ({w['status']})" for w in waiting)
+        raise BlockedEntry(f"task {task_id!r} waits for {names}")
 
 
 def _popped(
@@ -415,7 +548,12 @@ def _popped(
     # a claimed task is this run's last-run.json (the seed script records every run that
     # handled a task); a pop that took nothing leaves the last one as it is
     record = last_run_record(result.task, now, "in_progress", None) if result.task else None
-    _run(tx, "pop", scope, at, status=status, worker=worker, task_id=got, record=record)
+    detail = None
+    if result.task is not None:
+        detail = {"claim": result.task["claim"]}
+        if got in result.adopted_from:
+            detail["took_over_from"] = result.adopted_from[got]
+    _run(tx, "pop", scope, at, status=status, worker=worker, task_id=got, record=record, detail=detail)
     if got is None and scope != LEGACY and task_id is None:
         result.exhausted = QueueExhausted(f"queue {scope} is exhausted: write the evidence report and stop")
         result.exhausted.skipped = result.skipped
@@ -451,12 +589,20 @@ def _run(
     )
 
 
-def _finish(tx: Tx, key: str, task_id: str, scope: str | None, params: dict[str, Any]) -> dict[str, Any]:
-    """Update the claimed task ``task_id`` with statement ``key``; explain why when nothing matched."""
+def _finish(
+    tx: Tx, key: str, task_id: str, scope: str | None, params: dict[str, Any], claim: str | None = None
+) -> dict[str, Any]:
+    """Update the claimed task ``task_id`` with statement ``key``; explain why when nothing matched.
+
+    With ``claim``, the statement's own condition is that the token is still the task's claim.
+    """
+    fenced = "_claimed" if claim is not None else ""
+    if claim is not None:
+        params = {**params, "claim": claim}
     if scope is None:
-        rows = tx.rows(f"{key}_by_id", {**params, "id": task_id})
+        rows = tx.rows(f"{key}_by_id{fenced}", {**params, "id": task_id})
     else:
-        rows = tx.rows(f"{key}_by_scope_id", {**params, "id": task_id, "scope": scope})
+        rows = tx.rows(f"{key}_by_scope_id{fenced}", {**params, "id": task_id, "scope": scope})
     if rows:
         return tx.task(rows[0])
     found = (
@@ -470,7 +616,44 @@ def _finish(tx: Tx, key: str, task_id: str, scope: str | None, params: dict[str,
         raise NotFound(f"no task with id {task_id!r}" + (f" in {scope}" if scope else ""))
     if len(found) > 1:
         raise InvalidState(f"task id {task_id!r} exists in several queues; pass --scope")
+    if claim is not None:
+        raise claim_lost(tx.task(found[0]), claim, tx.zone)
     raise InvalidState(f"task {task_id!r} is {found[0]['status']}, not claimed (pop it first)")
+
+
+def claim_lost(row: Mapping[str, Any], claim: str, zone: tzinfo | None = None) -> HbError:
+    """Why ``claim`` no longer holds the task ``row`` (as it is now): who holds it, or what ended it.
+
+    ClaimLost (exit 15) when someone else took the task over, cleared or finished it; InvalidState
+    (exit 1) when the claim ended by its own holder's hand (completed, or failed back to the queue).
+    """
+    from heartbeat.clock import isoformat
+
+    task = f"task {row['id']!r}" + (f" in {row['scope']}" if row.get("scope") else "")
+    status = row["status"]
+    if row["claim"] == claim:
+        return InvalidState(f"{task}: this claim has ended already (the task is {status}); nothing changed")
+    holder = row.get("claimed_by")
+    if status == "doing":
+        since = isoformat(row.get("claimed_at"), zone) or "?"
+        until = isoformat(row.get("lease_expires_at"), zone)
+        lease = f", leased until {until}" if until else ""
+        return ClaimLost(
+            f"claim lost: {task} is held by {holder or 'an unnamed worker'} under a newer claim "
+            f"since {since}{lease}; nothing changed"
+        )
+    if status == "done":
+        by = f" by {holder}" if holder and row["claim"] else ""
+        how = "under another claim" if row["claim"] else "without a claim (by hand or by a file)"
+        return ClaimLost(f"claim lost: {task} was completed{by} {how}; nothing changed")
+    if status == "todo" and row["claim"] is None and not row.get("attempts"):
+        return ClaimLost(f"claim lost: {task} was never claimed: the token is not its claim; nothing changed")
+    if status == "todo" and row["claim"] is None:
+        return ClaimLost(
+            f"claim lost: {task} was returned to the queue (clear-stale, or by hand); nobody holds it "
+            "now; nothing changed"
+        )
+    return ClaimLost(f"claim lost: {task} is {status} now, no longer under this claim; nothing changed")
 
 
 def last_run_record(row: Mapping[str, Any], now: datetime, status: str, outcome: Any) -> dict[str, Any]:
@@ -502,11 +685,16 @@ def complete(
     scope: str | None = None,
     outcome: Any = None,
     last_run: LastRun | None = None,
+    claim: str | None = None,
 ) -> dict[str, Any]:
     """Finish a claimed task: status done, an outcome row, a runs row (its last-run.json object:
-    ``last_run``'s, else hb's own)."""
+    ``last_run``'s, else hb's own).
+
+    With ``claim``, only while that token is the task's claim (else ClaimLost, exit 15, and
+    nothing changes); without it, whoever holds the task. The outcome row names the claim closed.
+    """
     at = tx.d.time(now)
-    row = _finish(tx, "done", task_id, scope, {"now": at})
+    row = _finish(tx, "done", task_id, scope, {"now": at}, claim)
     _outcome(tx, row, at, now, success=True, result=outcome)
     record = last_run(row) if last_run is not None else last_run_record(row, now, "completed", outcome)
     _run(
@@ -540,6 +728,7 @@ def _outcome(tx: Tx, row: dict[str, Any], at: Any, now: datetime, *, success: bo
             "duration_s": (now - claimed_at).total_seconds() if claimed_at else None,
             "attempt": row["attempts"],
             "worker": row["claimed_by"],
+            "claim": row["claim"],
         },
     )
 
@@ -555,14 +744,17 @@ def fail(
     max_attempts: int,
     trace: Trace | None = None,
     last_run: LastRun | None = None,
+    claim: str | None = None,
 ) -> dict[str, Any]:
     """Record a failure; the task returns to todo for a retry until max attempts, then failed.
 
     The error row's trace id and decision log are ``trace``'s, else the task's own fields; the
-    runs row's last-run.json object is ``last_run``'s, else hb's own.
+    runs row's last-run.json object is ``last_run``'s, else hb's own. With ``claim``, only while
+    that token is the task's claim (else ClaimLost, exit 15, and nothing changes).
     """
     at = tx.d.time(now)
-    row = _finish(tx, "failed", task_id, scope, {"now": at, "final": final, "max_attempts": max_attempts})
+    params = {"now": at, "final": final, "max_attempts": max_attempts}
+    row = _finish(tx, "failed", task_id, scope, params, claim)
     status = row["status"]
     gives_up = status == "failed"
     reason = reason or "Unknown failure"
@@ -583,6 +775,7 @@ def fail(
             "false": False,
             "attempt": row["attempts"],
             "final": gives_up,
+            "claim": row["claim"],
         },
     )
     if gives_up:  # the task has ended, unsuccessfully: an outcome the reports count as a failure
@@ -601,8 +794,31 @@ def fail(
     return {**row, "status": status, "retry": not gives_up}
 
 
+def renew(
+    tx: Tx, now: datetime, task_id: str, *, claim: str, lease: timedelta, scope: str | None = None
+) -> dict[str, Any]:
+    """Extend the claim ``claim`` on ``task_id`` to ``now + lease``; ClaimLost (exit 15) when the
+    token is no longer the task's claim. A claim whose lease ran out is renewed as long as nobody
+    took it over or cleared it. The runs row keeps last-run.json as it is (no task was handled)."""
+    at = tx.d.time(now)
+    row = _finish(tx, "renew", task_id, scope, {"lease_until": tx.d.time(now + lease)}, claim)
+    _run(
+        tx,
+        "renew",
+        row["scope"],
+        at,
+        status="ok",
+        worker=row["claimed_by"],
+        task_id=row["id"],
+        detail={"claim": claim},
+    )
+    return row
+
+
 def clear_stale(tx: Tx, now: datetime, *, scope: str | None = None) -> list[str]:
-    """Stale claims (lease expired, or no claim record) go back to todo; returns their ids."""
+    """Stale claims (lease expired, or no claim record) go back to todo; returns their ids.
+
+    Their tokens are void: a holder that comes back with one is told its claim was lost."""
     if scope is not None:
         _check_scope(tx, scope)
     at = tx.d.time(now)
@@ -615,6 +831,58 @@ def clear_stale(tx: Tx, now: datetime, *, scope: str | None = None) -> list[str]
             cleared.extend(ids)
         _run(tx, "clear-stale", s, at, status="ok", detail={"cleared": ids})
     return cleared
+
+
+def stale_ids(tx: Tx, now: datetime, scope: str | None) -> list[str]:
+    """The stale claims of a queue (``scope`` None: the legacy list), in queue order."""
+    return [r[0] for r in tx.execute("stale", {"scope": scope or LEGACY, "now": tx.d.time(now)}).fetchall()]
+
+
+def ready(
+    tx: Tx, now: datetime, *, scope: str | None = None, explain: bool = False, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """What a pop would hand out, in pop order (rows with ``ready``/``reasons``); with ``explain``,
+    after them every active queue task that is not ready, with its reasons (:mod:`heartbeat.rules.ready`).
+
+    Without ``scope`` while scoped queues exist, a pop would refuse (exit 11): nothing is ready,
+    and every task's reasons start with ``scoped``. TODO.md entries (never popped) are left out.
+    """
+    from heartbeat.rules.ready import QueueTask, reasons_for
+
+    at = tx.d.time(now)
+    needs_scope = scope is None and tx.execute("any_scoped").fetchone() is not None
+    if not needs_scope:
+        scope = _check_scope(tx, scope)
+    count = _NO_LIMIT if limit is None else limit
+    out: list[dict[str, Any]] = []
+    if not needs_scope:
+        rows = tx.rows("ready", {"scope": scope, "now": at, "limit": count})
+        out = [{**tx.task(r), "ready": True, "reasons": [], "waiting": []} for r in rows]
+    if not explain or len(out) >= count:
+        return out[:count]
+    ready_pks = {r["pk"] for r in out}
+    rows = tx.rows("active") if needs_scope else tx.rows("active_in_scope", {"scope": scope})
+    waits: dict[int, list[tuple[str, str]]] = {}
+    for dep in tx.rows("open_dependencies"):
+        waits.setdefault(dep["task_pk"], []).append((dep["id"], dep["status"]))
+    for raw in rows:
+        if raw["pk"] in ready_pks:
+            continue
+        row = tx.task(raw)
+        state = QueueTask(
+            status=row["status"],
+            blocked_by=row["blocked_by"],
+            not_before=row["not_before"],
+            lease_expires_at=row["lease_expires_at"],
+            waiting_for=tuple(waits.get(row["pk"], ())),
+        )
+        reasons = reasons_for(state, now, needs_scope=needs_scope)
+        if not reasons:  # ready, though not among the first `limit` the ready query returned
+            continue
+        out.append({**row, "ready": False, "reasons": reasons, "waiting": list(state.waiting_for)})
+        if len(out) >= count:
+            break
+    return out
 
 
 # --- what `hb pop` prints -------------------------------------------------------
@@ -652,3 +920,10 @@ def record_from_row(row: Any) -> tasks_json.QueueRecord:
 def task_object(row: Any) -> dict[str, Any]:
     """The task as ``hb pop`` prints it: its tasks.json object, current status included."""
     return tasks_json.render_task(record_from_row(row))
+
+
+def popped_object(row: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``hb pop`` prints: the task's tasks.json object, then ``claim``, its claim token (the
+    token ``complete`` / ``fail`` / ``renew --claim`` take). The heartbeat.py drop-in prints
+    :func:`task_object` alone, as the script does."""
+    return {**task_object(row), "claim": row["claim"]}

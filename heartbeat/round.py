@@ -247,16 +247,17 @@ class RoundAPI:
         """Hold the workspace's re-entrancy guard for the block (Busy, exit 75, if held).
 
         The guard is a ``runs`` row of ``kind``; on leaving the block it is
-        released with status ``ok`` or ``error``. A guard left by a dead
-        process is taken over once its ``expires_at`` (setting
-        ``heartbeat.guard``) has passed.
+        released with status ``ok`` or ``error``. While the block runs the guard
+        renews itself; one left by a dead process is taken over once its
+        ``expires_at`` (setting ``heartbeat.guard``) has passed.
         """
         from heartbeat import guard as guard_mod
 
         ledger = _ledger(self)
         held = guard_mod.acquire(ledger, kind)
         try:
-            yield held
+            with guard_mod.renewed(ledger, held):  # a long tick is not taken for an abandoned one
+                yield held
         except BaseException as exc:
             held.detail.setdefault("error", str(exc) or type(exc).__name__)
             guard_mod.release(ledger, held, "error")
@@ -308,10 +309,12 @@ class RoundAPI:
             "export": exported,
         }
 
-    def poke(self, text: str) -> dict[str, Any]:
+    def poke(self, text: str, *, key: str | None = None) -> dict[str, Any]:
         """A one-off task from ``text`` (source ``poke``, legacy queue), under the workspace guard.
 
-        Raises InvalidInput for blank text and Busy (exit 75) while a heartbeat runs.
+        ``key`` makes it idempotent, as ``hb add --key``: a task added with that key already is
+        returned (and :attr:`notices` says so). Raises InvalidInput for blank text and Busy
+        (exit 75) while a heartbeat runs.
         """
         from heartbeat.errors import InvalidInput
 
@@ -327,7 +330,7 @@ class RoundAPI:
                 f"poke text holds a control character (U+{ord(body[control]):04X}) at {control + 1}"
             )
         with ledger.guard("poke") as held:
-            task = ledger.add(body, source="poke")
+            task = ledger.add(body, source="poke", key=key)
             held.task_id = task["id"]
         if ledger.settings.sync_auto_export:
             from heartbeat.sync.queue_files import export_queue_files
@@ -453,6 +456,7 @@ def _task_state(ledger: Ledger, task: Task, failed: set[int] | None = None) -> T
         attempts=task.attempts or 0,
         max_attempts=ledger.settings.queue_max_attempts,
         failed_recently=failed is not None and task.pk in failed,
+        not_before=task.not_before,
     )
 
 

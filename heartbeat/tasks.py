@@ -1,14 +1,19 @@
-"""Task CRUD inside one transaction: the operations behind add/list/show/update/done/cancel."""
+"""Task CRUD inside one transaction: the operations behind add/list/show/update/done/cancel.
+
+Also what `hb add` / `hb update` set besides a task's own fields: its idempotency key (``--key``,
+one task per key and scope) and the tasks it waits for (``--after``, rows of
+``task_dependencies``; a cycle is refused, naming it).
+"""
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
-from sqlalchemy import Select, func, or_, select
+from sqlalchemy import Select, delete, func, or_, select
 from sqlalchemy.orm import Session
 
 from heartbeat.clock import format_duration, isoformat, parse_duration, parse_when
@@ -17,6 +22,7 @@ from heartbeat.db.models import (
     PRIORITY_RANK,
     Outcome,
     Task,
+    TaskDependency,
     TaskEvent,
     TaskStatus,
     priority_rank,
@@ -37,7 +43,7 @@ TEXT_FIELDS = (
     "user_id",
     "chat_id",
 )
-TIME_FIELDS = ("due_at", "next_check_at")
+TIME_FIELDS = ("due_at", "next_check_at", "not_before")
 DURATION_FIELDS = ("check_interval", "stale_after")
 CLEAR = ("", "none", "null")
 
@@ -181,8 +187,10 @@ def add(
     source: str = "cli",
     task_id: str | None = None,
     actor: str = "cli",
+    key: str | None = None,
 ) -> Task:
-    """Create a task (status todo unless given), with its history entry."""
+    """Create a task (status todo unless given), with its history entry; ``key`` is its idempotency
+    key (the caller has looked for a task holding it: see :func:`by_key`)."""
     values = dict(changes.values)
     values.pop("title", None)
     if not title or not title.strip():
@@ -208,6 +216,7 @@ def add(
         created_at=now,
         updated_at=now,
         last_update_at=now,
+        idempotency_key=key,
     )
     _apply(task, values, now)
     session.add(task)
@@ -231,8 +240,143 @@ def _apply(task: Task, values: Mapping[str, Any], now: datetime) -> list[str]:
         elif task.status.active:
             task.completed_at = None
         if task.status is not TaskStatus.DOING:
-            task.claimed_at = task.claimed_by = task.lease_expires_at = None
+            # the claim ends with the status: its holder's --claim is refused from now on (exit 15)
+            task.claimed_at = task.claimed_by = task.lease_expires_at = task.claim = None
     return changed
+
+
+def check_key(key: str) -> str:
+    """An idempotency key as given (``hb add --key``): not blank, at most 255 characters."""
+    if not key.strip():
+        raise InvalidInput("empty --key: give the add a key that names it (e.g. the request's id)")
+    if len(key) > 255:
+        raise InvalidInput(f"--key is {len(key)} characters long; at most 255")
+    return key
+
+
+def by_key(session: Session, scope: str, key: str) -> Task | None:
+    """The task added with idempotency key ``key`` in ``scope``, if any (whatever its status)."""
+    return session.scalars(select(Task).where(Task.scope == scope, Task.idempotency_key == key)).first()
+
+
+# --- dependencies (--after) -------------------------------------------------------------
+
+
+def resolve_after(session: Session, ids: Sequence[str], scope: str) -> list[Task]:
+    """The tasks ``--after ID ...`` names: an id in the task's own queue first, else the one task
+    anywhere with that id (several: pass an id that is unique, exit 1)."""
+    found: list[Task] = []
+    for task_id in ids:
+        if not task_id.strip():
+            raise InvalidInput("empty --after: name the task to wait for (or none to clear)")
+        own = session.scalars(select(Task).where(Task.scope == scope, Task.id == task_id)).first()
+        target = own if own is not None else _find_for_after(session, task_id)
+        if all(t.pk != target.pk for t in found):
+            found.append(target)
+    return found
+
+
+def _find_for_after(session: Session, task_id: str) -> Task:
+    try:
+        return find(session, task_id)
+    except NotFound:
+        raise NotFound(f"--after {task_id}: no task with that id") from None
+    except InvalidInput:
+        raise InvalidInput(
+            f"--after {task_id}: that id exists in several queues and none is this task's"
+        ) from None
+
+
+def dependencies(session: Session, pks: Sequence[int]) -> dict[int, list[str]]:
+    """The ids each task waits for (done or not), in the order they were added."""
+    out: dict[int, list[str]] = {}
+    for chunk in (list(pks)[i : i + 500] for i in range(0, len(pks), 500)):
+        rows = session.execute(
+            select(TaskDependency.task_pk, Task.id)
+            .join(Task, Task.pk == TaskDependency.depends_on_pk)
+            .where(TaskDependency.task_pk.in_(chunk))
+            .order_by(TaskDependency.task_pk, Task.pk)
+        )
+        for pk, dep_id in rows:
+            out.setdefault(pk, []).append(dep_id)
+    return out
+
+
+def set_after(session: Session, task: Task, after: Sequence[Task]) -> bool:
+    """Make ``task`` wait for exactly ``after``; False when that is what it waited for already.
+
+    A dependency that would close a cycle is refused (InvalidInput naming the cycle) and nothing
+    changes. Concurrent edits take turns (SQLite: the write lock; PostgreSQL: a transaction lock).
+    """
+    _serialise_dependencies(session)
+    wanted = [t.pk for t in after]
+    existing = set(
+        session.scalars(select(TaskDependency.depends_on_pk).where(TaskDependency.task_pk == task.pk))
+    )
+    if existing == set(wanted):
+        return False
+    for target in after:
+        cycle = _cycle(session, task, target)
+        if cycle is not None:
+            chain = " -> ".join(cycle)
+            raise InvalidInput(f"--after would make a cycle: {chain} (each waits for the next)")
+    session.execute(delete(TaskDependency).where(TaskDependency.task_pk == task.pk))
+    session.add_all([TaskDependency(task_pk=task.pk, depends_on_pk=pk) for pk in wanted])
+    session.flush()
+    return True
+
+
+def _cycle(session: Session, task: Task, target: Task) -> list[str] | None:
+    """The ids of the cycle ``task`` waiting for ``target`` would close, or None.
+
+    A walk from ``target`` along what each task waits for; reaching ``task`` is a cycle.
+    """
+    if target.pk == task.pk:
+        return [task.id, task.id]
+    parent: dict[int, int] = {target.pk: task.pk}
+    frontier = [target.pk]
+    while frontier:
+        edges = session.execute(
+            select(TaskDependency.task_pk, TaskDependency.depends_on_pk).where(
+                TaskDependency.task_pk.in_(frontier)
+            )
+        ).all()
+        frontier = []
+        for waiting, awaited in edges:
+            if awaited in parent:
+                continue
+            parent[awaited] = waiting
+            if awaited == task.pk:
+                return _cycle_ids(session, parent, task.pk)
+            frontier.append(awaited)
+    return None
+
+
+def _cycle_ids(session: Session, parent: Mapping[int, int], start: int) -> list[str]:
+    """``start -> ... -> start`` as ids, from the walk's parent links."""
+    chain = [start]
+    node = parent[start]
+    while node != start:
+        chain.append(node)
+        node = parent[node]
+    chain.append(start)
+    chain.reverse()
+    ids = {
+        pk: task_id
+        for pk, task_id in session.execute(select(Task.pk, Task.id).where(Task.pk.in_(set(chain))))
+    }
+    return [ids[pk] for pk in chain]
+
+
+def _serialise_dependencies(session: Session) -> None:
+    """Two transactions editing dependencies take turns, so that together they close no cycle."""
+    from sqlalchemy import text
+
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _DEPENDENCY_LOCK})
+
+
+_DEPENDENCY_LOCK = 0x6862_6465  # "hbde": hb's transaction lock for dependency edits
 
 
 def find(session: Session, task_id: str, scope: str | None = None, *, lock: bool = False) -> Task:
@@ -260,10 +404,20 @@ def update(
     *,
     actor: str = "cli",
     touch: bool = True,
+    after: Sequence[Task] | None = None,
 ) -> list[str]:
-    """Apply changes; records the previous version in the history."""
+    """Apply changes (``after``: the tasks it is to wait for, None = as they are); records the
+    previous version in the history."""
     before = snapshot(task)
+    if after is not None:
+        waited = dependencies(session, [task.pk]).get(task.pk, [])
+        if set_after(session, task, after):
+            before["after"] = waited
+        else:
+            after = None
     changed = _apply(task, changes.values, now)
+    if after is not None:
+        changed.append("after")
     if changed:
         task.version += 1
         task.updated_at = now
@@ -330,8 +484,9 @@ def query(filters: Filters) -> Select[Task]:
     return stmt.order_by(Task.scope, Task.priority_rank, Task.position, Task.pk)
 
 
-def as_dict(task: Task, zone: tzinfo) -> dict[str, Any]:
-    """The public task object (SPEC.md 2.1); times in the workspace zone with offset."""
+def as_dict(task: Task, zone: tzinfo, after: Sequence[str] = ()) -> dict[str, Any]:
+    """The public task object (SPEC.md 2.1); times in the workspace zone with offset. ``after``:
+    the ids the task waits for (:func:`dependencies`)."""
 
     def t(value: datetime | None) -> str | None:
         return isoformat(value, zone)
@@ -357,6 +512,7 @@ def as_dict(task: Task, zone: tzinfo) -> dict[str, Any]:
         "updated_at": t(task.updated_at),
         "completed_at": t(task.completed_at),
         "attempts": task.attempts,
+        "not_before": t(task.not_before),
         "last_progress_note": task.last_progress_note,
         "next_action": task.next_action,
         "fallback_action": task.fallback_action,
@@ -371,6 +527,9 @@ def as_dict(task: Task, zone: tzinfo) -> dict[str, Any]:
         "claimed_by": task.claimed_by,
         "claimed_at": t(task.claimed_at),
         "lease_expires_at": t(task.lease_expires_at),
+        "claim": task.claim,
+        "key": task.idempotency_key,
+        "after": list(after),
         "version": task.version,
     }
 

@@ -140,16 +140,34 @@ def raw_drain_on(con: sqlite3.Connection, worker: str, limit: int | None = None)
     return done
 
 
-def hb_drain(workspace: str, worker: str, limit: int | None = None) -> list[str]:
+def hb_drain(workspace: str, worker: str, limit: int | None = None, fenced: bool = False) -> list[str]:
+    """pop+complete through the API; ``fenced``: each completion given its claim (`--claim`)."""
     done: list[str] = []
     with Ledger.open(workspace=workspace) as ledger:
         while limit is None or len(done) < limit:
             task = ledger.pop(worker=worker)
             if task is None:
                 break
-            ledger.complete(task["id"], outcome={"ok": True})
+            ledger.complete(task["id"], outcome={"ok": True}, claim=task["claim"] if fenced else None)
             done.append(task["id"])
     return done
+
+
+def _fenced_rates(n: int, rounds: int = 2) -> tuple[float, float]:
+    """pop+complete pairs/s without and with the claim check, alternated (A B B A ...) on fresh
+    ledgers of ``n`` tasks so that the machine's drift weighs on both alike; the medians."""
+    plain: list[float] = []
+    fenced: list[float] = []
+    for i in range(rounds * 2):
+        check = i % 4 in (1, 2)
+        ws = make_ledger(n)
+        start = time.perf_counter()
+        got = hb_drain(str(ws), "w0", fenced=check)
+        rate = len(got) / (time.perf_counter() - start)
+        assert len(got) == n, "a drain lost tasks"
+        (fenced if check else plain).append(rate)
+        shutil.rmtree(ws, ignore_errors=True)
+    return statistics.median(plain), statistics.median(fenced)
 
 
 def floor_drain(workspace: str, worker: str) -> list[str]:
@@ -171,7 +189,7 @@ def floor_drain(workspace: str, worker: str) -> list[str]:
     )
     at, until = "2026-04-25 12:00:00.000000", "2026-04-25 12:30:00.000000"
     con = connect(Path(workspace) / ".agent" / "state" / "heartbeat.db")
-    claim_p = {"scope": "", "now": at, "worker": worker, "lease_until": until}
+    claim_p = {"scope": "", "now": at, "worker": worker, "lease_until": until, "claim": "0" * 24}
     run_p: dict[str, Any] = {"scope": None, "status": "ok", "now": at, "worker": worker, "detail": None}
     done_ids: list[str] = []
     while True:
@@ -199,6 +217,7 @@ def floor_drain(workspace: str, worker: str) -> list[str]:
                 "duration_s": 0.0,
                 "attempt": 1,
                 "worker": worker,
+                "claim": "0" * 24,
             },
         )
         record = '{"status": "completed"}'
@@ -240,12 +259,17 @@ def bench_queue(n: int) -> None:
     floor_rate = len(floor_done) / (time.perf_counter() - start)
     shutil.rmtree(floor_ws, ignore_errors=True)
     assert len(floor_done) == len(hb_done) == len(raw_done) == n, "a drain lost tasks"
+    plain_rate, fenced_rate = _fenced_rates(n // 2)
+    fencing = fenced_rate / plain_rate
     record("queue", "raw_sqlite3_pairs_per_s", raw_rate, "pairs/s", tasks=n)
     record("queue", "hb_statements_on_raw_sqlite3_pairs_per_s", floor_rate, "pairs/s", tasks=n)
     record("queue", "hb_api_pairs_per_s", hb_rate, "pairs/s", tasks=n)
     record("queue", "hb_statements_vs_raw", floor_rate / raw_rate, "ratio")
     record("queue", "hb_api_vs_raw", ratio, "ratio", target=">= 0.5")
     record("queue", "hb_api_vs_hb_statements", hb_rate / floor_rate, "ratio")
+    record("queue", "hb_api_pairs_per_s_without_claim", plain_rate, "pairs/s", tasks=n // 2)
+    record("queue", "hb_api_pairs_per_s_with_claim", fenced_rate, "pairs/s", tasks=n // 2)
+    record("queue", "hb_api_with_claim_vs_without", fencing, "ratio", target=">= 0.95")
     raw_pages = _raw_pages_per_pair()
     pop_pages, complete_pages = _hb_pages_per_operation()
     record("queue", "raw_sqlite3_pages_per_pair", raw_pages, "pages")
@@ -271,6 +295,18 @@ def bench_queue(n: int) -> None:
                 f"{hb_rate:,.0f}",
                 f"{ratio:.2f}",
                 f"{pop_pages:.1f} + {complete_pages:.1f}",
+            ),
+            (
+                f"hb Ledger API, complete without --claim (median, {n // 2:,} tasks)",
+                f"{plain_rate:,.0f}",
+                f"{plain_rate / raw_rate:.2f}",
+                "",
+            ),
+            (
+                f"hb Ledger API, complete --claim: fenced (median, {n // 2:,} tasks)",
+                f"{fenced_rate:,.0f}",
+                f"{fenced_rate / raw_rate:.2f}",
+                f"with / without {fencing:.3f} (target >= 0.95)",
             ),
         ],
         ["implementation", "pairs/s", "vs raw", "WAL pages per pair"],

@@ -18,7 +18,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 COMMAND_MODULES = {
     **dict.fromkeys(("init", "db", "config"), "admin"),
     **dict.fromkeys(("add", "list", "show", "update", "done", "cancel"), "tasks"),
-    **dict.fromkeys(("scopes", "pop", "complete", "fail", "clear-stale"), "queue"),
+    **dict.fromkeys(("scopes", "pop", "complete", "fail", "renew", "clear-stale", "ready"), "queue"),
     **dict.fromkeys(("import", "export"), "files"),
     "sync": "sync",
     "recur": "recur",

@@ -213,8 +213,13 @@ def heartbeat(lang: str | None) -> None:
 
 @click.command()
 @click.argument("text", nargs=-1, required=True)
+@click.option(
+    "--key",
+    metavar="KEY",
+    help="Idempotent poke: a task poked (or added) with KEY already is returned, not made again.",
+)
 @json_option
-def poke(text: tuple[str, ...]) -> None:
+def poke(text: tuple[str, ...], key: str | None) -> None:
     """Turn TEXT (or standard input with '-') into a task, under the heartbeat's guard.
 
     Empty text is a usage error (exit 2); exit 75 while a heartbeat runs.
@@ -223,11 +228,12 @@ def poke(text: tuple[str, ...]) -> None:
     Example:
       hb poke "Check whether the build on main is green"
       echo "Summarise today's mail" | hb poke -
+      hb poke --key build-check-2026-05-01 "Check whether the build on main is green"
     """
     body = _poke_text(text)
     if not body.strip():
         raise click.UsageError("poke text is empty: the text becomes the task")
-    task = state().ledger().poke(body)
+    task = state().ledger().poke(body, key=key)
     emit(task, lambda t: t["id"])
 
 

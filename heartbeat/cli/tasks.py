@@ -17,6 +17,7 @@ FIELD_OPTIONS: list[tuple[str, str, str]] = [
     ("--priority", "priority", "critical, high, medium or low."),
     ("--due", "due_at", "Due time, ISO 8601 (naive = workspace timezone); 'none' clears."),
     ("--next-check", "next_check_at", "Next check time, ISO 8601; 'none' clears."),
+    ("--not-before", "not_before", "Defer: not popped, nor due, before this time (ISO 8601); 'none' clears."),
     ("--check-interval", "check_interval", "How often to check: 30m, 6h, 2d, 1w or PT6H."),
     ("--stale-after", "stale_after", "Stale after this long without an update (duration)."),
     ("--risk", "risk", "Explicit risk override: P0, P1 or P2; 'none' clears."),
@@ -32,6 +33,13 @@ FIELD_OPTIONS: list[tuple[str, str, str]] = [
 
 
 def field_options(fn: F) -> F:
+    fn = click.option(
+        "--after",
+        "after",
+        multiple=True,
+        metavar="ID",
+        help="Wait for this task: not popped before it is done (repeatable; update: replaces; none clears).",
+    )(fn)
     for opt, dest, help_text in reversed(FIELD_OPTIONS):
         fn = click.option(opt, dest, metavar="VALUE", help=help_text)(fn)
     return click.option(
@@ -79,6 +87,11 @@ def _show_task(t: dict[str, Any]) -> str:
     help="todo: a TODO.md entry (id todo-xxxxxxxx, written by hb sync); cli: a queue task (tasks.json).",
 )
 @click.option("--chat-id", "chat_id", metavar="REF", help="Chat to report to, like tg:-100123 (ChatID).")
+@click.option(
+    "--key",
+    metavar="KEY",
+    help="Idempotent add: a task added with KEY already (in this queue) is returned, not added again.",
+)
 @field_options
 @json_option
 def add(
@@ -87,25 +100,37 @@ def add(
     task_id: str | None,
     source: str,
     chat_id: str | None,
+    key: str | None,
+    after: tuple[str, ...],
     **fields: Any,
 ) -> None:
     """Add a task (status todo); prints its id.
+
+    With --key, a retried add (after a timeout, say) returns the task the first
+    one made: same id, exit 0, a notice on stderr.
 
     \b
     Example:
       hb add "Deep research local LLM orchestration" --priority high --skill deep-research
       hb add "Send the invoice" --due 2026-05-02T17:00 --next-action "email the PDF" --json
       hb add "Remind John to submit the report" --source todo --chat-id tg:-100123
+      hb add "Deploy" --after task-1a2b3c4d --not-before 2026-05-02T09:00 --key deploy-502
     """
     if not " ".join(title).strip():
         raise click.UsageError("TITLE is empty: give the task a title")
     ledger = state().ledger()
     if source == "todo":
-        if scope or task_id:
-            raise click.UsageError("--source todo takes no --scope or --id (its id is todo-xxxxxxxx)")
+        if scope or task_id or key is not None or after:
+            raise click.UsageError(
+                "--source todo takes no --scope, --id, --key or --after (it is a TODO.md entry)"
+            )
         task = ledger.add_todo(" ".join(title), chat_id=chat_id, **fields)
     else:
-        task = ledger.add(" ".join(title), scope=scope, task_id=task_id, chat_id=chat_id, **fields)
+        if any(a.strip().lower() == "none" for a in after):
+            raise click.UsageError("--after none is for hb update (a new task waits for nothing already)")
+        task = ledger.add(
+            " ".join(title), scope=scope, task_id=task_id, chat_id=chat_id, key=key, after=after, **fields
+        )
     emit(task, lambda t: t["id"])
 
 
@@ -182,16 +207,20 @@ def show(task_id: str, scope: str | None, history: bool) -> None:
 @click.option("--title", metavar="TEXT", help="New title.")
 @field_options
 @json_option
-def update(task_id: str, scope: str | None, title: str | None, **fields: Any) -> None:
+def update(task_id: str, scope: str | None, title: str | None, after: tuple[str, ...], **fields: Any) -> None:
     """Change a task's fields; the previous version is kept in its history.
+
+    --after replaces what the task waits for (a cycle is refused, exit 1 naming
+    it); --after none clears it.
 
     \b
     Example:
       hb update task-1a2b3c4d --status blocked --blocker "waiting for the API key" --risk P1
+      hb update task-1a2b3c4d --after task-9f8e7d6c --not-before none
     """
-    if title is None and all(value is None for value in fields.values()):
+    if title is None and not after and all(value is None for value in fields.values()):
         raise click.UsageError("nothing to update: pass at least one field (hb update --help lists them)")
-    task = state().ledger().update(task_id, scope=scope, title=title, **fields)
+    task = state().ledger().update(task_id, scope=scope, title=title, after=after or None, **fields)
     emit(task, _task_line)
 
 

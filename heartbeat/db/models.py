@@ -108,6 +108,9 @@ class Task(Base):
     claimed_by: Mapped[str | None] = mapped_column(String(255))
     lease_expires_at: Mapped[datetime | None]
     attempts: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    claim: Mapped[str | None] = mapped_column(String(32))  # the token of the current (or last) claim
+    not_before: Mapped[datetime | None]  # deferred: not popped (nor due) before this
+    idempotency_key: Mapped[str | None] = mapped_column(String(255))  # `hb add --key`: one task per key
 
     version: Mapped[int] = mapped_column(Integer, server_default=text("1"))
     extra: Mapped[dict[str, Any] | None]  # the record's original fields, in file order
@@ -143,6 +146,15 @@ class Task(Base):
             sqlite_where=text("next_check_at IS NOT NULL"),
             postgresql_where=text("next_check_at IS NOT NULL"),
         ),
+        # `hb add --key`: two processes racing on one key make one task (0005)
+        Index(
+            "uq_tasks_scope_idempotency_key",
+            "scope",
+            "idempotency_key",
+            unique=True,
+            sqlite_where=text("idempotency_key IS NOT NULL"),
+            postgresql_where=text("idempotency_key IS NOT NULL"),
+        ),
         Index("ix_tasks_source_external_key", "source", "external_key"),
         Index("ix_tasks_id", "id"),  # ids are unique per scope; commands find them without one
         # hb report queue (0002); since 0003 without the ready and claimed tasks (read through the
@@ -159,6 +171,20 @@ class Task(Base):
                 "status <> 'doing' AND NOT (status = 'todo' AND blocked_by IS NULL AND source <> 'todo')"
             ),
         ),
+    )
+
+
+class TaskDependency(Base):
+    """`hb add/update --after`: task_pk is not popped before depends_on_pk is done."""
+
+    __tablename__ = "task_dependencies"
+
+    task_pk: Mapped[int] = mapped_column(ForeignKey("tasks.pk", ondelete="CASCADE"), primary_key=True)
+    depends_on_pk: Mapped[int] = mapped_column(ForeignKey("tasks.pk", ondelete="CASCADE"), primary_key=True)
+
+    __table_args__ = (
+        # what waits for a task (the cycle check walks both ways; a deleted task's rows go with it)
+        Index("ix_task_dependencies_depends_on_pk", "depends_on_pk"),
     )
 
 
@@ -246,6 +272,7 @@ class Outcome(Base):
     duration_s: Mapped[float | None] = mapped_column(Float)
     attempt: Mapped[int | None] = mapped_column(Integer)
     worker: Mapped[str | None] = mapped_column(String(255))
+    claim: Mapped[str | None] = mapped_column(String(32))  # the claim the completion closed
 
     __table_args__ = (
         Index("ix_outcomes_task_pk", "task_pk"),
@@ -292,6 +319,7 @@ class Error(Base):
     resolved: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     attempt: Mapped[int | None] = mapped_column(Integer)
     final: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    claim: Mapped[str | None] = mapped_column(String(32))  # the claim that failed
     extra: Mapped[dict[str, Any] | None]  # the errors.json object as read, in order
 
     __table_args__ = (

@@ -64,9 +64,10 @@ TASKS = _shape(
     "pk id scope source external_key title status priority priority_rank position risk blocked_by "
     "due_at next_check_at check_interval stale_after last_update_at last_checked_at last_progress_note "
     "next_action fallback_action blocker follow_up skill project_id agent_id user_id chat_id created_at "
-    "updated_at completed_at claimed_at claimed_by lease_expires_at attempts version extra synced_hash",
+    "updated_at completed_at claimed_at claimed_by lease_expires_at attempts claim not_before "
+    "idempotency_key version extra synced_hash",
     times="due_at next_check_at last_update_at last_checked_at created_at updated_at completed_at "
-    "claimed_at lease_expires_at",
+    "claimed_at lease_expires_at not_before",
     json_="extra",
     flags="follow_up",
 )

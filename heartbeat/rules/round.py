@@ -14,6 +14,9 @@ Choices the seed leaves open, made here:
   arrive in time without someone stepping in.
 - Finished tasks (``done``, ``cancelled``, ``failed``) are always P2, even with
   an explicit risk: the seed forbids reminding about them.
+- A task deferred with ``--not-before`` does not enter a round before that time,
+  whatever its checks, due time or staleness say: the user put it out of mind
+  until then (and a pop does not hand it out either).
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ class TaskState:
     attempts: int = 0
     max_attempts: int = 3
     failed_recently: bool = False  # an error was recorded since the last success
+    not_before: datetime | None = None  # deferred: enters no round before this
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -116,10 +120,12 @@ def parse_risk(text: str) -> Risk:
 def entry_reasons(task: TaskState, now: datetime) -> list[EntryReason]:
     """Why ``task`` enters this round, in the fixed order of :class:`EntryReason`.
 
-    Empty when the task is not active or no rule applies.
+    Empty when the task is not active, deferred past ``now``, or no rule applies.
     """
     _require_aware(now, "now")
     if not task.is_active:
+        return []
+    if task.not_before is not None and _utc(now) < _utc(task.not_before):
         return []
     check_reached = task.next_check_at is not None and _utc(now) >= _utc(task.next_check_at)
     reasons: list[EntryReason] = []

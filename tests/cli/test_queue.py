@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -88,6 +89,9 @@ def test_add_refuses_a_scope_that_tasks_json_keeps_as_a_filter_or_metadata(
 def test_scoped_pop_order_skips_blocked_then_exhausts(scoped: Runner) -> None:
     first = scoped("pop", "--scope", Q)
     got = json.loads(first.stdout)
+    claim = got.pop("claim")  # the entry's own fields, then its claim token
+    assert re.fullmatch(r"[0-9a-f]{24}", claim)
+    assert scoped.json("show", "round3-edit-item-33-southern-qualifier", "--scope", Q)["claim"] == claim
     assert got == {
         "order": 1,
         "task_id": "round3-edit-item-33-southern-qualifier",
@@ -140,15 +144,21 @@ def test_legacy_priority_order_then_no_pending(hb: Runner, workspace: Path) -> N
 
 
 def test_stale_entries_exit_12_then_clear_or_adopt(hb: Runner, workspace: Path) -> None:
+    """Issue 15 changed --accept-stale: it takes over one stale claim and returns that task, with
+    a new claim (it used to re-lease every stale claim and then pop a ready task)."""
     _load(hb, workspace, "tasks_stale.json")
     result = hb("pop", code=12)
     assert "task-crashed" in result.stderr and "clear-stale" in result.stderr
     adopted = hb("pop", "--accept-stale", "--worker", "w2")
-    assert "adopted stale claim task-crashed" in adopted.stderr
-    assert json.loads(adopted.stdout)["id"] == "task-a"
+    assert adopted.stderr == "adopted stale claim task-crashed (re-leased to you, with a new claim)\n"
+    got = json.loads(adopted.stdout)
+    assert got["id"] == "task-crashed" and got["agent_id"] == "claude"
     crashed = hb.json("show", "task-crashed")
     assert (crashed["status"], crashed["claimed_by"], crashed["attempts"]) == ("doing", "w2", 2)
-    hb("complete", "task-crashed")
+    assert crashed["claim"] == got["claim"]
+    # no stale claim is left: the next pop is a plain one
+    assert json.loads(hb("pop", "--accept-stale", "--worker", "w2").stdout)["id"] == "task-a"
+    hb("complete", "task-crashed", "--claim", got["claim"])
 
 
 def test_clear_stale_counts(hb: Runner, workspace: Path) -> None:
@@ -423,13 +433,20 @@ def test_auto_export_leaves_a_file_it_cannot_read_and_says_so(hb_db: Runner, wor
     assert hb_db.json("show", "a")["status"] == "doing"
 
 
-def test_an_adopted_claim_is_reported_when_nothing_else_is_ready(hb: Runner) -> None:
+def test_an_adopted_claim_is_the_task_the_pop_returns(hb: Runner) -> None:
+    """Issue 15: the caller gets the adopted task and its token (it used to hold it unknowingly,
+    with exit 10 for a queue that had nothing else ready)."""
     hb("add", "only job", "--scope", "_b_extension.q", "--id", "a")
     hb("--now", "2026-05-01T10:00:00Z", "pop", "--scope", "_b_extension.q", "--worker", "w1")
-    late = hb("--now", "2026-05-01T11:00:00Z", "pop", "--scope", "_b_extension.q", "--accept-stale", code=10)
-    # exit 10 says "stop", but the caller now holds a: stderr says so
-    assert late.stderr.splitlines()[0] == "adopted stale claim a (re-leased to you)"
-    assert hb.json("show", "a", "--scope", "_b_extension.q")["claimed_by"] != "w1"
+    late = hb("--now", "2026-05-01T11:00:00Z", "pop", "--scope", "_b_extension.q", "--accept-stale")
+    assert late.stderr == "adopted stale claim a from w1 (re-leased to you, with a new claim)\n"
+    got = json.loads(late.stdout)
+    assert got["task_id"] == "a"
+    shown = hb.json("show", "a", "--scope", "_b_extension.q")
+    assert shown["claimed_by"] != "w1" and shown["claim"] == got["claim"]
+    # nothing stale and nothing ready left: exit 10, and nothing adopted
+    again = hb("--now", "2026-05-01T11:00:00Z", "pop", "--scope", "_b_extension.q", "--accept-stale", code=10)
+    assert "adopted" not in again.stderr
 
 
 def test_export_to_a_directory_that_does_not_exist_is_refused(hb: Runner, tmp_path: Path) -> None:

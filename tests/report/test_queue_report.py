@@ -100,10 +100,13 @@ def test_queue_and_report_statements_read_through_their_indexes(workspace: Path)
 
     d = queue.Dialect("sqlite")
     params = {"scope": Q, "now": "x", "worker": "w", "lease_until": "y", "id": "a", "status": "todo"}
+    params["claim"] = "c"  # since issue 15 the claim sets its token
     with Ledger.open(workspace=workspace, db=url) as ledger:
         con = ledger.raw
         plan = _plans(con, d.sql("claim_checked_legacy"), params)
         assert "ix_tasks_ready" in plan and "ix_tasks_claimed" in plan
+        # a candidate's unfinished dependencies: one probe of the dependency table's primary key
+        assert "USING COVERING INDEX sqlite_autoindex_task_dependencies_1 (task_pk=?)" in plan
         assert "ix_tasks_scope_status_created_at" in _plans(con, d.sql("blocked"), params)
         assert "ix_tasks_claimed" in _plans(con, d.sql("stale"), params)
         idle = f"SELECT scope, status, COUNT(*) FROM tasks WHERE {reports.TASKS_IDLE} GROUP BY scope, status"

@@ -261,3 +261,14 @@ def test_scan_watermark() -> None:
     assert nxt.utcoffset() == timedelta(hours=8)  # written back in the workspace offset
     with pytest.raises(InvalidInput):
         scan_watermark(NOW, -HOUR)
+
+
+def test_a_deferred_task_enters_no_round_before_its_time() -> None:
+    """``--not-before`` (issue 15): overdue, stale or checked, a deferred task waits until then."""
+    overdue = task(
+        due_at=NOW - HOUR, next_check_at=NOW, stale_after=timedelta(minutes=1), last_update_at=NOW - HOUR
+    )
+    later = replace(overdue, not_before=NOW + timedelta(minutes=5))
+    assert entry_reasons(overdue, NOW) == ["next_check", "overdue", "stale"]
+    assert entry_reasons(later, NOW) == []
+    assert entry_reasons(later, NOW + timedelta(minutes=5)) == ["next_check", "overdue", "stale"]
