@@ -343,8 +343,13 @@ def _load_front_matter(lines: Sequence[str]) -> tuple[dict[Any, Any] | None, str
     source = "".join(text + "\n" for text in lines)
     import yaml  # only a file with front matter needs it (a one-line sync may not)
 
+    from heartbeat.formats import yaml_safe
+
     try:
+        yaml_safe.check(source)  # an alias bomb or deep nesting: unreadable, as for mistermorph
         loaded = yaml.safe_load(source)
+    except yaml_safe.YamlLimitError as exc:
+        return None, f"front matter is not valid YAML: {exc.reason}", exc.line + 2
     except yaml.YAMLError as exc:
         from heartbeat.formats.yaml_errors import describe
 

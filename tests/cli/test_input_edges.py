@@ -324,3 +324,16 @@ def test_a_hostile_proactive_block_is_one_line_naming_file_and_line(
         assert _one_line(result.stderr).startswith(f"hb: {path}:{line}: yaml block: {reason}"), command
         assert path.read_bytes() == before
     assert hb.json("recur", "list") == []
+
+
+def test_an_alias_bomb_in_todo_front_matter_is_kept_and_the_entries_read(hb: Runner, workspace: Path) -> None:
+    """mistermorph's YAML reader refuses excessive aliasing and reads the entries anyway."""
+    hb("init")
+    entry = "- [ ] [Created](2026-05-01 12:41) | Send the report\n"
+    text = f"---\n{_BOMB}\n---\n\n# TODO Work In Progress (WIP)\n\n{entry}"
+    path = workspace / "TODO.md"
+    path.write_text(text)
+    result = hb("sync")
+    assert f"{path}:7:" in result.stderr and "aliases expand to more than 100,000 nodes" in result.stderr
+    assert [t["title"] for t in hb.json("list")] == ["Send the report"]
+    assert path.read_text() == text
