@@ -301,3 +301,27 @@ def test_a_read_only_todo_md_is_respected(hb: Runner, workspace: Path) -> None:
     hb("--now", NOW, "sync")
     assert "Send the invoice" not in todo.read_text()
     assert hb.json("show", task["id"])["status"] == "done"
+
+
+def test_sigkill_at_an_auto_exported_pop_keeps_the_claim(hb_db: Runner, workspace: Path) -> None:
+    path = seed_queue(hb_db, workspace, "t1", "t2")
+    hb_db("config", "set", "sync.auto_export", "true")
+    _killed(workspace, hb_db.env.get("HB_DATABASE_URL"), "--now", NOW, "pop")
+    assert statuses(path)["pending"] == ["t1", "t2"]  # killed at the export, after the claim
+    assert hb_db.json("show", "t1")["status"] == "doing"
+    hb_db("--now", NOW, "sync")
+    assert statuses(path) == {"pending": ["t2"], "in_progress": ["t1"], "completed": []}
+    assert hb_db.json("--now", NOW, "pop")["id"] == "t2"
+
+
+def test_sigkill_at_the_sync_after_done_does_not_reopen(hb_db: Runner, workspace: Path) -> None:
+    todo = workspace / "TODO.md"
+    todo.write_text("# TODO Work In Progress (WIP)\n\n- [ ] [Created](2026-05-01 08:00) | Send the invoice\n")
+    hb_db("--now", NOW, "sync")
+    [task] = hb_db.json("list")
+    hb_db("--now", NOW, "done", task["id"])
+    _killed(workspace, hb_db.env.get("HB_DATABASE_URL"), "--now", NOW, "sync")
+    assert "Send the invoice" in todo.read_text()
+    hb_db("--now", NOW, "sync")
+    assert hb_db.json("show", task["id"])["status"] == "done"
+    assert "Send the invoice" not in todo.read_text()
