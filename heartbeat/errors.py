@@ -114,7 +114,7 @@ class SchemaError(HbError):
     """The database schema is not one this hb can use (for example: newer)."""
 
 
-# --- queue outcomes with the seed script's exit codes (FORMATS.md section 2) ---
+# --- queue outcomes with heartbeat.py's exit codes (FORMATS.md section 2) ---
 
 
 class QueueExhausted(HbError):

@@ -387,7 +387,7 @@ def scope_line(counts: Mapping[str, Any]) -> str:
 
 
 def scope_counts(tx: Tx) -> list[dict[str, Any]]:
-    """Per queue: ready / in_progress / completed / blocked / total (the seed script's `scopes`)."""
+    """Per queue: ready / in_progress / completed / blocked / total (heartbeat.py's `scopes`)."""
     return [
         {
             "scope": r["scope"],
@@ -545,7 +545,7 @@ def _popped(
         ]
     got = result.task["id"] if result.task else None
     status = "ok" if got else ("exhausted" if scope else "empty")
-    # a claimed task is this run's last-run.json (the seed script records every run that
+    # a claimed task is this run's last-run.json (heartbeat.py records every run that
     # handled a task); a pop that took nothing leaves the last one as it is
     record = last_run_record(result.task, now, "in_progress", None) if result.task else None
     detail = None
@@ -657,7 +657,7 @@ def claim_lost(row: Mapping[str, Any], claim: str, zone: tzinfo | None = None) -
 
 
 def last_run_record(row: Mapping[str, Any], now: datetime, status: str, outcome: Any) -> dict[str, Any]:
-    """The seed script's last-run.json object for this operation."""
+    """heartbeat.py's last-run.json object for this operation."""
     from heartbeat.formats.tasks_json import last_run_entry
 
     extra = row.get("extra") or {}

@@ -496,7 +496,7 @@ class RecurAPI:
             return rule_dict(_find(s, rule_id), ledger.zone)
 
     def recur_due(self, *, claim: bool = False) -> list[dict[str, Any]]:
-        """The enabled rules due now (seed 001's ``recurring_read``), lowest priority first.
+        """The enabled rules due now (CraftBot's ``recurring_read``), lowest priority first.
 
         Time, day, period and the known conditions are judged here;
         ``conditions_to_check`` lists the ones hb does not know, for the agent.
@@ -680,7 +680,7 @@ class RecurAPI:
     # --- running rules ---------------------------------------------------------------------
 
     def recur_outcome(self, rule_id: str, *, result: str, success: bool = True) -> dict[str, Any]:
-        """Seed 001's ``recurring_update_task(add_outcome=...)``: an outcome row, run count + 1, last run.
+        """CraftBot's ``recurring_update_task(add_outcome=...)``: an outcome row, run count + 1, last run.
 
         An outcome that answers no open hand-out also marks the rule's current
         period as done, so the task is not handed out again this period.
@@ -730,7 +730,7 @@ class RecurAPI:
         confidence: int,
         long_running: bool = False,
     ) -> dict[str, Any]:
-        """Score a rule with seed 001's rubric and record it.
+        """Score a rule with CraftBot's rubric and record it.
 
         Answers execute / consider / skip (total >= 18, 13-17, < 13) and INLINE / SCHEDULED.
         """

@@ -707,7 +707,7 @@ def _reminder_dict(ledger: Ledger, reminder: _Reminder) -> dict[str, Any]:
 
 
 def _proactive_message(topic: str | None, suggestion: str | None, lang: str) -> str | None:
-    """Two lines, the open loop and the suggestion (seed 000's format for open loops)."""
+    """Two lines, the open loop and the suggestion (OpenClaw's format for open loops)."""
     if not (topic or "").strip() or not (suggestion or "").strip():
         return None
     item, advice, colon = _PROACTIVE_LABELS[lang]

@@ -132,7 +132,7 @@ _CLEARED = _Cleared()
 
 
 def new_task_id(session: Session, scope: str) -> str:
-    """``task-`` + 8 hex digits, unique in the scope (as the seed script names tasks)."""
+    """``task-`` + 8 hex digits, unique in the scope (as heartbeat.py names tasks)."""
     while True:
         candidate = "task-" + secrets.token_hex(4)
         exists = session.scalar(select(Task.pk).where(Task.scope == scope, Task.id == candidate))

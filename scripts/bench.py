@@ -490,7 +490,7 @@ def _import_profile(hb: list[str], env: dict[str, str], ws: Path) -> None:
 
 
 def json_script_pop(path: Path) -> dict[str, Any] | None:
-    """A faithful model of the seed script's pop: read the file, sort, move, rewrite it whole."""
+    """A faithful model of heartbeat.py's pop: read the file, sort, move, rewrite it whole."""
     data = json.loads(path.read_text())
     rank = {p: i for i, p in enumerate(PRIORITIES)}
     pending = sorted(data["pending"], key=lambda t: rank.get(t.get("priority"), 2))
@@ -532,7 +532,7 @@ def bench_json_script(n: int) -> None:
     table(
         f"5. JSON-file script model vs hb, {n} tasks (one process)",
         [
-            ("seed script model (read, move, rewrite)", f"{json_rate:,.0f}", "1.00"),
+            ("heartbeat.py model (read, move, rewrite)", f"{json_rate:,.0f}", "1.00"),
             ("hb Ledger API", f"{hb_rate:,.0f}", f"{hb_rate / json_rate:.1f}"),
         ],
         ["implementation", "pairs/s", "vs script"],

@@ -41,7 +41,7 @@ __all__ = [
 Path = tuple[str, ...]
 
 # hb settings key -> the places it may live, the first one canonical (written when none exists).
-# Seed 000 names the proactiveChat limits bare, so a top-level key is honoured too.
+# OpenClaw's heartbeat-state.json names the proactiveChat limits bare, so a top-level key is honoured too.
 SETTING_PATHS: Mapping[str, tuple[Path, ...]] = MappingProxyType(
     {
         "proactive.enabled": (("proactiveChat", "enabled"),),

@@ -1,13 +1,13 @@
-"""tasks.json, errors.json and last-run.json: the seed-003 queue files.
+"""tasks.json, errors.json and last-run.json: the claude-skills heartbeat skill's queue files.
 
 tasks.json holds the legacy lists (``pending``, ``in_progress``, ``completed``,
-``failed``) of task objects keyed by ``id``, and, since the seed's 1.2.0,
+``failed``) of task objects keyed by ``id``, and, since the skill's 1.2.0,
 ``_<batch>_extension`` objects whose lists of ``task_id`` objects are scoped
 queues. :func:`parse` turns the text into :class:`QueueRecord` s plus a
 :class:`Skeleton` of everything else; :func:`render` puts records back into
 that skeleton. Nothing hb does not model is lost: unknown keys keep their
 values and their order, metadata and ``blocked_on_*`` lists are kept verbatim.
-The one deliberate change is that the seed script's malformed ``+00:00Z``
+The one deliberate change is that heartbeat.py's malformed ``+00:00Z``
 timestamps are written as plain ``Z``.
 """
 
@@ -65,7 +65,7 @@ _EXTENSION_KEY = re.compile(r"_.+_extension")
 _SCOPE_PATH = re.compile(r"(_.+?_extension)\.(.+)")
 _BLOCKED_PREFIX = "blocked_on_"
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
-# (record attribute, JSON key) of the seed script's who/what fields.
+# (record attribute, JSON key) of heartbeat.py's who/what fields.
 _ASSIGNMENT_KEYS = (
     ("skill", "assigned_skill"),
     ("project_id", "project_id"),
@@ -145,7 +145,7 @@ class Skeleton:
 
     @property
     def missing_failed(self) -> bool:
-        """Whether the file had no ``failed`` list (the seed's script omits it)."""
+        """Whether the file had no ``failed`` list (heartbeat.py omits it)."""
         return "failed" not in self.legacy_lists
 
 
@@ -190,7 +190,7 @@ def parse(text: str) -> TasksDocument:
     Oddities that do not stop reading (an unreadable timestamp, an unknown
     scoped status, a list only partly made of tasks) are listed in ``warnings``.
     """
-    text = text.removeprefix("\ufeff")  # read past; not written back (the seed script cannot read it)
+    text = text.removeprefix("\ufeff")  # read past; not written back (heartbeat.py cannot read it)
     repeats: list[bool] = []
     data = _load_json(text, repeats)
     reader = _Reader(_Locator(text))
@@ -554,7 +554,7 @@ def _render_extension(
 def _insert_missing_legacy(
     top: list[tuple[str, Any]], buckets: dict[tuple[str, str], list[QueueRecord]]
 ) -> None:
-    """Create the legacy lists records need, in the seed's order among those present."""
+    """Create the legacy lists records need, in heartbeat.py's order among those present."""
     for rank, name in enumerate(LEGACY_LISTS):
         group = buckets.pop(("", name), None)
         if group is None:
@@ -650,7 +650,7 @@ def _write_scoped_status(out: dict[str, Any], record: QueueRecord, before: _Read
 
 
 def _new_legacy(record: QueueRecord) -> dict[str, Any]:
-    """A new legacy task in the seed script's key order."""
+    """A new legacy task in heartbeat.py's key order."""
     return {
         "id": record.id,
         "priority": record.priority,
@@ -752,7 +752,7 @@ def error_entry(
     decision_log: Any = None,
     resolved: bool = False,
 ) -> dict[str, Any]:
-    """An errors.json item in the seed script's shape; an empty reason is "Unknown failure"."""
+    """An errors.json item in heartbeat.py's shape; an empty reason is "Unknown failure"."""
     return {
         "timestamp": format_timestamp(timestamp),
         "task_id": task_id,
@@ -779,7 +779,7 @@ def last_run_entry(
     decision_log: Any = None,
     scope: str | None = None,
 ) -> dict[str, Any]:
-    """The last-run.json object in the seed script's shape; a legacy run has scope null."""
+    """The last-run.json object in heartbeat.py's shape; a legacy run has scope null."""
     return {
         "timestamp": format_timestamp(timestamp),
         "task_id": task_id,

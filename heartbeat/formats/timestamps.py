@@ -2,7 +2,7 @@
 
 Every timestamp hb reads must carry its UTC offset (``Z``, ``+00:00``,
 ``+05:30``, ``+0530``); it is returned as an aware datetime in UTC. The
-seed-003 script appends ``Z`` to ``isoformat()`` output and so writes the
+claude-skills heartbeat.py script appends ``Z`` to ``isoformat()`` output and so writes the
 malformed ``2026-04-25T12:00:00+00:00Z``: hb reads that form (the offset is the
 truth, the ``Z`` is noise) and always writes plain ``...Z``.
 """
@@ -58,7 +58,7 @@ def format_timestamp(dt: datetime) -> str:
 
 
 def is_malformed(text: str) -> bool:
-    """Whether ``text`` is the seed script's ``<date-time>+HH:MMZ`` form hb must rewrite."""
+    """Whether ``text`` is heartbeat.py's ``<date-time>+HH:MMZ`` form hb must rewrite."""
     m = _TIMESTAMP.fullmatch(text.strip())
     if not (m and m["stray_z"] and m["zone"] not in ("Z", "z")):
         return False

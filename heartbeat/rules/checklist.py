@@ -1,4 +1,4 @@
-"""HEARTBEAT.md and the HEARTBEAT_OK reply (FORMATS.md section 4, seeds 000 and 002).
+"""HEARTBEAT.md and the HEARTBEAT_OK reply (FORMATS.md section 4: OpenClaw, mistermorph).
 
 A checklist is **effectively empty** when, once HTML comments are removed
 (multi-line ones too; an unterminated ``<!--`` runs to the end, as in HTML),

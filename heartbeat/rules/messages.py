@@ -1,4 +1,4 @@
-"""The reminder text and the heartbeat brief (SPEC.md sections 5 and 7, seed 000).
+"""The reminder text and the heartbeat brief (SPEC.md sections 5 and 7, OpenClaw).
 
 A reminder has three parts, one per line: the task (id + title), its status
 (progress / blocker / risk) and the suggestion (one immediate action + one

@@ -593,7 +593,7 @@ def check_conditions(
     now: datetime,
     available_hours: float = 4,
 ) -> ConditionResult:
-    """Judge a task's conditions at ``now`` (seed 001).
+    """Judge a task's conditions at ``now`` (CraftBot).
 
     market_hours_only: Monday-Friday, 09:30 <= local time < 16:00;
     weekdays_only: Monday-Friday; user_available: the user spoke within

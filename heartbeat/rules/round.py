@@ -1,10 +1,10 @@
-"""The heartbeat round (SPEC.md section 5, seed 000): which tasks enter, and how risky they are.
+"""The heartbeat round (SPEC.md section 5, OpenClaw): which tasks enter, and how risky they are.
 
 Everything here is a pure function of a task's state and ``now``. Time spans
 (``stale_after``, ``check_interval``, the scan interval) are elapsed time, so
 arithmetic is done in UTC and a daylight-saving change never stretches them.
 
-Choices the seed leaves open, made here:
+Choices the spec leaves open, made here:
 
 - ``overdue`` means ``now > due_at``: a task due at 10:00 is due, not late, at 10:00.
 - ``stale`` needs a ``last_update_at``; a task with none is never stale (the
@@ -13,7 +13,7 @@ Choices the seed leaves open, made here:
   is less than 24 hours away (or passed): what it waits for can no longer
   arrive in time without someone stepping in.
 - Finished tasks (``done``, ``cancelled``, ``failed``) are always P2, even with
-  an explicit risk: the seed forbids reminding about them.
+  an explicit risk: OpenClaw's rules forbid reminding about them.
 - A task deferred with ``--not-before`` does not enter a round before that time,
   whatever its checks, due time or staleness say: the user put it out of mind
   until then (and a pop does not hand it out either).

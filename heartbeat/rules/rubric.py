@@ -1,4 +1,4 @@
-"""The decision rubric of seed 001: should a proactive task run, and how.
+"""CraftBot's decision rubric: should a proactive task run, and how.
 
 Five scores from 1 to 5 (impact, risk, cost, urgency, confidence; higher is
 better on every one) add up to a total: 18 or more execute, 13 to 17 consider
@@ -59,7 +59,7 @@ def evaluate(
     permission_tier: int = 1,
     long_running: bool = False,
 ) -> Evaluation:
-    """Score a proactive task with the seed 001 rubric.
+    """Score a proactive task with CraftBot's rubric.
 
     Each score must be 1..5 and the tier 0..3, else :class:`InvalidInput`
     naming the offending value. SCHEDULED when ``long_running`` or the tier is

@@ -1,4 +1,4 @@
-"""Whether a reminder or a proactive message may go out now (SPEC.md section 5, seed 000).
+"""Whether a reminder or a proactive message may go out now (SPEC.md section 5, OpenClaw).
 
 Every decision names its reason, so the caller can record it as a
 ``notifications`` row. Checks run in a fixed order and the first that fails is
@@ -149,7 +149,7 @@ def decide_proactive(
 
 
 def _worth_repeating(task: TaskState, risk: Risk, last_sent: LastReminder) -> bool:
-    """The seed's exceptions to the repeat window: risk rose, a new blocker, follow-up asked."""
+    """The exceptions to the repeat window: risk rose, a new blocker, follow-up asked."""
     if task.follow_up or risk.severity > last_sent.risk.severity:
         return True
     blocker = _norm(task.blocker)

@@ -187,7 +187,7 @@ def _add_error(session: Session, item: dict[str, Any], tasks: Mapping[str, Task]
 
 def _shown(e: Error) -> dict[str, Any]:
     """The errors.json item of a row as hb writes it: the item it was read from (a malformed
-    ``+00:00Z`` time written ``Z``), or the seed script's entry."""
+    ``+00:00Z`` time written ``Z``), or heartbeat.py's entry."""
     if e.extra is not None:
         return tasks_json.fix_malformed(e.extra)
     return tasks_json.error_entry(

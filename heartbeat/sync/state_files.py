@@ -1,4 +1,4 @@
-"""memory/heartbeat-state.json <-> the ledger (FORMATS.md section 4, seed 000).
+"""memory/heartbeat-state.json <-> the ledger (FORMATS.md section 4, OpenClaw).
 
 The file holds settings and facts; the ledger keeps each where it belongs:
 

@@ -1,4 +1,4 @@
-"""tasks.json, errors.json, last-run.json (seed 003): reading, lossless writing, moves."""
+"""tasks.json, errors.json, last-run.json (the claude-skills heartbeat skill): reading, lossless writing, moves."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from heartbeat.formats.tasks_json import (
     status_as_written,
 )
 
-# The seed's own legacy example, verbatim.
+# The heartbeat skill's own legacy example, verbatim.
 SEED_LEGACY = """{
   "pending": [
     {
@@ -132,7 +132,7 @@ SCOPED = """{
 
 MALFORMED = """{
   "pending": [
-    {"id": "task-1", "priority": "high", "description": "Written by the seed script",
+    {"id": "task-1", "priority": "high", "description": "Written by heartbeat.py",
      "created_at": "2026-04-25T12:00:00+00:00Z", "completed_at": null,
      "updated_at": "2026-04-25T13:00:00.250000+00:00Z", "note": "+00:00Z is fine in prose"}
   ],

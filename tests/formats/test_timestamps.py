@@ -27,7 +27,7 @@ NOON = datetime(2026, 4, 25, 12, 0, tzinfo=UTC)
         ("2026-04-25T12:00:00.250Z", NOON.replace(microsecond=250000)),
         ("2026-04-25T12:00:00,5Z", NOON.replace(microsecond=500000)),
         ("2026-04-25T12:00:00.123456789Z", NOON.replace(microsecond=123456)),
-        # the seed script's isoformat() + "Z": the offset is the truth
+        # heartbeat.py's isoformat() + "Z": the offset is the truth
         ("2026-04-25T12:00:00+00:00Z", NOON),
         ("2026-04-25T12:00:00.000001+00:00Z", NOON.replace(microsecond=1)),
         ("2026-04-25T17:30:00+05:30Z", NOON),

@@ -1,4 +1,4 @@
-"""hb due: seed 000's entry rules and risk levels, each alone and combined (SPEC.md section 5)."""
+"""hb due: OpenClaw's entry rules and risk levels, each alone and combined (SPEC.md section 5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The seed 001 decision rubric: thresholds, execution type, bad scores."""
+"""CraftBot's decision rubric: thresholds, execution type, bad scores."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_thresholds(total: int, decision: Decision) -> None:
 
 def test_decision_and_execution_read_as_the_seed_words() -> None:
     result = evaluate(impact=4, risk=5, cost=4, urgency=3, confidence=4)
-    # seed 001, example 1: 20, execute, INLINE for a tier-1 notification.
+    # CraftBot's example 1: 20, execute, INLINE for a tier-1 notification.
     assert (result.total, result.decision, result.execution) == (20, "execute", "INLINE")
 
 

@@ -1,4 +1,4 @@
-"""The reminder throttle and the proactive-chat limits (SPEC.md section 5, seed 000)."""
+"""The reminder throttle and the proactive-chat limits (SPEC.md section 5, OpenClaw)."""
 
 from __future__ import annotations
 

@@ -60,7 +60,7 @@ def test_parse_when() -> None:
     assert parse_when("2026-05-01T09:00", tokyo) == datetime(2026, 5, 1, 0, 0, tzinfo=UTC)
     assert parse_when("2026-05-01", tokyo) == datetime(2026, 4, 30, 15, 0, tzinfo=UTC)
     assert parse_when("2026-05-01T09:00:00Z", tokyo) == datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
-    # the malformed form the seed script writes
+    # the malformed form heartbeat.py writes
     assert parse_when("2026-04-25T12:00:00+00:00Z", tokyo) == datetime(2026, 4, 25, 12, 0, tzinfo=UTC)
     assert parse_when("2026-05-01T09:00:00-04:00", tokyo) == datetime(2026, 5, 1, 13, 0, tzinfo=UTC)
     with pytest.raises(InvalidInput, match="bad time '2026-13-01'"):
