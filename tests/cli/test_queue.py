@@ -1,4 +1,4 @@
-"""The queue as the claude-skills heartbeat.py script's callers use it: exit codes, order, leases, retries, files."""
+"""The queue as heartbeat.py's callers use it: exit codes, order, leases, retries, files."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""tasks.json, errors.json, last-run.json (the claude-skills heartbeat skill): reading, lossless writing, moves."""
+"""tasks.json, errors.json, last-run.json (the heartbeat skill): reading, lossless writing, moves."""
 
 from __future__ import annotations
 
