@@ -67,4 +67,18 @@ def test_pip_install_then_init_add_list(tmp_path: Path) -> None:
     assert json.loads((ws / ".agent" / "state" / "tasks.json").read_text())["pending"][0]["description"] == (
         "from the wheel"
     )
+    meta = subprocess.run(
+        [
+            str(py),
+            "-c",
+            "import importlib.metadata as m; d = m.distribution('hb-ledger'); "
+            "print(d.metadata['License-Expression']); print(any(f.name == 'LICENSE' for f in d.files))",
+        ],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert meta == ["MIT", "True"]  # an SPDX license expression and the LICENSE file
     assert sys.version_info >= (3, 11)
