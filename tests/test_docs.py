@@ -51,3 +51,40 @@ def test_the_lazy_command_map_matches_the_command_modules() -> None:
         for command in importlib.import_module(f"heartbeat.cli.{module}").COMMANDS:
             defined[command.name] = module
     assert defined == COMMAND_MODULES
+
+
+def _block_after(heading: str) -> str:
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("```sh\n", readme.index(heading)) + len("```sh\n")
+    return readme[start : readme.index("\n```\n", start)]
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    import os
+
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path), "TZ": "UTC"}
+    env.update({k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "LANG")})
+    return env
+
+
+def test_the_quick_tour_runs_as_written_in_a_fresh_directory(tmp_path: Path) -> None:
+    script = "set -euo pipefail\n" + _block_after("## Quick tour")
+    done = subprocess.run(
+        ["bash", "-c", script], cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"claim"' in done.stdout and '"task_id": "round3-edit-item-33"' in done.stdout
+    assert "(2 ready / 0 in_progress / 0 completed / 2 total)" in done.stdout
+    assert done.stdout.splitlines()[-1].split() == ["_round3_extension.ag_implementation_queue", "1"]
+
+
+def test_the_readme_first_command_runs_the_main_job_on_the_example(tmp_path: Path) -> None:
+    """The README's first command, without its install step (tests/install covers that)."""
+    first = (ROOT / "README.md").read_text().split("```sh\n", 1)[1].split("\n```", 1)[0]
+    job = first.split(" && ", 2)[2]  # after `python3 -m venv .venv && .venv/bin/pip install -q .`
+    job = job.replace(".venv/bin/hb", "hb").replace("/tmp/hb-demo", str(tmp_path / "demo"))
+    done = subprocess.run(
+        ["bash", "-c", job], cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip(), "the heartbeat printed its brief"
