@@ -741,7 +741,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         """Write one workspace file from the ledger (atomically; unchanged files are not written)."""
         from heartbeat.errors import InvalidState
         from heartbeat.sync import registry
-        from heartbeat.sync.files import default_path, file_lock, read_text
+        from heartbeat.sync.files import default_path, file_lock, lock_timeout, read_text
         from heartbeat.sync.queue_files import remember
         from heartbeat.sync.swap import replace_if
 
@@ -752,7 +752,10 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
             raise NotFound(f"{target.parent}: no such directory (hb export creates only the file)")
         synced = target.resolve() == default_path(self.workspace, kind).resolve()
-        with file_lock(self.workspace), self.write() as session:
+        with (
+            file_lock(self.workspace, timeout=lock_timeout(self.settings.sync_lock_timeout)),
+            self.write() as session,
+        ):
             text = renderer(self, session, target)
             if text is None:
                 return {"kind": kind, "path": str(target), "written": False, "empty": True}

@@ -54,6 +54,7 @@ class Settings:
     hygiene_enabled: bool = _opt(False, "memory hygiene reminders")
     hygiene_every_hours: float = _opt(24.0, "memory hygiene interval", gt=0, le=_HOURS)
     sql_timeout: str = _opt("30s", "hb sql cancels a query still running after this")
+    sync_lock_timeout: str = _opt("30s", "how long to wait for another process's workspace file lock")
 
 
 _PREFIXES = ("reminder", "proactive", "queue", "todo", "sync", "recur", "heartbeat", "hygiene", "sql")
@@ -142,6 +143,7 @@ _CHECKS: dict[str, Any] = {
     "check_interval": _check_duration,
     "heartbeat_guard": _check_duration,
     "sql_timeout": _check_duration,
+    "sync_lock_timeout": _check_duration,
     "todo_dialect": _one_of("strict", "extended"),
     "lang": _one_of("en", "zh"),
 }

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 from heartbeat.db.plain import Conn
 from heartbeat.errors import FileFormatError, InvalidInput, NotFound, one_line
 from heartbeat.sync import bookmarks, writeback
-from heartbeat.sync.files import default_path, digest, file_lock, read_text
+from heartbeat.sync.files import default_path, digest, file_lock, lock_timeout, read_text
 from heartbeat.sync.registry import KINDS, MODULES, holds_sql
 from heartbeat.sync.report import SyncReport
 
@@ -216,7 +216,7 @@ def _run(
     units, skipped = plan(prior.changed if prior is not None else only, idle)
     paths = {k: default_path(ledger.workspace, k) for unit in units for k in unit.kinds}
     seal = (prior, prior.skipped if prior is not None else skipped) if sealable else None
-    with file_lock(ledger.workspace):
+    with file_lock(ledger.workspace, timeout=lock_timeout(ledger.settings.sync_lock_timeout)):
         if not dry_run:
             _remove_temps(paths)
         results, texts, writes = _transaction(ledger, units, paths, dry_run, seal)

@@ -231,21 +231,94 @@ def _atomic_write(path: Path, text: str) -> None:
         raise
 
 
+LOCK_TIMEOUT = 30.0  # seconds; setting sync.lock_timeout, environment HB_LOCK_TIMEOUT
+LOCK_ENV = "HB_LOCK_TIMEOUT"
+
+
+def lock_timeout(setting: str | None = None) -> float:
+    """How long to wait for the workspace file lock: HB_LOCK_TIMEOUT, else the setting, else 30 s."""
+    from heartbeat.clock import parse_duration
+
+    raw = os.environ.get(LOCK_ENV) or setting
+    if not raw:
+        return LOCK_TIMEOUT
+    what = LOCK_ENV if os.environ.get(LOCK_ENV) else "sync.lock_timeout"
+    return parse_duration(raw, what=what).total_seconds()
+
+
 @contextlib.contextmanager
-def file_lock(workspace: Path, name: str = "files") -> Iterator[None]:
-    """Serialise file writers of one workspace across processes (an flock on a lock file).
+def file_lock(workspace: Path, name: str = "files", *, timeout: float | None = None) -> Iterator[None]:
+    """Serialise file writers of one workspace across processes (a lock on a lock file).
 
-    The ledger is the truth and needs no such lock; this only keeps two
-    processes from rendering the same workspace files at the same time.
+    The ledger is the truth and needs no such lock; this only keeps two processes from
+    rendering the same workspace files at the same time. A process waits at most ``timeout``
+    seconds (default :func:`lock_timeout`), then Busy (exit 75) names the holder, whose pid,
+    command and start time the lock file holds. POSIX ``flock``; ``msvcrt.locking`` on Windows.
     """
-    import fcntl
+    import sys
 
+    from heartbeat.errors import Busy
+
+    wait = lock_timeout() if timeout is None else timeout
     lock_dir = workspace / STATE
     lock_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_dir / f".{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    path = lock_dir / f".{name}.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        deadline = time.monotonic() + wait
+        while not _try_lock(fd):
+            if time.monotonic() >= deadline:
+                holder = _holder(fd)
+                raise Busy(
+                    f"busy: {path} is held{' by ' + holder if holder else ''}; waited {wait:g}s "
+                    f"(set {LOCK_ENV} or sync.lock_timeout to wait longer)"
+                )
+            time.sleep(0.05)
+        try:
+            command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv[:3]))
+            note = f"pid {os.getpid()} ({command or 'python'}) since {time.strftime('%Y-%m-%dT%H:%M:%S%z')}"
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, note.encode("utf-8", "replace"), 0)
+            yield
+        finally:
+            _unlock(fd)
     finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+        except OSError:
+            return False
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _unlock(fd: int) -> None:
+    try:
+        import fcntl
+    except ImportError:
+        import msvcrt
+
+        with contextlib.suppress(OSError):
+            os.lseek(fd, 0, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
+        return
+    fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _holder(fd: int) -> str:
+    try:
+        return os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
+    except OSError:
+        return ""

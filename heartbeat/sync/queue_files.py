@@ -23,7 +23,7 @@ from heartbeat.errors import FileFormatError, HbError, one_line
 from heartbeat.formats import tasks_json
 from heartbeat.formats.timestamps import timestamp_or_none
 from heartbeat.queue import record_from_row
-from heartbeat.sync.files import default_path, digest, file_lock, read_text
+from heartbeat.sync.files import default_path, digest, file_lock, lock_timeout, read_text
 from heartbeat.sync.report import ImportReport, SyncReport
 from heartbeat.sync.swap import replace_if
 from heartbeat.tasks import record_event, snapshot
@@ -276,7 +276,10 @@ def export_queue_files(ledger: Ledger, *, edits_only: bool = False) -> list[str]
     if edits_only and not _edited_kinds(ledger):
         return []
     written = []
-    with file_lock(ledger.workspace), ledger.write() as session:
+    with (
+        file_lock(ledger.workspace, timeout=lock_timeout(ledger.settings.sync_lock_timeout)),
+        ledger.write() as session,
+    ):
         now = ledger.now()
         for kind in RENDERERS:
             path = default_path(ledger.workspace, kind)
