@@ -50,10 +50,12 @@ def writes_fail(monkeypatch: pytest.MonkeyPatch, code: int = errno.EROFS) -> Ite
     def refuse(path: Path, *_a: Any, **_k: Any) -> swap.Swapped:
         raise OSError(code, os.strerror(code), str(path))
 
+    import heartbeat.compat.files
+    import heartbeat.sync.queue_files  # imported before swap is patched: they bind the real one
+
     with monkeypatch.context() as patch:
-        patch.setattr(swap, "replace_if", refuse)
-        for module in ("heartbeat.sync.queue_files", "heartbeat.compat.files"):
-            patch.setattr(f"{module}.replace_if", refuse)
+        for module in (heartbeat.sync.queue_files, heartbeat.compat.files, swap):
+            patch.setattr(module, "replace_if", refuse)
         yield
 
 
