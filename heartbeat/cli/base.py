@@ -151,19 +151,11 @@ def warn(message: str) -> None:
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
-    """An aligned plain-text table."""
+    """An aligned plain-text table (display widths; cut to fit a terminal, never a pipe)."""
+    from heartbeat.reporting.grid import render, terminal_width
+
     cells = [[("" if v is None else str(v)) for v in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in cells:
-        for i, value in enumerate(row):
-            widths[i] = max(widths[i], len(value))
-
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(v.ljust(widths[i]) for i, v in enumerate(values)).rstrip()
-
-    out = [line(list(headers)), line(["-" * w for w in widths])]
-    out.extend(line(row) for row in cells)
-    return "\n".join(out)
+    return render(headers, cells, fit=terminal_width())
 
 
 def read_text_arg(value: str) -> str:

@@ -8,6 +8,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from heartbeat.reporting import grid
 from heartbeat.reporting.table import Table, json_value
 
 FORMATS = ("table", "json", "csv")
@@ -53,20 +54,8 @@ def render_text(table: Table, *, null: str = "-") -> str:
     columns = [table.columns[i] for i in keep]
     kinds = [c.kind for c in columns]
     cells = [[_text_cell(row[i], table.columns[i].kind, table, null) for i in keep] for row in table.rows]
-    widths = [len(c.name) for c in columns]
-    for row in cells:
-        for i, value in enumerate(row):
-            widths[i] = max(widths[i], len(value))
-
-    def line(values: list[str]) -> str:
-        parts = [
-            v.rjust(widths[i]) if kinds[i] in NUMERIC else v.ljust(widths[i]) for i, v in enumerate(values)
-        ]
-        return "  ".join(parts).rstrip()
-
-    out = [line([c.name for c in columns]), line(["-" * w for w in widths])]
-    out.extend(line(row) for row in cells)
-    return "\n".join(out)
+    right = [k in NUMERIC for k in kinds]
+    return grid.render([c.name for c in columns], cells, right=right, fit=grid.terminal_width())
 
 
 def _text_cell(value: Any, kind: str, table: Table, null: str) -> str:
