@@ -127,6 +127,50 @@ def json_option(fn: F) -> F:
     )(fn)
 
 
+class Choice(click.Choice):  # type: ignore[type-arg]
+    """click.Choice that reads ``" HIGH "`` as ``high``: a value outside the choices is a usage
+    error (exit 2), as click's own is; ``none`` and the like stay available where listed."""
+
+    def __init__(self, choices: Sequence[str]) -> None:
+        super().__init__(list(choices), case_sensitive=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = value.strip() if isinstance(value, str) else value
+        return super().convert(text, param, ctx)
+
+
+def fields_option(fn: F) -> F:
+    return click.option(
+        "--fields",
+        metavar="LIST",
+        help="JSON with only these fields, comma-separated (e.g. id,title,status); the default is all.",
+    )(fn)
+
+
+def limit_option(fn: F) -> F:
+    return click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N rows.")(fn)
+
+
+def pick(data: Any, fields: str | None) -> Any:
+    """``data`` (an object or a list of objects) with only ``fields``, in that order. A name no
+    object has is a usage error (exit 2) listing the ones there are."""
+    if not fields:
+        return data
+    wanted = [f.strip() for f in fields.split(",") if f.strip()]
+    if not wanted:
+        raise click.UsageError("--fields is empty: name at least one field, e.g. --fields id,title")
+    objects = data if isinstance(data, list) else [data]
+    known: dict[str, None] = {}
+    for obj in objects:
+        if isinstance(obj, dict):
+            known.update(dict.fromkeys(obj))
+    unknown = [f for f in wanted if known and f not in known]
+    if unknown:
+        raise click.UsageError(f"unknown field(s) {', '.join(unknown)} (known: {', '.join(known)})")
+    picked = [{f: obj.get(f) for f in wanted} if isinstance(obj, dict) else obj for obj in objects]
+    return picked if isinstance(data, list) else picked[0]
+
+
 def emit(data: Any, human: Callable[[Any], str] | str | None = None) -> None:
     """Print ``data`` as JSON (``--json``) or its human rendering."""
     st = state()

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from heartbeat.cli.base import emit, info, json_option, state, table
+from heartbeat.cli.base import emit, fields_option, info, json_option, pick, state, table
 
 
 @click.command()
@@ -40,9 +40,15 @@ def scopes() -> None:
 )
 @click.option("--worker", metavar="NAME", help="Who claims the task [env HB_WORKER; default host:pid].")
 @click.option("--lease", metavar="DURATION", help="How long the claim holds (default: setting queue.lease).")
+@fields_option
 @json_option
 def pop(
-    scope: str | None, task_id: str | None, accept_stale: bool, worker: str | None, lease: str | None
+    scope: str | None,
+    task_id: str | None,
+    accept_stale: bool,
+    worker: str | None,
+    lease: str | None,
+    fields: str | None,
 ) -> None:
     """Claim the next task and print it as one JSON object.
 
@@ -85,7 +91,7 @@ def pop(
         else:
             click.echo("No pending tasks.")
         return
-    click.echo(json.dumps(popped_object(result.task), ensure_ascii=False))
+    click.echo(json.dumps(pick(popped_object(result.task), fields), ensure_ascii=False))
 
 
 def _notices(adopted: list[str], holders: dict[str, str | None], skipped: list[tuple[str, str]]) -> None:
@@ -202,8 +208,9 @@ def renew(task_id: str, claim: str, scope: str | None, lease: str | None) -> Non
 @click.option("--scope", metavar="PATH", help="The queue to look at (as pop takes it).")
 @click.option("--explain", is_flag=True, help="Also every active task that is not ready, and why.")
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N tasks.")
+@fields_option
 @json_option
-def ready(scope: str | None, explain: bool, limit: int | None) -> None:
+def ready(scope: str | None, explain: bool, limit: int | None, fields: str | None) -> None:
     """What pop would hand out, in pop order; with --explain, why the rest is not ready.
 
     Reasons: claimed (a live claim), stale (its lease ran out: pop --accept-stale
@@ -222,7 +229,7 @@ def ready(scope: str | None, explain: bool, limit: int | None) -> None:
     if not rows and not state().json:
         info("Nothing is ready." + ("" if explain else " (hb ready --explain says why)"))
         return
-    emit(rows, _ready_lines)
+    emit(pick(rows, fields), None if fields else _ready_lines)
 
 
 def _ready_lines(rows: list[dict[str, Any]]) -> str:

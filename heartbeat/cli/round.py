@@ -6,7 +6,18 @@ from typing import Any
 
 import click
 
-from heartbeat.cli.base import emit, info, json_option, read_text_arg, state, table, warn
+from heartbeat.cli.base import (
+    emit,
+    fields_option,
+    info,
+    json_option,
+    limit_option,
+    pick,
+    read_text_arg,
+    state,
+    table,
+    warn,
+)
 
 NOT_SENT = 20  # notify/proactive decided not to send (SPEC.md section 2)
 
@@ -25,8 +36,10 @@ def _decision_exit(result: dict[str, Any]) -> None:
 
 
 @click.command()
+@fields_option
+@limit_option
 @json_option
-def due() -> None:
+def due(fields: str | None, limit: int | None) -> None:
     """List the tasks entering this heartbeat round, with their risk and reasons.
 
     Reasons: next_check, overdue, blocked_check, waiting_check, stale.
@@ -34,9 +47,14 @@ def due() -> None:
     \b
     Example:
       hb due
-      hb --now 2026-05-01T09:00 due --json
+      hb --now 2026-05-01T09:00 due --json --fields id,risk,reasons --limit 10
     """
     rows = state().ledger().due()
+    if limit is not None:
+        rows = rows[:limit]
+    if fields:
+        emit(pick(rows, fields))
+        return
     emit(
         rows,
         lambda rs: (

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
-from heartbeat.cli.base import emit, json_option, state, table
+from heartbeat.cli.base import Choice, emit, fields_option, json_option, limit_option, pick, state, table
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,6 +32,14 @@ FIELD_OPTIONS: list[tuple[str, str, str]] = [
 ]
 
 
+STATUSES = ("todo", "doing", "waiting", "blocked", "snoozed", "done", "cancelled", "failed")
+CHOICES: dict[str, Choice] = {
+    "status": Choice(STATUSES),
+    "priority": Choice(("critical", "high", "medium", "low", "none")),
+    "risk": Choice(("P0", "P1", "P2", "none")),
+}
+
+
 def field_options(fn: F) -> F:
     fn = click.option(
         "--after",
@@ -41,13 +49,21 @@ def field_options(fn: F) -> F:
         help="Wait for this task: not popped before it is done (repeatable; update: replaces; none clears).",
     )(fn)
     for opt, dest, help_text in reversed(FIELD_OPTIONS):
-        fn = click.option(opt, dest, metavar="VALUE", help=help_text)(fn)
+        kind = CHOICES.get(dest)
+        fn = click.option(opt, dest, metavar="VALUE", type=kind, help=help_text)(fn)
     return click.option(
         "--follow-up/--no-follow-up",
         "follow_up",
         default=None,
         help="The user asked to be kept posted (reminders may repeat).",
     )(fn)
+
+
+def _fields_table(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "No tasks."
+    names = list(rows[0])
+    return table([[r.get(n) for n in names] for r in rows], names)
 
 
 def _task_line(t: dict[str, Any]) -> str:
@@ -140,6 +156,7 @@ def add(
     "statuses",
     multiple=True,
     metavar="STATUS",
+    type=Choice((*STATUSES, "active", "all")),
     help="Only these statuses (repeatable); 'all' for every status. Default: the active ones.",
 )
 @click.option("--all", "show_all", is_flag=True, help="Every status, finished ones included.")
@@ -151,6 +168,8 @@ def add(
 )
 @click.option("--text", metavar="TEXT", help="Only tasks whose title or id contains TEXT (any case).")
 @click.option("--due-before", metavar="WHEN", help="Only tasks due before WHEN (ISO 8601).")
+@fields_option
+@limit_option
 @json_option
 def list_(
     statuses: tuple[str, ...],
@@ -159,13 +178,16 @@ def list_(
     source: str | None,
     text: str | None,
     due_before: str | None,
+    fields: str | None,
+    limit: int | None,
 ) -> None:
-    """List tasks (a JSON array with --json).
+    """List tasks (a JSON array with --json; --fields for fewer fields).
 
     \b
     Example:
       hb list --status doing --json
       hb list --all --text report
+      hb list --json --fields id,title,status --limit 20
     """
     wanted: list[str] = ["all"] if show_all else list(statuses)
     rows = (
@@ -173,6 +195,11 @@ def list_(
         .ledger()
         .list(status=wanted or None, scope=scope, source=source, text=text, due_before=due_before)
     )
+    if limit is not None:
+        rows = rows[:limit]
+    if fields:
+        emit(pick(rows, fields), _fields_table)
+        return
     emit(
         rows,
         lambda rs: (
@@ -190,15 +217,17 @@ def list_(
 @click.argument("task_id", metavar="ID")
 @click.option("--scope", metavar="PATH", help="Disambiguate an id that exists in several queues.")
 @click.option("--history", is_flag=True, help="Include every earlier version of the task.")
+@fields_option
 @json_option
-def show(task_id: str, scope: str | None, history: bool) -> None:
+def show(task_id: str, scope: str | None, history: bool, fields: str | None) -> None:
     """Show one task.
 
     \b
     Example:
       hb show task-1a2b3c4d --history
+      hb show task-1a2b3c4d --json --fields status,claim,lease_expires_at
     """
-    emit(state().ledger().get(task_id, scope=scope, history=history), _show_task)
+    emit(pick(state().ledger().get(task_id, scope=scope, history=history), fields), _show_task)
 
 
 @click.command()

@@ -161,9 +161,11 @@ def test_a_duration_is_still_cleared_with_none(hb: Runner) -> None:
     hb("init")
     task = hb.json("add", "check the build", "--check-interval", "2h")
     assert hb.json("update", task["id"], "--check-interval", "none")["check_interval"] is None
-    for empty in ("--due", "--next-check", "--priority", "--risk", "--stale-after"):
+    for empty in ("--due", "--next-check", "--stale-after"):
         result = hb("update", task["id"], empty, "", code=1)
         assert "use none to clear it" in _one_line(result.stderr), empty
+    for choice in ("--priority", "--risk"):  # an empty choice is a usage error
+        assert "is not one of" in hb("update", task["id"], choice, "", code=2).stderr
 
 
 def test_an_empty_now_is_a_usage_error_not_the_system_clock(hb: Runner, workspace: Path) -> None:
