@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from heartbeat.cli import complete as completion
 from heartbeat.cli.base import emit, info, json_option, state, table
 
 
@@ -198,7 +199,7 @@ def config() -> None:
 
 
 @config.command("get")
-@click.argument("key")
+@click.argument("key", shell_complete=completion.setting_keys)
 @json_option
 def config_get(key: str) -> None:
     """Print one setting's value.
@@ -214,7 +215,7 @@ def config_get(key: str) -> None:
 @config.command(
     "set", context_settings={"ignore_unknown_options": True, "help_option_names": ["--help"]}
 )  # VALUE may be "-1" or "-1h": no -h here
-@click.argument("key")
+@click.argument("key", shell_complete=completion.setting_keys)
 @click.argument("value")
 @json_option
 def config_set(key: str, value: str) -> None:
@@ -229,7 +230,7 @@ def config_set(key: str, value: str) -> None:
 
 
 @config.command("unset")
-@click.argument("key")
+@click.argument("key", shell_complete=completion.setting_keys)
 def config_unset(key: str) -> None:
     """Return a setting to its default.
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from heartbeat.cli import complete as completion
 from heartbeat.cli.base import emit, fields_option, info, json_option, pick, state, table
 
 
@@ -31,7 +32,12 @@ def scopes() -> None:
 
 
 @click.command()
-@click.option("--scope", metavar="PATH", help="The scoped queue to pop from (required when queues exist).")
+@click.option(
+    "--scope",
+    metavar="PATH",
+    shell_complete=completion.scopes,
+    help="The scoped queue to pop from (required when queues exist).",
+)
 @click.option("--id", "task_id", metavar="ID", help="Pop this task instead of the next one.")
 @click.option(
     "--accept-stale",
@@ -111,8 +117,8 @@ claim_option = click.option(
 
 
 @click.command()
-@click.argument("task_id", metavar="ID")
-@click.option("--scope", metavar="PATH", help="The queue the task is in.")
+@click.argument("task_id", metavar="ID", shell_complete=completion.task_ids)
+@click.option("--scope", metavar="PATH", shell_complete=completion.scopes, help="The queue the task is in.")
 @click.option("--outcome", metavar="JSON", help='The result; non-JSON text is stored as {"result": TEXT}.')
 @claim_option
 @json_option
@@ -136,8 +142,8 @@ def complete(task_id: str, scope: str | None, outcome: str | None, claim: str | 
 
 
 @click.command()
-@click.argument("task_id", metavar="ID")
-@click.option("--scope", metavar="PATH", help="The queue the task is in.")
+@click.argument("task_id", metavar="ID", shell_complete=completion.task_ids)
+@click.option("--scope", metavar="PATH", shell_complete=completion.scopes, help="The queue the task is in.")
 @click.option("--reason", metavar="TEXT", help='Why it failed (default "Unknown failure").')
 @click.option("--final", is_flag=True, help="Do not retry: mark it failed now.")
 @claim_option
@@ -164,7 +170,12 @@ def fail(task_id: str, scope: str | None, reason: str | None, final: bool, claim
 
 
 @click.command("clear-stale")
-@click.option("--scope", metavar="PATH", help="Only this queue (default: every queue).")
+@click.option(
+    "--scope",
+    metavar="PATH",
+    shell_complete=completion.scopes,
+    help="Only this queue (default: every queue).",
+)
 @json_option
 def clear_stale(scope: str | None) -> None:
     """Return stale in-progress claims (expired lease, or no claim record) to the queue.
@@ -184,9 +195,9 @@ def _token(claim: str | None) -> str | None:
 
 
 @click.command()
-@click.argument("task_id", metavar="ID")
+@click.argument("task_id", metavar="ID", shell_complete=completion.task_ids)
 @click.option("--claim", metavar="TOKEN", required=True, help="The claim token pop printed.")
-@click.option("--scope", metavar="PATH", help="The queue the task is in.")
+@click.option("--scope", metavar="PATH", shell_complete=completion.scopes, help="The queue the task is in.")
 @click.option("--lease", metavar="DURATION", help="How long from now (default: setting queue.lease).")
 @json_option
 def renew(task_id: str, claim: str, scope: str | None, lease: str | None) -> None:
@@ -205,7 +216,12 @@ def renew(task_id: str, claim: str, scope: str | None, lease: str | None) -> Non
 
 
 @click.command()
-@click.option("--scope", metavar="PATH", help="The queue to look at (as pop takes it).")
+@click.option(
+    "--scope",
+    metavar="PATH",
+    shell_complete=completion.scopes,
+    help="The queue to look at (as pop takes it).",
+)
 @click.option("--explain", is_flag=True, help="Also every active task that is not ready, and why.")
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N tasks.")
 @fields_option

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from heartbeat.cli import complete as completion
 from heartbeat.cli.base import (
     emit,
     fields_option,
@@ -99,7 +100,7 @@ def check(dry_run: bool, lang: str | None) -> None:
 
 
 @click.command()
-@click.argument("task_id", metavar="ID")
+@click.argument("task_id", metavar="ID", shell_complete=completion.task_ids)
 @click.option(
     "--risk",
     type=click.Choice(["P0", "P1", "P2"], case_sensitive=False),
@@ -108,7 +109,12 @@ def check(dry_run: bool, lang: str | None) -> None:
 @click.option("--reason", metavar="TEXT", help="Why the reminder; joins the message's status line.")
 @click.option("--suggestion", metavar="TEXT", help="The immediate action (default: the task's next action).")
 @click.option("--fallback", metavar="TEXT", help="The fallback action (default: the task's fallback action).")
-@click.option("--scope", metavar="PATH", help="Disambiguate an id that exists in several queues.")
+@click.option(
+    "--scope",
+    metavar="PATH",
+    shell_complete=completion.scopes,
+    help="Disambiguate an id that exists in several queues.",
+)
 @lang_option
 @json_option
 def notify(

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
+from heartbeat.cli import complete as completion
 from heartbeat.cli.base import Choice, emit, fields_option, json_option, limit_option, pick, state, table
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -92,7 +93,10 @@ def _show_task(t: dict[str, Any]) -> str:
 @click.command()
 @click.argument("title", nargs=-1, required=True)
 @click.option(
-    "--scope", metavar="PATH", help="Queue to add to (a scoped queue path); default: the legacy list."
+    "--scope",
+    metavar="PATH",
+    shell_complete=completion.scopes,
+    help="Queue to add to (a scoped queue path); default: the legacy list.",
 )
 @click.option("--id", "task_id", metavar="ID", help="Use this id instead of a generated task-xxxxxxxx.")
 @click.option(
@@ -160,7 +164,12 @@ def add(
     help="Only these statuses (repeatable); 'all' for every status. Default: the active ones.",
 )
 @click.option("--all", "show_all", is_flag=True, help="Every status, finished ones included.")
-@click.option("--scope", metavar="PATH", help="Only this queue ('' for the legacy list).")
+@click.option(
+    "--scope",
+    metavar="PATH",
+    shell_complete=completion.scopes,
+    help="Only this queue ('' for the legacy list).",
+)
 @click.option(
     "--source",
     type=click.Choice(["cli", "tasks-json", "todo", "poke", "recur"]),
@@ -214,8 +223,13 @@ def list_(
 
 
 @click.command()
-@click.argument("task_id", metavar="ID")
-@click.option("--scope", metavar="PATH", help="Disambiguate an id that exists in several queues.")
+@click.argument("task_id", metavar="ID", shell_complete=completion.task_ids)
+@click.option(
+    "--scope",
+    metavar="PATH",
+    shell_complete=completion.scopes,
+    help="Disambiguate an id that exists in several queues.",
+)
 @click.option("--history", is_flag=True, help="Include every earlier version of the task.")
 @fields_option
 @json_option
@@ -231,8 +245,13 @@ def show(task_id: str, scope: str | None, history: bool, fields: str | None) -> 
 
 
 @click.command()
-@click.argument("task_id", metavar="ID")
-@click.option("--scope", metavar="PATH", help="Disambiguate an id that exists in several queues.")
+@click.argument("task_id", metavar="ID", shell_complete=completion.task_ids)
+@click.option(
+    "--scope",
+    metavar="PATH",
+    shell_complete=completion.scopes,
+    help="Disambiguate an id that exists in several queues.",
+)
 @click.option("--title", metavar="TEXT", help="New title.")
 @field_options
 @json_option
@@ -254,8 +273,13 @@ def update(task_id: str, scope: str | None, title: str | None, after: tuple[str,
 
 
 @click.command()
-@click.argument("task_id", metavar="ID")
-@click.option("--scope", metavar="PATH", help="Disambiguate an id that exists in several queues.")
+@click.argument("task_id", metavar="ID", shell_complete=completion.task_ids)
+@click.option(
+    "--scope",
+    metavar="PATH",
+    shell_complete=completion.scopes,
+    help="Disambiguate an id that exists in several queues.",
+)
 @json_option
 def done(task_id: str, scope: str | None) -> None:
     """Mark a task done (completed_at = now) and record its outcome.
@@ -268,8 +292,13 @@ def done(task_id: str, scope: str | None) -> None:
 
 
 @click.command()
-@click.argument("task_id", metavar="ID")
-@click.option("--scope", metavar="PATH", help="Disambiguate an id that exists in several queues.")
+@click.argument("task_id", metavar="ID", shell_complete=completion.task_ids)
+@click.option(
+    "--scope",
+    metavar="PATH",
+    shell_complete=completion.scopes,
+    help="Disambiguate an id that exists in several queues.",
+)
 @json_option
 def cancel(task_id: str, scope: str | None) -> None:
     """Mark a task cancelled.
