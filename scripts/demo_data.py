@@ -306,9 +306,13 @@ def insert_rows(ledger: Ledger, table: Any, rows: list[dict[str, Any]], batch: i
     """executemany in batches, one transaction per batch."""
     from sqlalchemy import insert
 
-    for i in range(0, len(rows), batch):
-        with ledger.engine.begin() as conn:
-            conn.execute(insert(table), rows[i : i + batch])
+    from heartbeat import progress
+
+    with progress.steps(f"writing {table.name}", len(rows)) as advance:
+        for i in range(0, len(rows), batch):
+            with ledger.engine.begin() as conn:
+                conn.execute(insert(table), rows[i : i + batch])
+            advance(len(rows[i : i + batch]))
 
 
 def local_at(day: datetime, hhmm: str, zone: ZoneInfo) -> datetime:
@@ -660,6 +664,10 @@ def main(argv: list[str] | None = None) -> int:
     clock = SimClock(end - timedelta(days=args.days))
     Path(args.workspace).mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()
+    if sys.stderr.isatty():  # progress bars for a person watching; none when piped
+        from heartbeat import progress
+
+        progress.set_reporter(progress.terminal_reporter)
     with Ledger.open(workspace=args.workspace, db=args.db, now=clock) as ledger:
         ledger.config_set("timezone", args.timezone)
         counts = fill(

@@ -78,6 +78,10 @@ class State:
 
     def ledger(self, *, create: bool = True) -> Ledger:
         if self._ledger is None:
+            if not self.quiet and not self.json and sys.stderr.isatty():
+                from heartbeat import progress
+
+                progress.set_reporter(progress.terminal_reporter)  # long imports show a bar
             from heartbeat.ledger import Ledger
 
             if self.now:  # its form, before a new workspace's ledger is created (its zone: later)

@@ -126,11 +126,18 @@ class Conn:
         with one executemany and no per-row dict; ``json`` names the JSON columns."""
         if not rows:
             return
+        from heartbeat import progress
+
         mark = "?" if self.sqlite else "%s"
         values = [mark if self.sqlite or c not in json else f"CAST({mark} AS json)" for c in columns]
+        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(values)})"
         cur = self.raw.cursor()
         try:
-            cur.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(values)})", rows)
+            with progress.steps(f"writing {table}", len(rows)) as advance:
+                for start in range(0, len(rows), _BATCH):  # batches, so that progress can move
+                    batch = rows[start : start + _BATCH]
+                    cur.executemany(sql, batch)
+                    advance(len(batch))
         finally:
             cur.close()
 
@@ -152,6 +159,9 @@ class Conn:
     @staticmethod
     def read_json(value: Any) -> Any:
         return json.loads(value) if isinstance(value, str) else value
+
+
+_BATCH = 5000  # rows per executemany in insert_many
 
 
 def in_list(name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:

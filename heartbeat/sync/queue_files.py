@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
+from heartbeat import progress
 from heartbeat.db.models import Error, Run, SyncState, Task, TaskStatus, priority_rank
 from heartbeat.errors import FileFormatError, HbError, one_line
 from heartbeat.formats import tasks_json
@@ -71,7 +72,7 @@ def import_tasks(
         raise exc.at_path(str(path)) from None
     report = ImportReport(SOURCE, str(path), warnings=list(doc.warnings))
     existing = {(t.scope, t.id): t for t in session.scalars(select(Task).where(in_tasks_json()))}
-    for record in doc.records:
+    for record in progress.each(f"importing {path.name}", doc.records, len(doc.records)):
         task = existing.get((record.scope, record.id))
         if task is None:
             _new_task(session, record, now, path, actor=actor)
