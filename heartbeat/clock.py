@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import UTC, date, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from heartbeat.errors import InvalidInput
@@ -90,17 +90,14 @@ def machine_zone_name() -> str:
 def parse_when(text: str, zone: tzinfo, *, what: str = "time") -> datetime:
     """Read an ISO 8601 date or date-time; naive means ``zone``. Returns UTC.
 
-    A bare date means its midnight in ``zone``. The malformed ``+00:00Z``
-    form some tools write is accepted.
+    The grammar is hb's one (:func:`heartbeat.formats.timestamps.read_iso`, also the files'):
+    a bare date means its midnight in ``zone``; the malformed ``+00:00Z`` form some tools write
+    is accepted.
     """
-    raw = text.strip()
-    fixed = re.sub(r"([+-]\d\d:?\d\d)Z$", r"\1", raw)
-    fixed = re.sub(r"[zZ]$", "+00:00", fixed)
+    from heartbeat.formats.timestamps import read_iso
+
     try:
-        if re.fullmatch(r"\d{4}-\d\d-\d\d", fixed):
-            parsed = datetime.combine(date.fromisoformat(fixed), datetime.min.time())
-        else:
-            parsed = datetime.fromisoformat(fixed)
+        parsed = read_iso(text)
     except ValueError:
         raise InvalidInput(
             f"bad {what} {text!r} (expected ISO 8601, e.g. 2026-05-01T09:00 or 2026-05-01T09:00:00Z)"

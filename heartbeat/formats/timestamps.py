@@ -12,36 +12,55 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-_TIMESTAMP = re.compile(
+# hb's one ISO 8601 grammar, for files and the command line alike: a date, optionally a time
+# (``T``, ``t`` or a space between; minutes, seconds and a fraction optional), optionally an
+# offset (``Z``, ``+HH``, ``+HH:MM``, ``+HHMM``), and the stray ``Z`` heartbeat.py appends after
+# an offset. ASCII digits only. The file reader adds its gate on top: a time and an offset.
+_ISO = re.compile(
     r"""
     (?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})
-    [Tt\ ]
-    (?P<time>[0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]+)?)?)
-    (?P<zone>[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)
-    (?P<stray_z>[Zz])?
+    (?:
+        [Tt\ ]
+        (?P<time>[0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]+)?)?)
+        (?P<zone>[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)?
+        (?P<stray_z>[Zz])?
+    )?
     """,
     re.VERBOSE,
 )
 
 
+def read_iso(text: str) -> datetime:
+    """A date or date-time in hb's grammar (see ``_ISO``): aware when it has an offset, else
+    naive (the caller knows its zone); a bare date is its midnight. ValueError otherwise."""
+    m = _ISO.fullmatch(text.strip())
+    if m is None or (m["stray_z"] and (m["zone"] is None or m["zone"] in ("Z", "z"))):
+        raise ValueError(f"{text!r} is not an ISO 8601 date or date-time")
+    clock = (m["time"] or "00:00").replace(",", ".")
+    zone = m["zone"]
+    offset = "" if zone is None else "+00:00" if zone in ("Z", "z") else zone
+    try:
+        return datetime.fromisoformat(f"{m['date']}T{clock}{offset}")
+    except ValueError as exc:
+        raise ValueError(f"{text!r} is not a valid date-time: {exc}") from None
+
+
 def parse_timestamp(text: str) -> datetime:
     """Read an ISO 8601 date-time with an offset; return it as an aware UTC datetime.
 
-    Accepts ``Z``/``+00:00``/other offsets, fractional seconds, and the
-    malformed ``+HH:MMZ`` form. Raises ValueError with the reason otherwise
-    (including for a time without an offset: its zone would be a guess).
+    hb's grammar (:func:`read_iso`) with the file reader's gate: a time and an offset are
+    required (a time without one would be a guess at its zone). Accepts ``Z``/``+00:00``/other
+    offsets, fractional seconds, and the malformed ``+HH:MMZ`` form; ValueError otherwise.
     """
-    m = _TIMESTAMP.fullmatch(text.strip())
-    if m is None:
+    m = _ISO.fullmatch(text.strip())
+    if m is None or m["time"] is None or m["zone"] is None:
         raise ValueError(f"{text!r} is not an ISO 8601 date-time with a UTC offset")
-    zone = m["zone"]
-    if m["stray_z"] and zone in ("Z", "z"):
-        raise ValueError(f"{text!r} is not an ISO 8601 date-time with a UTC offset")
-    offset = "+00:00" if zone in ("Z", "z") else zone
     try:
-        parsed = datetime.fromisoformat(f"{m['date']}T{m['time'].replace(',', '.')}{offset}")
+        parsed = read_iso(text)
     except ValueError as exc:
-        raise ValueError(f"{text!r} is not a valid timestamp: {exc}") from None
+        if "valid" in str(exc):
+            raise ValueError(f"{text!r} is not a valid timestamp: {str(exc).split(': ', 1)[-1]}") from None
+        raise ValueError(f"{text!r} is not an ISO 8601 date-time with a UTC offset") from None
     return parsed.astimezone(UTC)
 
 
@@ -59,8 +78,8 @@ def format_timestamp(dt: datetime) -> str:
 
 def is_malformed(text: str) -> bool:
     """Whether ``text`` is heartbeat.py's ``<date-time>+HH:MMZ`` form hb must rewrite."""
-    m = _TIMESTAMP.fullmatch(text.strip())
-    if not (m and m["stray_z"] and m["zone"] not in ("Z", "z")):
+    m = _ISO.fullmatch(text.strip())
+    if not (m and m["stray_z"] and m["zone"] not in (None, "Z", "z")):
         return False
     try:
         parse_timestamp(text)

@@ -103,3 +103,57 @@ def test_a_now_callable_is_read_like_a_now_value(tmp_path: Path) -> None:
             assert ledger.add("x")["created_at"] == "2026-05-01T10:00:00+09:00"
     with Ledger.open(workspace=tmp_path, now=lambda: 7) as ledger, pytest.raises(InvalidInput, match="int"):
         ledger.now()
+
+
+# --- one ISO 8601 grammar for the command line and the files ---------------------------------
+
+ONE_GRAMMAR = [
+    "2026-05-01",
+    "2026-05-01T09:00",
+    "2026-05-01 09:00",
+    "2026-05-01t09:00:30",
+    "2026-05-01T09:00:30.250",
+    "2026-05-01T09:00:30,250Z",
+    "2026-05-01T09:00+08:00",
+    "2026-05-01T09:00+0800",
+    "2026-05-01T09:00+08",
+    "2026-05-01T09:00:00+00:00Z",  # heartbeat.py's form
+]
+NOT_ISO = [
+    "2026-W18-5",
+    "2026-121",
+    "20260501T0900",
+    "2026-05-01T9:00",
+    "2026-05-01Z",
+    "2026-05-01T09:00ZZ",
+    "٢٠٢٦-05-01",
+]
+
+
+def test_the_command_line_reads_the_one_grammar() -> None:
+    from zoneinfo import ZoneInfo
+
+    from heartbeat.clock import parse_when
+    from heartbeat.errors import InvalidInput
+    from heartbeat.formats.timestamps import read_iso
+
+    zone = ZoneInfo("Asia/Tokyo")
+    for text in ONE_GRAMMAR:
+        parsed = read_iso(text)
+        expected = parsed if parsed.tzinfo else parsed.replace(tzinfo=zone)
+        assert parse_when(text, zone) == expected.astimezone(UTC), text
+    for text in NOT_ISO:
+        with pytest.raises(InvalidInput, match="expected ISO 8601"):
+            parse_when(text, zone)
+
+
+def test_the_files_add_a_gate_a_time_with_an_offset() -> None:
+    from heartbeat.formats.timestamps import parse_timestamp
+
+    with_offset = [t for t in ONE_GRAMMAR if t.endswith(("Z", "+08:00", "+0800", "+08"))]
+    assert len(with_offset) == 5
+    for text in with_offset:
+        assert parse_timestamp(text).tzinfo is UTC, text
+    for text in [t for t in ONE_GRAMMAR if t not in with_offset] + NOT_ISO:
+        with pytest.raises(ValueError):
+            parse_timestamp(text)
