@@ -225,6 +225,7 @@ def _atomic_write(path: Path, text: str) -> None:
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
+        sync_dir(path.parent)  # the rename itself survives a crash only once the directory is synced
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -322,3 +323,13 @@ def _holder(fd: int) -> str:
         return os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
     except OSError:
         return ""
+
+
+def sync_dir(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (best effort: not every system can)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

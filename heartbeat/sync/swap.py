@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from heartbeat.sync.files import QUIET_MAX, no_writers, read_fd, read_quiet
+from heartbeat.sync.files import QUIET_MAX, no_writers, read_fd, read_quiet, sync_dir
 from heartbeat.sync.textmerge import merge3
 
 SETTLE = 0.02  # seconds an in-place writer of the old file has to land before it is dropped
@@ -129,16 +129,6 @@ def _settled(path: Path, settle: float) -> str | None:
         os.close(fd)
 
 
-def _sync_dir(directory: Path) -> None:
-    """Make a rename in ``directory`` durable (a crash right after it keeps the new name)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def _temp(target: Path, text: str, mode: int) -> Path:
     fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
@@ -225,7 +215,7 @@ def _create(target: Path, text: str) -> Swapped:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-    _sync_dir(target.parent)
+    sync_dir(target.parent)
     return Swapped(True)
 
 
@@ -235,13 +225,13 @@ def _after_exchange(
     """The exchange happened: ``tmp`` now names the file that was at ``target``."""
     displaced = _settled(tmp, settle)
     if displaced == expected:
-        _sync_dir(target.parent)
+        sync_dir(target.parent)
         return Swapped(True)
     # another program's text: put it back (what is at target now, hb's or newer, goes to tmp)
     if not _exchange(tmp, target):
         raise OSError(errno.EIO, "could not put the concurrent edit back", str(target))
     back = _settled(tmp, settle)
-    _sync_dir(target.parent)
+    sync_dir(target.parent)
     if back is None or back == text:
         return Swapped(False, displaced)
     # a second program changed hb's file while it was in place: two edits, one on the old file
@@ -268,7 +258,7 @@ def _replace_checked(target: Path, tmp: Path, text: str, expected: str) -> Swapp
     if current != expected:
         return Swapped(False, current)
     os.replace(tmp, target)
-    _sync_dir(target.parent)
+    sync_dir(target.parent)
     return Swapped(True)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -219,3 +220,27 @@ def test_an_unmergeable_second_edit_is_kept_beside_the_file(
     assert got.found == '{"pending": [1]}\n' == path.read_text()
     assert got.kept is not None and got.kept.read_text() == '{"pending": [2]}\n'
     assert got.kept.name.startswith(".tasks.json.") and got.kept.name.endswith(".hb-kept")
+
+
+def test_every_rename_is_followed_by_a_sync_of_its_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rename survives a power cut only once the directory holding it is synced."""
+    from heartbeat.sync import files
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        with contextlib.suppress(OSError):
+            synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    path = tmp_path / "TODO.md"
+    path.write_text("old\n")
+    replace_if(path, "new\n", "old\n", settle=0)
+    assert str(tmp_path) in synced
+    synced.clear()
+    files.atomic_write(tmp_path / "other.md", "x\n")
+    assert str(tmp_path) in synced
