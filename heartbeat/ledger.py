@@ -156,6 +156,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         return self._raw
 
     def close(self) -> None:
+        """Close the ledger's connections (a ``with`` block does it on leaving)."""
         if self._raw is not None:
             self._raw.close()
             self._raw = None
@@ -193,6 +194,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         raise InvalidInput(f"the now callable returned {type(value).__name__}, not a datetime")
 
     def now(self) -> datetime:
+        """The current instant, aware UTC, from the ledger's clock (``now`` of :meth:`open`)."""
         return self.clock.now()
 
     # --- transactions ------------------------------------------------------------
@@ -220,6 +222,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
     @property
     def settings(self) -> settings_mod.Settings:
+        """The workspace's settings, every key with its value or default (read once per ledger)."""
         if self._settings is None:
             import json
 
@@ -238,6 +241,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         return self._settings
 
     def engine_dialect(self) -> str:
+        """``sqlite`` or ``postgresql``: the backend this ledger is on."""
         from heartbeat.db import sqlite
 
         return "sqlite" if sqlite.file_of(self.url) is not None else "postgresql"
@@ -301,6 +305,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         return checked
 
     def config_unset(self, key: str) -> None:
+        """Remove a setting, so that its default applies again (NotFound for an unknown key)."""
         from sqlalchemy import delete
 
         from heartbeat.db.models import Setting

@@ -40,15 +40,23 @@ def render() -> str:
         "Generated from each command's `--help` by `scripts/gen_cli_doc.py`; a test keeps it current.",
         "",
     ]
-    ctx = click.Context(cli, info_name="hb", terminal_width=100, max_content_width=100)
+    help_names = ["-h", "--help"]  # as the real commands take them (heartbeat.cli.main.CONTEXT)
+    ctx = click.Context(
+        cli, info_name="hb", terminal_width=100, max_content_width=100, help_option_names=help_names
+    )
     parts += ["## hb", "", "```", cli.get_help(ctx), "```", ""]
     for path, command in _walk(cli, []):
         parent = ctx
         for name in path[:-1]:
             group_cmd = parent.command.get_command(parent, name)  # type: ignore[attr-defined]
-            parent = click.Context(group_cmd, info_name=name, parent=parent)
+            parent = click.Context(group_cmd, info_name=name, parent=parent, help_option_names=help_names)
         sub = click.Context(
-            command, info_name=path[-1], parent=parent, terminal_width=100, max_content_width=100
+            command,
+            info_name=path[-1],
+            parent=parent,
+            terminal_width=100,
+            max_content_width=100,
+            help_option_names=help_names,
         )
         parts += [f"## hb {' '.join(path)}", "", "```", command.get_help(sub), "```", ""]
     return "\n".join(parts)

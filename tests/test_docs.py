@@ -88,3 +88,32 @@ def test_the_readme_first_command_runs_the_main_job_on_the_example(tmp_path: Pat
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip(), "the heartbeat printed its brief"
+
+
+def test_api_reference_is_current_and_every_public_method_is_documented() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gen_api_doc.py"), "--check"], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    import inspect
+
+    from heartbeat.ledger import Ledger
+
+    undocumented = [
+        name
+        for name in dir(Ledger)
+        if not name.startswith("_")
+        and callable(getattr(Ledger, name))
+        and not inspect.getdoc(getattr(Ledger, name))
+    ]
+    assert undocumented == []
+    api = (ROOT / "docs" / "api.md").read_text()
+    for name in ("pop", "complete", "fail", "renew", "ready", "sync", "heartbeat", "sql"):
+        assert f"## `{name}`" in api
+
+
+def test_the_cli_reference_shows_help_as_the_commands_print_it() -> None:
+    reference = (ROOT / "docs" / "cli.md").read_text()
+    out = subprocess.run([sys.executable, "-m", "heartbeat", "pop", "--help"], capture_output=True, text=True)
+    assert "-h, --help" in out.stdout and "-h, --help" in reference
+    assert "\n  --help " not in reference
