@@ -36,7 +36,7 @@ def public_methods() -> list[tuple[str, object]]:
 
 def _signature(name: str, member: object) -> str:
     if isinstance(member, property):
-        return f"Ledger.{name}  (property)"
+        return f"Ledger.{name}  # property"
     text = str(inspect.signature(member))  # type: ignore[arg-type]
     return f"Ledger.{name}{text.replace('(self, ', '(').replace('(self)', '()')}"
 
