@@ -777,6 +777,20 @@ def test_empty_front_matter_is_an_empty_mapping() -> None:
     assert doc.front_matter == {}
 
 
+def test_a_write_sets_the_count_and_updated_at_in_front_matter_that_lacks_them() -> None:
+    """mistermorph writes its count and updated_at on every write; hb adds the two lines to a
+    readable front matter without them and leaves every other line as it was."""
+    doc = parse("---\nowner: me\n---\n# TODO Done\n", TodoKind.DONE)
+    added = Entry(TodoKind.DONE, "added", created=NOW, done=NOW)
+
+    out = render(with_entries(doc, [added], now=NOW))
+
+    assert out == (
+        '---\nowner: me\nupdated_at: "2026-05-03T01:02:03Z"\ndone_count: 1\n---\n# TODO Done\n'
+        "- [x] [Created](2026-05-03 01:02), [Done](2026-05-03 01:02) | added\n"
+    )
+
+
 # --- comments that cross lines, and the BOM, when lines move ------------------------------
 
 
