@@ -9,7 +9,7 @@ The CLI is a thin layer over this class; Python runtimes use it directly::
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from heartbeat import settings as settings_mod
-from heartbeat.clock import Clock, load_zone, machine_zone_name, parse_when
+from heartbeat.clock import machine_zone_name, parse_when
+from heartbeat.context import Context, NowArg
 from heartbeat.errors import HbError, InvalidInput, NotFound, one_line
 from heartbeat.recur import RecurAPI
 from heartbeat.report import ReportAPI
@@ -46,8 +47,6 @@ tasks_mod: Any = _Lazy("heartbeat.tasks")
 STATE_DIR = Path(".agent") / "state"
 DB_NAME = "heartbeat.db"
 
-NowArg = datetime | str | Callable[[], datetime] | None
-
 
 def default_db_path(workspace: Path) -> Path:
     return workspace / STATE_DIR / DB_NAME
@@ -59,18 +58,24 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
     backup_path: str | None = None  # the copy made before an automatic schema upgrade
 
     def __init__(self, url: str, workspace: Path, now: NowArg = None) -> None:
+        from heartbeat.db import sqlite
+
         self.url = url
         self.workspace = workspace
         self._engine: Engine | None = None
-        self._settings: settings_mod.Settings | None = None
-        self._zone: ZoneInfo | None = None
-        self._raw: Any = None  # the queue's driver connection, opened on first use
         self._dialect: Any = None
-        self._default_lease: Any = None
-        self.clock = self._make_clock(now)
+        path = sqlite.file_of(url)
+        self.ctx = Context(url, workspace, now, sqlite=path is not None, connect=self._connect)
+        self.clock = self.ctx.clock
         # what an operation did besides its result that the caller should hear of (the CLI
         # prints each as a warning), e.g. a workspace file auto_export left as it was
-        self.notices: list[str] = []
+        self.notices = self.ctx.notices
+
+    def _connect(self) -> Any:
+        from heartbeat.db import sqlite
+
+        path = sqlite.file_of(self.url)
+        return sqlite.connect(path) if path is not None else self.engine.raw_connection()
 
     # --- opening -----------------------------------------------------------------
 
@@ -133,7 +138,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         if row is None or row[0] != HEAD:
             con.close()
             return False
-        self._raw = con
+        self.ctx.raw = con
         return True
 
     @property
@@ -147,19 +152,12 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
     @property
     def raw(self) -> Any:
-        """The driver connection the queue speaks plain SQL on (one per Ledger)."""
-        if self._raw is None:
-            from heartbeat.db import sqlite
-
-            path = sqlite.file_of(self.url)
-            self._raw = sqlite.connect(path) if path is not None else self.engine.raw_connection()
-        return self._raw
+        """The driver connection every plain-SQL operation speaks on (one per Ledger)."""
+        return self.ctx.raw
 
     def close(self) -> None:
         """Close the ledger's connections (a ``with`` block does it on leaving)."""
-        if self._raw is not None:
-            self._raw.close()
-            self._raw = None
+        self.ctx.close()
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None
@@ -169,29 +167,6 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def _make_clock(self, now: NowArg) -> Clock:
-        if isinstance(now, str):
-            text = now
-            return Clock(lambda: parse_when(text, self.zone, what="--now time"))
-        if isinstance(now, datetime) and now.tzinfo is None:
-            naive = now
-            return Clock(lambda: self._read_now(naive))
-        if callable(now):
-            source = now
-            return Clock(lambda: self._read_now(source()))
-        return Clock(now)
-
-    def _read_now(self, value: Any) -> datetime:
-        """What a ``now`` callable returned, as SPEC 1 reads times: a naive one is in the
-        workspace's zone (``now=datetime.now`` gives the machine's wall clock), text as --now."""
-        if isinstance(value, datetime):
-            if value.tzinfo is not None:
-                return value
-            return parse_when(value.isoformat(), self.zone)
-        if isinstance(value, str):
-            return parse_when(value, self.zone, what="now")
-        raise InvalidInput(f"the now callable returned {type(value).__name__}, not a datetime")
 
     def now(self) -> datetime:
         """The current instant, aware UTC, from the ledger's clock (``now`` of :meth:`open`)."""
@@ -223,22 +198,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
     @property
     def settings(self) -> settings_mod.Settings:
         """The workspace's settings, every key with its value or default (read once per ledger)."""
-        if self._settings is None:
-            import json
-
-            cur = self.raw.cursor()
-            try:
-                cur.execute("SELECT key, value FROM settings")
-                rows = cur.fetchall()
-            finally:
-                cur.close()
-            sqlite = self.engine_dialect() == "sqlite"
-            if not sqlite:
-                self.raw.rollback()  # end the implicit read transaction
-            # SQLite hands back JSON text; psycopg has already decoded the json column
-            stored = {k: json.loads(v) if sqlite and isinstance(v, str) else v for k, v in rows}
-            self._settings = settings_mod.build(stored)
-        return self._settings
+        return self.ctx.settings
 
     def engine_dialect(self) -> str:
         """``sqlite`` or ``postgresql``: the backend this ledger is on."""
@@ -249,9 +209,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
     @property
     def zone(self) -> ZoneInfo:
         """The workspace timezone (setting ``timezone``, else the machine's)."""
-        if self._zone is None:
-            self._zone = load_zone(self.settings.timezone or machine_zone_name())
-        return self._zone
+        return self.ctx.zone
 
     def config_get(self, key: str) -> Any:
         """A setting's value; an unset ``timezone`` reads as the machine's zone it stands for."""
@@ -299,9 +257,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             else:
                 row.value = checked
                 row.updated_at = now
-        self._settings = None
-        self._zone = None
-        self._default_lease = None
+        self.ctx.forget_settings()
         return checked
 
     def config_unset(self, key: str) -> None:
@@ -313,9 +269,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         settings_mod.key(key)
         with self.write() as s:
             s.execute(delete(Setting).where(Setting.key == key))
-        self._settings = None
-        self._zone = None
-        self._default_lease = None
+        self.ctx.forget_settings()
 
     def init(self) -> dict[str, Any]:
         """Idempotent: the database exists at head; report where and what."""
@@ -505,18 +459,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
                 self.notices.append(f"the queue files were not re-rendered ({reason}); hb sync retries")
 
     def _lease(self, lease: str | Any | None) -> Any:
-        if lease is None and self._default_lease is not None:
-            return self._default_lease
-        from datetime import timedelta
-
-        from heartbeat.clock import parse_duration
-
-        if lease is None:
-            self._default_lease = parse_duration(self.settings.queue_lease, what="queue.lease")
-            return self._default_lease
-        if isinstance(lease, timedelta):
-            return lease
-        return parse_duration(str(lease), what="--lease")
+        return self.ctx.lease(lease)
 
     def pop_result(
         self,
@@ -728,8 +671,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         now = self.now()
         with self.write() as session:
             report = importer(self, session, text, target, now)
-        self._settings = None  # a state import may set settings
-        self._zone = None
+        self.ctx.forget_settings()  # a state import may set settings
         result: dict[str, Any] = report.as_dict()
         return result
 

@@ -49,12 +49,28 @@ def read_time(value: Any) -> datetime | None:
 _string = json.encoder.encode_basestring_ascii
 
 _JSON_PARAM = re.compile(r"\{json:(\w+)\}")
+_LIST_PARAM = re.compile(r"\{(ints|texts):(\w+)\}")
+_PG_ARRAY = {"ints": "bigint[]", "texts": "text[]"}
 
 
 def adapt(text: str, *, sqlite: bool) -> str:
-    """SQL written with ``:name`` and ``{json:name}`` parameters, for the driver: PostgreSQL casts
-    the JSON ones and takes ``%(name)s``."""
+    """SQL written with ``:name`` parameters and hb's markers, for the driver:
+
+    - ``{json:name}``: a JSON parameter (PostgreSQL casts it);
+    - ``{ints:name}`` / ``{texts:name}``: a list parameter, as a subquery of its values
+      (``x IN {ints:pks}``): SQLite reads it as JSON text (``json_each``), PostgreSQL
+      as an array;
+    - ``{skip_locked}`` / ``{for_update}``: PostgreSQL's row locks (nothing on SQLite,
+      where the write transaction holds the whole database).
+
+    PostgreSQL takes ``%(name)s``."""
     text = _JSON_PARAM.sub(r":\1" if sqlite else r"CAST(:\1 AS json)", text)
+    if sqlite:
+        text = _LIST_PARAM.sub(r"(SELECT value FROM json_each(:\2))", text)
+    else:
+        text = _LIST_PARAM.sub(lambda m: f"(SELECT unnest(CAST(:{m[2]} AS {_PG_ARRAY[m[1]]})))", text)
+    text = text.replace("{skip_locked}", "" if sqlite else " FOR UPDATE SKIP LOCKED")
+    text = text.replace("{for_update}", "" if sqlite else " FOR UPDATE")
     return text if sqlite else pyformat(text)
 
 

@@ -26,6 +26,7 @@ class Shape:
     times: frozenset[str]
     json: frozenset[str]
     flags: frozenset[str]
+    key: tuple[str, ...] = ("pk",)  # the primary key's columns
 
     def select(self, alias: str = "") -> str:
         prefix = f"{alias}." if alias else ""
@@ -49,13 +50,14 @@ class Shape:
         return {c: isoformat(v) if isinstance(v := row[c], datetime) else v for c in self.columns if c in row}
 
 
-def _shape(name: str, columns: str, times: str, json_: str = "", flags: str = "") -> Shape:
+def _shape(name: str, columns: str, times: str, json_: str = "", flags: str = "", key: str = "pk") -> Shape:
     return Shape(
         name,
         tuple(columns.split()),
         frozenset(times.split()),
         frozenset(json_.split()),
         frozenset(flags.split()),
+        tuple(key.split()),
     )
 
 
@@ -91,5 +93,47 @@ SYNC_STATE = _shape(
     "kind path content_hash size mtime_ns synced_at skeleton",
     times="synced_at",
     json_="skeleton",
+    key="kind",
 )
-SHAPES = (TASKS, RECURRENCES, TASK_EVENTS, SYNC_STATE)
+TASK_DEPENDENCIES = _shape(
+    "task_dependencies", "task_pk depends_on_pk", times="", key="task_pk depends_on_pk"
+)
+OUTCOMES = _shape(
+    "outcomes",
+    "pk task_pk recurrence_pk task_id scope source skill success result claimed_at completed_at duration_s "
+    "attempt worker claim",
+    times="claimed_at completed_at",
+    json_="result",
+    flags="success",
+)
+ERRORS = _shape(
+    "errors",
+    "pk task_pk task_id scope skill at reason trace_id decision_log resolved attempt final claim extra",
+    times="at",
+    json_="decision_log extra",
+    flags="resolved final",
+)
+NOTIFICATIONS = _shape(
+    "notifications",
+    "pk at local_day kind task_pk task_id topic risk decision reason blocker suggestion message run_pk",
+    times="at",
+)
+RUNS = _shape(
+    "runs",
+    "pk kind scope status started_at finished_at task_id worker pid guard expires_at record detail",
+    times="started_at finished_at expires_at",
+    json_="record detail",
+)
+SETTINGS = _shape("settings", "key value updated_at", times="updated_at", json_="value", key="key")
+SHAPES = (
+    TASKS,
+    TASK_DEPENDENCIES,
+    TASK_EVENTS,
+    RECURRENCES,
+    OUTCOMES,
+    ERRORS,
+    NOTIFICATIONS,
+    RUNS,
+    SETTINGS,
+    SYNC_STATE,
+)

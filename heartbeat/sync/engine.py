@@ -224,8 +224,7 @@ def _run(
             results[kind][0].written = True
         if not dry_run:
             _write_back(ledger, units, paths, results, texts, writes)
-    ledger._settings = None  # a synced file may carry settings (heartbeat-state.json)
-    ledger._zone = None
+    ledger.ctx.forget_settings()  # a synced file may carry settings (heartbeat-state.json)
     if prior is not None:  # the kinds the seal vouched for are reported as they were
         order = prior.seal["order"]
         reports = [results[k][0] if k in results else _sealed_report(prior.seal, k) for k in order]

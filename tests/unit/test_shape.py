@@ -19,6 +19,11 @@ def test_shape_matches_the_model(shape: Shape) -> None:
     assert shape.times == {c.key for c in table.columns if isinstance(c.type, UTCDateTime)}
     assert shape.json == {c.key for c in table.columns if isinstance(c.type, JSON)}
     assert shape.flags == {c.key for c in table.columns if isinstance(c.type, Boolean)}
+    assert shape.key == tuple(c.key for c in table.primary_key.columns)
+
+
+def test_every_table_has_a_shape() -> None:
+    assert {s.name for s in SHAPES} == set(models.Base.metadata.tables)
 
 
 def test_decode_reads_sqlite_values_as_the_models_do() -> None:

@@ -1,0 +1,143 @@
+"""What every operation works with: a workspace, its ledger's connection, clock, zone and settings.
+
+The :class:`heartbeat.Ledger` (the public facade) owns one :class:`Context` and
+hands it to the operation modules, which never import the Ledger. Free of
+SQLAlchemy: the context speaks plain SQL on the driver connection
+(:mod:`heartbeat.db.store`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from heartbeat import settings as settings_mod
+from heartbeat.clock import Clock, load_zone, machine_zone_name, parse_duration, parse_when
+from heartbeat.db.store import Db, read_transaction, write_transaction
+from heartbeat.errors import InvalidInput
+
+NowArg = datetime | str | Callable[[], datetime] | None
+
+
+class Context:
+    """One workspace's ledger as the operations see it (one per :class:`heartbeat.Ledger`)."""
+
+    def __init__(
+        self, url: str, workspace: Path, now: NowArg, *, sqlite: bool, connect: Callable[[], Any]
+    ) -> None:
+        self.url = url
+        self.workspace = workspace
+        self.sqlite = sqlite
+        self._connect = connect
+        self._raw: Any = None
+        self._settings: settings_mod.Settings | None = None
+        self._zone: ZoneInfo | None = None
+        self._lease: timedelta | None = None
+        self.clock = self._make_clock(now)
+        # what an operation did besides its result that the caller should hear of (the CLI
+        # prints each as a warning), e.g. a workspace file auto_export left as it was
+        self.notices: list[str] = []
+
+    # --- the connection and its transactions ------------------------------------------
+
+    @property
+    def raw(self) -> Any:
+        """The driver connection (opened on first use, one per context)."""
+        if self._raw is None:
+            self._raw = self._connect()
+        return self._raw
+
+    @raw.setter
+    def raw(self, connection: Any) -> None:
+        self._raw = connection
+
+    @contextmanager
+    def write(self) -> Iterator[Db]:
+        """One write transaction (SQLite: ``BEGIN IMMEDIATE``)."""
+        with write_transaction(self.raw, sqlite=self.sqlite) as db:
+            yield db
+
+    @contextmanager
+    def read(self) -> Iterator[Db]:
+        """One read-only transaction: a consistent snapshot."""
+        with read_transaction(self.raw, sqlite=self.sqlite) as db:
+            yield db
+
+    def close(self) -> None:
+        if self._raw is not None:
+            self._raw.close()
+            self._raw = None
+
+    # --- settings, zone, clock ----------------------------------------------------------
+
+    @property
+    def settings(self) -> settings_mod.Settings:
+        """The workspace's settings, every key with its value or default (read once)."""
+        if self._settings is None:
+            cur = self.raw.cursor()
+            try:
+                cur.execute("SELECT key, value FROM settings")
+                rows = cur.fetchall()
+            finally:
+                cur.close()
+            if not self.sqlite:
+                self.raw.rollback()  # end the implicit read transaction
+            # SQLite hands back JSON text; psycopg has already decoded the json column
+            stored = {k: json.loads(v) if self.sqlite and isinstance(v, str) else v for k, v in rows}
+            self._settings = settings_mod.build(stored)
+        return self._settings
+
+    def forget_settings(self) -> None:
+        """Read the settings again on next use (after one was set or unset)."""
+        self._settings = None
+        self._zone = None
+        self._lease = None
+
+    @property
+    def zone(self) -> ZoneInfo:
+        """The workspace timezone (setting ``timezone``, else the machine's)."""
+        if self._zone is None:
+            self._zone = load_zone(self.settings.timezone or machine_zone_name())
+        return self._zone
+
+    def lease(self, lease: str | timedelta | None = None) -> timedelta:
+        """A claim's lease: ``lease`` as given (a duration's text), else ``queue.lease``."""
+        if isinstance(lease, timedelta):
+            return lease
+        if lease is not None:
+            return parse_duration(str(lease), what="--lease")
+        if self._lease is None:
+            self._lease = parse_duration(self.settings.queue_lease, what="queue.lease")
+        return self._lease
+
+    def now(self) -> datetime:
+        """The current instant, aware UTC, from the clock."""
+        return self.clock.now()
+
+    def _make_clock(self, now: NowArg) -> Clock:
+        if isinstance(now, str):
+            text = now
+            return Clock(lambda: parse_when(text, self.zone, what="--now time"))
+        if isinstance(now, datetime) and now.tzinfo is None:
+            naive = now
+            return Clock(lambda: self._read_now(naive))
+        if callable(now):
+            source = now
+            return Clock(lambda: self._read_now(source()))
+        return Clock(now)
+
+    def _read_now(self, value: Any) -> datetime:
+        """What a ``now`` callable returned, as SPEC 1 reads times: a naive one is in the
+        workspace's zone (``now=datetime.now`` gives the machine's wall clock), text as --now."""
+        if isinstance(value, datetime):
+            if value.tzinfo is not None:
+                return value
+            return parse_when(value.isoformat(), self.zone)
+        if isinstance(value, str):
+            return parse_when(value, self.zone, what="now")
+        raise InvalidInput(f"the now callable returned {type(value).__name__}, not a datetime")
