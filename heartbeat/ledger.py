@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 from heartbeat import settings as settings_mod
 from heartbeat.clock import machine_zone_name, parse_when
 from heartbeat.context import Context, NowArg
+from heartbeat.db.store import is_unique_violation
 from heartbeat.errors import HbError, InvalidInput, NotFound, one_line
 from heartbeat.recur import RecurAPI
 from heartbeat.report import ReportAPI
@@ -28,6 +29,8 @@ from heartbeat.sync.api import SyncAPI
 if TYPE_CHECKING:  # SQLAlchemy loads on first use: `hb pop` on SQLite never needs it
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session
+
+    from heartbeat.db.store import Db
 
 
 class _Lazy:
@@ -284,8 +287,8 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
     # --- tasks -------------------------------------------------------------------
 
-    def _dict(self, task: Any, session: Session | None = None) -> dict[str, Any]:
-        after = tasks_mod.dependencies(session, [task.pk]).get(task.pk, []) if session is not None else []
+    def _dict(self, task: Any, db: Db | None = None) -> dict[str, Any]:
+        after = tasks_mod.dependencies(db, [task.pk]).get(task.pk, []) if db is not None else []
         out: dict[str, Any] = tasks_mod.as_dict(task, self.zone, after)
         return out
 
@@ -307,51 +310,49 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         :attr:`notices` says so. ``after``: the ids of the tasks it waits for (not popped
         before each is done). ``not_before`` (a field): not popped, nor due, before then.
         """
-        from sqlalchemy.exc import IntegrityError
-
         changes = tasks_mod.Changes.from_input(fields, self.zone)
         if key is not None:
             key = tasks_mod.check_key(key)
         now = self.now()
         try:
-            with self.write() as s:
-                if key is not None and (existing := tasks_mod.by_key(s, scope or "", key)) is not None:
-                    return self._added_before(existing, key, s)
+            with self.ctx.write() as db:
+                if key is not None and (existing := tasks_mod.by_key(db, scope or "", key)) is not None:
+                    return self._added_before(existing, key, db)
                 if scope:
                     from heartbeat.formats.tasks_json import check_scope
                     from heartbeat.sync.queue_files import last_document
 
-                    check_scope(scope, last_document(s))  # against tasks.json as hb last read it
+                    check_scope(scope, last_document(db))  # against tasks.json as hb last read it
                 task = tasks_mod.add(
-                    s, title, changes, now, scope=scope or "", source=source, task_id=task_id, key=key
+                    db, title, changes, now, scope=scope or "", source=source, task_id=task_id, key=key
                 )
                 if after:
-                    tasks_mod.set_after(s, task, tasks_mod.resolve_after(s, after, task.scope))
-                return self._dict(task, s)
-        except IntegrityError:
-            if key is None:
+                    tasks_mod.set_after(db, task, tasks_mod.resolve_after(db, after, task.scope))
+                return self._dict(task, db)
+        except Exception as exc:
+            if key is None or not is_unique_violation(exc):
                 raise
             # PostgreSQL: a racing add with the same key committed first (the unique index said so)
-            with self.read() as s:
-                existing = tasks_mod.by_key(s, scope or "", key)
+            with self.ctx.read() as db:
+                existing = tasks_mod.by_key(db, scope or "", key)
                 if existing is None:
                     raise
-                return self._added_before(existing, key, s)
+                return self._added_before(existing, key, db)
 
-    def _added_before(self, task: Any, key: str, session: Session) -> dict[str, Any]:
+    def _added_before(self, task: Any, key: str, db: Db) -> dict[str, Any]:
         from heartbeat.clock import isoformat
 
         since = isoformat(task.created_at, self.zone)
         self.notices.append(f"key {key!r}: task {task.id} was added with it at {since}; not added again")
-        return self._dict(task, session)
+        return self._dict(task, db)
 
     def get(self, task_id: str, *, scope: str | None = None, history: bool = False) -> dict[str, Any]:
         """One task by its public id (``hb show``)."""
-        with self.read() as s:
-            task = tasks_mod.find(s, task_id, scope)
-            out = self._dict(task, s)
+        with self.ctx.read() as db:
+            task = tasks_mod.find(db, task_id, scope)
+            out = self._dict(task, db)
             if history:
-                out["history"] = tasks_mod.history(s, task, self.zone)
+                out["history"] = tasks_mod.history(db, task, self.zone)
             return out
 
     def list(
@@ -364,7 +365,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         due_before: datetime | str | None = None,
     ) -> builtins.list[dict[str, Any]]:
         """Tasks matching the filters; by default the active ones (``status="all"`` for every one)."""
-        from heartbeat.db.models import TaskStatus
+        from heartbeat.db.status import TaskStatus
 
         statuses: tuple[TaskStatus, ...] | None
         wanted = [status] if isinstance(status, str) else builtins.list(status or [])
@@ -377,9 +378,9 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         if isinstance(due_before, str):
             due_before = parse_when(due_before, self.zone, what="--due-before time")
         filters = tasks_mod.Filters(statuses, scope, source, text, due_before)
-        with self.read() as s:
-            found = builtins.list(s.scalars(tasks_mod.query(filters)))
-            after = tasks_mod.dependencies(s, [t.pk for t in found])
+        with self.ctx.read() as db:
+            found = tasks_mod.query(db, filters)
+            after = tasks_mod.dependencies(db, [t.pk for t in found])
             return [tasks_mod.as_dict(t, self.zone, after.get(t.pk, [])) for t in found]
 
     def update(
@@ -402,8 +403,8 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         if not changes.values and after is None:
             raise InvalidInput("nothing to update: pass at least one field")
         now = self.now()
-        with self.write() as s:
-            task = tasks_mod.find(s, task_id, scope, lock=True)
+        with self.ctx.write() as db:
+            task = tasks_mod.find(db, task_id, scope, lock=True)
             title = changes.values.get("title")
             if task.source == "todo" and isinstance(title, str):
                 from heartbeat.sync.markdown import todo_title_problem
@@ -413,27 +414,27 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
                     raise InvalidInput(f"{task.id}: cannot be a TODO.md entry: {problem}")
             waits = None
             if after is not None:
-                waits = [] if cleared else tasks_mod.resolve_after(s, after, task.scope)
-            tasks_mod.update(s, task, changes, now, after=waits)
-            return self._dict(task, s)
+                waits = [] if cleared else tasks_mod.resolve_after(db, after, task.scope)
+            tasks_mod.update(db, task, changes, now, after=waits)
+            return self._dict(task, db)
 
     def done(self, task_id: str, *, scope: str | None = None) -> dict[str, Any]:
         """Mark a task done (completed_at = now) and record its outcome."""
-        from heartbeat.db.models import TaskStatus
+        from heartbeat.db.status import TaskStatus
 
         now = self.now()
-        with self.write() as s:
-            task = tasks_mod.find(s, task_id, scope, lock=True)
-            return self._dict(tasks_mod.finish(s, task, TaskStatus.DONE, now), s)
+        with self.ctx.write() as db:
+            task = tasks_mod.find(db, task_id, scope, lock=True)
+            return self._dict(tasks_mod.finish(db, task, TaskStatus.DONE, now), db)
 
     def cancel(self, task_id: str, *, scope: str | None = None) -> dict[str, Any]:
         """Mark a task cancelled."""
-        from heartbeat.db.models import TaskStatus
+        from heartbeat.db.status import TaskStatus
 
         now = self.now()
-        with self.write() as s:
-            task = tasks_mod.find(s, task_id, scope, lock=True)
-            return self._dict(tasks_mod.finish(s, task, TaskStatus.CANCELLED, now), s)
+        with self.ctx.write() as db:
+            task = tasks_mod.find(db, task_id, scope, lock=True)
+            return self._dict(tasks_mod.finish(db, task, TaskStatus.CANCELLED, now), db)
 
     # --- the queue (SPEC.md section 3) ---------------------------------------------
 

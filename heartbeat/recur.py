@@ -422,6 +422,7 @@ def _add_todo_entry(s: Session, row: Recurrence, title: str, now: datetime) -> s
     from sqlalchemy import func, select
 
     from heartbeat.db.models import Task, TaskStatus, priority_rank
+    from heartbeat.db.store import of_session
     from heartbeat.tasks import record_event
 
     top = s.scalar(select(func.min(Task.position)).where(Task.source == "todo"))
@@ -443,7 +444,7 @@ def _add_todo_entry(s: Session, row: Recurrence, title: str, now: datetime) -> s
     )
     s.add(task)
     s.flush()
-    record_event(s, task, "created", now, actor="recur", detail={"recurrence": row.id})
+    record_event(of_session(s), task, "created", now, actor="recur", detail={"recurrence": row.id})
     return task.id
 
 

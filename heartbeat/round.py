@@ -130,7 +130,6 @@ class RoundAPI:
         default to the task's next and fallback actions. The answer has
         ``decision`` (sent|suppressed) and ``reason`` (None when sent).
         """
-        from heartbeat import tasks as tasks_mod
         from heartbeat.rules.round import Risk, assess_risk, entry_reasons, parse_risk
 
         ledger = _ledger(self)
@@ -138,7 +137,7 @@ class RoundAPI:
         _read_state_file(ledger)
         now = ledger.now()
         with ledger.write() as s:
-            task = tasks_mod.find(s, task_id, scope, lock=True)
+            task = _find(s, task_id, scope)
             state = _task_state(ledger, task, failed=_failed_recently(s, [task.pk]))
             reasons = [str(r) for r in entry_reasons(state, now)]
             wanted = parse_risk(risk) if risk else assess_risk(state, reasons, now)
@@ -364,6 +363,19 @@ def _read_state_file(ledger: Ledger) -> None:
         known = last is not None and last.path == str(path) and last.content_hash == digest(read_text(path))
     if not known:
         ledger.sync(only=["state"])
+
+
+def _find(s: Session, task_id: str, scope: str | None) -> Task:
+    """The task with this public id, locked for the transaction (see heartbeat.tasks.find)."""
+    from heartbeat import tasks as tasks_mod
+    from heartbeat.db.models import Task
+    from heartbeat.db.rows import TaskRow
+    from heartbeat.db.store import of_session
+
+    row: TaskRow = tasks_mod.find(of_session(s), task_id, scope)
+    task = s.get(Task, row.pk, with_for_update=s.get_bind().dialect.name == "postgresql")
+    assert task is not None
+    return task
 
 
 def _serialise(s: Session, name: str) -> None:

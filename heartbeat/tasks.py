@@ -13,21 +13,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
-from sqlalchemy import Select, delete, func, or_, select
-from sqlalchemy.orm import Session
-
 from heartbeat.clock import format_duration, isoformat, parse_duration, parse_when
-from heartbeat.db.models import (
-    ACTIVE_STATUSES,
-    PRIORITY_RANK,
-    Outcome,
-    Task,
-    TaskDependency,
-    TaskEvent,
-    TaskStatus,
-    priority_rank,
-)
+from heartbeat.db.rows import OutcomeRow, TaskDependencyRow, TaskEventRow, TaskRow
+from heartbeat.db.shape import TASKS
+from heartbeat.db.status import ACTIVE_STATUSES, TaskStatus
+from heartbeat.db.store import Db, statements
 from heartbeat.errors import InvalidInput, InvalidState, NotFound
+from heartbeat.formats.tasks_json import PRIORITY_RANK, priority_rank
+
+SQL = statements("tasks")
 
 # Fields `hb add` / `hb update` accept, by kind of value.
 TEXT_FIELDS = (
@@ -131,31 +125,30 @@ class _Cleared:
 _CLEARED = _Cleared()
 
 
-def new_task_id(session: Session, scope: str) -> str:
+def new_task_id(db: Db, scope: str) -> str:
     """``task-`` + 8 hex digits, unique in the scope (as heartbeat.py names tasks)."""
     while True:
         candidate = "task-" + secrets.token_hex(4)
-        exists = session.scalar(select(Task.pk).where(Task.scope == scope, Task.id == candidate))
-        if exists is None:
+        if db.value(SQL.task_pk_in_scope, {"scope": scope, "id": candidate}) is None:
             return candidate
 
 
-def snapshot(task: Task) -> dict[str, Any]:
+def snapshot(task: Any) -> dict[str, Any]:
     """Every column of the task, JSON-safe (for history)."""
     out: dict[str, Any] = {}
-    for column in Task.__table__.columns:
-        value = getattr(task, column.key)
+    for column in TASKS.columns:
+        value = getattr(task, column)
         if isinstance(value, datetime):
             value = isoformat(value)
         elif isinstance(value, TaskStatus):
             value = value.value
-        out[column.key] = value
+        out[column] = value
     return out
 
 
 def record_event(
-    session: Session,
-    task: Task,
+    db: Db,
+    task: Any,
     kind: str,
     now: datetime,
     *,
@@ -163,8 +156,8 @@ def record_event(
     actor: str | None = None,
     detail: dict[str, Any] | None = None,
 ) -> None:
-    session.add(
-        TaskEvent(
+    db.add(
+        TaskEventRow(
             task_pk=task.pk,
             task_id=task.id,
             scope=task.scope,
@@ -178,7 +171,7 @@ def record_event(
 
 
 def add(
-    session: Session,
+    db: Db,
     title: str,
     changes: Changes,
     now: datetime,
@@ -188,7 +181,7 @@ def add(
     task_id: str | None = None,
     actor: str = "cli",
     key: str | None = None,
-) -> Task:
+) -> TaskRow:
     """Create a task (status todo unless given), with its history entry; ``key`` is its idempotency
     key (the caller has looked for a task holding it: see :func:`by_key`)."""
     values = dict(changes.values)
@@ -196,13 +189,13 @@ def add(
     if not title or not title.strip():
         raise InvalidInput("a task needs a non-empty title")
     if task_id is None:
-        task_id = new_task_id(session, scope)
+        task_id = new_task_id(db, scope)
     elif not task_id.strip():
         raise InvalidInput("a task id cannot be empty (tasks.json could not hold it)")
-    elif session.scalar(select(Task.pk).where(Task.scope == scope, Task.id == task_id)) is not None:
+    elif db.value(SQL.task_pk_in_scope, {"scope": scope, "id": task_id}) is not None:
         raise InvalidState(f"task {task_id!r} already exists" + (f" in {scope}" if scope else ""))
-    last = session.scalar(select(func.max(Task.position)).where(Task.scope == scope))
-    task = Task(
+    last = db.value(SQL.last_position, {"scope": scope})
+    task = TaskRow(
         id=task_id,
         scope=scope,
         source=source,
@@ -219,13 +212,12 @@ def add(
         idempotency_key=key,
     )
     _apply(task, values, now)
-    session.add(task)
-    session.flush()
-    record_event(session, task, "created", now, actor=actor)
+    db.add(task)
+    record_event(db, task, "created", now, actor=actor)
     return task
 
 
-def _apply(task: Task, values: Mapping[str, Any], now: datetime) -> list[str]:
+def _apply(task: TaskRow, values: Mapping[str, Any], now: datetime) -> list[str]:
     changed = []
     for name, value in values.items():
         new = None if value is _CLEARED else value
@@ -254,31 +246,31 @@ def check_key(key: str) -> str:
     return key
 
 
-def by_key(session: Session, scope: str, key: str) -> Task | None:
+def by_key(db: Db, scope: str, key: str) -> TaskRow | None:
     """The task added with idempotency key ``key`` in ``scope``, if any (whatever its status)."""
-    return session.scalars(select(Task).where(Task.scope == scope, Task.idempotency_key == key)).first()
+    return db.first(TaskRow, SQL.by_key, {"scope": scope, "key": key})
 
 
 # --- dependencies (--after) -------------------------------------------------------------
 
 
-def resolve_after(session: Session, ids: Sequence[str], scope: str) -> list[Task]:
+def resolve_after(db: Db, ids: Sequence[str], scope: str) -> list[TaskRow]:
     """The tasks ``--after ID ...`` names: an id in the task's own queue first, else the one task
     anywhere with that id (several: pass an id that is unique, exit 1)."""
-    found: list[Task] = []
+    found: list[TaskRow] = []
     for task_id in ids:
         if not task_id.strip():
             raise InvalidInput("empty --after: name the task to wait for (or none to clear)")
-        own = session.scalars(select(Task).where(Task.scope == scope, Task.id == task_id)).first()
-        target = own if own is not None else _find_for_after(session, task_id)
+        own = db.first(TaskRow, SQL.in_scope, {"scope": scope, "id": task_id})
+        target = own if own is not None else _find_for_after(db, task_id)
         if all(t.pk != target.pk for t in found):
             found.append(target)
     return found
 
 
-def _find_for_after(session: Session, task_id: str) -> Task:
+def _find_for_after(db: Db, task_id: str) -> TaskRow:
     try:
-        return find(session, task_id)
+        return find(db, task_id)
     except NotFound:
         raise NotFound(f"--after {task_id}: no task with that id") from None
     except InvalidInput:
@@ -287,72 +279,63 @@ def _find_for_after(session: Session, task_id: str) -> Task:
         ) from None
 
 
-def dependencies(session: Session, pks: Sequence[int]) -> dict[int, list[str]]:
+def dependencies(db: Db, pks: Sequence[int]) -> dict[int, list[str]]:
     """The ids each task waits for (done or not), in the order they were added."""
     out: dict[int, list[str]] = {}
-    for chunk in (list(pks)[i : i + 500] for i in range(0, len(pks), 500)):
-        rows = session.execute(
-            select(TaskDependency.task_pk, Task.id)
-            .join(Task, Task.pk == TaskDependency.depends_on_pk)
-            .where(TaskDependency.task_pk.in_(chunk))
-            .order_by(TaskDependency.task_pk, Task.pk)
-        )
-        for pk, dep_id in rows:
-            out.setdefault(pk, []).append(dep_id)
+    if not pks:
+        return out
+    for pk, dep_id in db.rows(SQL.dependencies, {"pks": list(pks)}):
+        out.setdefault(pk, []).append(dep_id)
     return out
 
 
-def set_after(session: Session, task: Task, after: Sequence[Task]) -> bool:
+def set_after(db: Db, task: TaskRow, after: Sequence[TaskRow]) -> bool:
     """Make ``task`` wait for exactly ``after``; False when that is what it waited for already.
 
     A dependency that would close a cycle is refused (InvalidInput naming the cycle) and nothing
     changes. Concurrent edits take turns (SQLite: the write lock; PostgreSQL: a transaction lock).
     """
-    _serialise_dependencies(session)
+    if not db.sqlite:
+        db.execute(SQL.serialise_dependencies_pg, {"key": _DEPENDENCY_LOCK})
     wanted = [t.pk for t in after]
-    existing = set(
-        session.scalars(select(TaskDependency.depends_on_pk).where(TaskDependency.task_pk == task.pk))
-    )
+    existing = {pk for (pk,) in db.rows(SQL.awaited, {"pk": task.pk})}
     if existing == set(wanted):
         return False
     for target in after:
-        cycle = _cycle(session, task, target)
+        cycle = _cycle(db, task, target)
         if cycle is not None:
             chain = " -> ".join(cycle)
             raise InvalidInput(f"--after would make a cycle: {chain} (each waits for the next)")
-    session.execute(delete(TaskDependency).where(TaskDependency.task_pk == task.pk))
-    session.add_all([TaskDependency(task_pk=task.pk, depends_on_pk=pk) for pk in wanted])
-    session.flush()
+    db.execute(SQL.clear_dependencies, {"pk": task.pk})
+    for pk in wanted:
+        db.add(TaskDependencyRow(task_pk=task.pk, depends_on_pk=pk))  # type: ignore[arg-type]
     return True
 
 
-def _cycle(session: Session, task: Task, target: Task) -> list[str] | None:
+def _cycle(db: Db, task: TaskRow, target: TaskRow) -> list[str] | None:
     """The ids of the cycle ``task`` waiting for ``target`` would close, or None.
 
     A walk from ``target`` along what each task waits for; reaching ``task`` is a cycle.
     """
     if target.pk == task.pk:
         return [task.id, task.id]
+    assert target.pk is not None and task.pk is not None
     parent: dict[int, int] = {target.pk: task.pk}
     frontier = [target.pk]
     while frontier:
-        edges = session.execute(
-            select(TaskDependency.task_pk, TaskDependency.depends_on_pk).where(
-                TaskDependency.task_pk.in_(frontier)
-            )
-        ).all()
+        edges = db.rows(SQL.dependency_edges, {"pks": frontier})
         frontier = []
         for waiting, awaited in edges:
             if awaited in parent:
                 continue
             parent[awaited] = waiting
             if awaited == task.pk:
-                return _cycle_ids(session, parent, task.pk)
+                return _cycle_ids(db, parent, task.pk)
             frontier.append(awaited)
     return None
 
 
-def _cycle_ids(session: Session, parent: Mapping[int, int], start: int) -> list[str]:
+def _cycle_ids(db: Db, parent: Mapping[int, int], start: int) -> list[str]:
     """``start -> ... -> start`` as ids, from the walk's parent links."""
     chain = [start]
     node = parent[start]
@@ -361,32 +344,23 @@ def _cycle_ids(session: Session, parent: Mapping[int, int], start: int) -> list[
         node = parent[node]
     chain.append(start)
     chain.reverse()
-    ids = {
-        pk: task_id
-        for pk, task_id in session.execute(select(Task.pk, Task.id).where(Task.pk.in_(set(chain))))
-    }
+    ids = dict(db.rows(SQL.ids_of, {"pks": sorted(set(chain))}))
     return [ids[pk] for pk in chain]
 
 
-def _serialise_dependencies(session: Session) -> None:
-    """Two transactions editing dependencies take turns, so that together they close no cycle."""
-    from sqlalchemy import text
-
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _DEPENDENCY_LOCK})
+# Two transactions editing dependencies take turns, so that together they close no cycle
+# (SQLite: the write lock; PostgreSQL: this transaction lock, "hbde").
+_DEPENDENCY_LOCK = 0x6862_6465
 
 
-_DEPENDENCY_LOCK = 0x6862_6465  # "hbde": hb's transaction lock for dependency edits
-
-
-def find(session: Session, task_id: str, scope: str | None = None, *, lock: bool = False) -> Task:
-    """The task with this public id; ``scope`` disambiguates duplicates."""
-    query = select(Task).where(Task.id == task_id)
+def find(db: Db, task_id: str, scope: str | None = None, *, lock: bool = False) -> TaskRow:
+    """The task with this public id; ``scope`` disambiguates duplicates. ``lock``: PostgreSQL
+    locks the row for the transaction (SQLite's write transaction holds the whole ledger)."""
     if scope is not None:
-        query = query.where(Task.scope == scope)
-    if lock:
-        query = query.with_for_update()
-    rows = list(session.scalars(query.limit(3)))
+        query = SQL.find_in_scope_locked if lock else SQL.find_in_scope
+        rows = db.load(TaskRow, query, {"id": task_id, "scope": scope})
+    else:
+        rows = db.load(TaskRow, SQL.find_locked if lock else SQL.find, {"id": task_id})
     if not rows:
         where = f" in scope {scope!r}" if scope else ""
         raise NotFound(f"no task with id {task_id!r}{where}")
@@ -397,21 +371,22 @@ def find(session: Session, task_id: str, scope: str | None = None, *, lock: bool
 
 
 def update(
-    session: Session,
-    task: Task,
+    db: Db,
+    task: TaskRow,
     changes: Changes,
     now: datetime,
     *,
     actor: str = "cli",
     touch: bool = True,
-    after: Sequence[Task] | None = None,
+    after: Sequence[TaskRow] | None = None,
 ) -> list[str]:
     """Apply changes (``after``: the tasks it is to wait for, None = as they are); records the
     previous version in the history."""
     before = snapshot(task)
     if after is not None:
-        waited = dependencies(session, [task.pk]).get(task.pk, [])
-        if set_after(session, task, after):
+        assert task.pk is not None
+        waited = dependencies(db, [task.pk]).get(task.pk, [])
+        if set_after(db, task, after):
             before["after"] = waited
         else:
             after = None
@@ -423,19 +398,19 @@ def update(
         task.updated_at = now
         if touch:
             task.last_update_at = now
-        record_event(session, task, "updated", now, before=before, actor=actor, detail={"fields": changed})
+        record_event(db, task, "updated", now, before=before, actor=actor, detail={"fields": changed})
     return changed
 
 
-def finish(session: Session, task: Task, status: TaskStatus, now: datetime, *, actor: str = "cli") -> Task:
+def finish(db: Db, task: TaskRow, status: TaskStatus, now: datetime, *, actor: str = "cli") -> TaskRow:
     """Mark a task done or cancelled (from any active status)."""
     if not task.status.active:
         raise InvalidState(f"task {task.id!r} is already {task.status.value}")
     claimed_at = task.claimed_at
-    update(session, task, Changes({"status": status}), now, actor=actor)
+    update(db, task, Changes({"status": status}), now, actor=actor)
     if status is TaskStatus.DONE:
-        session.add(
-            Outcome(
+        db.add(
+            OutcomeRow(
                 task_pk=task.pk,
                 task_id=task.id,
                 scope=task.scope,
@@ -461,30 +436,25 @@ class Filters:
     due_before: datetime | None = None
 
 
-def query(filters: Filters) -> Select[Task]:
-    stmt = select(Task)
-    if filters.statuses is not None:
-        stmt = stmt.where(Task.status.in_(filters.statuses))
-    if filters.scope is not None:
-        stmt = stmt.where(Task.scope == filters.scope)
-    if filters.source is not None:
-        stmt = stmt.where(Task.source == filters.source)
+def query(db: Db, filters: Filters) -> list[TaskRow]:
+    """The tasks matching ``filters``, by scope, then queue order."""
+    pattern = None
     if filters.text:
-        pattern = (
-            "%" + filters.text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        )
-        stmt = stmt.where(
-            or_(
-                func.lower(Task.title).like(pattern, escape="\\"),
-                func.lower(Task.id).like(pattern, escape="\\"),
-            )
-        )
-    if filters.due_before is not None:
-        stmt = stmt.where(Task.due_at.is_not(None), Task.due_at < filters.due_before)
-    return stmt.order_by(Task.scope, Task.priority_rank, Task.position, Task.pk)
+        escaped = filters.text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        pattern = "%" + escaped + "%"
+    params = {
+        "all_statuses": int(filters.statuses is None),
+        "statuses": [s.value for s in filters.statuses or ()],
+        "scope": filters.scope,
+        "source": filters.source,
+        "pattern": pattern,
+        "any_due": int(filters.due_before is None),
+        "due_before": db.time(filters.due_before),
+    }
+    return db.load(TaskRow, SQL.list, params)
 
 
-def as_dict(task: Task, zone: tzinfo, after: Sequence[str] = ()) -> dict[str, Any]:
+def as_dict(task: TaskRow, zone: tzinfo, after: Sequence[str] = ()) -> dict[str, Any]:
     """The public task object (SPEC.md 2.1); times in the workspace zone with offset. ``after``:
     the ids the task waits for (:func:`dependencies`)."""
 
@@ -534,10 +504,8 @@ def as_dict(task: Task, zone: tzinfo, after: Sequence[str] = ()) -> dict[str, An
     }
 
 
-def history(session: Session, task: Task, zone: tzinfo) -> list[dict[str, Any]]:
-    rows: Iterable[TaskEvent] = session.scalars(
-        select(TaskEvent).where(TaskEvent.task_pk == task.pk).order_by(TaskEvent.pk)
-    )
+def history(db: Db, task: TaskRow, zone: tzinfo) -> list[dict[str, Any]]:
+    rows: Iterable[TaskEventRow] = db.load(TaskEventRow, SQL.history, {"pk": task.pk})
     return [
         {
             "at": isoformat(e.at, zone),

@@ -29,7 +29,8 @@ class Statements(Mapping[str, str]):
     """The named statements of one area (``heartbeat/db/sql/<area>.sql``).
 
     A statement starts at a ``-- name: NAME`` line; the comment lines right after it
-    say what it does; the SQL runs to the next name. ``statements.NAME`` (or
+    say what it does; the SQL runs to the next name. A name ending in ``_pg`` is
+    PostgreSQL's alone (the caller runs it only there). ``statements.NAME`` (or
     ``statements["NAME"]``) is its text, written with ``:param`` parameters and the
     markers :func:`heartbeat.db.plain.adapt` turns into each backend's SQL.
     """
@@ -359,3 +360,18 @@ def read_transaction(raw: Any, *, sqlite: bool) -> Iterator[Db]:
         raw.rollback()
         if sqlite:
             raw.execute("PRAGMA query_only = OFF")
+
+
+def of_session(session: Any) -> Db:
+    """The plain-SQL view of a SQLAlchemy session's transaction, for code not yet moved off the
+    ORM: the session's pending changes are flushed first, so the statements see them."""
+    session.flush()
+    connection = session.connection()
+    return Db(connection.connection.driver_connection, sqlite=connection.dialect.name == "sqlite")
+
+
+def is_unique_violation(exc: BaseException) -> bool:
+    """Whether a driver error is a unique index refusing a row (a concurrent insert won)."""
+    if getattr(exc, "sqlstate", None) == "23505":  # psycopg: unique_violation
+        return True
+    return type(exc).__name__ == "IntegrityError" and "UNIQUE constraint failed" in str(exc)

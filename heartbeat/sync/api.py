@@ -34,6 +34,6 @@ class SyncAPI:
 
         ledger = cast("Ledger", self)
         now = ledger.now()
-        with ledger.write() as session:
-            task = add_todo(ledger, session, title, now, chat_id=chat_id, **fields)
+        with ledger.ctx.write() as db:
+            task = add_todo(ledger, db, title, now, chat_id=chat_id, **fields)
             return ledger._dict(task)

@@ -75,7 +75,8 @@ from heartbeat.sync.report import ImportReport, SyncReport
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from heartbeat.db.models import Task
+    from heartbeat.db.rows import TaskRow
+    from heartbeat.db.store import Db
     from heartbeat.ledger import Ledger
 
 TODO_SOURCE = "todo"  # Task.source of Markdown TODO entries
@@ -2297,8 +2298,8 @@ def todo_title_problem(title: str, chat_id: str | None = None) -> str | None:
 
 
 def add_todo(
-    ledger: Ledger, session: Session, title: str, now: datetime, *, chat_id: str | None, **fields: Any
-) -> Task:
+    ledger: Ledger, db: Db, title: str, now: datetime, *, chat_id: str | None, **fields: Any
+) -> TaskRow:
     """A TODO.md task created in the ledger (``hb add --source todo``); the next sync writes it."""
     from heartbeat import tasks as tasks_mod
 
@@ -2316,17 +2317,16 @@ def add_todo(
     problem = todo_title_problem(title, chat_id)
     if problem is not None:
         raise InvalidInput(f"cannot be a TODO.md entry: {problem}")
-    with _plain(session) as db:
-        family = _Tasks(ledger, db, now)
-        record = family.entry_record("todo", entry)
-        key = family.keys(record)[0]
-        scopes = db.rows(
-            f"SELECT scope FROM tasks WHERE source = '{TODO_SOURCE}' AND external_key = :key", {"key": key}
-        )
-        if any(scope == "" for (scope,) in scopes):
-            key = family.dup_key(key, record)
-        [task_id] = family.new_ids([key], [None])
+    family = _Tasks(ledger, db, now)
+    record = family.entry_record("todo", entry)
+    key = family.keys(record)[0]
+    scopes = db.rows(
+        f"SELECT scope FROM tasks WHERE source = '{TODO_SOURCE}' AND external_key = :key", {"key": key}
+    )
+    if any(scope == "" for (scope,) in scopes):
+        key = family.dup_key(key, record)
+    [task_id] = family.new_ids([key], [None])
     changes = tasks_mod.Changes.from_input({**fields, "chat_id": chat_id}, ledger.zone)
-    task = tasks_mod.add(session, content, changes, now, scope="", source=TODO_SOURCE, task_id=task_id)
+    task = tasks_mod.add(db, content, changes, now, scope="", source=TODO_SOURCE, task_id=task_id)
     task.external_key = key
     return task

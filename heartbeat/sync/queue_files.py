@@ -20,6 +20,8 @@ from sqlalchemy.orm import Session
 
 from heartbeat import progress
 from heartbeat.db.models import Error, Run, SyncState, Task, TaskStatus, priority_rank
+from heartbeat.db.rows import SyncStateRow
+from heartbeat.db.store import Db, of_session
 from heartbeat.errors import FileFormatError, HbError, one_line
 from heartbeat.formats import tasks_json
 from heartbeat.formats.timestamps import timestamp_or_none
@@ -99,19 +101,24 @@ def remember(session: Session, kind: str, path: Path, text: str, now: datetime) 
     row.skeleton = {"text": text}
 
 
-def last_document(session: Session) -> tasks_json.TasksDocument:
+def last_document(db: Db) -> tasks_json.TasksDocument:
     """tasks.json as hb last read or wrote it (the four empty legacy lists when never)."""
-    return _document(session, SOURCE)
+    row = db.get(SyncStateRow, SOURCE)
+    return _skeleton_document(row.skeleton if row is not None else None)
+
+
+def _skeleton_document(skeleton: dict[str, Any] | None) -> tasks_json.TasksDocument:
+    if skeleton and "text" in skeleton:
+        try:
+            return tasks_json.parse(skeleton["text"])
+        except FileFormatError:
+            pass
+    return tasks_json.empty_document()
 
 
 def _document(session: Session, kind: str) -> tasks_json.TasksDocument:
     row = session.get(SyncState, kind)
-    if row is not None and row.skeleton and "text" in row.skeleton:
-        try:
-            return tasks_json.parse(row.skeleton["text"])
-        except FileFormatError:
-            pass
-    return tasks_json.empty_document()
+    return _skeleton_document(row.skeleton if row is not None else None)
 
 
 def _current_text(path: Path | None) -> str | None:
@@ -450,7 +457,13 @@ def _take_file_version(
     if conflict:
         detail["note"] = "changed in the file and in the ledger; the file won"
     record_event(
-        session, task, "conflict" if conflict else "updated", now, before=before, actor=actor, detail=detail
+        of_session(session),
+        task,
+        "conflict" if conflict else "updated",
+        now,
+        before=before,
+        actor=actor,
+        detail=detail,
     )
     return sorted(changed)
 
@@ -530,7 +543,9 @@ def sync_tasks(
             if _record_digest(record_from_row(task)) != base_digest:
                 detail["note"] = "changed in the ledger too; the file won"
                 report.conflicts.append(_key(*key))
-            record_event(session, task, "removed", now, before=before, actor="sync", detail=detail)
+            record_event(
+                of_session(session), task, "removed", now, before=before, actor="sync", detail=detail
+            )
             session.flush()
             session.delete(task)
             del tasks[key]
@@ -596,7 +611,7 @@ def _new_task(
         task.attempts = 1  # someone is (or was) working on it: that is an attempt
     session.add(task)
     session.flush()
-    record_event(session, task, "created", now, actor=actor, detail={"file": str(path)})
+    record_event(of_session(session), task, "created", now, actor=actor, detail={"file": str(path)})
     return task
 
 

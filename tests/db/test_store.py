@@ -161,6 +161,7 @@ def test_statement_files_parse_names_docs_and_bodies() -> None:
 
 
 _PARAM = re.compile(r"(?<![:\w]):(\w+)")
+_MARKED = re.compile(r"\{(?:ints|texts|json):(\w+)\}")
 
 
 def test_every_named_statement_prepares_against_the_schema_at_head(ledger: Ledger) -> None:
@@ -169,8 +170,10 @@ def test_every_named_statement_prepares_against_the_schema_at_head(ledger: Ledge
     names = [(area, name) for area in areas() for name in statements(area)]
     with ledger.ctx.read() as db:
         for area, name in names:
+            if name.endswith("_pg") and db.sqlite:
+                continue
             sql = statements(area)[name]
-            params = {p: _sample(p, sql) for p in _PARAM.findall(sql)}
+            params = {p: _sample(p, sql) for p in _PARAM.findall(sql) + _MARKED.findall(sql)}
             try:
                 db.rows("EXPLAIN " + sql, params)
             except Exception as exc:
