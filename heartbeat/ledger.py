@@ -363,8 +363,41 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         source: str | None = None,
         text: str | None = None,
         due_before: datetime | str | None = None,
+        limit: int | None = None,
     ) -> builtins.list[dict[str, Any]]:
-        """Tasks matching the filters; by default the active ones (``status="all"`` for every one)."""
+        """Tasks matching the filters; by default the active ones (``status="all"`` for every one);
+        at most ``limit`` of them."""
+        filters = self._filters(status, scope, source, text, due_before)
+        with self.ctx.read() as db:
+            found = tasks_mod.query(db, filters, limit)
+            after = tasks_mod.dependencies(db, [t.pk for t in found])
+            return [tasks_mod.as_dict(t, self.zone, after.get(t.pk, [])) for t in found]
+
+    def iter_list(
+        self,
+        *,
+        status: str | Sequence[str] | None = None,
+        scope: str | None = None,
+        source: str | None = None,
+        text: str | None = None,
+        due_before: datetime | str | None = None,
+        limit: int | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """:meth:`list` as a stream: the tasks come a batch at a time from one read transaction
+        (held until the iterator is exhausted or closed), so memory stays flat."""
+        filters = self._filters(status, scope, source, text, due_before)
+        zone = self.zone
+        with self.ctx.read() as db:
+            yield from tasks_mod.stream(db, filters, zone, limit)
+
+    def _filters(
+        self,
+        status: str | Sequence[str] | None,
+        scope: str | None,
+        source: str | None,
+        text: str | None,
+        due_before: datetime | str | None,
+    ) -> Any:
         from heartbeat.db.status import TaskStatus
 
         statuses: tuple[TaskStatus, ...] | None
@@ -377,11 +410,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             statuses = tuple(tasks_mod.parse_status(v) for v in wanted)
         if isinstance(due_before, str):
             due_before = parse_when(due_before, self.zone, what="--due-before time")
-        filters = tasks_mod.Filters(statuses, scope, source, text, due_before)
-        with self.ctx.read() as db:
-            found = tasks_mod.query(db, filters)
-            after = tasks_mod.dependencies(db, [t.pk for t in found])
-            return [tasks_mod.as_dict(t, self.zone, after.get(t.pk, [])) for t in found]
+        return tasks_mod.Filters(statuses, scope, source, text, due_before)
 
     def update(
         self,

@@ -8,7 +8,7 @@ one task per key and scope) and the tasks it waits for (``--after``, rows of
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
@@ -436,13 +436,29 @@ class Filters:
     due_before: datetime | None = None
 
 
-def query(db: Db, filters: Filters) -> list[TaskRow]:
-    """The tasks matching ``filters``, by scope, then queue order."""
+def query(db: Db, filters: Filters, limit: int | None = None) -> list[TaskRow]:
+    """The tasks matching ``filters``, by scope, then queue order (at most ``limit``)."""
+    return db.load(TaskRow, SQL.list, _list_params(db, filters, limit))
+
+
+def stream(db: Db, filters: Filters, zone: tzinfo, limit: int | None = None) -> Iterator[dict[str, Any]]:
+    """The task objects :func:`query` finds, a batch at a time (memory stays flat however many)."""
+    for names, batch in db.batches(SQL.list, _list_params(db, filters, limit), size=500):
+        rows = db.rows_of(TaskRow, names, batch)
+        after = dependencies(db, [r.pk for r in rows if r.pk is not None])
+        for row in rows:
+            yield as_dict(row, zone, after.get(row.pk, []) if row.pk is not None else [])
+
+
+_NO_LIMIT = 2**63 - 1  # LIMIT takes a number on both backends; this one is "all of them"
+
+
+def _list_params(db: Db, filters: Filters, limit: int | None) -> dict[str, Any]:
     pattern = None
     if filters.text:
         escaped = filters.text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         pattern = "%" + escaped + "%"
-    params = {
+    return {
         "all_statuses": int(filters.statuses is None),
         "statuses": [s.value for s in filters.statuses or ()],
         "scope": filters.scope,
@@ -450,8 +466,8 @@ def query(db: Db, filters: Filters) -> list[TaskRow]:
         "pattern": pattern,
         "any_due": int(filters.due_before is None),
         "due_before": db.time(filters.due_before),
+        "limit": _NO_LIMIT if limit is None else limit,
     }
-    return db.load(TaskRow, SQL.list, params)
 
 
 def as_dict(task: TaskRow, zone: tzinfo, after: Sequence[str] = ()) -> dict[str, Any]:

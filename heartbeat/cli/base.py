@@ -6,9 +6,10 @@ the database, so ``hb --help`` and friends start fast.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -173,6 +174,50 @@ def pick(data: Any, fields: str | None) -> Any:
         raise click.UsageError(f"unknown field(s) {', '.join(unknown)} (known: {', '.join(known)})")
     picked = [{f: obj.get(f) for f in wanted} if isinstance(obj, dict) else obj for obj in objects]
     return picked if isinstance(data, list) else picked[0]
+
+
+def emit_all(
+    items: Iterator[dict[str, Any]],
+    human: Callable[[list[Any]], str],
+    *,
+    fields: str | None = None,
+    fields_human: Callable[[list[Any]], str] | None = None,
+) -> None:
+    """Print a stream of objects: with ``--json`` one JSON array written as the objects come
+    (the text :func:`emit` prints, without holding them all); else the list's human rendering
+    (``fields_human`` when ``fields`` picks some, as :func:`pick`, checked on the first object)."""
+    try:
+        _emit_all(items, human, fields, fields_human)
+    finally:
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()  # a generator still inside its read transaction ends it now
+
+
+def _emit_all(
+    items: Iterator[dict[str, Any]],
+    human: Callable[[list[Any]], str],
+    fields: str | None,
+    fields_human: Callable[[list[Any]], str] | None,
+) -> None:
+    if not state().json:
+        rows = list(items)
+        if fields:
+            emit(pick(rows, fields), fields_human or human)
+        else:
+            emit(rows, human)
+        return
+    first = next(items, None)
+    if first is None:
+        click.echo("[]")
+        return
+    if fields:
+        pick([first], fields)  # an unknown field is a usage error before anything is printed
+    click.echo("[", nl=True)
+    for n, obj in enumerate(itertools.chain([first], items)):
+        text = json.dumps(pick(obj, fields), ensure_ascii=False, indent=2, default=str)
+        click.echo((",\n  " if n else "  ") + text.replace("\n", "\n  "), nl=False)
+    click.echo("\n]")
 
 
 def emit(data: Any, human: Callable[[Any], str] | str | None = None) -> None:

@@ -8,7 +8,17 @@ from typing import Any, TypeVar
 import click
 
 from heartbeat.cli import complete as completion
-from heartbeat.cli.base import Choice, emit, fields_option, json_option, limit_option, pick, state, table
+from heartbeat.cli.base import (
+    Choice,
+    emit,
+    emit_all,
+    fields_option,
+    json_option,
+    limit_option,
+    pick,
+    state,
+    table,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -199,17 +209,11 @@ def list_(
       hb list --json --fields id,title,status --limit 20
     """
     wanted: list[str] = ["all"] if show_all else list(statuses)
-    rows = (
-        state()
-        .ledger()
-        .list(status=wanted or None, scope=scope, source=source, text=text, due_before=due_before)
+    ledger = state().ledger()
+    rows = ledger.iter_list(
+        status=wanted or None, scope=scope, source=source, text=text, due_before=due_before, limit=limit
     )
-    if limit is not None:
-        rows = rows[:limit]
-    if fields:
-        emit(pick(rows, fields), _fields_table)
-        return
-    emit(
+    emit_all(
         rows,
         lambda rs: (
             table(
@@ -219,6 +223,8 @@ def list_(
             if rs
             else "No tasks."
         ),
+        fields=fields,
+        fields_human=_fields_table,
     )
 
 

@@ -10,6 +10,7 @@ commit. Free of SQLAlchemy: an everyday command never imports it.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ from heartbeat.db.shape import Shape
 from heartbeat.db.status import TaskStatus
 
 R = TypeVar("R", bound=Row)
+_CURSORS = itertools.count()  # names of PostgreSQL's server-side cursors
 
 
 class Statements(Mapping[str, str]):
@@ -141,15 +143,32 @@ class Db(Conn):
         return got[0][0] if got else None
 
     def stream(self, text: str, params: Mapping[str, Any] | None = None, size: int = 1000) -> Iterator[Any]:
-        """The rows of a query as they come (``fetchmany``), for answers too big to hold."""
+        """The rows of a query as they come, for answers too big to hold (see :meth:`batches`)."""
+        for _names, batch in self.batches(text, params, size):
+            yield from batch
+
+    def batches(
+        self, text: str, params: Mapping[str, Any] | None = None, size: int = 1000
+    ) -> Iterator[tuple[list[str], list[Any]]]:
+        """A query's column names and its rows, ``size`` at a time (PostgreSQL: a server-side
+        cursor, so the client never holds the whole answer either). Other statements may run
+        between two batches."""
         self.flush()
-        cur = self.raw.cursor()
+        cur = self.raw.cursor() if self.sqlite else self.raw.cursor(name=f"hb_{next(_CURSORS)}")
         try:
             cur.execute(self.sql(text), dict(self._bind(params)))
+            names: list[str] | None = None
             while batch := cur.fetchmany(size):
-                yield from batch
+                if names is None:
+                    names = [c[0] for c in cur.description]
+                yield names, batch
         finally:
             cur.close()
+
+    def rows_of(self, cls: type[R], names: Sequence[str], batch: Sequence[Sequence[Any]]) -> list[R]:
+        """Rows of ``batch`` (from :meth:`batches`) as ``cls`` objects that are not attached:
+        for reading many without keeping them."""
+        return [self._build(cls, dict(zip(names, values, strict=True))) for values in batch]
 
     def _bind(self, params: Mapping[str, Any] | None) -> Mapping[str, Any]:
         if not params or not self.sqlite:
@@ -262,6 +281,16 @@ class Db(Conn):
         known = self._identity.get((cls, key))
         if known is not None:
             return known  # type: ignore[return-value]
+        row = self._build(cls, state)
+        row.__dict__[_LOADED] = dict(row.__dict__)
+        row.__dict__[_TRACKER] = self._dirty
+        if None not in key:
+            self._identity[(cls, key)] = row
+        return row
+
+    def _build(self, cls: type[R], state: dict[str, Any]) -> R:
+        """A ``cls`` object of the columns in ``state`` as stored, read as Python values."""
+        shape = cls.shape
         for name in shape.times.intersection(state):
             state[name] = read_time(state[name])
         if self.sqlite:
@@ -275,10 +304,6 @@ class Db(Conn):
             state["status"] = TaskStatus(state["status"])
         row = cls.__new__(cls)
         row.__dict__.update(state)
-        row.__dict__[_LOADED] = dict(state)
-        row.__dict__[_TRACKER] = self._dirty
-        if None not in key:
-            self._identity[(cls, key)] = row
         return row
 
     def _track(self, row: Row) -> None:

@@ -281,7 +281,7 @@ def test_an_unforeseen_failure_is_one_line_exit_70_and_v_shows_the_traceback(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("something hb did not foresee\nsecond line")
 
-    monkeypatch.setattr(Ledger, "list", broken)
+    monkeypatch.setattr(Ledger, "iter_list", broken)
     result = hb("list", code=70)
     assert result.stderr == (
         "hb: internal error: RuntimeError: something hb did not foresee second line (hb -v ... shows where)\n"

@@ -69,6 +69,7 @@ WHERE (:all_statuses = 1 OR status IN {texts:statuses})
   AND (CAST(:pattern AS text) IS NULL OR lower(title) LIKE :pattern ESCAPE '\' OR lower(id) LIKE :pattern ESCAPE '\')
   AND (:any_due = 1 OR (due_at IS NOT NULL AND due_at < :due_before))
 ORDER BY scope, priority_rank, position, pk
+LIMIT :limit
 
 -- name: history
 -- A task's history, oldest first.
