@@ -742,7 +742,8 @@ def pg_raw_queue(url: str, n: int) -> None:
         con.execute("CREATE INDEX ix_ready ON queue (priority_rank, position, pk) WHERE status = 'todo'")
         with con.cursor() as cur:
             cur.executemany(
-                "INSERT INTO queue (id, status, priority_rank, position, payload) VALUES (%s, 'todo', %s, %s, %s)",
+                "INSERT INTO queue (id, status, priority_rank, position, payload) "
+                "VALUES (%s, 'todo', %s, %s, %s)",
                 [(f"task-{i:07d}", i % 4, i, json.dumps({"description": f"job {i}"})) for i in range(n)],
             )
 

@@ -148,9 +148,9 @@ VIEWS.update(
         "tasks_utc": _browse(
             "tasks",
             "pk id scope source title status priority risk blocked_by due_at next_check_at check_interval "
-            "stale_after last_update_at last_checked_at last_progress_note next_action fallback_action blocker "
-            "follow_up skill project_id agent_id user_id chat_id created_at updated_at completed_at claimed_at "
-            "claimed_by lease_expires_at attempts claim not_before idempotency_key version",
+            "stale_after last_update_at last_checked_at last_progress_note next_action fallback_action "
+            "blocker follow_up skill project_id agent_id user_id chat_id created_at updated_at completed_at "
+            "claimed_at claimed_by lease_expires_at attempts claim not_before idempotency_key version",
         ),
         "outcomes_utc": _browse(
             "outcomes",
@@ -163,7 +163,8 @@ VIEWS.update(
         ),
         "notifications_utc": _browse(
             "notifications",
-            "pk at local_day kind task_pk task_id topic risk decision reason blocker suggestion message run_pk",
+            "pk at local_day kind task_pk task_id topic risk decision reason blocker suggestion message "
+            "run_pk",
         ),
         "runs_utc": _browse(
             "runs", "pk kind scope status started_at finished_at task_id worker pid expires_at record detail"
