@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 
 from heartbeat.cli.base import HbClickError, info, state, warn
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 EXTRA = "pip install 'hb-ledger[mcp]'"
 DEFAULT_HOST = "127.0.0.1"
@@ -50,7 +55,25 @@ or the same commands in a shell with --json (`hb pop --json`, `hb complete ID --
 """
 
 
+def _global_option(name: str, metavar: str) -> Callable[[F], F]:
+    """``hb --NAME`` repeated after ``mcp``, where agent runtimes' configs put a server's arguments."""
+
+    def remember(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+        if value is None:
+            return
+        if not value.strip():
+            raise click.BadParameter("empty value", param_hint=f"--{name}")
+        setattr(state(ctx), name, value)
+
+    return click.option(
+        f"--{name}", metavar=metavar, expose_value=False, callback=remember, help=f"As hb --{name}."
+    )
+
+
 @click.command("mcp")
+@_global_option("workspace", "DIR")
+@_global_option("db", "URL")
+@_global_option("now", "ISO8601")
 @click.option(
     "--http", "over_http", is_flag=True, help="Serve streamable HTTP (bearer token) instead of stdio."
 )
@@ -81,7 +104,7 @@ def mcp(over_http: bool, host: str | None, port: int | None, token_file: str | N
     \b
     Example:
       claude mcp add hb -- hb mcp --workspace ~/agent
-      hb --workspace ~/agent mcp --http --port 8788 --token-file ~/agent/.agent/state/serve.token
+      hb mcp --workspace ~/agent --http --port 8788 --token-file ~/agent/.agent/state/serve.token
     """
     if not over_http and (host is not None or port is not None or token_file is not None):
         raise click.UsageError("--host, --port and --token-file go with --http")

@@ -36,8 +36,9 @@ TOOLS = {
 
 
 def server_params(workspace: Path, db: str | None = None, now: str | None = None) -> StdioServerParameters:
-    """``hb mcp`` on ``workspace`` as an agent runtime launches it (this interpreter's hb)."""
-    args = ["-m", "heartbeat", "--workspace", str(workspace)]
+    """``hb mcp`` on ``workspace`` as an agent runtime's config launches it: the options after
+    ``mcp`` (this interpreter's hb; the HTTP tests give them before it, as for any command)."""
+    args = ["-m", "heartbeat", "mcp", "--workspace", str(workspace)]
     if db is not None:
         args += ["--db", db]
     if now is not None:
@@ -45,7 +46,7 @@ def server_params(workspace: Path, db: str | None = None, now: str | None = None
     env = {"TZ": "UTC", "PYTHONPATH": str(ROOT)}
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return StdioServerParameters(command=sys.executable, args=[*args, "mcp"], env=env)
+    return StdioServerParameters(command=sys.executable, args=args, env=env)
 
 
 @asynccontextmanager
