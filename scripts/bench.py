@@ -838,6 +838,66 @@ def bench_postgres(n: int, workers: int = 8) -> None:
         _pg_drop(base, "hb_bench_hb")
 
 
+def bench_mcp(process_pairs: int, mcp_pairs: int) -> None:
+    """9. pop + complete pairs through one `hb mcp` stdio session, vs `hb pop` / `hb complete` processes."""
+    try:
+        import anyio
+        from mcp import ClientSession
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+    except ImportError:
+        print("\n== 9. hb mcp: skipped (the MCP SDK is not installed: pip install 'hb-ledger[mcp]')")
+        return
+    ws = make_ledger(process_pairs + mcp_pairs + 10)
+    env = {**os.environ, "HB_WORKSPACE": str(ws)}
+    hb = hb_command()
+    start = time.perf_counter()
+    for _ in range(process_pairs):
+        out = subprocess.run([*hb, "pop"], env=env, cwd=ws, capture_output=True, text=True, check=True)
+        task = json.loads(out.stdout)
+        finish = [*hb, "complete", task["id"], "--claim", task["claim"]]
+        subprocess.run(finish, env=env, cwd=ws, stdout=subprocess.DEVNULL, check=True)
+    process_rate = process_pairs / (time.perf_counter() - start)
+
+    timings: dict[str, float] = {}
+
+    async def session_pairs() -> None:
+        started = time.perf_counter()
+        params = StdioServerParameters(command=hb[0], args=[*hb[1:], "--workspace", str(ws), "mcp"], env=env)
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            timings["startup"] = time.perf_counter() - started
+            began = time.perf_counter()
+            for _ in range(mcp_pairs):
+                popped = await session.call_tool("pop", {})
+                task = json.loads(popped.content[0].text)["task"]
+                done = await session.call_tool("complete", {"id": task["id"], "claim": task["claim"]})
+                assert not done.is_error, done.content
+            timings["pairs"] = time.perf_counter() - began
+
+    anyio.run(session_pairs)
+    mcp_rate = mcp_pairs / timings["pairs"]
+    ratio = mcp_rate / process_rate
+    record("mcp", "process_pairs_per_s", process_rate, "pairs/s", pairs=process_pairs)
+    record("mcp", "mcp_pairs_per_s", mcp_rate, "pairs/s", pairs=mcp_pairs)
+    record("mcp", "mcp_startup_ms", timings["startup"] * 1e3, "ms")
+    record("mcp", "mcp_vs_process_ratio", ratio, "x")
+    table(
+        "9. pop + complete pairs: one hb mcp stdio session vs hb pop / hb complete processes",
+        [
+            (
+                f"hb pop + hb complete --claim (processes, {process_pairs} pairs)",
+                f"{process_rate:.1f}",
+                "1.0",
+            ),
+            (f"pop + complete tools (one MCP session, {mcp_pairs} pairs)", f"{mcp_rate:.1f}", f"{ratio:.1f}"),
+            ("hb mcp start-up to initialised session (ms, once)", f"{timings['startup'] * 1e3:.0f}", ""),
+        ],
+        ["pairs through", "pairs/s", "ratio"],
+    )
+    print(f"   MCP / processes: {ratio:.1f}x")
+    shutil.rmtree(ws, ignore_errors=True)
+
+
 SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "queue": lambda a: bench_queue(a.tasks),
     "processes": lambda a: bench_workers(a.tasks, 4),
@@ -847,6 +907,7 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "markdown": lambda a: bench_markdown(a.entries, a.entries // 10, a.md_runs),
     "reports": lambda a: bench_reports(a.outcomes, a.outcomes // 10, a.report_runs, a.report_cache),
     "postgres": lambda a: bench_postgres(a.tasks // 4, 8),
+    "mcp": lambda a: bench_mcp(a.runs, a.runs * 10),
 }
 
 
