@@ -700,6 +700,70 @@ def bench_reports(outcomes: int, notifications: int, runs: int, cache: Path | No
         shutil.rmtree(ws, ignore_errors=True)
 
 
+DASHBOARD_PAGES = (
+    ("now", "/", ""),
+    ("decisions", "/decisions", ""),
+    ("decisions_one_day", "/decisions", "day=2026-05-30"),
+    ("task", "/task", None),  # a task with outcomes, found in the ledger
+    ("outcomes", "/outcomes", ""),
+    ("outcomes_by_skill", "/outcomes", "by=skill"),
+    ("outcomes_by_scope", "/outcomes", "by=scope"),
+    ("outcomes_by_source", "/outcomes", "by=source"),
+    ("runs", "/runs", ""),
+)
+
+
+def bench_dashboard(outcomes: int, notifications: int, runs: int, cache: Path | None) -> None:
+    """Issue 18: every dashboard page (its HTML, default window) over the large reporting ledger,
+    in-process, the ledger opened for each page as hb serve opens it for each request."""
+    from heartbeat.web import app
+
+    ws = report_ledger(outcomes, notifications, cache)
+    now = "2026-05-31T00:00:00Z"
+
+    def open_ledger() -> Ledger:
+        return Ledger.open(workspace=ws, now=now)
+
+    with open_ledger() as ledger:  # an older ledger is upgraded here, not in a measurement
+        found = ledger.sql(
+            "SELECT task_id, scope FROM outcomes WHERE task_pk IS NOT NULL ORDER BY completed_at DESC LIMIT 1"
+        )
+        ticks = ledger.sql("SELECT COUNT(*) AS n FROM runs")[0]["n"]
+    rows = []
+    for name, path, query in DASHBOARD_PAGES:
+        if query is None:
+            query = f"id={found[0]['task_id']}&scope={found[0]['scope']}"
+        reply = app.page(open_ledger, path, query, None)  # the first: templates compiled, caches warm
+        assert reply.status == 200, (path, query, reply.status, reply.body[:300])
+        samples = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            reply = app.page(open_ledger, path, query, None)
+            samples.append(time.perf_counter() - start)
+        med = statistics.median(samples)
+        record(
+            "dashboard",
+            f"page_{name}_ms",
+            med * 1e3,
+            "ms",
+            target_ms=200,
+            ratio_to_target=round(med / 0.2, 3),
+            outcomes=outcomes,
+            notifications=notifications,
+            html_bytes=len(reply.body),
+        )
+        shown = path + (f"?{query}" if query else "")
+        rows.append((shown, f"{med * 1e3:.0f}", f"{med / 0.2:.2f}", f"{len(reply.body) / 1024:.0f}", "< 200"))
+    table(
+        f"8. dashboard pages over {outcomes:,} outcomes, {notifications:,} notifications and {ticks:,} runs "
+        f"(HTML, in-process, ledger opened per page as hb serve does; median of {runs})",
+        rows,
+        ["page", "ms", "of target", "KiB", "target ms"],
+    )
+    if cache is None:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
 SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "queue": lambda a: bench_queue(a.tasks),
     "processes": lambda a: bench_workers(a.tasks, 4),
@@ -708,6 +772,7 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "json": lambda a: bench_json_script(1_000),
     "markdown": lambda a: bench_markdown(a.entries, a.entries // 10, a.md_runs),
     "reports": lambda a: bench_reports(a.outcomes, a.outcomes // 10, a.report_runs, a.report_cache),
+    "dashboard": lambda a: bench_dashboard(a.outcomes, a.outcomes // 10, 3 if a.quick else 7, a.report_cache),
 }
 
 
