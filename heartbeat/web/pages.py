@@ -213,7 +213,8 @@ def now_page(ledger: Ledger, params: Params) -> dict[str, Any]:
                     "held": held,
                     "done_today": done_today,
                     "claims": [
-                        _claim(row, now, zone) for row in queries.claims(db, scope, CLAIM_ROWS) if claimed
+                        _claim(row, now, zone)
+                        for row in (queries.claims(db, scope, CLAIM_ROWS) if claimed else [])
                     ],
                     "next_ready": [
                         {
@@ -327,8 +328,12 @@ def entering_round(
 def next_fires(
     rules: Sequence[Mapping[str, Any]], due: Mapping[str, Mapping[str, Any]], now: datetime, zone: ZoneInfo
 ) -> list[dict[str, Any]]:
-    """Each recurrence with its state (due, scheduled, held, disabled, dormant) and next fire
-    time; due ones first, then by next fire time."""
+    """Each recurrence with its state and next fire time, due ones first, then by that time.
+
+    States: ``due`` (``hb recur due`` hands it out now), ``held`` (periods are open but not
+    handed out: its conditions fail, or the skip policy drops them), ``scheduled``, ``never``
+    (a rule hb cannot read), ``dormant`` (a PROACTIVE.md block CraftBot would not run) and
+    ``disabled``."""
     from heartbeat.clock import load_zone, parse_when
     from heartbeat.reporting.reports import open_periods
 
