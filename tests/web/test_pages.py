@@ -440,9 +440,9 @@ def test_outcomes_are_the_hb_report_outcomes_numbers(served: Served, by: str) ->
 
 
 def test_outcomes_default_windows(served: Served) -> None:
-    assert served.json("/outcomes.json")["window"]["days"] == 7
+    assert served.json("/outcomes.json")["window"]["days"] == 3
     assert served.json("/outcomes.json?by=skill")["window"]["days"] == 1
-    page = served.json("/outcomes.json")
+    page = served.json("/outcomes.json?days=7")
     assert page["window"]["since"] == iso(END - timedelta(days=7)) and page["window"]["until"] == iso(END)
 
 
