@@ -691,6 +691,7 @@ def bench_reports(outcomes: int, notifications: int, runs: int, cache: Path | No
         rows,
         ["command", "ms", "target"],
     )
+    _bench_views(ws)
     print("   query plans (the first statements of each report):")
     for kind in REPORTS:
         print(f"   -- {kind}")
@@ -698,6 +699,33 @@ def bench_reports(outcomes: int, notifications: int, runs: int, cache: Path | No
             print("   " + line)
     if cache is None:
         shutil.rmtree(ws, ignore_errors=True)
+
+
+VIEWS = (
+    "outcomes_by_skill",
+    "outcomes_by_scope",
+    "outcomes_by_source",
+    "outcomes_by_day",
+    "outcomes_by_task",
+)
+
+
+def _bench_views(ws: Path, runs: int = 3) -> None:
+    """The outcomes_by_* views read whole (SELECT * on a read-only connection), median of ``runs``."""
+    path = ws / ".agent" / "state" / "heartbeat.db"
+    rows = []
+    for view in VIEWS:
+        samples = []
+        for _ in range(runs):
+            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            start = time.perf_counter()
+            got = len(con.execute(f"SELECT * FROM {view}").fetchall())
+            samples.append(time.perf_counter() - start)
+            con.close()
+        med = statistics.median(samples)
+        record("reports", f"view_{view}_ms", med * 1e3, "ms", target_ms=1000, rows=got)
+        rows.append((f"SELECT * FROM {view}", f"{med * 1e3:.0f}", f"{got:,}", "< 1000"))
+    table("   the outcomes_by_* views, whole (median)", rows, ["query", "ms", "rows", "target"])
 
 
 # --- PostgreSQL: hb's queue against a bare SKIP LOCKED queue ---------------------------------
