@@ -84,14 +84,17 @@ class Context:
     def settings(self) -> settings_mod.Settings:
         """The workspace's settings, every key with its value or default (read once)."""
         if self._settings is None:
+            # read inside the caller's transaction when there is one; else end the implicit
+            # one PostgreSQL's driver began for this read
+            idle = not self.sqlite and not in_transaction(self.raw)
             cur = self.raw.cursor()
             try:
                 cur.execute("SELECT key, value FROM settings")
                 rows = cur.fetchall()
             finally:
                 cur.close()
-            if not self.sqlite:
-                self.raw.rollback()  # end the implicit read transaction
+            if idle:
+                self.raw.rollback()
             # SQLite hands back JSON text; psycopg has already decoded the json column
             stored = {k: json.loads(v) if self.sqlite and isinstance(v, str) else v for k, v in rows}
             self._settings = settings_mod.build(stored)
@@ -146,3 +149,9 @@ class Context:
         if isinstance(value, str):
             return parse_when(value, self.zone, what="now")
         raise InvalidInput(f"the now callable returned {type(value).__name__}, not a datetime")
+
+
+def in_transaction(raw: Any) -> bool:
+    """Whether a psycopg connection (or a pool's proxy of one) is inside a transaction."""
+    connection = getattr(raw, "driver_connection", raw)
+    return int(connection.info.transaction_status) != 0  # psycopg.pq.TransactionStatus.IDLE

@@ -188,3 +188,15 @@ def _sample(param: str, sql: str) -> Any:
     if re.search(r"\{(ints|texts):" + param + r"\}", sql):
         return [1] if "{ints:" + param in sql else ["x"]
     return None
+
+
+def test_settings_first_read_inside_a_write_keep_the_write(ledger: Ledger, workspace: Any) -> None:
+    """The settings (the zone) may be read for the first time inside a write transaction: that
+    read must not end the transaction (PostgreSQL's driver began one for it otherwise)."""
+    with Ledger.open(workspace, db=ledger.url, now=NOW) as fresh:
+        with fresh.ctx.write() as db:
+            db.add(_task("t1"))
+            assert fresh.zone is not None  # the first read of the settings, mid-transaction
+            db.add(_task("t2"))
+        with fresh.ctx.read() as db:
+            assert db.value("SELECT count(*) FROM tasks") == 2
