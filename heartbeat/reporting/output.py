@@ -1,18 +1,24 @@
-"""Rendering a :class:`Table`: aligned text for people, JSON and CSV for programs."""
+"""Rendering a :class:`Table`: aligned text for people, JSON and CSV for programs.
+
+JSON and CSV are also written as the rows come (:func:`write_csv`, :func:`write_records`,
+:func:`write_document`): the same text as :func:`render`, without holding the rows or the text.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-from datetime import datetime
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime, tzinfo
 from typing import Any
 
 from heartbeat.reporting import grid
-from heartbeat.reporting.table import Table, json_value
+from heartbeat.reporting.table import Table, json_value, unique_names
 
 FORMATS = ("table", "json", "csv")
 NUMERIC = frozenset({"int", "float", "rate", "duration"})
+CHUNK = 1000  # rows written at a time
 
 
 def render(table: Table, fmt: str, *, document: Any = None, null: str = "-") -> str:
@@ -32,6 +38,67 @@ def render_csv(table: Table) -> str:
     for row in table.rows:
         writer.writerow([_csv_cell(json_value(v, table.zone)) for v in row])
     return out.getvalue().rstrip("\n")
+
+
+def write_csv(
+    names: list[str], rows: Iterable[tuple[Any, ...]], zone: tzinfo, write: Callable[[str], Any]
+) -> None:
+    """:func:`render_csv`'s text and its final newline, written ``CHUNK`` rows at a time."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(names)
+    for n, row in enumerate(rows, 1):
+        writer.writerow([_csv_cell(json_value(v, zone)) for v in row])
+        if n % CHUNK == 0:
+            write(out.getvalue())
+            out.seek(0)
+            out.truncate()
+    write(out.getvalue())
+
+
+def write_records(
+    names: list[str], rows: Iterable[tuple[Any, ...]], zone: tzinfo, write: Callable[[str], Any]
+) -> None:
+    """The rows as a JSON array of objects (the text ``json.dumps(records, indent=2)`` gives)
+    and a final newline, written ``CHUNK`` rows at a time."""
+    write(_json_array(names, rows, zone, write, level=0) + "\n")
+
+
+def write_document(table: Table, write: Callable[[str], Any]) -> None:
+    """The report document ``--format json`` prints (``render(table, "json")``) and a final
+    newline, the rows written ``CHUNK`` at a time."""
+    head = json.dumps({**table.meta, "columns": table.names}, ensure_ascii=False, indent=2)
+    write(head.removesuffix("\n}") + ',\n  "rows": ')
+    write(_json_array(table.names, table.rows, table.zone, write, level=1) + "\n}\n")
+
+
+def _json_array(
+    names: list[str],
+    rows: Iterable[tuple[Any, ...]],
+    zone: tzinfo,
+    write: Callable[[str], Any],
+    *,
+    level: int,
+) -> str:
+    """Write a JSON array of records nested ``level`` deep; returns its last part, unwritten."""
+    pad = "  " * (level + 1)
+    parts: list[str] = []
+    count = 0
+    for count, record in enumerate(_records(names, rows, zone), 1):
+        text = json.dumps(record, ensure_ascii=False, indent=2).replace("\n", "\n" + pad)
+        parts.append(("[\n" if count == 1 else ",\n") + pad + text)
+        if count % CHUNK == 0:
+            write("".join(parts))
+            parts.clear()
+    if not count:
+        return "[]"
+    return "".join(parts) + "\n" + "  " * level + "]"
+
+
+def _records(names: list[str], rows: Iterable[tuple[Any, ...]], zone: tzinfo) -> Iterator[dict[str, Any]]:
+    keys = unique_names(names)
+    for row in rows:
+        yield {key: json_value(value, zone) for key, value in zip(keys, row, strict=True)}
 
 
 def _csv_cell(value: Any) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, tzinfo
 from decimal import Decimal
@@ -51,6 +52,24 @@ class Table:
     def as_dict(self) -> dict[str, Any]:
         """The report document ``--format json`` prints."""
         return {**self.meta, "columns": self.names, "rows": self.records()}
+
+
+@dataclass
+class Stream:
+    """A query's answer as it comes (``hb sql``): named columns, and rows read once, as they
+    are iterated."""
+
+    columns: list[Column]
+    rows: Iterator[tuple[Any, ...]]
+    zone: tzinfo
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def table(self) -> Table:
+        """The whole answer, held."""
+        return Table(self.columns, list(self.rows), self.zone)
 
 
 def unique_names(names: list[str]) -> list[str]:
