@@ -50,6 +50,19 @@ class ReportAPI:
         """A report as ``hb report KIND --format json`` prints it: metadata, columns, rows."""
         return report_table(self.ctx, kind, since=since, until=until, by=by, limit=limit).as_dict()
 
+    def report_stream(
+        self,
+        kind: str,
+        *,
+        since: str | datetime | None = None,
+        until: str | datetime | None = None,
+        by: str | None = None,
+        limit: int | None = None,
+    ) -> AbstractContextManager[Stream]:
+        """:meth:`report_table` as a stream (a context manager): its ``rows`` are read from one
+        snapshot as they are iterated, until the block ends (``hb report --format csv|json``)."""
+        return report_stream(self.ctx, kind, since=since, until=until, by=by, limit=limit)
+
     def sql_table(self, query: str, *, timeout: str | float | None = None) -> Table:
         """Run one read-only SQL statement; the database refuses any write (QueryFailed).
 
@@ -79,12 +92,28 @@ def report_table(
     by: str | None = None,
     limit: int | None = None,
 ) -> Table:
-    """One report (``hb report KIND``): see :meth:`ReportAPI.report_table`."""
+    """One report (``hb report KIND``), held: see :meth:`ReportAPI.report_table`."""
+    with report_stream(ctx, kind, since=since, until=until, by=by, limit=limit) as report:
+        return report.table()
+
+
+@contextmanager
+def report_stream(
+    ctx: Context,
+    kind: str,
+    *,
+    since: str | datetime | None = None,
+    until: str | datetime | None = None,
+    by: str | None = None,
+    limit: int | None = None,
+) -> Iterator[Stream]:
+    """One report, its rows read (from one snapshot) as the block iterates them."""
     from heartbeat import recur
     from heartbeat.clock import isoformat
     from heartbeat.errors import InvalidInput
     from heartbeat.reporting import reports
     from heartbeat.reporting.db import snapshot
+    from heartbeat.reporting.table import Stream
 
     if kind not in reports.BY:
         raise InvalidInput(f"unknown report {kind!r} (expected one of: {', '.join(reports.KINDS)})")
@@ -101,17 +130,17 @@ def report_table(
         {r["id"] for r in recur.due(ctx) if r["source"] == "proactive"} if kind == "recurrences" else set()
     )
     with snapshot(ctx.raw, "sqlite" if ctx.sqlite else "postgresql") as reader:
-        report = reports.Context(reader, window, zone, now, limit, due_now)
-        table = reports.build(kind, grouping, report)
-    table.meta = {
-        "report": kind,
-        "by": grouping,
-        "since": isoformat(window.since, zone),
-        "until": isoformat(window.until, zone),
-        "timezone": zone.key,
-        "now": isoformat(now, zone),
-    }
-    return table
+        built = reports.build(kind, grouping, reports.Context(reader, window, zone, now, limit, due_now))
+        report = built if isinstance(built, Stream) else Stream.of(built)
+        report.meta = {
+            "report": kind,
+            "by": grouping,
+            "since": isoformat(window.since, zone),
+            "until": isoformat(window.until, zone),
+            "timezone": zone.key,
+            "now": isoformat(now, zone),
+        }
+        yield report
 
 
 @contextmanager

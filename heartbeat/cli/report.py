@@ -66,16 +66,19 @@ def _report_command(kind: str, summary: str, example: str) -> click.Command:
         from heartbeat.reporting import output
 
         out = _format(fmt)
-        table = state().ledger(create=False).report_table(kind, since=since, until=until, by=by, limit=limit)
-        if out == "csv":
-            output.write_csv(table.names, table.rows, table.zone, _write)
-        elif out == "json":
-            output.write_document(table, _write)
-        else:
-            meta = table.meta
-            span = f"{meta['since'] or 'start'} .. {meta['until'] or 'now'}"
-            info(f"{kind} by {by}, {span} ({meta['timezone']}): {len(table.rows)} row(s)")
-            click.echo(output.render_text(table))
+        ledger = state().ledger(create=False)
+        if out != "table":  # the rows go out as they are read
+            with ledger.report_stream(kind, since=since, until=until, by=by, limit=limit) as report:
+                if out == "csv":
+                    output.write_csv(report.names, report.rows, report.zone, _write)
+                else:
+                    output.write_document(report, _write)
+            return
+        table = ledger.report_table(kind, since=since, until=until, by=by, limit=limit)
+        meta = table.meta
+        span = f"{meta['since'] or 'start'} .. {meta['until'] or 'now'}"
+        info(f"{kind} by {by}, {span} ({meta['timezone']}): {len(table.rows)} row(s)")
+        click.echo(output.render_text(table))
 
     return command
 

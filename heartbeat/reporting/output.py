@@ -9,12 +9,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable, Iterable, Iterator
+import math
+from collections.abc import Callable, Iterable
 from datetime import datetime, tzinfo
 from typing import Any
 
 from heartbeat.reporting import grid
-from heartbeat.reporting.table import Table, json_value, unique_names
+from heartbeat.reporting.table import Stream, Table, json_value, unique_names
 
 FORMATS = ("table", "json", "csv")
 NUMERIC = frozenset({"int", "float", "rate", "duration"})
@@ -64,7 +65,7 @@ def write_records(
     write(_json_array(names, rows, zone, write, level=0) + "\n")
 
 
-def write_document(table: Table, write: Callable[[str], Any]) -> None:
+def write_document(table: Table | Stream, write: Callable[[str], Any]) -> None:
     """The report document ``--format json`` prints (``render(table, "json")``) and a final
     newline, the rows written ``CHUNK`` at a time."""
     head = json.dumps({**table.meta, "columns": table.names}, ensure_ascii=False, indent=2)
@@ -82,11 +83,14 @@ def _json_array(
 ) -> str:
     """Write a JSON array of records nested ``level`` deep; returns its last part, unwritten."""
     pad = "  " * (level + 1)
+    # each record as json.dumps(record, indent=2) nests it, the keys encoded once
+    heads = [f"\n{pad}  {_STRING(key)}: " for key in unique_names(names)]
+    close = f"\n{pad}}}" if heads else "}"
     parts: list[str] = []
     count = 0
-    for count, record in enumerate(_records(names, rows, zone), 1):
-        text = json.dumps(record, ensure_ascii=False, indent=2).replace("\n", "\n" + pad)
-        parts.append(("[\n" if count == 1 else ",\n") + pad + text)
+    for count, row in enumerate(rows, 1):
+        cells = [head + _json(json_value(value, zone), pad) for head, value in zip(heads, row, strict=True)]
+        parts.append(("[\n" if count == 1 else ",\n") + pad + "{" + ",".join(cells) + close)
         if count % CHUNK == 0:
             write("".join(parts))
             parts.clear()
@@ -95,10 +99,25 @@ def _json_array(
     return "".join(parts) + "\n" + "  " * level + "]"
 
 
-def _records(names: list[str], rows: Iterable[tuple[Any, ...]], zone: tzinfo) -> Iterator[dict[str, Any]]:
-    keys = unique_names(names)
-    for row in rows:
-        yield {key: json_value(value, zone) for key, value in zip(keys, row, strict=True)}
+_STRING = json.encoder.encode_basestring  # a JSON string, as json.dumps(..., ensure_ascii=False)
+
+
+def _json(value: Any, pad: str) -> str:
+    """A record's value as ``json.dumps(record, ensure_ascii=False, indent=2)`` writes it."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    kind = type(value)
+    if kind is str:
+        return _STRING(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float and math.isfinite(value):
+        return float.__repr__(value)
+    return json.dumps(value, ensure_ascii=False, indent=2).replace("\n", "\n  " + pad)
 
 
 def _csv_cell(value: Any) -> Any:

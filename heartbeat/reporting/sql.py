@@ -23,7 +23,9 @@ the query (exit 130). Nothing is changed either way.
 
 The rows come as they are read (SQLite ``fetchmany``, PostgreSQL a streamed
 result in chunks), under those guards until the last one, so an answer of any
-size passes through in flat memory.
+size passes through in flat memory. SQLite's limit counts the query's own time
+(not the writing of its rows); PostgreSQL's ``statement_timeout`` counts until
+the server has sent the last row.
 """
 
 from __future__ import annotations
@@ -136,17 +138,31 @@ def _guarded(con: sqlite3.Connection, denied: list[str]) -> Iterator[sqlite3.Con
 
 class Limit:
     """A query's time limit and Ctrl-C: while active, SIGINT cancels the query instead of
-    killing hb half-way (``interrupted``), and ``expired`` turns true after ``seconds``."""
+    killing hb half-way (``interrupted``), and ``expired`` turns true after ``seconds`` of the
+    query's own time (the clock stops while the rows read so far are written out)."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.interrupted = False
         self.deadline = time.monotonic() + seconds
         self.on_interrupt: Callable[[], None] | None = None
+        self._paused_at: float | None = None
 
     @property
     def expired(self) -> bool:
-        return time.monotonic() >= self.deadline
+        now = self._paused_at if self._paused_at is not None else time.monotonic()
+        return now >= self.deadline
+
+    def pause(self) -> None:
+        """Stop the clock: the rows read so far are the caller's to write."""
+        if self._paused_at is None:
+            self._paused_at = time.monotonic()
+
+    def resume(self) -> None:
+        """Run the clock again: the query reads on."""
+        if self._paused_at is not None:
+            self.deadline += time.monotonic() - self._paused_at
+            self._paused_at = None
 
     def stop(self) -> bool:
         """For SQLite's progress handler: whether to abandon the query now."""
@@ -203,6 +219,7 @@ def sqlite_answer(con: sqlite3.Connection, query: str, *, timeout: float) -> Ite
                 cur.execute(query)
             except (sqlite3.Error, sqlite3.Warning) as exc:
                 raise _sqlite_failed(exc, denied, limit) from None
+            limit.pause()
             if cur.description is None:  # a statement without a result set
                 yield Answer([], iter(()))
             else:
@@ -214,10 +231,13 @@ def sqlite_answer(con: sqlite3.Connection, query: str, *, timeout: float) -> Ite
 
 def _sqlite_rows(cur: sqlite3.Cursor, denied: list[str], limit: Limit) -> Iterator[tuple[Any, ...]]:
     while True:
+        limit.resume()
         try:
             batch = cur.fetchmany(BATCH)
         except (sqlite3.Error, sqlite3.Warning) as exc:
             raise _sqlite_failed(exc, denied, limit) from None
+        finally:
+            limit.pause()
         if limit.interrupted:  # Ctrl-C while the rows were being written out
             raise Interrupted("sql: query cancelled (interrupted)")
         if not batch:

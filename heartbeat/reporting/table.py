@@ -56,12 +56,14 @@ class Table:
 
 @dataclass
 class Stream:
-    """A query's answer as it comes (``hb sql``): named columns, and rows read once, as they
-    are iterated."""
+    """A :class:`Table` whose rows come as they are read (``hb sql``, the larger reports):
+    read once, by iterating ``rows``, while the query that yields them is open."""
 
     columns: list[Column]
     rows: Iterator[tuple[Any, ...]]
     zone: tzinfo
+    meta: dict[str, Any] = field(default_factory=dict)
+    sparse: frozenset[str] = frozenset()
 
     @property
     def names(self) -> list[str]:
@@ -69,7 +71,12 @@ class Stream:
 
     def table(self) -> Table:
         """The whole answer, held."""
-        return Table(self.columns, list(self.rows), self.zone)
+        return Table(self.columns, list(self.rows), self.zone, self.meta, self.sparse)
+
+    @classmethod
+    def of(cls, table: Table) -> Stream:
+        """A held table's rows as a stream."""
+        return cls(table.columns, iter(table.rows), table.zone, table.meta, table.sparse)
 
 
 def unique_names(names: list[str]) -> list[str]:
