@@ -490,8 +490,11 @@ def _entering(db: Db, now: datetime, max_attempts: int, *, lock: bool = False) -
     from heartbeat.rules.round import assess_risk, entry_reasons
 
     query = SQL.entering_locked if lock else SQL.entering
+    tasks: list[TaskRow] = []
+    for names, batch in db.batches(query, {"now": db.time(now)}):
+        tasks.extend(db.rows_of(TaskRow, names, batch))  # read only: not attached
     found = []
-    for task in db.load(TaskRow, query, {"now": db.time(now)}):
+    for task in tasks:
         state = _task_state(task, max_attempts)
         reasons = [str(r) for r in entry_reasons(state, now)]
         if reasons:
@@ -578,7 +581,7 @@ def _decide(
     action = suggestion if suggestion is not None and suggestion.strip() else state.next_action
     backup = fallback if fallback is not None and fallback.strip() else state.fallback_action
     decision = decide_reminder(
-        replace(state, next_action=action),
+        state if action == state.next_action else replace(state, next_action=action),
         entry.risk,
         last_sent=last_sent,
         quiet=policy.quiet,
@@ -645,7 +648,7 @@ def _record_round(
     now: datetime,
 ) -> int:
     """The round's runs row, one notifications row per decision (one executemany), the tasks' new
-    check times (one executemany): a handful of statements however many tasks entered."""
+    check times (one executemany): three statements however many tasks entered."""
     run = db.add(
         RunRow(
             kind="check",
@@ -661,7 +664,28 @@ def _record_round(
             },
         )
     )
-    db.add_all([_notification_row(policy.zone, r, now, run.pk) for r in reminders])
+    at, day = db.time(now), _local_day(policy.zone, now)
+    db.insert_many(
+        "notifications",
+        _REMINDER_COLUMNS,
+        [
+            (
+                at,
+                day,
+                "reminder",
+                r.entry.task.pk,
+                r.entry.task.id,
+                r.entry.risk.value,
+                r.decision.decision.value,
+                r.decision.reason.value if r.decision.reason else None,
+                r.entry.task.blocker or None,
+                r.suggestion,
+                r.message,
+                run.pk,
+            )
+            for r in reminders
+        ],
+    )
     db.executemany(
         SQL.checked,
         [
@@ -675,6 +699,23 @@ def _record_round(
     )
     assert run.pk is not None
     return run.pk
+
+
+# a round's notifications rows, as _notification_row makes them, in one executemany
+_REMINDER_COLUMNS = (
+    "at",
+    "local_day",
+    "kind",
+    "task_pk",
+    "task_id",
+    "risk",
+    "decision",
+    "reason",
+    "blocker",
+    "suggestion",
+    "message",
+    "run_pk",
+)
 
 
 def _notification_row(

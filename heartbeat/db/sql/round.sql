@@ -1,15 +1,22 @@
 -- The heartbeat round: hb due, check, notify, proactive, seen, hygiene done.
 
 -- name: entering
--- Active tasks that may enter the round at :now (the rules decide), in queue order.
-SELECT * FROM tasks
+-- Active tasks that may enter the round at :now (the rules decide), in queue order: the columns
+-- the round reads.
+SELECT pk, id, scope, title, status, priority, risk, due_at, next_check_at, last_update_at, created_at,
+       last_checked_at, check_interval, stale_after, blocker, next_action, fallback_action,
+       last_progress_note, follow_up, attempts, not_before
+FROM tasks
 WHERE status IN ('todo', 'doing', 'waiting', 'blocked', 'snoozed')
   AND (next_check_at <= :now OR due_at < :now OR stale_after IS NOT NULL)
 ORDER BY scope, priority_rank, position, pk
 
 -- name: entering_locked
 -- The same, the rows locked for the round's write transaction (PostgreSQL).
-SELECT * FROM tasks
+SELECT pk, id, scope, title, status, priority, risk, due_at, next_check_at, last_update_at, created_at,
+       last_checked_at, check_interval, stale_after, blocker, next_action, fallback_action,
+       last_progress_note, follow_up, attempts, not_before
+FROM tasks
 WHERE status IN ('todo', 'doing', 'waiting', 'blocked', 'snoozed')
   AND (next_check_at <= :now OR due_at < :now OR stale_after IS NOT NULL)
 ORDER BY scope, priority_rank, position, pk{for_update}
