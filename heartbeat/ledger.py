@@ -476,8 +476,9 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
     # --- the queue (SPEC.md section 3) ---------------------------------------------
 
     @contextmanager
-    def _queue_tx(self, *, export: bool = True) -> Iterator[Any]:
-        """A queue transaction on the driver connection (the hot path), then auto-export."""
+    def _queue_tx(self, *, export: bool = True, lazy: bool = False) -> Iterator[Any]:
+        """A queue transaction on the driver connection (the hot path), then auto-export.
+        ``lazy``: see :func:`heartbeat.queue.transaction` (one-statement operations on PostgreSQL)."""
         from heartbeat import queue
 
         if self._dialect is None:
@@ -487,7 +488,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             from heartbeat.sync.queue_files import export_queue_files
 
             export_queue_files(self, edits_only=True)  # the operation sees the files' hand edits
-        with queue.transaction(self.raw, self._dialect, lambda: self.zone) as tx:
+        with queue.transaction(self.raw, self._dialect, lambda: self.zone, lazy=lazy) as tx:
             yield tx
         if export:  # after the commit: the operation stands, whatever writing the files does
             try:
@@ -513,7 +514,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
         duration = self._lease(lease)
         now = self.now()
-        with self._queue_tx() as conn:
+        with self._queue_tx(lazy=True) as conn:
             result = queue.pop(
                 conn,
                 now,
@@ -564,7 +565,7 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         from heartbeat import queue
 
         now = self.now()
-        with self._queue_tx() as conn:
+        with self._queue_tx(lazy=True) as conn:
             row = queue.complete(conn, now, task_id, scope=scope, outcome=outcome, claim=claim)
         return {"id": row["id"], "scope": row["scope"] or None, "status": "done", "claim": row["claim"]}
 

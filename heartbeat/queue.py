@@ -236,6 +236,39 @@ SQL = {
 }
 
 
+# PostgreSQL: the common pop and every completion are ONE statement each, sent in autocommit (one
+# round trip, like a bare SKIP LOCKED queue): data-modifying CTEs write the runs row (and the
+# outcome row) with the claim. The last-run.json object is built as last_run_record builds it.
+def _pg_record(status: str, outcome: str) -> str:
+    return (
+        "json_build_object('timestamp', CAST(:stamp AS text), 'task_id', c.id, 'status', "
+        f"CAST('{status}' AS text), 'description', c.title, 'assigned_skill', c.skill, 'project_id', "
+        "c.project_id, 'agent_id', c.agent_id, 'user_id', c.user_id, "
+        f"'outcome', {outcome}, 'trace_id', c.extra->'trace_id', 'decision_log', "
+        "c.extra->'decision_log', 'scope', NULLIF(c.scope, ''))"
+    )
+
+
+_RUN_COLUMNS = "kind, scope, status, started_at, finished_at, task_id, worker, record, detail"
+for _key in ("claim_checked", "claim_checked_legacy"):
+    SQL[f"{_key}_run_pg"] = (
+        f"WITH c AS ({SQL[_key]}), run AS (INSERT INTO runs ({_RUN_COLUMNS}) "
+        f"SELECT 'pop', NULLIF(c.scope, ''), 'ok', :now, :now, c.id, c.claimed_by, "
+        f"{_pg_record('in_progress', 'CAST(NULL AS json)')}, json_build_object('claim', c.claim) FROM c) "
+        "SELECT * FROM c"
+    )
+SQL["done_run_pg"] = (
+    f"WITH c AS ({SQL['done']}), "
+    "outcome AS (INSERT INTO outcomes (task_pk, task_id, scope, source, skill, success, result, claimed_at, "
+    "completed_at, duration_s, attempt, worker, claim) SELECT c.pk, c.id, c.scope, c.source, c.skill, true, "
+    "CAST(:result AS json), c.claimed_at, :now, "
+    "EXTRACT(EPOCH FROM CAST(:now AS timestamptz) - c.claimed_at), c.attempts, c.claimed_by, c.claim "
+    "FROM c), "
+    f"run AS (INSERT INTO runs ({_RUN_COLUMNS}) SELECT 'complete', NULLIF(c.scope, ''), 'ok', :now, :now, "
+    f"c.id, c.claimed_by, {_pg_record('completed', 'CAST(:result AS json)')}, NULL FROM c) "
+    "SELECT * FROM c"
+)
+
 for _key in [k for k, v in SQL.items() if "{target}" in v]:
     _text = SQL.pop(_key)
     for _suffix, _target in (("_by_id", _TARGET_ID), ("_by_scope_id", _TARGET_SCOPE_ID)):
@@ -292,6 +325,15 @@ class Tx:
         self.d = dialect
         self.cur = raw.cursor()
         self._zone = zone
+        # PostgreSQL in autocommit: each statement its own transaction until begin() (see
+        # transaction(lazy=True)); False once a transaction is open (always on SQLite)
+        self.autocommit = False
+
+    def begin(self) -> None:
+        """Open the transaction now (after statements that each stood alone in autocommit)."""
+        if self.autocommit:
+            _driver(self.raw).autocommit = False  # the next statement begins a transaction
+            self.autocommit = False
 
     @property
     def zone(self) -> tzinfo | None:
@@ -322,20 +364,37 @@ class Tx:
 
 
 @contextmanager
-def transaction(raw: Any, dialect: Dialect, zone: Zone = None) -> Iterator[Tx]:
-    """A write transaction on ``raw`` (SQLite: BEGIN IMMEDIATE; PostgreSQL: implicit BEGIN)."""
+def transaction(raw: Any, dialect: Dialect, zone: Zone = None, *, lazy: bool = False) -> Iterator[Tx]:
+    """A write transaction on ``raw`` (SQLite: BEGIN IMMEDIATE; PostgreSQL: implicit BEGIN).
+
+    ``lazy`` (PostgreSQL): the statements run in autocommit, each its own transaction, until
+    the operation calls :meth:`Tx.begin`: an operation that is one statement costs one round
+    trip (no BEGIN, no COMMIT). On SQLite ``lazy`` changes nothing.
+    """
     tx = Tx(raw, dialect, zone)
     if dialect.sqlite:
         tx.cur.execute("BEGIN IMMEDIATE")
+    elif lazy:
+        _driver(raw).autocommit = True
+        tx.autocommit = True
     try:
         yield tx
     except BaseException:
-        raw.rollback()
+        if not tx.autocommit:
+            raw.rollback()
         raise
     else:
-        raw.commit()
+        if not tx.autocommit:
+            raw.commit()
     finally:
         tx.cur.close()
+        if tx.autocommit:
+            _driver(raw).autocommit = False
+
+
+def _driver(raw: Any) -> Any:
+    """The psycopg connection (behind a pool's proxy of it)."""
+    return getattr(raw, "driver_connection", raw)
 
 
 # Builds a finished task's last-run.json object from its row (the row as the operation left it).
@@ -456,10 +515,20 @@ def pop(
     if task_id is None and not accept_stale:
         # the common pop: one statement that claims only when no check would fail
         claim["scope"] = scope or LEGACY
-        rows = tx.rows(("claim_checked" if scope is not None else "claim_checked_legacy") + order, claim)
-        if rows:
-            result.task = tx.task(rows[0])
-            return _popped(tx, result, claim["scope"], now, at, worker, None)
+        key = ("claim_checked" if scope is not None else "claim_checked_legacy") + order
+        if tx.autocommit and not order:  # PostgreSQL: the claim and its runs row, one round trip
+            from heartbeat.formats.timestamps import format_timestamp
+
+            rows = tx.rows(f"{key}_run_pg", {**claim, "stamp": format_timestamp(now)})
+            if rows:
+                result.task = tx.task(rows[0])
+                return _popped(tx, result, claim["scope"], now, at, worker, None, run=False)
+        else:
+            rows = tx.rows(key, claim)
+            if rows:
+                result.task = tx.task(rows[0])
+                return _popped(tx, result, claim["scope"], now, at, worker, None)
+    tx.begin()
     scope = _preflight(tx, scope, at, accept_stale)
     claim["scope"] = scope
     if accept_stale:
@@ -533,9 +602,18 @@ def _check_poppable(tx: Tx, task_id: str, row: Mapping[str, Any], now: datetime)
 
 
 def _popped(
-    tx: Tx, result: PopResult, scope: str, now: datetime, at: Any, worker: str | None, task_id: str | None
+    tx: Tx,
+    result: PopResult,
+    scope: str,
+    now: datetime,
+    at: Any,
+    worker: str | None,
+    task_id: str | None,
+    *,
+    run: bool = True,
 ) -> PopResult:
-    """After the claim: the blocked entries passed over, the runs row, exit 10 when exhausted."""
+    """After the claim: the blocked entries passed over, the runs row (unless the claim wrote it:
+    ``run``), exit 10 when exhausted."""
     if scope != LEGACY:
         upto = result.task["position"] if result.task else None
         result.skipped = [
@@ -553,7 +631,8 @@ def _popped(
         detail = {"claim": result.task["claim"]}
         if got in result.adopted_from:
             detail["took_over_from"] = result.adopted_from[got]
-    _run(tx, "pop", scope, at, status=status, worker=worker, task_id=got, record=record, detail=detail)
+    if run:
+        _run(tx, "pop", scope, at, status=status, worker=worker, task_id=got, record=record, detail=detail)
     if got is None and scope != LEGACY and task_id is None:
         result.exhausted = QueueExhausted(f"queue {scope} is exhausted: write the evidence report and stop")
         result.exhausted.skipped = result.skipped
@@ -694,6 +773,13 @@ def complete(
     nothing changes); without it, whoever holds the task. The outcome row names the claim closed.
     """
     at = tx.d.time(now)
+    if tx.autocommit and last_run is None:  # PostgreSQL: the completion, its outcome and runs rows
+        from heartbeat.formats.timestamps import format_timestamp
+
+        params = {"now": at, "stamp": format_timestamp(now), "result": tx.d.json(outcome)}
+        row = _finish(tx, "done_run_pg", task_id, scope, params, claim)
+        return {**row, "status": "done", "completed_at": now}
+    tx.begin()
     row = _finish(tx, "done", task_id, scope, {"now": at}, claim)
     _outcome(tx, row, at, now, success=True, result=outcome)
     record = last_run(row) if last_run is not None else last_run_record(row, now, "completed", outcome)

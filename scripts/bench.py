@@ -879,7 +879,7 @@ def bench_round(runs: int) -> None:
         ("POST /poke on hb serve (in process)", f"{served * 1e3:.1f}", f"{served / floor:.2f}", "<= 5")
     )
     table(
-        f"8. the round, recurrences, reports, settings: whole processes (median of {runs})",
+        f"10. the round, recurrences, reports, settings: whole processes (median of {runs})",
         rows,
         ["command", "ms", "vs floor", "target"],
     )
@@ -919,6 +919,204 @@ def bench_round(runs: int) -> None:
     shutil.rmtree(idle_ws, ignore_errors=True)
 
 
+# --- PostgreSQL: hb's queue against a bare SKIP LOCKED queue ---------------------------------
+
+
+def _pg_url() -> str | None:
+    return os.environ.get("HB_BENCH_DATABASE_URL") or os.environ.get("HB_TEST_DATABASE_URL")
+
+
+def _pg_dsn(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
+def _pg_database(base: str, name: str) -> str:
+    """A fresh database ``name`` on the server of ``base`` (dropped first); its URL."""
+    import psycopg
+
+    with psycopg.connect(_pg_dsn(base), autocommit=True) as con:
+        con.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        con.execute(f'CREATE DATABASE "{name}"')
+    head, _, _ = base.rpartition("/")
+    return f"{head}/{name}"
+
+
+def _pg_drop(base: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(_pg_dsn(base), autocommit=True) as con:
+        con.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def pg_raw_queue(url: str, n: int) -> None:
+    """The bare PostgreSQL queue: one table, one partial index."""
+    import psycopg
+
+    with psycopg.connect(_pg_dsn(url), autocommit=True) as con:
+        con.execute(
+            "CREATE TABLE queue (pk bigserial PRIMARY KEY, id text NOT NULL, status text NOT NULL, "
+            "priority_rank int NOT NULL, position int NOT NULL, claimed_at timestamptz, claimed_by text, "
+            "payload json)"
+        )
+        con.execute("CREATE INDEX ix_ready ON queue (priority_rank, position, pk) WHERE status = 'todo'")
+        with con.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO queue (id, status, priority_rank, position, payload) "
+                "VALUES (%s, 'todo', %s, %s, %s)",
+                [(f"task-{i:07d}", i % 4, i, json.dumps({"description": f"job {i}"})) for i in range(n)],
+            )
+
+
+def pg_raw_drain(url: str, worker: str) -> tuple[list[str], float, float]:
+    """The bare claim and completion, each one autocommitted statement (two round trips a pair)."""
+    import psycopg
+
+    done: list[str] = []
+    with psycopg.connect(_pg_dsn(url), autocommit=True) as con:
+        start = time.time()
+        while True:
+            row = con.execute(
+                "UPDATE queue SET status = 'doing', claimed_at = now(), claimed_by = %s WHERE pk = "
+                "(SELECT pk FROM queue WHERE status = 'todo' ORDER BY priority_rank, position, pk "
+                "LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING pk, id, payload",
+                (worker,),
+            ).fetchone()
+            if row is None:
+                break
+            con.execute("UPDATE queue SET status = 'done' WHERE pk = %s", (row[0],))
+            done.append(row[1])
+        return done, start, time.time()
+
+
+def pg_hb_drain(url: str, worker: str) -> tuple[list[str], float, float]:
+    """pop+complete through hb's API on PostgreSQL."""
+    done: list[str] = []
+    ws = Path(tempfile.mkdtemp(prefix="hb-pg-"))
+    with Ledger.open(workspace=ws, db=url) as ledger:
+        ledger.settings  # noqa: B018 - read before the clock starts, as a long-lived worker has
+        start = time.time()
+        while (task := ledger.pop(worker=worker)) is not None:
+            ledger.complete(task["id"], outcome={"ok": True}, claim=task["claim"])
+            done.append(task["id"])
+        end = time.time()
+    shutil.rmtree(ws, ignore_errors=True)
+    return done, start, end
+
+
+def _pg_pool(
+    fn: Callable[[str, str], tuple[list[str], float, float]], url: str, workers: int
+) -> tuple[float, list[str]]:
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(workers) as pool:
+        parts = pool.starmap(fn, [(url, f"w{i}") for i in range(workers)])
+    elapsed = max(p[2] for p in parts) - min(p[1] for p in parts)
+    return elapsed, [tid for part in parts for tid in part[0]]
+
+
+def bench_postgres(n: int, workers: int = 8) -> None:
+    """8. PostgreSQL: pop+complete pairs/s of hb's API against a bare SKIP LOCKED queue."""
+    base = _pg_url()
+    if not base:
+        print("\n8. PostgreSQL: skipped (set HB_BENCH_DATABASE_URL or HB_TEST_DATABASE_URL)")
+        return
+    raw_url = _pg_database(base, "hb_bench_raw")
+    hb_url = _pg_database(base, "hb_bench_hb")
+    try:
+        pg_raw_queue(raw_url, n)
+        seed = Path(tempfile.mkdtemp(prefix="hb-pg-seed-"))
+        src = seed / "seed-tasks.json"
+        src.write_text(json.dumps(tasks_json_doc(n)))
+        with Ledger.open(workspace=seed, db=hb_url) as ledger:
+            ledger.import_file("tasks-json", src)
+        shutil.rmtree(seed, ignore_errors=True)
+        rows = []
+        rates = {}
+        for name, fn, url in (
+            ("raw psycopg SKIP LOCKED", pg_raw_drain, raw_url),
+            ("hb Ledger API", pg_hb_drain, hb_url),
+        ):
+            elapsed, ids = _pg_pool(fn, url, workers)
+            dups = len(ids) - len(set(ids))
+            lost = n - len(set(ids))
+            rates[name] = len(ids) / elapsed
+            key = "raw" if name.startswith("raw") else "hb"
+            record("postgres", f"{key}_pairs_per_s", rates[name], "pairs/s", workers=workers, tasks=n)
+            record("postgres", f"{key}_duplicates", dups, "tasks")
+            record("postgres", f"{key}_lost", lost, "tasks")
+            rows.append((name, f"{rates[name]:,.0f}", dups, lost))
+        ratio = rates["hb Ledger API"] / rates["raw psycopg SKIP LOCKED"]
+        record("postgres", "hb_vs_raw", ratio, "ratio", target=">= 0.5", workers=workers)
+        rows.append(("ratio hb / raw (target >= 0.5)", f"{ratio:.2f}", "", ""))
+        table(
+            f"8. PostgreSQL pop+complete, {workers} processes, {n} tasks",
+            rows,
+            ["implementation", "pairs/s", "dups", "lost"],
+        )
+    finally:
+        _pg_drop(base, "hb_bench_raw")
+        _pg_drop(base, "hb_bench_hb")
+
+
+def bench_mcp(process_pairs: int, mcp_pairs: int) -> None:
+    """9. pop + complete pairs through one `hb mcp` stdio session, vs `hb pop` / `hb complete` processes."""
+    try:
+        import anyio
+        from mcp import ClientSession
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+    except ImportError:
+        print("\n== 9. hb mcp: skipped (the MCP SDK is not installed: pip install 'hb-ledger[mcp]')")
+        return
+    ws = make_ledger(process_pairs + mcp_pairs + 10)
+    env = {**os.environ, "HB_WORKSPACE": str(ws)}
+    hb = hb_command()
+    start = time.perf_counter()
+    for _ in range(process_pairs):
+        out = subprocess.run([*hb, "pop"], env=env, cwd=ws, capture_output=True, text=True, check=True)
+        task = json.loads(out.stdout)
+        finish = [*hb, "complete", task["id"], "--claim", task["claim"]]
+        subprocess.run(finish, env=env, cwd=ws, stdout=subprocess.DEVNULL, check=True)
+    process_rate = process_pairs / (time.perf_counter() - start)
+
+    timings: dict[str, float] = {}
+
+    async def session_pairs() -> None:
+        started = time.perf_counter()
+        params = StdioServerParameters(command=hb[0], args=[*hb[1:], "--workspace", str(ws), "mcp"], env=env)
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            timings["startup"] = time.perf_counter() - started
+            began = time.perf_counter()
+            for _ in range(mcp_pairs):
+                popped = await session.call_tool("pop", {})
+                task = json.loads(popped.content[0].text)["task"]
+                done = await session.call_tool("complete", {"id": task["id"], "claim": task["claim"]})
+                assert not done.is_error, done.content
+            timings["pairs"] = time.perf_counter() - began
+
+    anyio.run(session_pairs)
+    mcp_rate = mcp_pairs / timings["pairs"]
+    ratio = mcp_rate / process_rate
+    record("mcp", "process_pairs_per_s", process_rate, "pairs/s", pairs=process_pairs)
+    record("mcp", "mcp_pairs_per_s", mcp_rate, "pairs/s", pairs=mcp_pairs)
+    record("mcp", "mcp_startup_ms", timings["startup"] * 1e3, "ms")
+    record("mcp", "mcp_vs_process_ratio", ratio, "x")
+    table(
+        "9. pop + complete pairs: one hb mcp stdio session vs hb pop / hb complete processes",
+        [
+            (
+                f"hb pop + hb complete --claim (processes, {process_pairs} pairs)",
+                f"{process_rate:.1f}",
+                "1.0",
+            ),
+            (f"pop + complete tools (one MCP session, {mcp_pairs} pairs)", f"{mcp_rate:.1f}", f"{ratio:.1f}"),
+            ("hb mcp start-up to initialised session (ms, once)", f"{timings['startup'] * 1e3:.0f}", ""),
+        ],
+        ["pairs through", "pairs/s", "ratio"],
+    )
+    print(f"   MCP / processes: {ratio:.1f}x")
+    shutil.rmtree(ws, ignore_errors=True)
+
+
 SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "queue": lambda a: bench_queue(a.tasks),
     "processes": lambda a: bench_workers(a.tasks, 4),
@@ -927,6 +1125,8 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "json": lambda a: bench_json_script(1_000),
     "markdown": lambda a: bench_markdown(a.entries, a.entries // 10, a.md_runs),
     "reports": lambda a: bench_reports(a.outcomes, a.outcomes // 10, a.report_runs, a.report_cache),
+    "postgres": lambda a: bench_postgres(a.tasks // 4, 8),
+    "mcp": lambda a: bench_mcp(a.runs, a.runs * 10),
     "round": lambda a: bench_round(a.runs),
 }
 

@@ -27,6 +27,7 @@ COMMAND_MODULES = {
     ),
     **dict.fromkeys(("report", "sql"), "report"),
     "compat": "compat",
+    **dict.fromkeys(("mcp", "prime"), "mcp"),
 }
 
 

@@ -1,6 +1,6 @@
 """The reporting views: their names and what their columns mean.
 
-The views themselves are created by migration 0002 (migrations/versions); this
+The views themselves are created by migrations 0002 and 0006 (migrations/versions); this
 module names them for Alembic's comparison (views are not tables) and
 describes them for docs/schema.md. Standard library only: every ``hb``
 invocation that migrates imports it.
@@ -129,6 +129,54 @@ VIEWS: dict[str, tuple[str, dict[str, str]]] = {
         },
     ),
 }
+
+
+def _browse(table: str, columns: str) -> tuple[str, dict[str, str]]:
+    return (
+        f"The {table} table with every time as ISO 8601 UTC text ending in Z (for Datasette and other "
+        "browsers that show SQLite's stored times without a zone).",
+        {
+            c: "as in " + table + (" (ISO 8601, UTC, Z)" if c.endswith("_at") or c == "at" else "")
+            for c in columns.split()
+        },
+    )
+
+
+# the *_utc views (0006)
+VIEWS.update(
+    {
+        "tasks_utc": _browse(
+            "tasks",
+            "pk id scope source title status priority risk blocked_by due_at next_check_at check_interval "
+            "stale_after last_update_at last_checked_at last_progress_note next_action fallback_action "
+            "blocker follow_up skill project_id agent_id user_id chat_id created_at updated_at completed_at "
+            "claimed_at claimed_by lease_expires_at attempts claim not_before idempotency_key version",
+        ),
+        "outcomes_utc": _browse(
+            "outcomes",
+            "pk task_pk recurrence_pk task_id scope source skill success result claimed_at completed_at "
+            "duration_s attempt worker claim",
+        ),
+        "errors_utc": _browse(
+            "errors",
+            "pk task_pk task_id scope skill at reason trace_id decision_log resolved attempt final claim",
+        ),
+        "notifications_utc": _browse(
+            "notifications",
+            "pk at local_day kind task_pk task_id topic risk decision reason blocker suggestion message "
+            "run_pk",
+        ),
+        "runs_utc": _browse(
+            "runs", "pk kind scope status started_at finished_at task_id worker pid expires_at record detail"
+        ),
+        "recurrences_utc": _browse(
+            "recurrences",
+            "pk id source title rule tz next_local next_at time_of_day day enabled priority permission_tier "
+            "conditions instruction chat_id missed_policy run_count last_run_at claimed_period claimed_at "
+            "evaluation created_at updated_at",
+        ),
+    }
+)
 
 VIEW_NAMES: tuple[str, ...] = tuple(VIEWS)
 

@@ -1,0 +1,644 @@
+"""``hb mcp``: one workspace's ledger as Model Context Protocol tools (the ``[mcp]`` extra).
+
+One long-lived process serves one ledger, opened once: every tool is a thin call of the
+:class:`~heartbeat.Ledger` API, one transaction, run on one thread in turn (the MCP SDK
+would run plain functions on any of its worker threads, and a ledger is one connection).
+Several clients on one ledger are several processes, each its own server, and the
+database keeps them exactly-once as it does the CLI's processes.
+
+Lean by design, because every byte of a tool list or a result is an agent's token:
+
+- the tool list (names, descriptions, input schemas) stays under :data:`TOOL_LIST_BUDGET`
+  characters: the schemas carry no titles, and an optional argument is just its type;
+- a result is compact JSON (the fields an agent acts on; empty ones are left out); a list
+  takes ``limit`` and says how many were ``left_out``, and is cut further to stay under
+  :data:`MAX_RESULT` characters; a long text in a listed item is clipped at :data:`MAX_TEXT`.
+
+A domain error (:class:`heartbeat.errors.HbError`) is a tool error (``isError``) whose text
+is hb's one-line message after its meaning (``claim lost: ...``, ``choose a scope: ...``);
+nothing else reaches the client either: an unforeseen failure is one line, and the server
+carries on.
+
+Over HTTP (``--http``) the same tools are served as streamable HTTP at ``/mcp`` behind a
+bearer token (401 without it), on loopback by default; the token is never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import os
+import socket
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from heartbeat import __version__
+from heartbeat.clock import isoformat, parse_duration
+from heartbeat.errors import (
+    BlockedEntry,
+    Busy,
+    ClaimLost,
+    FileFormatError,
+    HbError,
+    Interrupted,
+    InvalidInput,
+    InvalidState,
+    NotFound,
+    QueueExhausted,
+    SchemaError,
+    ScopeNotFound,
+    ScopeRequired,
+    StaleClaims,
+    describe,
+)
+
+if TYPE_CHECKING:
+    from heartbeat.ledger import Ledger
+
+TOOL_LIST_BUDGET = 12_000  # characters of the whole tools/list answer (a test holds it)
+MAX_RESULT = 20_000  # characters of one result's JSON: a fifth of the 25k-token limit clients set
+MAX_TEXT = 2_000  # characters of one text in a listed item (a title, an instruction, a cell)
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 200
+HTTP_PATH = "/mcp"
+
+INSTRUCTIONS = (
+    'hb is this workspace\'s task ledger. On a heartbeat call `heartbeat`: {"ok": true} means '
+    "nothing to do or say (reply HEARTBEAT_OK, message no one). Take work with `pop`, keep it with "
+    "`renew`, finish it with `complete` or `fail`, always passing the task's `claim`."
+)
+
+# the meaning an agent reads first, per domain error (the most specific class first)
+MEANINGS: tuple[tuple[type[HbError], str], ...] = (
+    (ClaimLost, "claim lost"),
+    (QueueExhausted, "scope exhausted"),
+    (ScopeRequired, "choose a scope"),
+    (StaleClaims, "stale claims"),
+    (BlockedEntry, "not ready"),
+    (ScopeNotFound, "no such scope"),
+    (Busy, "busy"),
+    (NotFound, "not found"),
+    (FileFormatError, "unreadable file"),
+    (InvalidInput, "invalid input"),
+    (InvalidState, "not possible now"),
+    (SchemaError, "schema mismatch"),
+    (Interrupted, "interrupted"),
+)
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+IDEMPOTENT = ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+WRITES = ToolAnnotations(destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+
+Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"At most this many (1-{MAX_LIMIT}).")]
+Scope = Annotated[str | None, Field(description="Scoped queue path; '' is the legacy list.")]
+Claim = Annotated[str | None, Field(description="The claim token pop returned (fences the call).")]
+Lease = Annotated[str | None, Field(description="Duration, e.g. 30m (default: setting queue.lease).")]
+When = Annotated[str | None, Field(description="ISO 8601 time (naive = workspace timezone).")]
+Lang = Literal["en", "zh"]
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON, as the client receives it."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def compact(obj: dict[str, Any], keys: Sequence[str] | None = None) -> dict[str, Any]:
+    """``obj`` (only ``keys``, in that order, when given) without empty values: None, [], {}."""
+    picked = obj if keys is None else {k: obj.get(k) for k in keys}
+    return {k: v for k, v in picked.items() if v is not None and v != [] and v != {}}
+
+
+def clip(value: Any, limit: int = MAX_TEXT) -> Any:
+    """A text cut to ``limit`` characters, saying how much was left out; other values as they are."""
+    if isinstance(value, str) and len(value) > limit:
+        return value[:limit] + f"… [{len(value) - limit} more characters]"
+    return value
+
+
+def listing(key: str, items: Sequence[Any], limit: int, **extra: Any) -> dict[str, Any]:
+    """``items`` under ``key``: the first ``limit``, fewer if the result would pass
+    :data:`MAX_RESULT` characters, and ``left_out``, how many were not listed."""
+    head = list(items[:limit])
+    sizes = [len(dumps(item)) + 1 for item in head]
+    room = MAX_RESULT - len(dumps({**extra, key: [], "left_out": len(items)}))
+    kept, used = 0, 0
+    while kept < len(head) and used + sizes[kept] <= room:
+        used += sizes[kept]
+        kept += 1
+    return {**extra, key: head[:kept], "left_out": len(items) - kept}
+
+
+def error_text(exc: BaseException) -> str:
+    """The tool error's text: hb's one-line message after its meaning."""
+    if isinstance(exc, HbError):
+        meaning = next((m for cls, m in MEANINGS if isinstance(exc, cls)), None)
+        message = " ".join(exc.message.split())
+        if meaning is None or message.startswith(meaning):
+            return message
+        return f"{meaning}: {message}"
+    described = describe(exc)
+    if described is not None:
+        return described[0]
+    text = " ".join(str(exc).split())[:300]
+    return f"internal error: {type(exc).__name__}: {text}"
+
+
+class LedgerCalls:
+    """Runs each tool's ledger call on one thread, one at a time, and shapes what it returns.
+
+    The notices an operation leaves on the ledger (an idempotent add that found its task, a
+    queue held by stale claims, ...) are taken off it after each call and join the result.
+    """
+
+    def __init__(self, ledger: Ledger, log: Callable[[str], None]) -> None:
+        self.ledger = ledger
+        self.log = log
+        self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hb-ledger")
+
+    async def __call__(self, operation: Callable[[Ledger], dict[str, Any]]) -> CallToolResult:
+        return await asyncio.wrap_future(self.thread.submit(self.result, operation))
+
+    def result(self, operation: Callable[[Ledger], dict[str, Any]]) -> CallToolResult:
+        try:
+            payload = operation(self.ledger)
+        except Exception as exc:
+            text = error_text(exc)
+            if text.startswith("internal error"):
+                self.log(text)
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+        finally:
+            notices = list(self.ledger.notices)
+            self.ledger.notices.clear()
+        if notices:
+            payload = {**payload, "notices": notices}
+        text = dumps(payload)
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content=json.loads(text)
+        )
+
+    def close(self) -> None:
+        self.thread.shutdown(wait=True)
+
+
+# --- results ------------------------------------------------------------------------------
+
+
+def brief(ticked: dict[str, Any], recurring: list[dict[str, Any]]) -> dict[str, Any]:
+    """The heartbeat's brief as data: ``{"ok": true}`` when there is nothing to do or say, else
+    the checklist (None when effectively empty), the messages to send with their task ids, and
+    the recurrences and proactive tasks due now."""
+    round_ = ticked["round"]
+    decisions = {d["message"]: d for d in round_["decisions"] if d.get("message")}
+    messages = []
+    for text in round_["messages"]:
+        decision = decisions.get(text, {})
+        about = {"task_id": decision.get("id"), "scope": decision.get("scope"), "risk": decision.get("risk")}
+        messages.append(compact({**about, "text": text}))
+    said = "\n\n".join(m.strip() for m in round_["messages"] if m.strip())
+    text = ticked["brief"]
+    if text == "HEARTBEAT_OK" or text == said:
+        checklist = None
+    else:  # the brief is the checklist, then the messages after one blank line
+        checklist = text[: len(text) - len(said) - 2] if said else text
+    warnings = [w for report in ticked["sync"]["reports"] for w in report["preserved"]]
+    warnings += [s["reason"] for s in (ticked["materialized"] or {}).get("skipped", [])]
+    extra = {"warnings": warnings} if warnings else {}
+    if checklist is None and not messages and not recurring:
+        return {"ok": True, **extra}
+    listed = listing("recurring", recurring, DEFAULT_LIMIT)
+    return compact(
+        {
+            "ok": False,
+            "checklist": clip(checklist, 4 * MAX_TEXT),
+            "messages": messages,
+            "recurring": listed["recurring"],
+            "recurring_left_out": listed["left_out"] or None,
+            **extra,
+        }
+    )
+
+
+RULE_FIELDS = (
+    "id",
+    "title",
+    "source",
+    "rule",
+    "time",
+    "day",
+    "period",
+    "instruction",
+    "conditions_to_check",
+    "missed",
+    "claimed",
+    "chat_id",
+)
+
+
+def rule_item(rule: dict[str, Any]) -> dict[str, Any]:
+    """A recurrence due now: what to do and when, without the zero counts and false flags."""
+    item = compact(rule, RULE_FIELDS)
+    return {k: clip(v) for k, v in item.items() if not (k in ("missed", "claimed") and not v)}
+
+
+def popped(task: dict[str, Any], scope: str | None, expires: datetime | None, zone: Any) -> dict[str, Any]:
+    """A popped task: its own fields (as ``hb pop`` prints them, empty ones left out), its id
+    first, its scope, its claim and when the lease runs out at the earliest."""
+    own = compact(task)
+    head = {"id": own.get("id", own.get("task_id")), "scope": scope or None}
+    return compact({**head, **own, "lease_expires_at": isoformat(expires, zone)})
+
+
+def outcome_of(outcome: dict[str, Any] | str | None) -> Any:
+    """An outcome as ``hb complete --outcome`` stores it: an object as given; text as its JSON
+    value, or ``{"result": text}`` when it is not JSON."""
+    if not isinstance(outcome, str):
+        return outcome
+    try:
+        return json.loads(outcome)
+    except (ValueError, RecursionError):
+        return {"result": outcome}
+
+
+def table_of(names: list[str], records: list[dict[str, Any]], limit: int, **meta: Any) -> dict[str, Any]:
+    """Rows as arrays under their column names (a name per column, not per cell)."""
+    rows = [[clip(v) for v in record.values()] for record in records]
+    return listing("rows", rows, limit, **meta, columns=names)
+
+
+# --- the server -----------------------------------------------------------------------------
+
+
+def default_worker() -> str:
+    """Who this server's pops claim for when the caller names no one (as ``hb pop``)."""
+    return os.environ.get("HB_WORKER") or f"{socket.gethostname()}:{os.getpid()}"
+
+
+def build(ledger: Ledger, log: Callable[[str], None] | None = None) -> tuple[MCPServer[Any], LedgerCalls]:
+    """The MCP server of ``ledger``'s tools, and the runner its calls go through (close it after)."""
+    calls = LedgerCalls(ledger, log or _stderr)
+    process_worker = default_worker()
+    tools: list[Tool] = []
+
+    def tool(annotations: ToolAnnotations) -> Callable[[Callable[..., Awaitable[CallToolResult]]], None]:
+        def register(fn: Callable[..., Awaitable[CallToolResult]]) -> None:
+            made = Tool.from_function(fn, annotations=annotations, structured_output=False)
+            made.parameters = slim_schema(made.parameters)
+            made.description = " ".join(made.description.split())
+            tools.append(made)
+
+        return register
+
+    @tool(WRITES)
+    async def heartbeat(lang: Lang | None = None) -> CallToolResult:
+        """One heartbeat tick, as `hb heartbeat`: sync the workspace files, run the round, return
+        the brief. {"ok": true}: nothing to do or say (reply HEARTBEAT_OK). Else `checklist`
+        (HEARTBEAT.md), `messages` to send (allowed by the throttle, recorded as sent) with their
+        task ids, and `recurring` tasks due now (take them with recur_due claim=true)."""
+
+        def tick(lg: Ledger) -> dict[str, Any]:
+            ticked = lg.heartbeat(lang=lang)
+            recurring = [rule_item(r) for r in lg.recur_due()]
+            return brief(ticked, recurring)
+
+        return await calls(tick)
+
+    @tool(WRITES)
+    async def pop(
+        scope: Scope = None,
+        worker: Annotated[
+            str | None, Field(description="Who claims (default: HB_WORKER, else host:pid).")
+        ] = None,
+        lease: Lease = None,
+        accept_stale: Annotated[bool, Field(description="Take over the first stale claim.")] = False,
+        id: Annotated[str | None, Field(description="Pop this task instead of the next.")] = None,
+    ) -> CallToolResult:
+        """Claim the next ready task: {"task": {..., "claim": TOKEN}}, or {"task": null, "reason"}.
+        Renew the claim while working; pass it to complete/fail."""
+
+        def take(lg: Ledger) -> dict[str, Any]:
+            started = lg.now()
+            try:
+                task = lg.pop(scope, worker or process_worker, lease, task_id=id, accept_stale=accept_stale)
+            except QueueExhausted as exhausted:
+                return {"task": None, "reason": error_text(exhausted)}
+            if task is None:
+                return {"task": None, "reason": "no pending tasks"}
+            length = parse_duration(lease) if lease else parse_duration(str(lg.config_get("queue.lease")))
+            return {"task": popped(task, scope, started + length, lg.zone)}
+
+        return await calls(take)
+
+    @tool(WRITES)
+    async def complete(
+        id: str,
+        claim: Claim = None,
+        scope: Scope = None,
+        outcome: Annotated[
+            dict[str, Any] | str | None,
+            Field(description='A JSON object, or text (kept as {"result": text}).'),
+        ] = None,
+    ) -> CallToolResult:
+        """Finish a claimed task and record its outcome. With claim, refused ("claim lost") once
+        someone else holds or ended the task; nothing changes then."""
+        return await calls(lambda lg: compact(lg.complete(id, scope, outcome_of(outcome), claim=claim)))
+
+    @tool(WRITES)
+    async def fail(
+        id: str,
+        claim: Claim = None,
+        scope: Scope = None,
+        reason: str | None = None,
+        final: Annotated[bool, Field(description="No retry: mark it failed now.")] = False,
+    ) -> CallToolResult:
+        """Record a failure: the task returns to the queue for a retry until queue.max_attempts,
+        then (or with final) it is failed. Fenced by claim as complete is."""
+        return await calls(lambda lg: compact(lg.fail(id, scope, reason, final, claim=claim)))
+
+    @tool(IDEMPOTENT)
+    async def renew(id: str, claim: str, scope: Scope = None, lease: Lease = None) -> CallToolResult:
+        """Extend a claim's lease from now while the claim still holds the task ("claim lost"
+        otherwise). Renew well inside the lease, e.g. every lease/3."""
+        return await calls(lambda lg: compact(lg.renew(id, claim, scope=scope, lease=lease)))
+
+    @tool(WRITES)
+    async def add(
+        title: str,
+        scope: Scope = None,
+        id: str | None = None,
+        key: Annotated[
+            str | None, Field(description="Idempotent add: a task with this key is returned.")
+        ] = None,
+        priority: Literal["critical", "high", "medium", "low"] | None = None,
+        due: When = None,
+        not_before: When = None,
+        after: Annotated[list[str] | None, Field(description="Ids of tasks to wait for.")] = None,
+        next_action: str | None = None,
+        fallback_action: str | None = None,
+        note: str | None = None,
+        risk: Literal["P0", "P1", "P2"] | None = None,
+        check_interval: Annotated[str | None, Field(description="Duration, e.g. 6h.")] = None,
+        skill: str | None = None,
+    ) -> CallToolResult:
+        """Add a task (status todo) to the legacy list or a scoped queue."""
+        fields = compact(
+            {
+                "priority": priority,
+                "due_at": due,
+                "not_before": not_before,
+                "next_action": next_action,
+                "fallback_action": fallback_action,
+                "last_progress_note": note,
+                "risk": risk,
+                "check_interval": check_interval,
+                "skill": skill,
+            }
+        )
+        keys = ("id", "title", "status", "scope", "priority", "risk", "due_at", "not_before", "after", "key")
+
+        def create(lg: Ledger) -> dict[str, Any]:
+            return compact(lg.add(title, scope=scope, task_id=id, key=key, after=after, **fields), keys)
+
+        return await calls(create)
+
+    @tool(READ_ONLY)
+    async def ready(
+        scope: Scope = None,
+        explain: Annotated[bool, Field(description="Also the tasks not ready, with reasons.")] = False,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> CallToolResult:
+        """What pop would hand out, in pop order. Reasons a task is not ready: claimed, stale,
+        blocked_on, waiting_for, deferred, scoped."""
+        keys = (
+            "id",
+            "scope",
+            "title",
+            "status",
+            "priority",
+            "ready",
+            "reasons",
+            "claimed_by",
+            "lease_expires_at",
+            "not_before",
+            "blocked_on",
+            "waiting_for",
+        )
+
+        def look(lg: Ledger) -> dict[str, Any]:
+            rows = [compact(r, keys) for r in lg.ready(scope=scope, explain=explain)]
+            return listing("tasks", [{k: clip(v) for k, v in r.items()} for r in rows], limit)
+
+        return await calls(look)
+
+    @tool(READ_ONLY)
+    async def due(limit: Limit = DEFAULT_LIMIT) -> CallToolResult:
+        """The tasks entering this heartbeat round, with risk (P0 act now, P1 tell the user, P2
+        routine) and reasons: next_check, overdue, blocked_check, waiting_check, stale."""
+        keys = ("id", "scope", "title", "status", "risk", "reasons", "due_at", "blocker", "next_action")
+
+        def look(lg: Ledger) -> dict[str, Any]:
+            rows = [{k: clip(v) for k, v in compact(r, keys).items()} for r in lg.due()]
+            return listing("tasks", rows, limit)
+
+        return await calls(look)
+
+    @tool(WRITES)
+    async def notify(
+        id: str,
+        risk: Literal["P0", "P1", "P2"] | None = None,
+        scope: Scope = None,
+        reason: Annotated[str | None, Field(description="Why the reminder.")] = None,
+        suggestion: str | None = None,
+        fallback: str | None = None,
+        lang: Lang | None = None,
+    ) -> CallToolResult:
+        """May a reminder about task id go out now (quiet hours, repeat window)? Recorded.
+        decision "sent": send `message`; "suppressed": send nothing (`reason` says why)."""
+        keys = ("id", "decision", "reason", "risk", "message")
+
+        def ask(lg: Ledger) -> dict[str, Any]:
+            answer = lg.notify(
+                id, risk, scope=scope, reason=reason, suggestion=suggestion, fallback=fallback, lang=lang
+            )
+            return compact(answer, keys)
+
+        return await calls(ask)
+
+    @tool(WRITES)
+    async def proactive(
+        topic: str | None = None, suggestion: str | None = None, lang: Lang | None = None
+    ) -> CallToolResult:
+        """May a proactive message on topic go out now (daily cap, gaps, quiet hours)? Recorded.
+        decision "sent": send `message`; "suppressed": send nothing (`reason` says why)."""
+        keys = ("decision", "reason", "message", "sent_today")
+        return await calls(lambda lg: compact(lg.proactive(topic, suggestion, lang=lang), keys))
+
+    @tool(IDEMPOTENT)
+    async def recur_due(
+        claim: Annotated[bool, Field(description="Hand each out: not again this period.")] = False,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> CallToolResult:
+        """The recurrences and proactive tasks due now (CraftBot's recurring_read). Judge each
+        conditions_to_check yourself; record each run with recur_outcome."""
+        return await calls(
+            lambda lg: listing("rules", [rule_item(r) for r in lg.recur_due(claim=claim)], limit)
+        )
+
+    @tool(WRITES)
+    async def recur_outcome(id: str, result: str, success: bool = True) -> CallToolResult:
+        """Record a run of a recurrence or proactive task: an outcome, run count + 1, last run."""
+        keys = ("id", "run_count", "last_run_at")
+        return await calls(lambda lg: compact(lg.recur_outcome(id, result=result, success=success), keys))
+
+    @tool(READ_ONLY)
+    async def sql(
+        query: Annotated[str, Field(description="One statement; tables and views: docs/sql.md.")],
+        limit: Annotated[int, Field(ge=1, le=1_000, description="At most this many rows (1-1000).")] = 100,
+        timeout: Annotated[str | None, Field(description="e.g. 10s (default: setting sql.timeout).")] = None,
+    ) -> CallToolResult:
+        """Run one read-only SQL statement on the ledger (the database refuses writes)."""
+
+        def query_rows(lg: Ledger) -> dict[str, Any]:
+            found = lg.sql_table(query, timeout=timeout)
+            return table_of(found.names, found.records(), limit)
+
+        return await calls(query_rows)
+
+    @tool(READ_ONLY)
+    async def report(
+        kind: Literal["outcomes", "failures", "notifications", "queue", "recurrences"],
+        since: Annotated[str | None, Field(description="ISO date/time, or a duration back like 7d.")] = None,
+        until: str | None = None,
+        by: Annotated[
+            str | None, Field(description="Grouping, e.g. day, skill, task, scope, reason.")
+        ] = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> CallToolResult:
+        """A report: outcomes (success rate, durations), failures, notifications (sent vs
+        suppressed), queue depth, recurrences."""
+
+        def run(lg: Ledger) -> dict[str, Any]:
+            found = lg.report(kind, since=since, until=until, by=by)
+            meta = compact(found, ("report", "by", "since", "until", "timezone"))
+            return table_of(found["columns"], found["rows"], limit, **meta)
+
+        return await calls(run)
+
+    server: MCPServer[Any] = MCPServer(
+        "hb", version=__version__, instructions=INSTRUCTIONS, tools=tools, log_level="WARNING"
+    )
+    return server, calls
+
+
+def slim_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """An input schema without what an agent pays for and never needs: titles, and the null
+    branch and null default of optional arguments (leaving one out is how to say none)."""
+    properties = {}
+    for name, prop in schema.get("properties", {}).items():
+        prop = {k: v for k, v in prop.items() if k != "title"}
+        options = prop.pop("anyOf", None)
+        if options is not None:
+            kinds = [o for o in options if o != {"type": "null"}]
+            prop = {**kinds[0], **prop} if len(kinds) == 1 else {"anyOf": kinds, **prop}
+        if "default" in prop and prop["default"] is None:
+            del prop["default"]
+        properties[name] = prop
+    slim: dict[str, Any] = {"type": "object", "properties": properties}
+    if schema.get("required"):
+        slim["required"] = schema["required"]
+    return slim
+
+
+def _stderr(message: str) -> None:
+    print(f"hb mcp: {message}", file=sys.stderr, flush=True)
+
+
+# --- transports ------------------------------------------------------------------------------
+
+
+def serve_stdio(server: MCPServer[Any]) -> None:
+    """Serve on standard input and output until the client closes them."""
+    server.run("stdio")
+
+
+class BearerGate:
+    """An ASGI app in front of another: HTTP requests without ``Authorization: Bearer <token>``
+    get 401 and never reach it. The token is compared in constant time and never logged."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.token = token.encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not self.authorized(scope):
+            body = b'{"error":"missing or wrong bearer token"}\n'
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b'Bearer realm="hb"'),
+            ]
+            await send({"type": "http.response.start", "status": 401, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+    def authorized(self, scope: dict[str, Any]) -> bool:
+        header = next((v for k, v in scope.get("headers", ()) if k.lower() == b"authorization"), b"")
+        scheme, _, credentials = header.partition(b" ")
+        if scheme.lower() != b"bearer" or not credentials.strip():
+            return False
+        return hmac.compare_digest(credentials.strip(), self.token)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0: any free one); InvalidInput when it cannot."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in str(host) else str(host)
+    return f"http://{shown}:{port}{HTTP_PATH}"
+
+
+class _Stop(Exception):
+    """SIGTERM: stop serving as Ctrl-C does."""
+
+
+def serve_http(server: MCPServer[Any], sock: socket.socket, token: str) -> None:
+    """Serve streamable HTTP on ``sock`` behind the bearer token until SIGINT or SIGTERM, which
+    end it cleanly (uvicorn shuts down, then re-raises the signal it caught: here, to return)."""
+    import signal
+
+    import uvicorn
+
+    def stop(_signum: int, _frame: Any) -> None:
+        raise _Stop
+
+    host = str(sock.getsockname()[0])
+    app = BearerGate(server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host), token)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    except (KeyboardInterrupt, _Stop):
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)

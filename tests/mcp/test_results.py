@@ -1,0 +1,120 @@
+"""The shaping of hb mcp's results and errors, in-process (the stdio tests drive the whole server)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from heartbeat import Ledger
+from heartbeat.errors import ClaimLost, InvalidInput, QueueExhausted, ScopeRequired, StaleClaims
+from heartbeat.mcp_server import MAX_RESULT, LedgerCalls, brief, error_text, listing, slim_schema
+
+
+def test_error_text_puts_the_meaning_first_once() -> None:
+    assert error_text(ScopeRequired(["_a_extension.q"])) == (
+        "choose a scope: scoped queues exist; pass --scope with one of: _a_extension.q"
+    )
+    assert error_text(StaleClaims(["t1"])).startswith("stale claims: 1 stale in-progress task(s): t1;")
+    lost = "claim lost: task 't1' is held by w2 under a newer claim since ...; nothing changed"
+    assert error_text(ClaimLost(lost)) == lost  # hb's message says it already: not twice
+    assert error_text(QueueExhausted("queue q is exhausted")) == "scope exhausted: queue q is exhausted"
+    assert (
+        error_text(InvalidInput("bad --lease 'x'\n(expected 30m)"))
+        == "invalid input: bad --lease 'x' (expected 30m)"
+    )
+    assert error_text(sqlite3.OperationalError("database is locked")) == "database error: database is locked"
+    assert error_text(KeyError("pk")) == "internal error: KeyError: 'pk'"
+
+
+def test_a_listing_says_what_it_left_out_and_stays_under_the_result_limit() -> None:
+    items = [{"id": f"t{i}"} for i in range(30)]
+    assert listing("tasks", items, 20) == {"tasks": items[:20], "left_out": 10}
+    assert listing("tasks", items, 50) == {"tasks": items, "left_out": 0}
+    big = [{"id": f"t{i}", "title": "x" * 1_000} for i in range(100)]
+    cut = listing("tasks", big, 100, columns=["id", "title"])
+    assert len(json.dumps(cut, separators=(",", ":"))) <= MAX_RESULT
+    assert cut["tasks"] == big[: len(cut["tasks"])] and cut["left_out"] == 100 - len(cut["tasks"]) > 0
+    assert cut["columns"] == ["id", "title"]
+
+
+def test_slim_schema_keeps_types_defaults_and_required_and_drops_titles_and_nulls() -> None:
+    schema = {
+        "title": "popArguments",
+        "type": "object",
+        "properties": {
+            "scope": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None, "title": "Scope"},
+            "limit": {"type": "integer", "minimum": 1, "default": 20, "title": "Limit"},
+            "outcome": {
+                "anyOf": [{"type": "object"}, {"type": "string"}, {"type": "null"}],
+                "default": None,
+                "description": "A JSON object, or text.",
+            },
+            "id": {"type": "string", "title": "Id"},
+        },
+        "required": ["id"],
+    }
+    assert slim_schema(schema) == {
+        "type": "object",
+        "properties": {
+            "scope": {"type": "string"},
+            "limit": {"type": "integer", "minimum": 1, "default": 20},
+            "outcome": {
+                "anyOf": [{"type": "object"}, {"type": "string"}],
+                "description": "A JSON object, or text.",
+            },
+            "id": {"type": "string"},
+        },
+        "required": ["id"],
+    }
+
+
+def _ticked(brief_text: str, messages: list[str], decisions: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "brief": brief_text,
+        "round": {"messages": messages, "decisions": decisions},
+        "sync": {"reports": [{"preserved": []}]},
+        "materialized": None,
+    }
+
+
+def test_the_brief_separates_the_checklist_from_the_messages() -> None:
+    message = "Task: t1 Send the invoice\nStatus: todo / blocker: none / risk: P0\nSuggestion: email it"
+    decision = {"id": "t1", "scope": None, "risk": "P0", "message": message, "decision": "sent"}
+    checklist = "# HEARTBEAT.md\n- Run hb check"
+    both = brief(_ticked(f"{checklist}\n\n{message}", [message], [decision]), [])
+    assert both == {
+        "ok": False,
+        "checklist": checklist,
+        "messages": [{"task_id": "t1", "risk": "P0", "text": message}],
+    }
+    only_message = brief(_ticked(message, [message], [decision]), [])
+    assert "checklist" not in only_message and only_message["messages"][0]["task_id"] == "t1"
+    assert brief(_ticked("HEARTBEAT_OK", [], []), []) == {"ok": True}
+    recurring = brief(_ticked("HEARTBEAT_OK", [], []), [{"id": "morning_briefing"}])
+    assert recurring == {"ok": False, "recurring": [{"id": "morning_briefing"}]}
+
+
+def test_an_unforeseen_failure_is_one_line_to_the_client_and_the_log(tmp_path: Path) -> None:
+    logged: list[str] = []
+    with Ledger.open(workspace=tmp_path) as ledger:
+        calls = LedgerCalls(ledger, logged.append)
+
+        def broken(_ledger: Ledger) -> dict[str, Any]:
+            raise RuntimeError("boom\nat line 2")
+
+        async def main() -> None:
+            result = await calls(broken)
+            assert result.is_error
+            assert result.content[0].text == "internal error: RuntimeError: boom at line 2"  # type: ignore[union-attr]
+            ok = await calls(lambda lg: {"tasks": lg.list()})
+            assert not ok.is_error and ok.structured_content == {"tasks": []}
+
+        try:
+            anyio.run(main)
+        finally:
+            calls.close()
+    assert logged == ["internal error: RuntimeError: boom at line 2"]

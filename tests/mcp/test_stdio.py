@@ -1,0 +1,333 @@
+"""hb mcp over stdio, driven by the MCP SDK's own client as an agent runtime drives it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from heartbeat import Ledger
+from tests.conftest import Runner
+from tests.mcp.conftest import EXAMPLE, ROOT, TOOLS, call, mcp_session, refused, run
+
+NOW = "2026-05-04T08:05"  # a Monday morning in the example workspace's week (Asia/Shanghai)
+
+
+@pytest.fixture
+def ledger_ws(workspace: Path) -> Path:
+    with Ledger.open(workspace=workspace) as ledger:
+        ledger.config_set("timezone", "Asia/Shanghai")
+    return workspace
+
+
+@pytest.fixture
+def example_ws(workspace: Path) -> Path:
+    shutil.copytree(EXAMPLE, workspace, dirs_exist_ok=True)
+    with Ledger.open(workspace=workspace) as ledger:
+        ledger.config_set("timezone", "Asia/Shanghai")
+    return workspace
+
+
+def outcomes(workspace: Path, task_id: str) -> list[dict[str, object]]:
+    with Ledger.open(workspace=workspace) as ledger:
+        return ledger.sql(f"SELECT success, result, claim FROM outcomes WHERE task_id = '{task_id}'")
+
+
+def test_the_tools_are_listed_by_their_names_with_read_only_and_idempotent_marked(ledger_ws: Path) -> None:
+    async def main() -> None:
+        async with mcp_session(ledger_ws) as session:
+            listed = {tool.name: tool for tool in (await session.list_tools()).tools}
+            assert set(listed) == TOOLS
+            read_only = {name for name, t in listed.items() if t.annotations and t.annotations.read_only_hint}
+            assert read_only == {"ready", "due", "sql", "report"}
+            idempotent = {
+                name for name, t in listed.items() if t.annotations and t.annotations.idempotent_hint
+            }
+            assert idempotent == {"renew", "recur_due"}
+            assert all(t.annotations and t.annotations.open_world_hint is False for t in listed.values())
+            pop = listed["pop"].input_schema
+            assert set(pop["properties"]) == {"scope", "worker", "lease", "accept_stale", "id"}
+            assert listed["renew"].input_schema["required"] == ["id", "claim"]
+
+    run(main)
+
+
+def test_add_pop_renew_complete_and_a_second_complete_with_the_old_claim_is_refused(ledger_ws: Path) -> None:
+    async def main() -> None:
+        async with mcp_session(ledger_ws, now="2026-05-01T10:00") as session:
+            added = await call(session, "add", title="Write the weekly report", priority="high", key="weekly")
+            expected = {
+                "title": "Write the weekly report",
+                "status": "todo",
+                "priority": "high",
+                "key": "weekly",
+            }
+            assert added == {"id": added["id"], **expected}
+            again = await call(session, "add", title="Write the weekly report", key="weekly")
+            assert again["id"] == added["id"] and again["notices"], "an idempotent add says it found the task"
+
+            got = await call(session, "pop", worker="agent-7", lease="10m")
+            task = got["task"]
+            assert task["id"] == added["id"] and task["description"] == "Write the weekly report"
+            assert len(task["claim"]) == 24 and task["lease_expires_at"] == "2026-05-01T10:10:00+08:00"
+
+            renewed = await call(session, "renew", id=task["id"], claim=task["claim"], lease="1h")
+            assert renewed["lease_expires_at"] == "2026-05-01T11:00:00+08:00"
+            assert renewed["claimed_by"] == "agent-7"
+
+            done = await call(session, "complete", id=task["id"], claim=task["claim"], outcome={"pages": 3})
+            assert done == {"id": task["id"], "status": "done", "claim": task["claim"]}
+
+            text = await refused(session, "complete", id=task["id"], claim=task["claim"], outcome="again")
+            assert text.startswith("not possible now: ")
+            assert "this claim has ended already (the task is done); nothing changed" in text
+            assert await refused(session, "renew", id=task["id"], claim=task["claim"]) == text
+
+        assert outcomes(ledger_ws, task["id"]) == [
+            {"success": 1, "result": '{"pages": 3}', "claim": task["claim"]}
+        ]
+
+    run(main)
+
+
+def test_a_claim_taken_over_by_another_worker_is_lost_for_its_old_holder(ledger_ws: Path) -> None:
+    with Ledger.open(workspace=ledger_ws) as ledger:
+        task_id = ledger.add("Summarise the survey")["id"]
+
+    async def main() -> None:
+        async with mcp_session(ledger_ws, now="2026-05-01T10:00") as session:
+            old = (await call(session, "pop", worker="agent-1", lease="5m"))["task"]["claim"]
+            # an hour later the lease is long gone: another worker takes the task over
+            with Ledger.open(workspace=ledger_ws, now="2026-05-01T11:00") as ledger:
+                newer = ledger.pop(worker="agent-2", accept_stale=True)
+            assert newer is not None and newer["claim"] != old
+            for tool, extra in (("complete", {"outcome": "late"}), ("fail", {"reason": "x"}), ("renew", {})):
+                text = await refused(session, tool, id=task_id, claim=old, **extra)
+                assert text.startswith("claim lost: ") and "held by agent-2 under a newer claim" in text
+                assert text.endswith("nothing changed")
+
+        assert outcomes(ledger_ws, task_id) == []
+        with Ledger.open(workspace=ledger_ws) as ledger:
+            assert ledger.get(task_id)["claim"] == newer["claim"]
+
+    run(main)
+
+
+def test_heartbeat_on_the_example_workspace_returns_the_brief(example_ws: Path) -> None:
+    async def main() -> None:
+        async with mcp_session(example_ws, now=NOW) as session:
+            await call(
+                session, "add", title="Send the invoice", due="2026-05-04T07:00", next_action="email the PDF"
+            )
+            brief = await call(session, "heartbeat")
+            assert brief["ok"] is False
+            assert (
+                brief["checklist"].startswith("# HEARTBEAT.md\n")
+                and "## Every heartbeat" in brief["checklist"]
+            )
+            invoice = next(m for m in brief["messages"] if "task_id" in m)
+            assert invoice["risk"] == "P0" and invoice["text"].startswith(f"Task: {invoice['task_id']} Send")
+            assert {"text": "memory hygiene due"} in brief["messages"]
+            assert [r["id"] for r in brief["recurring"]] == ["morning_briefing"]
+            assert brief["recurring"][0]["period"] == "2026-05-04"
+            assert any(w.endswith("TODO.md:11: unknown key Craeted") for w in brief["warnings"])
+
+            # the reminder went out once: the repeat window holds it back on the next tick
+            again = await call(session, "heartbeat")
+            assert not any("task_id" in m for m in again.get("messages", []))
+
+    run(main)
+    # the tick synced the example's files into the ledger, as hb heartbeat does
+    with Ledger.open(workspace=example_ws) as ledger:
+        assert {r["id"] for r in ledger.recur_list()} >= {"morning_briefing", "renewal_watch"}
+
+
+def test_heartbeat_with_nothing_to_do_or_say_is_ok_true(ledger_ws: Path) -> None:
+    async def main() -> None:
+        async with mcp_session(ledger_ws, now=NOW) as session:
+            assert await call(session, "heartbeat") == {"ok": True}
+
+    run(main)
+
+
+def test_heartbeat_takes_the_workspace_guard_and_the_server_carries_on_when_busy(ledger_ws: Path) -> None:
+    async def main() -> None:
+        async with mcp_session(ledger_ws, now=NOW) as session:
+            with Ledger.open(workspace=ledger_ws) as holder, holder.guard("heartbeat"):
+                text = await refused(session, "heartbeat")
+            assert text.startswith("busy: ")
+            assert await call(session, "heartbeat") == {"ok": True}
+
+    run(main)
+
+
+def test_sql_refuses_a_write_and_reads_with_a_row_limit(ledger_ws: Path) -> None:
+    with Ledger.open(workspace=ledger_ws) as ledger:
+        for i in range(5):
+            ledger.add(f"job {i}")
+
+    async def main() -> None:
+        async with mcp_session(ledger_ws) as session:
+            for statement in ("DELETE FROM tasks", "UPDATE tasks SET title = 'x'", "DROP TABLE tasks"):
+                text = await refused(session, "sql", query=statement)
+                assert text.startswith("sql: ") and "readonly" in text.replace("-", "").replace(" ", "")
+            rows = await call(session, "sql", query="SELECT title FROM tasks ORDER BY title", limit=3)
+            assert rows == {"columns": ["title"], "rows": [["job 0"], ["job 1"], ["job 2"]], "left_out": 2}
+
+    run(main)
+    with Ledger.open(workspace=ledger_ws) as ledger:
+        assert len(ledger.list()) == 5
+
+
+def test_queue_errors_are_tool_errors_that_say_what_they_mean(ledger_ws: Path) -> None:
+    with Ledger.open(workspace=ledger_ws, now="2026-05-01T09:00") as ledger:
+        ledger.add("legacy job")
+        ledger.add("first", scope="_ops_extension.build", task_id="b1")
+        ledger.add("second", scope="_ops_extension.build", task_id="b2")
+        ledger.pop(scope="_ops_extension.build", worker="gone", lease="5m")
+
+    async def main() -> None:
+        async with mcp_session(ledger_ws, now="2026-05-01T10:00") as session:
+            assert (await refused(session, "pop")).startswith("choose a scope: scoped queues exist")
+            assert (await refused(session, "pop", scope="_ops_extension.nope")).startswith("no such scope: ")
+            stale = await refused(session, "pop", scope="_ops_extension.build")
+            assert stale.startswith("stale claims: 1 stale in-progress task(s): b1")
+            adopted = await call(session, "pop", scope="_ops_extension.build", accept_stale=True)
+            assert adopted["task"]["id"] == "b1" and adopted["task"]["scope"] == "_ops_extension.build"
+            second = await call(session, "pop", scope="_ops_extension.build")
+            assert second["task"]["id"] == "b2"
+            exhausted = await call(session, "pop", scope="_ops_extension.build")
+            assert exhausted["task"] is None and exhausted["reason"].startswith(
+                "scope exhausted: queue _ops_extension.build"
+            )
+            assert (await call(session, "pop", scope=""))["task"]["description"] == "legacy job"
+            assert await call(session, "pop", scope="") == {"task": None, "reason": "no pending tasks"}
+            assert (await refused(session, "complete", id="nope")).startswith(
+                "not found: no task with id 'nope'"
+            )
+            assert (await refused(session, "pop", scope="", lease="soon")).startswith(
+                "invalid input: bad --lease"
+            )
+            # arguments the type hints refuse never reach the ledger
+            for tool, arguments in (
+                ("ready", {"limit": 0}),
+                ("add", {"title": "x", "priority": "urgent"}),
+                ("complete", {}),
+                ("fail", {"id": "b1", "final": "maybe"}),
+            ):
+                assert "validation error" in await refused(session, tool, **arguments)
+            assert (await call(session, "ready", scope="_ops_extension.build", explain=True))["left_out"] == 0
+
+    run(main)
+
+
+def test_fail_retries_then_fails_and_ready_due_explain(ledger_ws: Path) -> None:
+    with Ledger.open(workspace=ledger_ws, now="2026-05-01T09:00") as ledger:
+        flaky = ledger.add("Call the API", next_action="retry with backoff", due_at="2026-05-01T09:30")["id"]
+        ledger.add("Deploy", after=[flaky], task_id="deploy")
+
+    async def main() -> None:
+        async with mcp_session(ledger_ws, now="2026-05-01T10:00") as session:
+            explained = await call(session, "ready", explain=True)
+            assert [(t["id"], t["ready"]) for t in explained["tasks"]] == [(flaky, True), ("deploy", False)]
+            assert explained["tasks"][1]["reasons"] == ["waiting_for"]
+            assert explained["tasks"][1]["waiting_for"] == [flaky]
+
+            due = await call(session, "due")
+            assert due["tasks"][0]["id"] == flaky and due["tasks"][0]["reasons"] == ["overdue"]
+            assert due["tasks"][0]["next_action"] == "retry with backoff"
+
+            claim = (await call(session, "pop"))["task"]["claim"]
+            failed = await call(session, "fail", id=flaky, claim=claim, reason="503")
+            assert failed == {"id": flaky, "status": "todo", "attempts": 1, "retry": True, "claim": claim}
+            claim = (await call(session, "pop"))["task"]["claim"]
+            final = await call(session, "fail", id=flaky, claim=claim, reason="410 gone", final=True)
+            assert (final["status"], final["retry"]) == ("failed", False)
+
+            failures = await call(session, "report", kind="failures", by="reason")
+            assert (failures["report"], failures["by"]) == ("failures", "reason")
+            at = failures["columns"].index("reason")
+            assert sorted(row[at] for row in failures["rows"]) == ["410 gone", "503"]
+
+    run(main)
+
+
+def test_notify_and_proactive_decide_and_a_suppression_is_an_answer_not_an_error(example_ws: Path) -> None:
+    async def main() -> None:
+        async with mcp_session(example_ws, now=NOW) as session:
+            await call(session, "heartbeat")  # the example's files into the ledger
+            task = await call(session, "add", title="Renew the passport", next_action="book the appointment")
+            sent = await call(session, "notify", id=task["id"], risk="P1", reason="expires in May")
+            assert sent["decision"] == "sent" and "reason" not in sent
+            assert sent["message"].startswith(f"Task: {task['id']} Renew the passport")
+            held = await call(session, "notify", id=task["id"], risk="P1")
+            assert (held["decision"], held["reason"]) == ("suppressed", "repeat_window")
+
+            # the user spoke at 22:40 last night and the last proactive message was at 10:15 yesterday
+            proactive = await call(session, "proactive", topic="passport", suggestion="book it today")
+            assert proactive == {"decision": "sent", "message": proactive["message"], "sent_today": 1}
+            again = await call(session, "proactive", topic="passport", suggestion="book it today")
+            assert again["decision"] == "suppressed" and again["reason"] in ("daily_cap", "min_gap")
+
+    run(main)
+
+
+def test_recur_due_hands_out_once_per_period_and_recur_outcome_records_the_run(example_ws: Path) -> None:
+    async def main() -> None:
+        async with mcp_session(example_ws, now=NOW) as session:
+            await call(session, "heartbeat")
+            taken = await call(session, "recur_due", claim=True)
+            assert [r["id"] for r in taken["rules"]] == ["morning_briefing"] and taken["left_out"] == 0
+            assert (await call(session, "recur_due", claim=True))["rules"] == []
+            recorded = await call(session, "recur_outcome", id="morning_briefing", result="sent the briefing")
+            assert recorded == {
+                "id": "morning_briefing",
+                "run_count": 13,
+                "last_run_at": "2026-05-04T08:05:00+08:00",
+            }
+            assert (await refused(session, "recur_outcome", id="nope", result="x")).startswith("not found: ")
+
+    run(main)
+
+
+def test_the_server_survives_an_unforeseen_failure_with_one_line(ledger_ws: Path, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+
+    async def main() -> None:
+        async with mcp_session(ledger_ws, stderr=log) as session:
+            # a statement SQLite cannot even parse: the database's refusal, in one line
+            text = await refused(session, "sql", query="SELEC nothing")
+            assert text.startswith("sql: ") and "\n" not in text
+            assert (await call(session, "ready"))["tasks"] == []
+
+    run(main)
+    assert "Traceback" not in log.read_text()
+
+
+def test_without_the_mcp_extra_hb_mcp_exits_1_naming_the_extra(ledger_ws: Path) -> None:
+    script = (
+        "import sys; sys.modules['mcp'] = None\n"  # the SDK is not installed: its import fails
+        "from heartbeat.cli.main import main\n"
+        f"main(['--workspace', {str(ledger_ws)!r}, 'mcp'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "hb: hb mcp needs the MCP SDK, an optional extra: pip install 'hb-ledger[mcp]'"
+    ]
+
+
+def test_http_options_without_http_are_a_usage_error(hb: Runner, ledger_ws: Path) -> None:
+    result = hb("mcp", "--port", "9999", code=2)
+    assert "--host, --port and --token-file go with --http" in result.stderr
