@@ -105,7 +105,7 @@ def parse_when(text: str, zone: tzinfo, *, what: str = "time") -> datetime:
     if not YEARS[0] <= parsed.year <= YEARS[1]:
         raise InvalidInput(f"{what} {text!r} is outside the years 1970 to 2200 that hb handles")
     if parsed.tzinfo is None:
-        from heartbeat.rules.recurrence import resolve_local
+        from heartbeat.rules.wallclock import resolve_local
 
         return resolve_local(parsed, zone)  # type: ignore[arg-type]
     return parsed.astimezone(UTC)

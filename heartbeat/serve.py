@@ -8,6 +8,15 @@ A small stdlib server (a thread per connection, pokes taking turns):
   is not text; 413 past 4 KiB; 409 while a heartbeat (or another poke) holds
   the workspace guard. Any other method on ``/poke`` is 405.
 - ``GET /healthz``: 200 ``{"ok": true}``, no token needed; other methods 405.
+- The dashboard (:mod:`heartbeat.web`): read-only pages ``/`` (Now), ``/decisions``,
+  ``/task``, ``/outcomes``, ``/runs``, each also as JSON (``/now.json``, ... or
+  ``Accept: application/json``). A page needs the bearer token or a session:
+  ``GET /login?token=...`` (or the form ``POST /login`` posts) checks the token
+  and answers 303 to the page, with a session cookie (``HttpOnly``,
+  ``SameSite=Strict``) whose value is a random session id, never the token; a
+  wrong token is 401. The session opens the pages only: ``POST /poke`` always
+  needs the bearer token. Without the ``[web]`` extra the HTML pages answer 501
+  saying so; their JSON works.
 - Any other path, ``/poke/`` and ``//poke`` included: 404.
 
 The token comes from a file (its first line, surrounding whitespace removed);
@@ -45,6 +54,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from heartbeat.errors import Busy, HbError, InvalidInput, NotFound
+from heartbeat.web import app as web
+from heartbeat.web.sessions import Sessions, session_of
 
 if TYPE_CHECKING:
     from heartbeat.ledger import Ledger
@@ -111,6 +122,7 @@ class PokeServer(ThreadingHTTPServer):
         self.token = token
         self.log = log
         self.poke_lock = threading.Lock()
+        self.sessions = Sessions()
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
@@ -191,16 +203,25 @@ class PokeHandler(BaseHTTPRequestHandler):
     # --- routing ---
 
     def do_GET(self) -> None:
-        if self._path() == "/healthz":
+        path = self._path()
+        if path == "/healthz":
             self._reply(HTTPStatus.OK, {"ok": True})
+        elif path == "/login":
+            fields = _form(self._query())
+            self._login(fields.get("token"), fields.get("next"))
+        elif web.route(path) is not None:
+            self._page(path)
         else:
             self._not_allowed_or_missing()
 
     def do_POST(self) -> None:
-        if self._path() != "/poke":
+        path = self._path()
+        if path == "/login":
+            self._login_form_post()
+        elif path == "/poke":
+            self._poke()
+        else:
             self._not_allowed_or_missing()
-            return
-        self._poke()
 
     def do_PUT(self) -> None:
         self._not_allowed_or_missing()
@@ -218,7 +239,10 @@ class PokeHandler(BaseHTTPRequestHandler):
         self._not_allowed_or_missing()
 
     def _not_allowed_or_missing(self) -> None:
-        allowed = {"/poke": "POST", "/healthz": "GET"}.get(self._path())
+        path = self._path()
+        allowed = {"/poke": "POST", "/healthz": "GET", "/login": "GET, POST"}.get(path)
+        if allowed is None and web.route(path) is not None:
+            allowed = "GET"
         if allowed is None:
             self._reply(HTTPStatus.NOT_FOUND, {"error": "not found"})
         else:
@@ -238,26 +262,8 @@ class PokeHandler(BaseHTTPRequestHandler):
                 headers={"WWW-Authenticate": 'Bearer realm="hb"'},
             )
             return
-        if self.headers.get("Transfer-Encoding"):
-            self._reply(HTTPStatus.BAD_REQUEST, {"error": "send the body with a Content-Length"}, close=True)
-            return
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0:
-            self._reply(HTTPStatus.BAD_REQUEST, {"error": "bad Content-Length"}, close=True)
-            return
-        if length > MAX_BODY:
-            self._reply(
-                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                {"error": f"body over {MAX_BODY} bytes"},
-                close=True,  # the body is not read: the connection cannot be reused
-            )
-            return
-        body = self.rfile.read(length) if length else b""
-        if len(body) < length:  # the client went away mid-body: half a text is not a task
-            self.close_connection = True
+        body = self._read_body()
+        if body is None:
             return
         text = _text_of(body, self.headers.get("Content-Type"))
         if text is None:
@@ -283,6 +289,78 @@ class PokeHandler(BaseHTTPRequestHandler):
         summary = {"accepted": True, "id": task["id"], "title": task["title"], "status": task["status"]}
         self._reply(HTTPStatus.ACCEPTED, {**summary, "task": task})
 
+    # --- the dashboard ---
+
+    def _page(self, path: str) -> None:
+        query, accept = self._query(), self.headers.get("Accept")
+        if not (self._authorized() or self.server.sessions.valid(session_of(self.headers.get("Cookie")))):
+            self._send(web.unauthorized(path, query, accept))
+            return
+        self._send(web.page(self.server.open_ledger, path, query, accept, self.server.log))
+
+    def _login(self, token: str | None, next_target: str | None) -> None:
+        """A right token: 303 to the page asked for, with a new session's cookie; else 401."""
+        if token is None:
+            self._send(web.login_form(HTTPStatus.UNAUTHORIZED, "Log in with the token.", next_target))
+            return
+        if not hmac.compare_digest(token.strip().encode(), self.server.token.encode()):
+            self._send(web.login_form(HTTPStatus.UNAUTHORIZED, "That is not the token.", next_target))
+            return
+        sid = self.server.sessions.new()
+        self.send_response(HTTPStatus.SEE_OTHER)
+        self.send_header("Location", web.safe_next(next_target))
+        self.send_header("Set-Cookie", self.server.sessions.cookie(sid))
+        for name, value in web.HTML_HEADERS.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def _login_form_post(self) -> None:
+        body = self._read_body()
+        if body is None:
+            return
+        text = _text_of(body, self.headers.get("Content-Type"))
+        if text is None:
+            self._reply(HTTPStatus.BAD_REQUEST, {"error": "the body must be a form in UTF-8"})
+            return
+        fields = _form(text)
+        self._login(fields.get("token"), fields.get("next"))
+
+    def _read_body(self) -> bytes | None:
+        """The request body (at most MAX_BODY bytes); None when the reply was sent already."""
+        if self.headers.get("Transfer-Encoding"):
+            self._reply(HTTPStatus.BAD_REQUEST, {"error": "send the body with a Content-Length"}, close=True)
+            return None
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            self._reply(HTTPStatus.BAD_REQUEST, {"error": "bad Content-Length"}, close=True)
+            return None
+        if length > MAX_BODY:
+            self._reply(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                {"error": f"body over {MAX_BODY} bytes"},
+                close=True,  # the body is not read: the connection cannot be reused
+            )
+            return None
+        body = self.rfile.read(length) if length else b""
+        if len(body) < length:  # the client went away mid-body: half a text is not a request
+            self.close_connection = True
+            return None
+        return body
+
+    def _send(self, response: web.Response) -> None:
+        self.send_response(response.status)
+        self.send_header("Content-Type", response.content_type)
+        self.send_header("Content-Length", str(len(response.body)))
+        for name, value in response.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(response.body)
+
     def _authorized(self) -> bool:
         header = self.headers.get("Authorization") or ""
         scheme, _, credentials = header.partition(" ")
@@ -292,12 +370,17 @@ class PokeHandler(BaseHTTPRequestHandler):
 
     # --- plumbing ---
 
-    def _path(self) -> str:
-        # exact paths only: "/poke/" and "//poke" are not the poke endpoint (404). The request
-        # line as sent, not self.path: http.server folds a leading "//" into "/"
+    def _target(self) -> str:
+        # the request line as sent, not self.path: http.server folds a leading "//" into "/"
         words = self.requestline.split()
-        target = words[1] if len(words) >= 2 else self.path
-        return target.split("?", 1)[0]
+        return words[1] if len(words) >= 2 else self.path
+
+    def _path(self) -> str:
+        # exact paths only: "/poke/" and "//poke" are not the poke endpoint (404)
+        return self._target().split("?", 1)[0]
+
+    def _query(self) -> str:
+        return self._target().partition("?")[2]
 
     def _reply(
         self,
@@ -330,6 +413,20 @@ class PokeHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.log is not None:
             self.server.log(self.server.redact(f"{self.address_string()} {format % args}"))
+
+
+def _form(text: str) -> dict[str, str]:
+    """The first value of each field of a query string or form body (unreadable: none)."""
+    from urllib.parse import parse_qsl
+
+    try:
+        pairs = parse_qsl(text, keep_blank_values=True, max_num_fields=20, errors="strict")
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    fields: dict[str, str] = {}
+    for name, value in pairs:
+        fields.setdefault(name, value)
+    return fields
 
 
 def _text_of(body: bytes, content_type: str | None) -> str | None:

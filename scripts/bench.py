@@ -577,7 +577,7 @@ def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
 
 
 def bench_markdown(entries: int, rules: int, runs: int) -> None:
-    """Issue 4: import of a large TODO.md + TODO.RECUR.md, a no-change sync, a one-line change."""
+    """6. import of a large TODO.md + TODO.RECUR.md, a no-change sync, a one-line change."""
     hb = hb_command()
     imports, nochange, oneline = [], [], []
     for _ in range(runs):
@@ -667,7 +667,7 @@ def _query_plans(ws: Path, kind: str, shapes: int = 8) -> list[str]:
 
 
 def bench_reports(outcomes: int, notifications: int, runs: int, cache: Path | None) -> None:
-    """Issue 6: every `hb report` kind over a large ledger, as whole processes."""
+    """7. every `hb report` kind over a large ledger, as whole processes."""
     ws = report_ledger(outcomes, notifications, cache)
     env = {**os.environ, "HB_WORKSPACE": str(ws), "HB_NOW": "2026-05-31T00:00:00Z"}
     hb = hb_command()
@@ -901,7 +901,7 @@ def bench_round(runs: int) -> None:
         )
     )
     table(
-        f"10. the round, recurrences, reports, settings: whole processes, each next to the floor "
+        f"11. the round, recurrences, reports, settings: whole processes, each next to the floor "
         f'(python -c "import sqlite3") run just before it (medians of {runs})',
         rows,
         ["command", "ms", "floor ms", "vs floor", "target"],
@@ -1140,6 +1140,73 @@ def bench_mcp(process_pairs: int, mcp_pairs: int) -> None:
     shutil.rmtree(ws, ignore_errors=True)
 
 
+DASHBOARD_PAGES = (
+    ("now", "/", ""),
+    ("decisions", "/decisions", ""),
+    ("decisions_one_day", "/decisions", "day=2026-05-30"),
+    ("task", "/task", None),  # a task with outcomes, found in the ledger
+    ("outcomes", "/outcomes", ""),
+    ("outcomes_by_skill", "/outcomes", "by=skill"),
+    ("outcomes_by_scope", "/outcomes", "by=scope"),
+    ("outcomes_by_source", "/outcomes", "by=source"),
+    ("runs", "/runs", ""),
+)
+
+
+def bench_dashboard(outcomes: int, notifications: int, runs: int, cache: Path | None) -> None:
+    """10. every dashboard page (its HTML, default window) over the large reporting ledger,
+    in-process, the ledger opened for each page as hb serve opens it for each request."""
+    from heartbeat.web import app
+
+    ws = report_ledger(outcomes, notifications, cache)
+    now = "2026-05-31T00:00:00Z"
+
+    def open_ledger() -> Ledger:
+        return Ledger.open(workspace=ws, now=now)
+
+    # hb serve keeps the ledger it opened at start-up open while it serves (so closing a page's
+    # connection is never the last close, which would checkpoint the WAL); so does this section
+    served = open_ledger()  # an older ledger is upgraded here, not in a measurement
+    found = served.sql(
+        "SELECT task_id, scope FROM outcomes WHERE task_pk IS NOT NULL ORDER BY completed_at DESC LIMIT 1"
+    )
+    ticks = served.sql("SELECT COUNT(*) AS n FROM runs")[0]["n"]
+    rows = []
+    for name, path, query in DASHBOARD_PAGES:
+        if query is None:
+            query = f"id={found[0]['task_id']}&scope={found[0]['scope']}"
+        reply = app.page(open_ledger, path, query, None)  # the first: templates compiled, caches warm
+        assert reply.status == 200, (path, query, reply.status, reply.body[:300])
+        samples = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            reply = app.page(open_ledger, path, query, None)
+            samples.append(time.perf_counter() - start)
+        med = statistics.median(samples)
+        record(
+            "dashboard",
+            f"page_{name}_ms",
+            med * 1e3,
+            "ms",
+            target_ms=200,
+            ratio_to_target=round(med / 0.2, 3),
+            outcomes=outcomes,
+            notifications=notifications,
+            html_bytes=len(reply.body),
+        )
+        shown = path + (f"?{query}" if query else "")
+        rows.append((shown, f"{med * 1e3:.0f}", f"{med / 0.2:.2f}", f"{len(reply.body) / 1024:.0f}", "< 200"))
+    table(
+        f"10. dashboard pages over {outcomes:,} outcomes, {notifications:,} notifications and {ticks:,} runs "
+        f"(HTML, in-process, ledger opened per page as hb serve does; median of {runs})",
+        rows,
+        ["page", "ms", "of target", "KiB", "target ms"],
+    )
+    served.close()
+    if cache is None:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
 SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "queue": lambda a: bench_queue(a.tasks),
     "processes": lambda a: bench_workers(a.tasks, 4),
@@ -1150,6 +1217,7 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "reports": lambda a: bench_reports(a.outcomes, a.outcomes // 10, a.report_runs, a.report_cache),
     "postgres": lambda a: bench_postgres(a.tasks // 4, 8),
     "mcp": lambda a: bench_mcp(a.runs, a.runs * 10),
+    "dashboard": lambda a: bench_dashboard(a.outcomes, a.outcomes // 10, 3 if a.quick else 7, a.report_cache),
     "round": lambda a: bench_round(a.runs),
 }
 

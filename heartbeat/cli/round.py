@@ -289,11 +289,16 @@ def _poke_text(text: tuple[str, ...]) -> str:
     help="File holding the bearer token [default: <workspace>/.agent/state/serve.token]; required.",
 )
 def serve(host: str, port: int, token_file: str | None) -> None:
-    """Serve POST /poke (bearer token) and GET /healthz over HTTP, on loopback by default.
+    """Serve POST /poke, GET /healthz and a read-only dashboard over HTTP, on loopback.
 
     The server refuses to start without a token file. POST /poke answers 202
     with the task as JSON; 401 without the token, 400 for an empty or non-text
     body, 413 past 4 KiB, 409 while a heartbeat runs, 405 for other methods.
+
+    The dashboard (Now, Decisions, Task, Outcomes, Runs; each page also as
+    JSON: /now.json, ...) takes the bearer token, or a session cookie from
+    opening /login?token=TOKEN once in the browser. Its HTML pages need the
+    [web] extra (pip install 'hb-ledger[web]').
 
     \b
     Example:
@@ -301,6 +306,7 @@ def serve(host: str, port: int, token_file: str | None) -> None:
       hb serve --port 8787
       curl -H "Authorization: Bearer $(cat .agent/state/serve.token)" -d "Check the build" \\
            http://127.0.0.1:8787/poke
+      # the dashboard: open http://127.0.0.1:8787/login?token=... once, then http://127.0.0.1:8787/
     """
     from heartbeat import serve as serve_mod
     from heartbeat.ledger import Ledger
@@ -321,7 +327,11 @@ def serve(host: str, port: int, token_file: str | None) -> None:
     server = serve_mod.make_server(
         open_ledger, host=host, port=port, token=token, log=None if st.quiet else _log_line
     )
-    info(f"hb serve: listening on {server.url} (POST /poke, GET /healthz)")
+    info(f"hb serve: listening on {server.url} (POST /poke, GET /healthz, the dashboard at /)")
+    from heartbeat.web.app import WEB_EXTRA, html_available
+
+    if not html_available():
+        warn(f"the dashboard's HTML pages need the [web] extra ({WEB_EXTRA}); its JSON and /poke work")
     serve_mod.serve(server)
 
 

@@ -389,6 +389,14 @@ class Run(Base):
             sqlite_where=text("kind = 'seen' OR kind = 'hygiene' OR kind = 'check'"),
             postgresql_where=text("kind = 'seen' OR kind = 'hygiene' OR kind = 'check'"),
         ),
+        # heartbeat ticks and pokes by time (the dashboard); queue runs stay out of the index
+        Index(
+            "ix_runs_tick_started_at",
+            "kind",
+            "started_at",
+            sqlite_where=text("kind = 'heartbeat' OR kind = 'poke'"),
+            postgresql_where=text("kind = 'heartbeat' OR kind = 'poke'"),
+        ),
         # one holder per guard; queue runs (guard NULL) stay out of the index
         Index(
             "uq_runs_guard",

@@ -26,6 +26,7 @@ from zoneinfo import ZoneInfo
 
 from heartbeat.errors import InvalidInput
 from heartbeat.rules.repeat import Repeat, RepeatKind
+from heartbeat.rules.wallclock import require_naive, resolve_local, wall_clock
 
 __all__ = [
     "ConditionResult",
@@ -54,42 +55,12 @@ _SECOND = timedelta(seconds=1)
 # --- validation of datetimes handed in by callers --------------------------------------
 
 
-def _require_naive(value: datetime, what: str) -> None:
-    if value.tzinfo is not None:
-        raise InvalidInput(f"{what} must be a local wall-clock time without a zone, got {value}")
-
-
 def _require_aware(value: datetime, what: str) -> None:
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidInput(f"{what} must carry a timezone, got {value}")
 
 
-def _wall_clock(instant: datetime, zone: ZoneInfo) -> datetime:
-    """The naive local wall-clock reading of an aware instant in ``zone``."""
-    return instant.astimezone(zone).replace(tzinfo=None, fold=0)
-
-
 # --- daylight saving ---------------------------------------------------------------------
-
-
-def resolve_local(naive: datetime, zone: ZoneInfo) -> datetime:
-    """Map a local wall-clock time to the aware UTC instant hb fires at.
-
-    A time that exists once maps to that instant; a time that happens twice
-    (fall-back) maps to the FIRST instant; a time that does not exist
-    (spring-forward gap) maps to the instant the gap ends. Equivalently: the
-    earliest instant whose local wall clock reads ``naive`` or later, so the
-    mapping never decreases as ``naive`` increases.
-    """
-    _require_naive(naive, "local time")
-    wall = naive.replace(fold=0)
-    try:
-        first = wall.replace(tzinfo=zone).astimezone(UTC)
-        if _wall_clock(first, zone) == wall:
-            return first
-        return _gap_end(wall, zone)
-    except OverflowError:
-        raise InvalidInput(f"local time {naive} is outside the supported calendar") from None
 
 
 def resolve_next(naive: datetime, zone: ZoneInfo, stored: datetime | None) -> datetime:
@@ -102,32 +73,12 @@ def resolve_next(naive: datetime, zone: ZoneInfo, stored: datetime | None) -> da
     ``zone``. Any other text (typed by hand, or a rule never resolved) is
     :func:`resolve_local`'s.
     """
-    _require_naive(naive, "local time")
+    require_naive(naive, "local time")
     if stored is not None:
         _require_aware(stored, "stored instant")
-        if _wall_clock(stored, zone) == naive.replace(fold=0):
+        if wall_clock(stored, zone) == naive.replace(fold=0):
             return stored.astimezone(UTC)
     return resolve_local(naive, zone)
-
-
-def _gap_end(wall: datetime, zone: ZoneInfo) -> datetime:
-    """The transition instant that skips over ``wall`` (a time that does not exist)."""
-    # For a missing time, fold=0 reads it with the offset before the gap (an instant after
-    # the transition) and fold=1 with the offset after it (an instant before the transition).
-    a = wall.replace(tzinfo=zone, fold=0).astimezone(UTC)
-    b = wall.replace(tzinfo=zone, fold=1).astimezone(UTC)
-    lo, hi = min(a, b).replace(microsecond=0), max(a, b)
-    if hi.microsecond:
-        hi = hi.replace(microsecond=0) + _SECOND
-    later_offset = hi.astimezone(zone).utcoffset()
-    # Zone transitions fall on whole seconds: bisect for the first second in the new offset.
-    while hi - lo > _SECOND:
-        mid = lo + ((hi - lo) // _SECOND // 2) * _SECOND
-        if mid.astimezone(zone).utcoffset() == later_offset:
-            hi = mid
-        else:
-            lo = mid
-    return hi
 
 
 # --- schedules -----------------------------------------------------------------------------
@@ -141,7 +92,7 @@ class _Slot:
 
 def _calendar_slots(anchor: datetime, step_days: int, zone: ZoneInfo, after: datetime) -> Iterator[_Slot]:
     # Begin one step early: a slot can fire a few hours off its wall-clock date.
-    behind = (_wall_clock(after, zone).date() - anchor.date()).days // step_days - 1
+    behind = (wall_clock(after, zone).date() - anchor.date()).days // step_days - 1
     k = max(0, behind)
     while True:
         local = anchor + timedelta(days=k * step_days)  # naive arithmetic keeps the wall clock
@@ -154,7 +105,7 @@ def _hour_slots(first: datetime, hours: int, zone: ZoneInfo, after: datetime) ->
     k = max(0, (after - first) // step)
     while True:
         at = first + k * step
-        yield _Slot(_wall_clock(at, zone), at)
+        yield _Slot(wall_clock(at, zone), at)
         k += 1
 
 
@@ -162,7 +113,7 @@ def _cron_slots(expr: str, anchor: datetime, zone: ZoneInfo, after: datetime) ->
     # A match at or before the wall clock of `after` resolves to an instant <= `after`.
     from croniter import CroniterBadDateError, croniter  # lazy: only cron rules need it
 
-    begin = max(_wall_clock(after, zone), anchor - timedelta(minutes=1))
+    begin = max(wall_clock(after, zone), anchor - timedelta(minutes=1))
     matches = croniter(expr, start_time=begin, ret_type=datetime)
     while True:
         try:
@@ -223,7 +174,7 @@ def occurrences(
     the instant it stands for when known (:func:`resolve_next`), else
     :func:`resolve_local`'s.
     """
-    _require_naive(anchor, "anchor")
+    require_naive(anchor, "anchor")
     _require_aware(start, "start")
     _require_aware(end, "end")
     first = resolve_local(anchor, zone) if first is None else first
@@ -239,7 +190,7 @@ def next_after(repeat: Repeat, anchor: datetime, zone: ZoneInfo, now: datetime) 
     Raises :class:`InvalidInput` when the rule never fires again (a cron
     expression that cannot match).
     """
-    _require_naive(anchor, "anchor")
+    require_naive(anchor, "anchor")
     _require_aware(now, "now")
     slot = _next_slot(repeat, anchor, resolve_local(anchor, zone), zone, now)
     return slot.at
@@ -251,7 +202,7 @@ def next_local_after(repeat: Repeat, anchor: datetime, zone: ZoneInfo, now: date
     This is what ``Next`` holds: a cron ``30 2 * * *`` on a spring-forward day is 02:30 (it
     fires when the gap ends), not 03:00, which the expression does not match.
     """
-    _require_naive(anchor, "anchor")
+    require_naive(anchor, "anchor")
     _require_aware(now, "now")
     return _next_slot(repeat, anchor, resolve_local(anchor, zone), zone, now).local
 
@@ -280,7 +231,7 @@ def due_occurrences(repeat: Repeat, next_at: datetime, zone: ZoneInfo, now: date
     if not is_due(next_at, now):
         return []
     first = next_at.astimezone(UTC)
-    anchor = _wall_clock(first, zone)
+    anchor = wall_clock(first, zone)
     later = _series(repeat, anchor, first, zone, first)
     return [first, *(slot.at for slot in _until(later, now))]
 
@@ -323,7 +274,7 @@ def materialize(
     occurrence strictly after ``now``, phase kept: a calendar rule keeps its
     wall-clock time even where that time was skipped.
     """
-    _require_naive(next_local, "Next")
+    require_naive(next_local, "Next")
     _require_aware(now, "now")
     first = resolve_local(next_local, zone) if first is None else first
     if first > now:

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -37,11 +38,11 @@ def test_init_creates_the_database_at_head(hb: Runner, workspace: Path) -> None:
     hb("init")
     db = workspace / ".agent" / "state" / "heartbeat.db"
     assert db.is_file()
-    con = sqlite3.connect(db)
-    assert con.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     from heartbeat.db.migrate import HEAD
 
-    assert con.execute("SELECT version_num FROM alembic_version").fetchone() == (HEAD,)
+    with closing(sqlite3.connect(db)) as con:
+        assert con.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert con.execute("SELECT version_num FROM alembic_version").fetchone() == (HEAD,)
     hb("init")  # idempotent
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import sys
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -547,7 +548,8 @@ def test_invalid_json_names_line_and_column() -> None:
     text = '{\n  "pending": [\n    {"id": "a",}\n  ]\n}\n'
     with pytest.raises(FileFormatError) as caught:
         parse(text)
-    assert (caught.value.line, caught.value.column) == (3, 16)
+    # Python 3.13's reader names the trailing comma itself, older ones the brace after it
+    assert (caught.value.line, caught.value.column) == ((3, 15) if sys.version_info >= (3, 13) else (3, 16))
     assert "invalid JSON" in caught.value.reason
 
 

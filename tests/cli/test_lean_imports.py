@@ -1,0 +1,105 @@
+"""Everyday commands on SQLite never import SQLAlchemy or pydantic (one plain-SQL data path).
+
+Each command runs in a fresh interpreter on a copy of the example workspace; at exit the
+interpreter reports which of the two heavy libraries it had loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NOW = "2026-05-01T09:00:00+08:00"
+PROBE = (
+    "import atexit, sys\n"
+    "atexit.register(lambda: print('LOADED=' + ','.join(m for m in ('sqlalchemy', 'pydantic') "
+    "if m in sys.modules), file=sys.stderr))\n"
+    "from heartbeat.cli.main import run\n"
+    "sys.argv = ['hb', *sys.argv[1:]]\n"
+    "run()\n"
+)
+
+
+def _hb(ws: Path, *args: str, probe: bool = False) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HB_WORKSPACE": str(ws), "HB_NOW": NOW}
+    env.pop("HB_DATABASE_URL", None)
+    argv = [sys.executable, "-c", PROBE, *args] if probe else [sys.executable, "-m", "heartbeat", *args]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    ws = tmp_path_factory.mktemp("lean") / "ws"
+    shutil.copytree(ROOT / "examples" / "workspace", ws)
+    assert _hb(ws, "init", "--timezone", "Asia/Shanghai").returncode == 0
+    assert _hb(ws, "sync").returncode == 0
+    return ws
+
+
+def _loaded(result: subprocess.CompletedProcess[str]) -> str:
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("LOADED=")]
+    assert lines, result.stderr
+    return lines[-1].removeprefix("LOADED=")
+
+
+EVERYDAY = [
+    ("add", "Write the weekly summary", "--json"),
+    ("list", "--json"),
+    ("due", "--json"),
+    ("check", "--dry-run"),
+    ("heartbeat",),
+    ("sync",),
+    ("ready", "--explain", "--json"),
+    ("recur", "list"),
+    ("recur", "due"),
+    ("report", "outcomes", "--format", "json"),
+    ("sql", "SELECT count(*) AS n FROM tasks"),
+    ("config", "get", "timezone"),
+    ("seen",),
+]
+
+
+@pytest.mark.parametrize("args", EVERYDAY, ids=lambda a: " ".join(a[:2]))
+def test_an_everyday_command_loads_neither_sqlalchemy_nor_pydantic(
+    example: Path, args: tuple[str, ...]
+) -> None:
+    result = _hb(example, *args, probe=True)
+    assert result.returncode in (0, 20), result.stderr
+    assert _loaded(result) == "", f"hb {' '.join(args)} loaded {_loaded(result)}"
+
+
+def test_the_task_and_queue_commands_load_neither(example: Path) -> None:
+    """add, show, update, pop, renew, complete, fail, done, cancel on one task each."""
+    added = json.loads(_hb(example, "add", "Call the bank", "--json").stdout)
+    steps = [
+        ("show", added["id"]),
+        ("update", added["id"], "--note", "rang twice"),
+        ("notify", added["id"], "--risk", "P1"),
+    ]
+    for args in steps:
+        result = _hb(example, *args, probe=True)
+        assert result.returncode in (0, 20), result.stderr
+        assert _loaded(result) == "", f"hb {' '.join(args)} loaded {_loaded(result)}"
+    popped = _hb(example, "pop", "--json", probe=True)
+    assert popped.returncode == 0, popped.stderr
+    assert _loaded(popped) == ""
+    task = json.loads(popped.stdout)
+    for args in (
+        ("renew", task["id"], "--claim", task["claim"]),
+        ("complete", task["id"], "--claim", task["claim"], "--outcome", '{"ok": true}'),
+    ):
+        result = _hb(example, *args, probe=True)
+        assert result.returncode == 0, result.stderr
+        assert _loaded(result) == "", f"hb {args[0]} loaded {_loaded(result)}"
+    for verb in ("done", "cancel"):
+        other = json.loads(_hb(example, "add", f"to {verb}", "--json").stdout)
+        result = _hb(example, verb, other["id"], probe=True)
+        assert result.returncode == 0, result.stderr
+        assert _loaded(result) == "", f"hb {verb} loaded {_loaded(result)}"

@@ -1,0 +1,149 @@
+"""The dashboard's token rules: the bearer token or a session from /login, nothing else.
+
+A page without either is 401; ``/login`` with a wrong token is 401; with the
+right one it sets an HttpOnly, SameSite=Strict cookie that holds a session id,
+never the token, and the token shows up in no link, header or log line.
+"""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import quote
+
+import pytest
+
+from tests.web.conftest import TOKEN, Served
+from tests.web.helpers import Reply
+
+PAGES = (
+    "/",
+    "/now",
+    "/decisions",
+    "/task?id=task-x",
+    "/outcomes",
+    "/runs",
+    "/now.json",
+    "/decisions.json",
+    "/task.json?id=task-x",
+    "/outcomes.json",
+    "/runs.json",
+)
+
+
+def login(served: Served, next_target: str | None = None) -> Reply:
+    target = f"&next={quote(next_target, safe='')}" if next_target is not None else ""
+    return served.get(f"/login?token={quote(TOKEN)}{target}", token=None)
+
+
+def session_cookie(reply: Reply) -> str:
+    """``hb_session=...`` from a login's Set-Cookie."""
+    cookie = reply.headers["Set-Cookie"]
+    return cookie.split(";", 1)[0]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_is_401_without_the_token(served: Served, path: str) -> None:
+    for token in (None, "wrong", TOKEN + "x"):
+        reply = served.get(path, token=token)
+        assert reply.status == 401, (path, token)
+        assert reply.headers["WWW-Authenticate"].startswith("Bearer")
+        if ".json" in path:
+            assert "token" in reply.json()["error"]
+        else:  # a browser gets the way in: the login form, which posts the token
+            page = reply.html()
+            form = page.find("form")
+            assert (form.attrs["method"], form.attrs["action"]) == ("post", "/login")
+            assert page.find("input", name="next").attrs["value"] == path
+    reply = served.get(path, token=None, headers={"Authorization": TOKEN})  # no scheme
+    assert reply.status == 401
+    reply = served.get(path, token=None, headers={"Cookie": "hb_session=made-up"})
+    assert reply.status == 401
+
+
+def test_login_with_a_wrong_token_is_401_and_sets_no_cookie(served: Served) -> None:
+    for query in ("?token=wrong", "?token=", "", f"?token={quote(TOKEN)}x", f"?tok={quote(TOKEN)}"):
+        reply = served.get(f"/login{query}", token=None)
+        assert reply.status == 401, query
+        assert "Set-Cookie" not in reply.headers
+        assert TOKEN not in reply.text
+    reply = served.get("/login?token=wrong", token=None)
+    assert "not the token" in reply.html().find("p", class_="error-message").text()
+
+
+def test_login_sets_a_session_cookie_and_goes_to_the_page(served: Served) -> None:
+    reply = login(served, "/decisions?day=2026-03-10&reason=quiet_hours")
+    assert reply.status == 303
+    assert reply.headers["Location"] == "/decisions?day=2026-03-10&reason=quiet_hours"
+    attributes = [part.strip() for part in reply.headers["Set-Cookie"].split(";")]
+    assert "HttpOnly" in attributes and "SameSite=Strict" in attributes and "Path=/" in attributes
+    cookie = session_cookie(reply)
+    name, value = cookie.split("=", 1)
+    assert name == "hb_session" and len(value) >= 40 and TOKEN not in value
+    assert all(TOKEN not in v for v in reply.headers.values())
+    for path in PAGES:
+        got = served.get(path, token=None, headers={"Cookie": cookie})
+        assert got.status in (200, 404), path  # task-x is no task: 404, past the token check
+    assert served.get("/now.json", token=None, headers={"Cookie": f"other=1; {cookie}"}).status == 200
+    other = session_cookie(login(served))
+    assert other != cookie  # a new session per login
+
+
+def test_the_session_never_opens_poke(served: Served) -> None:
+    cookie = session_cookie(login(served))
+    reply = served.get("/poke", token=None, headers={"Cookie": cookie})
+    assert reply.status == 405
+    from tests.web.helpers import request
+
+    reply = request(served.port, "POST", "/poke", headers={"Cookie": cookie}, body=b"from a browser")
+    assert reply.status == 401
+
+
+def test_login_goes_only_to_a_dashboard_page(served: Served) -> None:
+    for target in (
+        "//evil.example/",
+        "http://evil.example/",
+        "/poke",
+        "/healthz",
+        "javascript:alert(1)",
+        "/\\evil",
+    ):
+        reply = login(served, target)
+        assert reply.status == 303 and reply.headers["Location"] == "/", target
+    assert login(served).headers["Location"] == "/"
+    assert login(served, "/task?id=a%20b&scope=").headers["Location"] == "/task?id=a%20b&scope="
+
+
+def test_login_by_form_post_keeps_the_token_out_of_the_address(served: Served) -> None:
+    from tests.web.helpers import request
+
+    form = f"token={quote(TOKEN)}&next={quote('/runs?days=3', safe='')}".encode()
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    reply = request(served.port, "POST", "/login", headers=headers, body=form)
+    assert reply.status == 303 and reply.headers["Location"] == "/runs?days=3"
+    assert served.get("/runs.json", token=None, headers={"Cookie": session_cookie(reply)}).status == 200
+    reply = request(served.port, "POST", "/login", headers=headers, body=b"token=wrong")
+    assert reply.status == 401 and "Set-Cookie" not in reply.headers
+
+
+def test_other_methods_on_pages_are_405(served: Served) -> None:
+    from tests.web.helpers import request
+
+    for method in ("POST", "PUT", "DELETE", "HEAD"):
+        reply = request(
+            served.port, method, "/decisions", token=TOKEN, body=b"x" if method != "HEAD" else None
+        )
+        assert reply.status == 405, method
+        assert reply.headers["Allow"] == "GET"
+
+
+def test_the_token_appears_in_no_log_line(served: Served) -> None:
+    login(served, "/runs")
+    served.get(f"/now.json?token={TOKEN}", token=None)
+    served.get("/now.json")
+    deadline = time.monotonic() + 10
+    while not any("GET /now.json 200" in line for line in served.log) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the server's log is read by a thread
+    text = "".join(served.log)
+    assert "GET /login 303" in text and "GET /now.json 401" in text and "GET /now.json 200" in text
+    assert TOKEN not in text
+    assert "hb_session" not in text
