@@ -56,6 +56,11 @@ class Context:
     def raw(self, connection: Any) -> None:
         self._raw = connection
 
+    def connect(self) -> Any:
+        """A new driver connection of its own, for work beside the operation's (a thread); the
+        caller closes it."""
+        return self._connect()
+
     @contextmanager
     def write(self) -> Iterator[Db]:
         """One write transaction (SQLite: ``BEGIN IMMEDIATE``)."""

@@ -23,18 +23,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
-
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from typing import Any
 
 from heartbeat.clock import isoformat, parse_duration
-from heartbeat.db.models import Run
+from heartbeat.context import Context
+from heartbeat.db.plain import adapt, bind_time
+from heartbeat.db.rows import RunRow
+from heartbeat.db.store import is_unique_violation, statements
 from heartbeat.errors import Busy
 
-if TYPE_CHECKING:
-    from heartbeat.ledger import Ledger
-
+SQL = statements("guard")
 GUARD = "workspace"  # one guard per ledger: the workspace's
 
 
@@ -51,63 +49,78 @@ class GuardRun:
     lifetime: timedelta = timedelta(minutes=10)  # setting heartbeat.guard when it was taken
 
 
-def acquire(ledger: Ledger, kind: str) -> GuardRun:
+@contextmanager
+def held(ctx: Context, kind: str) -> Iterator[GuardRun]:
+    """Hold the guard for the block (Busy, exit 75, if held), renewed while the block runs; on
+    leaving, released with status ``ok`` or ``error`` (the error noted in the run's detail)."""
+    run = acquire(ctx, kind)
+    try:
+        with renewed(ctx, run):  # a long tick is not taken for an abandoned one
+            yield run
+    except BaseException as exc:
+        run.detail.setdefault("error", str(exc) or type(exc).__name__)
+        release(ctx, run, "error")
+        raise
+    release(ctx, run, "ok")
+
+
+def acquire(ctx: Context, kind: str) -> GuardRun:
     """Take the guard for a run of ``kind``; Busy (exit 75) while someone else holds it."""
-    now = ledger.now()
-    lifetime = parse_duration(ledger.settings.heartbeat_guard, what="heartbeat.guard")
+    now = ctx.now()
+    lifetime = parse_duration(ctx.settings.heartbeat_guard, what="heartbeat.guard")
     # a live holder is seen without the write lock, which the running heartbeat may hold for
     # its whole sync: the caller (a poke over HTTP, say) is answered "busy" at once
-    with ledger.read() as s:
-        live = s.scalars(select(Run).where(Run.guard == GUARD)).first()
+    with ctx.read() as db:
+        live = db.first(RunRow, SQL.holder, {"guard": GUARD})
         if live is not None and (live.expires_at is None or live.expires_at > now):
-            raise Busy(_busy_message(ledger, live))
+            raise Busy(_busy_message(ctx, live))
     try:
-        with ledger.write() as s:
-            holder = s.scalars(select(Run).where(Run.guard == GUARD).with_for_update()).first()
+        with ctx.write() as db:
+            holder = db.first(RunRow, SQL.holder_locked, {"guard": GUARD})
             if holder is not None:
                 if holder.expires_at is None or holder.expires_at > now:
-                    raise Busy(_busy_message(ledger, holder))
+                    raise Busy(_busy_message(ctx, holder))
                 holder.guard = None
                 holder.status = "expired"
                 holder.detail = {**(holder.detail or {}), "taken_over_by": kind, "taken_over_at": _iso(now)}
-                s.flush()
-            run = Run(
-                kind=kind,
-                status="running",
-                started_at=now,
-                pid=os.getpid(),
-                guard=GUARD,
-                expires_at=now + lifetime,
+            run = db.add(
+                RunRow(
+                    kind=kind,
+                    status="running",
+                    started_at=now,
+                    pid=os.getpid(),
+                    guard=GUARD,
+                    expires_at=now + lifetime,
+                )
             )
-            s.add(run)
-            s.flush()
+            assert run.pk is not None
             return GuardRun(
                 pk=run.pk, kind=kind, started_at=now, expires_at=now + lifetime, lifetime=lifetime
             )
-    except IntegrityError:
+    except Exception as exc:
+        if not is_unique_violation(exc):
+            raise
         # PostgreSQL: another process inserted its guard row between our look and our insert;
         # name it the same way as when we saw it first
-        with ledger.read() as s:
-            winner = s.scalars(select(Run).where(Run.guard == GUARD)).first()
+        with ctx.read() as db:
+            winner = db.first(RunRow, SQL.holder, {"guard": GUARD})
             if winner is not None:
-                raise Busy(_busy_message(ledger, winner)) from None
-        raise Busy(f"busy: another heartbeat or poke holds the guard of {ledger.workspace}") from None
+                raise Busy(_busy_message(ctx, winner)) from None
+        raise Busy(f"busy: another heartbeat or poke holds the guard of {ctx.workspace}") from None
 
 
-# The renewal: the row still held by this run gets a new expiry (nothing, once it was taken over).
-_RENEW = "UPDATE runs SET expires_at = :until WHERE pk = :pk AND guard = :guard"
 _SHORTEST_RENEWAL = 0.05  # seconds between renewals, whatever a (test's) tiny guard lifetime says
 _STOP_WAIT = 5.0  # seconds release waits for the renewal thread to end
 
 
 @contextmanager
-def renewed(ledger: Ledger, held: GuardRun) -> Iterator[None]:
+def renewed(ctx: Context, held: GuardRun) -> Iterator[None]:
     """Keep ``held`` alive while the block runs: a renewal every third of its lifetime.
 
     The renewals run on a thread of their own with their own connection, so a tick busy in one
     long step (a large sync, a slow export) still renews; the thread ends with the block.
     """
-    renewal = _Renewal(ledger, held)
+    renewal = _Renewal(ctx, held)
     renewal.start()
     try:
         yield
@@ -118,16 +131,16 @@ def renewed(ledger: Ledger, held: GuardRun) -> Iterator[None]:
 class _Renewal(threading.Thread):
     """The thread behind :func:`renewed`."""
 
-    def __init__(self, ledger: Ledger, held: GuardRun) -> None:
+    def __init__(self, ctx: Context, held: GuardRun) -> None:
         super().__init__(name=f"hb-guard-renewal-{held.pk}", daemon=True)
-        self.ledger = ledger
+        self.ctx = ctx
         self.held = held
         self.every = max(held.lifetime.total_seconds() / 3, _SHORTEST_RENEWAL)
         self.done = threading.Event()
         self.renewals = 0
         # the ledger's clock is read here, on the holder's thread (it may consult the settings
         # on the holder's connection); the renewals move it on by the time elapsed since
-        self.started = ledger.now()
+        self.started = ctx.now()
         self.started_tick = time.monotonic()
 
     def stop(self) -> None:
@@ -135,25 +148,20 @@ class _Renewal(threading.Thread):
         self.join(_STOP_WAIT)
 
     def run(self) -> None:
-        from heartbeat.db import plain, sqlite
-
-        path = sqlite.file_of(self.ledger.url)
-        if path is not None:
-            con: Any = sqlite.connect(path)
-            # a renewal waits for the write lock at most until the next one is due
+        sqlite = self.ctx.sqlite
+        con: Any = self.ctx.connect()
+        if sqlite:  # a renewal waits for the write lock at most until the next one is due
             con.execute(f"PRAGMA busy_timeout = {int(self.every * 1000)}")
-        else:
-            con = self.ledger.engine.raw_connection()
-        statement = plain.adapt(_RENEW, sqlite=path is not None)
+        statement = adapt(SQL.renew, sqlite=sqlite)
         try:
             while not self.done.wait(self.every):
                 elapsed = timedelta(seconds=time.monotonic() - self.started_tick)
                 until = self.started + elapsed + self.held.lifetime
-                params = {"until": plain.bind_time(until, sqlite=path is not None), "pk": self.held.pk}
+                params = {"until": bind_time(until, sqlite=sqlite), "pk": self.held.pk, "guard": GUARD}
                 try:
                     cur = con.cursor()
                     try:
-                        cur.execute(statement, {**params, "guard": GUARD})
+                        cur.execute(statement, params)
                         renewed = cur.rowcount
                     finally:
                         cur.close()
@@ -176,11 +184,11 @@ def _rollback(con: Any) -> None:
         return
 
 
-def release(ledger: Ledger, held: GuardRun, status: str) -> None:
+def release(ctx: Context, held: GuardRun, status: str) -> None:
     """Give the guard back and record how the run ended (``ok`` or ``error``)."""
-    now = ledger.now()
-    with ledger.write() as s:
-        run = s.get(Run, held.pk)
+    now = ctx.now()
+    with ctx.write() as db:
+        run = db.get(RunRow, held.pk)
         if run is None:
             return
         detail = dict(held.detail)
@@ -195,28 +203,28 @@ def release(ledger: Ledger, held: GuardRun, status: str) -> None:
         run.task_id = held.task_id
 
 
-def holder(ledger: Ledger) -> dict[str, Any] | None:
+def holder(ctx: Context) -> dict[str, Any] | None:
     """Who holds the guard now (even if expired), or None."""
-    with ledger.read() as s:
-        run = s.scalars(select(Run).where(Run.guard == GUARD)).first()
-        if run is None:
-            return None
-        return {
-            "kind": run.kind,
-            "pid": run.pid,
-            "started_at": isoformat(run.started_at, ledger.zone),
-            "expires_at": isoformat(run.expires_at, ledger.zone),
-            "expired": run.expires_at is not None and run.expires_at <= ledger.now(),
-        }
+    with ctx.read() as db:
+        run = db.first(RunRow, SQL.holder, {"guard": GUARD})
+    if run is None:
+        return None
+    return {
+        "kind": run.kind,
+        "pid": run.pid,
+        "started_at": isoformat(run.started_at, ctx.zone),
+        "expires_at": isoformat(run.expires_at, ctx.zone),
+        "expired": run.expires_at is not None and run.expires_at <= ctx.now(),
+    }
 
 
-def _busy_message(ledger: Ledger, run: Run) -> str:
+def _busy_message(ctx: Context, run: RunRow) -> str:
     pid = f" (pid {run.pid})" if run.pid else ""
     return (
-        f"busy: a {run.kind}{pid} holds the guard of {ledger.workspace} since "
-        f"{_iso(run.started_at, ledger)}, until {_iso(run.expires_at, ledger)}"
+        f"busy: a {run.kind}{pid} holds the guard of {ctx.workspace} since "
+        f"{_iso(run.started_at, ctx)}, until {_iso(run.expires_at, ctx)}"
     )
 
 
-def _iso(moment: datetime | None, ledger: Ledger | None = None) -> str:
-    return isoformat(moment, ledger.zone if ledger is not None else None) or "?"
+def _iso(moment: datetime | None, ctx: Context | None = None) -> str:
+    return isoformat(moment, ctx.zone if ctx is not None else None) or "?"

@@ -226,13 +226,11 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
     def config_list(self) -> dict[str, dict[str, Any]]:
         """Every setting: value, default, whether it was set, description."""
-        from sqlalchemy import select
+        from heartbeat.db.store import statements
 
-        from heartbeat.db.models import Setting
-
-        with self.read() as s:
-            stored = {row.key for row in s.scalars(select(Setting))}
         values = self._effective(settings_mod.as_dict(self.settings))
+        with self.ctx.read() as db:
+            stored = {key for (key,) in db.rows(statements("settings").stored_keys)}
         return {
             name: {
                 "value": values[name],
@@ -245,33 +243,29 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
     def config_set(self, key: str, value: Any, *, from_text: bool = True) -> Any:
         """Validate and store a setting; returns the stored value."""
+        import json
+
+        from heartbeat.db.store import statements
+
         checked = (
             settings_mod.parse_value(key, value)
             if from_text and isinstance(value, str)
             else (settings_mod.validate(key, value))
         )
-        from heartbeat.db.models import Setting
-
         now = self.now()
-        with self.write() as s:
-            row = s.get(Setting, key)
-            if row is None:
-                s.add(Setting(key=key, value=checked, updated_at=now))
-            else:
-                row.value = checked
-                row.updated_at = now
+        with self.ctx.write() as db:
+            params = {"key": key, "value": json.dumps(checked), "updated_at": db.time(now)}
+            db.execute(statements("settings").store, params)
         self.ctx.forget_settings()
         return checked
 
     def config_unset(self, key: str) -> None:
         """Remove a setting, so that its default applies again (NotFound for an unknown key)."""
-        from sqlalchemy import delete
-
-        from heartbeat.db.models import Setting
+        from heartbeat.db.store import statements
 
         settings_mod.key(key)
-        with self.write() as s:
-            s.execute(delete(Setting).where(Setting.key == key))
+        with self.ctx.write() as db:
+            db.execute(statements("settings").remove, {"key": key})
         self.ctx.forget_settings()
 
     def init(self) -> dict[str, Any]:
@@ -280,10 +274,24 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
 
         return {
             "workspace": str(self.workspace),
-            "database": self.engine.url.render_as_string(hide_password=True),
+            "database": self._shown_url(),
             "revision": HEAD,
             "timezone": self.zone.key,
         }
+
+    def _shown_url(self) -> str:
+        """The database URL as SQLAlchemy renders it (password hidden); a SQLite file's without
+        SQLAlchemy."""
+        from urllib.parse import quote, unquote
+
+        if "://" not in self.url:
+            path = Path(self.url).expanduser().resolve()
+            return "sqlite:///" + quote(str(path), safe=" +/")
+        for prefix in ("sqlite:///", "sqlite+pysqlite:///"):
+            rest = self.url[len(prefix) :]
+            if self.url.startswith(prefix) and rest and "?" not in rest and not rest.startswith(":memory:"):
+                return "sqlite:///" + quote(unquote(rest), safe=" +/")
+        return self.engine.url.render_as_string(hide_password=True)
 
     # --- tasks -------------------------------------------------------------------
 

@@ -45,18 +45,20 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo
 
 from heartbeat.clock import isoformat, load_zone
+from heartbeat.context import Context
+from heartbeat.db.plain import read_time
+from heartbeat.db.rows import OutcomeRow, RecurrenceRow, RunRow, TaskRow
+from heartbeat.db.store import Db, statements
 from heartbeat.errors import InvalidInput, InvalidState, NotFound
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
-    from heartbeat.db.models import Recurrence
-    from heartbeat.ledger import Ledger
     from heartbeat.rules.repeat import Repeat
+
+SQL = statements("recur")
 
 PROACTIVE = "proactive"  # source of PROACTIVE.md tasks
 REPEAT_SOURCES = ("recur", "cli")  # TODO.RECUR.md entries and `hb recur add` rules
@@ -83,7 +85,7 @@ class _Due:
     first: datetime | None = None  # repeat rules: the oldest of them
 
 
-def rule_dict(row: Recurrence, zone: ZoneInfo) -> dict[str, Any]:
+def rule_dict(row: RecurrenceRow, zone: ZoneInfo) -> dict[str, Any]:
     """A recurrence as ``hb recur list --json`` prints it (times in the workspace zone)."""
     proactive = row.source == PROACTIVE
     return {
@@ -148,7 +150,7 @@ def parse_next(value: str | datetime, zone: ZoneInfo) -> datetime:
     return when.replace(fold=0)
 
 
-def _stored_next(row: Recurrence) -> datetime | None:
+def _stored_next(row: RecurrenceRow) -> datetime | None:
     if row.next_local is None:
         return None
     try:
@@ -205,7 +207,7 @@ def _missed(value: str) -> str:
     return policy
 
 
-def _zone_of(row: Recurrence, workspace_zone: ZoneInfo) -> ZoneInfo:
+def _zone_of(row: RecurrenceRow, workspace_zone: ZoneInfo) -> ZoneInfo:
     from heartbeat.formats.todo import rule_zone
 
     return rule_zone(row.tz, workspace_zone)  # none or "Local" (TODO.RECUR.md): the workspace's
@@ -220,7 +222,7 @@ def _first_occurrence(repeat: Repeat, anchor: datetime, zone: ZoneInfo) -> datet
     return next_local_after(repeat, anchor, zone, resolve_local(anchor, zone) - _JUST_BEFORE)
 
 
-def _set_next(row: Recurrence, local: datetime, zone: ZoneInfo) -> None:
+def _set_next(row: RecurrenceRow, local: datetime, zone: ZoneInfo) -> None:
     from heartbeat.rules.recurrence import resolve_local
 
     row.next_local = local.strftime(NEXT_LAYOUT)
@@ -230,7 +232,7 @@ def _set_next(row: Recurrence, local: datetime, zone: ZoneInfo) -> None:
 # --- when a rule is due -----------------------------------------------------------------------
 
 
-def _claimed_instant(row: Recurrence) -> datetime | None:
+def _claimed_instant(row: RecurrenceRow) -> datetime | None:
     from heartbeat.formats.timestamps import parse_timestamp
 
     if row.claimed_period is None:
@@ -241,14 +243,14 @@ def _claimed_instant(row: Recurrence) -> datetime | None:
         return None
 
 
-def _next_instant(row: Recurrence, anchor: datetime, zone: ZoneInfo) -> datetime:
+def _next_instant(row: RecurrenceRow, anchor: datetime, zone: ZoneInfo) -> datetime:
     """The instant the row's Next stands for (the stored one, on a repeated local time)."""
     from heartbeat.rules.recurrence import resolve_next
 
     return resolve_next(anchor, zone, row.next_at)
 
 
-def _repeat_due(row: Recurrence, workspace_zone: ZoneInfo, now: datetime) -> _Due | None:
+def _repeat_due(row: RecurrenceRow, workspace_zone: ZoneInfo, now: datetime) -> _Due | None:
     from heartbeat.formats.timestamps import format_timestamp
     from heartbeat.rules.recurrence import MissedPolicy, occurrences, runs_for
 
@@ -270,14 +272,24 @@ def _repeat_due(row: Recurrence, workspace_zone: ZoneInfo, now: datetime) -> _Du
     return _Due(period=format_timestamp(pending[-1]), runs=runs, pending=len(pending), first=pending[0])
 
 
-def dormant_reason(row: Recurrence) -> str | None:
+class KeptFields(Protocol):
+    """What :func:`dormant_reason` reads of a recurrence (a row, or the sync's model object)."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def extra(self) -> dict[str, Any] | None: ...
+
+
+def dormant_reason(row: KeptFields) -> str | None:
     """Why a PROACTIVE.md task is not handed out now: its block is no task CraftBot runs (None:
     it is one). Kept in ``extra``, the file's fields, under a key no yaml block of the file set."""
     reason = (row.extra or {}).get(DORMANT_KEY) if row.source == PROACTIVE else None
     return reason if isinstance(reason, str) else None
 
 
-def _proactive_due(row: Recurrence, now_local: datetime) -> _Due | None:
+def _proactive_due(row: RecurrenceRow, now_local: datetime) -> _Due | None:
     from heartbeat.rules.recurrence import Frequency, due_period
 
     if dormant_reason(row) is not None:
@@ -297,101 +309,86 @@ def _proactive_due(row: Recurrence, now_local: datetime) -> _Due | None:
     return None if period is None else _Due(period=period, runs=[], pending=1)
 
 
-def _open_claim(row: Recurrence) -> bool:
+def _open_claim(row: RecurrenceRow) -> bool:
     """Handed out and no outcome recorded since."""
     if row.claimed_period is None or row.claimed_at is None:
         return False
     return row.last_run_at is None or row.claimed_at > row.last_run_at
 
 
-def _ledger(api: RecurAPI) -> Ledger:
-    """The ledger this mixin is part of (typed: the mixin cannot name its subclass)."""
-    return cast("Ledger", api)
-
-
-def _find(session: Session, rule_id: str, *, lock: bool = False) -> Recurrence:
-    from sqlalchemy import select
-
-    from heartbeat.db.models import Recurrence
-
-    query = select(Recurrence).where(Recurrence.id == rule_id)
-    if lock:
-        query = query.with_for_update()
-    row = session.scalars(query).first()
+def _find(db: Db, rule_id: str, *, lock: bool = False) -> RecurrenceRow:
+    row = db.first(RecurrenceRow, SQL.find_locked if lock else SQL.find, {"id": rule_id})
     if row is None:
         raise NotFound(f"no recurrence with id {rule_id!r}")
     return row
 
 
-def _new_rule_id(session: Session) -> str:
-    from sqlalchemy import select
-
-    from heartbeat.db.models import Recurrence
-
+def _new_rule_id(db: Db) -> str:
     while True:
         candidate = "recur-" + _token()
-        if session.scalar(select(Recurrence.pk).where(Recurrence.id == candidate)) is None:
+        if db.value(SQL.id_taken, {"id": candidate}) is None:
             return candidate
 
 
-def _new_todo_id(session: Session) -> str:
-    from sqlalchemy import select
-
-    from heartbeat.db.models import Task
-
+def _new_todo_id(db: Db) -> str:
     while True:
         candidate = "todo-" + _token()
-        if session.scalar(select(Task.pk).where(Task.scope == "", Task.id == candidate)) is None:
+        if db.value(SQL.todo_id_taken, {"id": candidate}) is None:
             return candidate
 
 
-def _rule_due(ledger: Ledger, row: Recurrence, now: datetime) -> _Due | None:
+def _rule_due(zone: ZoneInfo, row: RecurrenceRow, now: datetime) -> _Due | None:
     if row.source == PROACTIVE:
-        return _proactive_due(row, now.astimezone(ledger.zone))
+        return _proactive_due(row, now.astimezone(zone))
     try:
-        return _repeat_due(row, ledger.zone, now)
+        return _repeat_due(row, zone, now)
     except InvalidInput:
         return None  # a rule or Next hb cannot read never fires (its import reported it)
 
 
 def _reschedule(
-    ledger: Ledger, row: Recurrence, repeat: str | None, next: str | datetime | None, tz: str | None
+    workspace_zone: ZoneInfo,
+    now: datetime,
+    row: RecurrenceRow,
+    repeat: str | None,
+    next: str | datetime | None,
+    tz: str | None,
 ) -> None:
     if tz is not None:
         row.tz = None if tz.strip().lower() in _CLEAR else load_zone(tz).key
     rule = parse_rule(repeat if repeat is not None else row.rule)
     row.rule = rule.render()
-    zone = _zone_of(row, ledger.zone)
+    zone = _zone_of(row, workspace_zone)
     anchor = parse_next(next, zone) if next is not None else _stored_next(row)
     if anchor is None:
-        anchor = ledger.now().astimezone(zone).replace(tzinfo=None, second=0, microsecond=0)
+        anchor = now.astimezone(zone).replace(tzinfo=None, second=0, microsecond=0)
     _set_next(row, _first_occurrence(rule, anchor, zone), zone)
     row.claimed_period = None
     row.claimed_at = None
 
 
 def _materialize_rule(
-    ledger: Ledger,
-    s: Session,
-    row: Recurrence,
+    db: Db,
+    workspace_zone: ZoneInfo,
+    row: RecurrenceRow,
     now: datetime,
     created: list[dict[str, Any]],
     advanced: list[dict[str, Any]],
     *,
     dry_run: bool,
 ) -> None:
-    from heartbeat.rules.recurrence import materialize
+    from heartbeat.rules.recurrence import materialize as move_next
 
     anchor = _stored_next(row)
     if anchor is None:
         return
-    zone = _zone_of(row, ledger.zone)
+    zone = _zone_of(row, workspace_zone)
     rule = parse_rule(row.rule)
     first = _next_instant(row, anchor, zone)
-    moved = materialize(rule, anchor, zone, row.tz, row.title, now, first=first)
+    moved = move_next(rule, anchor, zone, row.tz, row.title, now, first=first)
     if moved is None:
         return
-    due = _repeat_due(row, ledger.zone, now)
+    due = _repeat_due(row, workspace_zone, now)
     entries: list[datetime] = []
     if due is not None and due.first is not None:
         entries = [due.first] if row.missed_policy == "once" else due.runs
@@ -401,7 +398,7 @@ def _materialize_rule(
         title = moved.text if at == first else f"{at.astimezone(zone):{NEXT_LAYOUT}}{label} {row.title}"
         entry = {"id": None, "title": title, "recurrence": row.id, "chat_id": row.chat_id}
         if not dry_run:
-            entry["id"] = _add_todo_entry(s, row, title, now)
+            entry["id"] = _add_todo_entry(db, row, title, now)
         created.append(entry)
     advanced.append(
         {
@@ -418,46 +415,42 @@ def _materialize_rule(
         row.updated_at = now
 
 
-def _add_todo_entry(s: Session, row: Recurrence, title: str, now: datetime) -> str:
-    from sqlalchemy import func, select
-
-    from heartbeat.db.models import Task, TaskStatus, priority_rank
-    from heartbeat.db.store import of_session
+def _add_todo_entry(db: Db, row: RecurrenceRow, title: str, now: datetime) -> str:
+    from heartbeat.db.status import TaskStatus
+    from heartbeat.formats.tasks_json import priority_rank
     from heartbeat.tasks import record_event
 
-    top = s.scalar(select(func.min(Task.position)).where(Task.source == "todo"))
-    task = Task(
-        id=_new_todo_id(s),
-        scope="",
-        source="todo",
-        title=title,
-        status=TaskStatus.TODO,
-        priority_rank=priority_rank(None),
-        position=(top if top is not None else 0) - 1,
-        chat_id=row.chat_id,
-        follow_up=False,
-        attempts=0,
-        version=1,
-        created_at=now,
-        updated_at=now,
-        last_update_at=now,
+    top = db.value(SQL.first_todo_position)
+    task = db.add(
+        TaskRow(
+            id=_new_todo_id(db),
+            scope="",
+            source="todo",
+            title=title,
+            status=TaskStatus.TODO,
+            priority_rank=priority_rank(None),
+            position=(top if top is not None else 0) - 1,
+            chat_id=row.chat_id,
+            follow_up=False,
+            attempts=0,
+            version=1,
+            created_at=now,
+            updated_at=now,
+            last_update_at=now,
+        )
     )
-    s.add(task)
-    s.flush()
-    record_event(of_session(s), task, "created", now, actor="recur", detail={"recurrence": row.id})
+    record_event(db, task, "created", now, actor="recur", detail={"recurrence": row.id})
     return task.id
 
 
 def _record_materialize_run(
-    s: Session,
+    db: Db,
     now: datetime,
     created: list[dict[str, Any]],
     advanced: list[dict[str, Any]],
 ) -> None:
-    from heartbeat.db.models import Run
-
-    s.add(
-        Run(
+    db.add(
+        RunRow(
             kind="materialize",
             status="ok" if advanced else "empty",
             started_at=now,
@@ -473,28 +466,17 @@ def _record_materialize_run(
 class RecurAPI:
     """Mixed into :class:`heartbeat.Ledger`; each method is one transaction."""
 
+    ctx: Context
+
     # --- reading ---------------------------------------------------------------------------
 
     def recur_list(self, *, source: str | None = None) -> list[dict[str, Any]]:
         """Every recurrence (enabled or not), repeat rules first, each in file order."""
-        from sqlalchemy import case, select
-
-        from heartbeat.db.models import Recurrence
-
-        ledger = _ledger(self)
-        query = select(Recurrence).order_by(
-            case((Recurrence.source == PROACTIVE, 1), else_=0), Recurrence.position, Recurrence.pk
-        )
-        if source is not None:
-            query = query.where(Recurrence.source == source)
-        with ledger.read() as s:
-            return [rule_dict(row, ledger.zone) for row in s.scalars(query)]
+        return rules(self.ctx, source=source)
 
     def recur_get(self, rule_id: str) -> dict[str, Any]:
         """One recurrence by its id."""
-        ledger = _ledger(self)
-        with ledger.read() as s:
-            return rule_dict(_find(s, rule_id), ledger.zone)
+        return get(self.ctx, rule_id)
 
     def recur_due(self, *, claim: bool = False) -> list[dict[str, Any]]:
         """The enabled rules due now (CraftBot's ``recurring_read``), lowest priority first.
@@ -504,55 +486,7 @@ class RecurAPI:
         With ``claim`` each is recorded as handed out for its period (also a
         repeat rule whose missed occurrences the ``skip`` policy drops).
         """
-        from sqlalchemy import func, or_, select
-
-        from heartbeat.db.models import Recurrence, Run
-        from heartbeat.rules.recurrence import check_conditions
-
-        ledger = _ledger(self)
-        now = ledger.now()
-        zone = ledger.zone
-        query = (
-            select(Recurrence)
-            .where(
-                Recurrence.enabled.is_(True),
-                or_(Recurrence.source == PROACTIVE, Recurrence.next_at <= now + _ZONE_SLACK),
-            )
-            .order_by(Recurrence.position, Recurrence.pk)
-        )
-        out: list[dict[str, Any]] = []
-        with ledger.write() if claim else ledger.read() as s:
-            last_seen = s.scalar(select(func.max(Run.started_at)).where(Run.kind == "seen"))
-            for row in s.scalars(query.with_for_update() if claim else query):
-                due = _rule_due(ledger, row, now)
-                if due is None:
-                    continue
-                verdict = check_conditions(
-                    [str(c) for c in row.conditions or []],
-                    now_local=now.astimezone(zone),
-                    last_conversation_at=last_seen,
-                    now=now,
-                    available_hours=USER_AVAILABLE_HOURS,
-                )
-                if not verdict.ok:
-                    continue  # not this tick; the period stays open
-                if claim:
-                    row.claimed_period = due.period
-                    row.claimed_at = now
-                if row.source != PROACTIVE and not due.runs:
-                    continue  # skip policy: periods were missed, none runs
-                item = rule_dict(row, zone)
-                item.update(
-                    period=due.period,
-                    runs=len(due.runs) or 1,
-                    occurrences=[isoformat(at, zone) for at in due.runs],
-                    missed=max(0, due.pending - 1),
-                    conditions_to_check=verdict.passed_through,
-                    claimed=claim,
-                )
-                out.append(item)
-        out.sort(key=lambda r: DEFAULT_PRIORITY if r["priority"] is None else r["priority"])
-        return out
+        return due(self.ctx, claim=claim)
 
     # --- changing rules --------------------------------------------------------------------
 
@@ -572,44 +506,9 @@ class RecurAPI:
         ``next`` is a wall-clock time in ``tz`` (default: the workspace zone). A
         cron rule starts at its first match at or after ``next``.
         """
-        from sqlalchemy import func, select
-
-        from heartbeat.db.models import Recurrence
-
-        ledger = _ledger(self)
-        content = _rule_title(title)
-        rule = parse_rule(repeat)
-        zone = load_zone(tz) if tz and tz.strip().lower() not in _CLEAR else None
-        rule_zone = zone or ledger.zone
-        now = ledger.now()
-        anchor = (
-            parse_next(next, rule_zone)
-            if next is not None
-            else now.astimezone(rule_zone).replace(tzinfo=None, second=0, microsecond=0)
+        return add(
+            self.ctx, title, repeat=repeat, next=next, tz=tz, chat_id=chat_id, missed=missed, enabled=enabled
         )
-        first = _first_occurrence(rule, anchor, rule_zone)
-        with ledger.write() as s:
-            last = s.scalar(
-                select(func.max(Recurrence.position)).where(Recurrence.source.in_(REPEAT_SOURCES))
-            )
-            row = Recurrence(
-                id=_new_rule_id(s),
-                source="cli",
-                title=content,
-                rule=rule.render(),
-                tz=zone.key if zone else None,
-                chat_id=_chat_id(chat_id),
-                enabled=enabled,
-                missed_policy=_missed(missed),
-                run_count=0,
-                position=(last + 1) if last is not None else 0,
-                created_at=now,
-                updated_at=now,
-            )
-            _set_next(row, first, rule_zone)
-            s.add(row)
-            s.flush()
-            return rule_dict(row, ledger.zone)
 
     def recur_update(
         self,
@@ -628,55 +527,21 @@ class RecurAPI:
         PROACTIVE.md tasks are defined by their file: only ``enabled`` changes here.
         ``tz``/``chat_id`` "none" clear them.
         """
-        ledger = _ledger(self)
-        changes = {
-            "title": title,
-            "repeat": repeat,
-            "next": next,
-            "tz": tz,
-            "chat_id": chat_id,
-            "missed": missed,
-            "enabled": enabled,
-        }
-        given = {k for k, v in changes.items() if v is not None}
-        if not given:
-            raise InvalidInput("nothing to update: pass at least one option")
-        now = ledger.now()
-        with ledger.write() as s:
-            row = _find(s, rule_id, lock=True)
-            if row.source == PROACTIVE and given - {"enabled"}:
-                raise InvalidState(
-                    f"{rule_id!r} is a PROACTIVE.md task: edit it in PROACTIVE.md "
-                    "(here only --enable/--disable apply)"
-                )
-            if enabled is not None:
-                row.enabled = enabled
-            if title is not None:
-                row.title = (
-                    _one_line(title, "a recurrence title") if row.source == PROACTIVE else _rule_title(title)
-                )
-            if chat_id is not None:
-                row.chat_id = _chat_id(chat_id)
-            if missed is not None:
-                row.missed_policy = _missed(missed)
-            if given & {"repeat", "next", "tz"}:
-                _reschedule(ledger, row, repeat, next, tz)
-            row.updated_at = now
-            return rule_dict(row, ledger.zone)
+        return update(
+            self.ctx,
+            rule_id,
+            title=title,
+            repeat=repeat,
+            next=next,
+            tz=tz,
+            chat_id=chat_id,
+            missed=missed,
+            enabled=enabled,
+        )
 
     def recur_remove(self, rule_id: str) -> dict[str, Any]:
         """Delete a repeat rule (its outcomes stay). PROACTIVE.md tasks are removed in the file."""
-        ledger = _ledger(self)
-        with ledger.write() as s:
-            row = _find(s, rule_id, lock=True)
-            if row.source == PROACTIVE:
-                raise InvalidState(
-                    f"{rule_id!r} is a PROACTIVE.md task: remove its block from PROACTIVE.md "
-                    f"or `hb recur update {rule_id} --disable`"
-                )
-            out = rule_dict(row, ledger.zone)
-            s.delete(row)
-            return out
+        return remove(self.ctx, rule_id)
 
     # --- running rules ---------------------------------------------------------------------
 
@@ -686,39 +551,7 @@ class RecurAPI:
         An outcome that answers no open hand-out also marks the rule's current
         period as done, so the task is not handed out again this period.
         """
-        from heartbeat.db.models import Outcome
-        from heartbeat.formats.timestamps import format_timestamp
-
-        ledger = _ledger(self)
-        if not isinstance(result, str) or not result.strip():
-            raise InvalidInput("an outcome needs a result text")
-        now = ledger.now()
-        with ledger.write() as s:
-            row = _find(s, rule_id, lock=True)
-            claimed_at = row.claimed_at if _open_claim(row) else None
-            if claimed_at is None:
-                due = _rule_due(ledger, row, now)
-                if due is not None:
-                    row.claimed_period = due.period
-                    row.claimed_at = now
-            s.add(
-                Outcome(
-                    recurrence_pk=row.pk,
-                    task_id=row.id,
-                    scope="",
-                    source=row.source,
-                    success=success,
-                    result={"result": result},
-                    claimed_at=claimed_at,
-                    completed_at=now,
-                    duration_s=(now - claimed_at).total_seconds() if claimed_at else None,
-                )
-            )
-            row.run_count += 1
-            row.last_run_at = now
-            out = rule_dict(row, ledger.zone)
-            out["outcome"] = {"timestamp": format_timestamp(now), "result": result, "success": success}
-            return out
+        return outcome(self.ctx, rule_id, result=result, success=success)
 
     def recur_evaluate(
         self,
@@ -735,26 +568,16 @@ class RecurAPI:
 
         Answers execute / consider / skip (total >= 18, 13-17, < 13) and INLINE / SCHEDULED.
         """
-        from heartbeat.rules.rubric import evaluate
-
-        ledger = _ledger(self)
-        scores = {"impact": impact, "risk": risk, "cost": cost, "urgency": urgency, "confidence": confidence}
-        now = ledger.now()
-        with ledger.write() as s:
-            row = _find(s, rule_id, lock=True)
-            tier = 1 if row.permission_tier is None else row.permission_tier
-            verdict = evaluate(**scores, permission_tier=tier, long_running=long_running)
-            record = {
-                "scores": scores,
-                "total": verdict.total,
-                "decision": verdict.decision.value,
-                "execution": verdict.execution.value,
-                "permission_tier": tier,
-                "long_running": long_running,
-                "at": isoformat(now),
-            }
-            row.evaluation = record
-            return {"id": row.id, **record, "at": isoformat(now, ledger.zone)}
+        return evaluate(
+            self.ctx,
+            rule_id,
+            impact=impact,
+            risk=risk,
+            cost=cost,
+            urgency=urgency,
+            confidence=confidence,
+            long_running=long_running,
+        )
 
     def recur_materialize(self, *, dry_run: bool = False) -> dict[str, Any]:
         """Copy due repeat rules into TODO.md the way the newer runtime does (FORMATS.md 1).
@@ -768,44 +591,279 @@ class RecurAPI:
         alone (``skipped``, with the reason): its TODO.md entry would make the
         runtime's add and complete fail. Records a ``materialize`` run.
         """
-        from sqlalchemy import select
+        return materialize(self.ctx, dry_run=dry_run)
 
-        from heartbeat.db.models import Recurrence
-        from heartbeat.formats.todo import link_problem
 
-        ledger = _ledger(self)
-        now = ledger.now()
-        query = (
-            select(Recurrence)
-            .where(
-                Recurrence.enabled.is_(True),
-                Recurrence.source.in_(REPEAT_SOURCES),
-                Recurrence.next_at <= now + _ZONE_SLACK,
+# --- the operations (see the RecurAPI methods for what each promises) ------------------------
+
+
+def rules(ctx: Context, *, source: str | None = None) -> list[dict[str, Any]]:
+    """``hb recur list``."""
+    zone = ctx.zone
+    with ctx.read() as db:
+        return [rule_dict(row, zone) for row in db.load(RecurrenceRow, SQL.list, {"source": source})]
+
+
+def get(ctx: Context, rule_id: str) -> dict[str, Any]:
+    """One recurrence by its id."""
+    zone = ctx.zone
+    with ctx.read() as db:
+        return rule_dict(_find(db, rule_id), zone)
+
+
+def due(ctx: Context, *, claim: bool = False) -> list[dict[str, Any]]:
+    """``hb recur due [--claim]``."""
+    from heartbeat.rules.recurrence import check_conditions
+
+    now = ctx.now()
+    zone = ctx.zone
+    out: list[dict[str, Any]] = []
+    with ctx.write() if claim else ctx.read() as db:
+        last_seen = read_time(db.value(SQL.last_seen))
+        query = SQL.due_locked if claim else SQL.due
+        for row in db.load(RecurrenceRow, query, {"horizon": db.time(now + _ZONE_SLACK)}):
+            rule_due = _rule_due(zone, row, now)
+            if rule_due is None:
+                continue
+            verdict = check_conditions(
+                [str(c) for c in row.conditions or []],
+                now_local=now.astimezone(zone),
+                last_conversation_at=last_seen,
+                now=now,
+                available_hours=USER_AVAILABLE_HOURS,
             )
-            .order_by(Recurrence.position, Recurrence.pk)
+            if not verdict.ok:
+                continue  # not this tick; the period stays open
+            if claim:
+                row.claimed_period = rule_due.period
+                row.claimed_at = now
+            if row.source != PROACTIVE and not rule_due.runs:
+                continue  # skip policy: periods were missed, none runs
+            item = rule_dict(row, zone)
+            item.update(
+                period=rule_due.period,
+                runs=len(rule_due.runs) or 1,
+                occurrences=[isoformat(at, zone) for at in rule_due.runs],
+                missed=max(0, rule_due.pending - 1),
+                conditions_to_check=verdict.passed_through,
+                claimed=claim,
+            )
+            out.append(item)
+    out.sort(key=lambda r: DEFAULT_PRIORITY if r["priority"] is None else r["priority"])
+    return out
+
+
+def add(
+    ctx: Context,
+    title: str,
+    *,
+    repeat: str,
+    next: str | datetime | None = None,
+    tz: str | None = None,
+    chat_id: str | None = None,
+    missed: str = "once",
+    enabled: bool = True,
+) -> dict[str, Any]:
+    """``hb recur add``."""
+    content = _rule_title(title)
+    rule = parse_rule(repeat)
+    zone = load_zone(tz) if tz and tz.strip().lower() not in _CLEAR else None
+    workspace_zone = ctx.zone
+    rule_zone = zone or workspace_zone
+    now = ctx.now()
+    anchor = (
+        parse_next(next, rule_zone)
+        if next is not None
+        else now.astimezone(rule_zone).replace(tzinfo=None, second=0, microsecond=0)
+    )
+    first = _first_occurrence(rule, anchor, rule_zone)
+    chat = _chat_id(chat_id)
+    policy = _missed(missed)
+    with ctx.write() as db:
+        last = db.value(SQL.last_repeat_position)
+        row = RecurrenceRow(
+            id=_new_rule_id(db),
+            source="cli",
+            title=content,
+            rule=rule.render(),
+            tz=zone.key if zone else None,
+            chat_id=chat,
+            enabled=enabled,
+            missed_policy=policy,
+            run_count=0,
+            position=(last + 1) if last is not None else 0,
+            created_at=now,
+            updated_at=now,
         )
-        created: list[dict[str, Any]] = []
-        advanced: list[dict[str, Any]] = []
-        skipped: list[dict[str, Any]] = []
-        with ledger.read() if dry_run else ledger.write() as s:
-            for row in s.scalars(query if dry_run else query.with_for_update()):
-                problem = link_problem(row.title)
-                if problem is not None:
-                    with contextlib.suppress(InvalidInput):
-                        if _repeat_due(row, ledger.zone, now) is not None:
-                            why = "mistermorph's add and complete fail on such a TODO.md entry"
-                            skipped.append(
-                                {
-                                    "id": row.id,
-                                    "reason": f"{row.id} not materialised: {problem} in its title ({why})",
-                                }
-                            )
-                    continue
-                with contextlib.suppress(InvalidInput):  # an unreadable rule is left alone
-                    _materialize_rule(ledger, s, row, now, created, advanced, dry_run=dry_run)
-            if not dry_run:
-                _record_materialize_run(s, now, created, advanced)
-        return {"dry_run": dry_run, "created": created, "advanced": advanced, "skipped": skipped}
+        _set_next(row, first, rule_zone)
+        db.add(row)
+        return rule_dict(row, workspace_zone)
+
+
+def update(
+    ctx: Context,
+    rule_id: str,
+    *,
+    title: str | None = None,
+    repeat: str | None = None,
+    next: str | datetime | None = None,
+    tz: str | None = None,
+    chat_id: str | None = None,
+    missed: str | None = None,
+    enabled: bool | None = None,
+) -> dict[str, Any]:
+    """``hb recur update``."""
+    changes = {
+        "title": title,
+        "repeat": repeat,
+        "next": next,
+        "tz": tz,
+        "chat_id": chat_id,
+        "missed": missed,
+        "enabled": enabled,
+    }
+    given = {k for k, v in changes.items() if v is not None}
+    if not given:
+        raise InvalidInput("nothing to update: pass at least one option")
+    now = ctx.now()
+    zone = ctx.zone
+    with ctx.write() as db:
+        row = _find(db, rule_id, lock=True)
+        if row.source == PROACTIVE and given - {"enabled"}:
+            raise InvalidState(
+                f"{rule_id!r} is a PROACTIVE.md task: edit it in PROACTIVE.md "
+                "(here only --enable/--disable apply)"
+            )
+        if enabled is not None:
+            row.enabled = enabled
+        if title is not None:
+            row.title = (
+                _one_line(title, "a recurrence title") if row.source == PROACTIVE else _rule_title(title)
+            )
+        if chat_id is not None:
+            row.chat_id = _chat_id(chat_id)
+        if missed is not None:
+            row.missed_policy = _missed(missed)
+        if given & {"repeat", "next", "tz"}:
+            _reschedule(zone, now, row, repeat, next, tz)
+        row.updated_at = now
+        return rule_dict(row, zone)
+
+
+def remove(ctx: Context, rule_id: str) -> dict[str, Any]:
+    """``hb recur remove``."""
+    zone = ctx.zone
+    with ctx.write() as db:
+        row = _find(db, rule_id, lock=True)
+        if row.source == PROACTIVE:
+            raise InvalidState(
+                f"{rule_id!r} is a PROACTIVE.md task: remove its block from PROACTIVE.md "
+                f"or `hb recur update {rule_id} --disable`"
+            )
+        out = rule_dict(row, zone)
+        db.delete(row)
+        return out
+
+
+def outcome(ctx: Context, rule_id: str, *, result: str, success: bool = True) -> dict[str, Any]:
+    """``hb recur outcome``."""
+    from heartbeat.formats.timestamps import format_timestamp
+
+    if not isinstance(result, str) or not result.strip():
+        raise InvalidInput("an outcome needs a result text")
+    now = ctx.now()
+    zone = ctx.zone
+    with ctx.write() as db:
+        row = _find(db, rule_id, lock=True)
+        claimed_at = row.claimed_at if _open_claim(row) else None
+        if claimed_at is None:
+            rule_due = _rule_due(zone, row, now)
+            if rule_due is not None:
+                row.claimed_period = rule_due.period
+                row.claimed_at = now
+        db.add(
+            OutcomeRow(
+                recurrence_pk=row.pk,
+                task_id=row.id,
+                scope="",
+                source=row.source,
+                success=success,
+                result={"result": result},
+                claimed_at=claimed_at,
+                completed_at=now,
+                duration_s=(now - claimed_at).total_seconds() if claimed_at else None,
+            )
+        )
+        row.run_count += 1
+        row.last_run_at = now
+        out = rule_dict(row, zone)
+        out["outcome"] = {"timestamp": format_timestamp(now), "result": result, "success": success}
+        return out
+
+
+def evaluate(
+    ctx: Context,
+    rule_id: str,
+    *,
+    impact: int,
+    risk: int,
+    cost: int,
+    urgency: int,
+    confidence: int,
+    long_running: bool = False,
+) -> dict[str, Any]:
+    """``hb recur evaluate``."""
+    from heartbeat.rules.rubric import evaluate as score
+
+    scores = {"impact": impact, "risk": risk, "cost": cost, "urgency": urgency, "confidence": confidence}
+    now = ctx.now()
+    zone = ctx.zone
+    with ctx.write() as db:
+        row = _find(db, rule_id, lock=True)
+        tier = 1 if row.permission_tier is None else row.permission_tier
+        verdict = score(**scores, permission_tier=tier, long_running=long_running)
+        record = {
+            "scores": scores,
+            "total": verdict.total,
+            "decision": verdict.decision.value,
+            "execution": verdict.execution.value,
+            "permission_tier": tier,
+            "long_running": long_running,
+            "at": isoformat(now),
+        }
+        row.evaluation = record
+        return {"id": row.id, **record, "at": isoformat(now, zone)}
+
+
+def materialize(ctx: Context, *, dry_run: bool = False) -> dict[str, Any]:
+    """``hb recur materialize`` (and the heartbeat's, with setting ``recur.materialize``)."""
+    from heartbeat.formats.todo import link_problem
+
+    now = ctx.now()
+    zone = ctx.zone
+    created: list[dict[str, Any]] = []
+    advanced: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    with ctx.read() if dry_run else ctx.write() as db:
+        query = SQL.to_materialize if dry_run else SQL.to_materialize_locked
+        for row in db.load(RecurrenceRow, query, {"horizon": db.time(now + _ZONE_SLACK)}):
+            problem = link_problem(row.title)
+            if problem is not None:
+                with contextlib.suppress(InvalidInput):
+                    if _repeat_due(row, zone, now) is not None:
+                        why = "mistermorph's add and complete fail on such a TODO.md entry"
+                        skipped.append(
+                            {
+                                "id": row.id,
+                                "reason": f"{row.id} not materialised: {problem} in its title ({why})",
+                            }
+                        )
+                continue
+            with contextlib.suppress(InvalidInput):  # an unreadable rule is left alone
+                _materialize_rule(db, zone, row, now, created, advanced, dry_run=dry_run)
+        if not dry_run:
+            _record_materialize_run(db, now, created, advanced)
+    return {"dry_run": dry_run, "created": created, "advanced": advanced, "skipped": skipped}
 
 
 def _token() -> str:

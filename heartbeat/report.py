@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
+
+from heartbeat.context import Context
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
 
-    from heartbeat.ledger import Ledger
-    from heartbeat.reporting.table import Table
+    from heartbeat.reporting.table import Stream, Table
 
 
 class ReportAPI:
     """Mixed into :class:`heartbeat.Ledger`; each method is one transaction."""
+
+    ctx: Context
 
     def report_table(
         self,
@@ -31,40 +36,7 @@ class ReportAPI:
         (``7d``). ``by`` picks the grouping (default: the kind's first, see
         :data:`heartbeat.reporting.reports.BY`); ``limit`` keeps the first rows.
         """
-        from heartbeat.clock import isoformat
-        from heartbeat.errors import InvalidInput
-        from heartbeat.reporting import reports
-        from heartbeat.reporting.db import snapshot
-
-        if kind not in reports.BY:
-            raise InvalidInput(f"unknown report {kind!r} (expected one of: {', '.join(reports.KINDS)})")
-        if limit is not None and limit < 1:
-            raise InvalidInput(f"bad limit {limit} (expected a positive number of rows)")
-        ledger = _ledger(self)
-        grouping = by or reports.BY[kind][0]
-        now = ledger.now()
-        zone = ledger.zone
-        window = reports.Window(_bound(since, zone, now, "--since"), _bound(until, zone, now, "--until"))
-        if window.since and window.until and window.since >= window.until:
-            raise InvalidInput("--since must be before --until")
-        # the PROACTIVE.md tasks due now, as `hb recur due` judges their periods
-        due_now = (
-            {r["id"] for r in ledger.recur_due() if r["source"] == "proactive"}
-            if kind == "recurrences"
-            else set()
-        )
-        with snapshot(ledger.raw, ledger.engine_dialect()) as reader:
-            ctx = reports.Context(reader, window, zone, now, limit, due_now)
-            table = reports.build(kind, grouping, ctx)
-        table.meta = {
-            "report": kind,
-            "by": grouping,
-            "since": isoformat(window.since, zone),
-            "until": isoformat(window.until, zone),
-            "timezone": zone.key,
-            "now": isoformat(now, zone),
-        }
-        return table
+        return report_table(self.ctx, kind, since=since, until=until, by=by, limit=limit)
 
     def report(
         self,
@@ -76,7 +48,20 @@ class ReportAPI:
         limit: int | None = None,
     ) -> dict[str, Any]:
         """A report as ``hb report KIND --format json`` prints it: metadata, columns, rows."""
-        return self.report_table(kind, since=since, until=until, by=by, limit=limit).as_dict()
+        return report_table(self.ctx, kind, since=since, until=until, by=by, limit=limit).as_dict()
+
+    def report_stream(
+        self,
+        kind: str,
+        *,
+        since: str | datetime | None = None,
+        until: str | datetime | None = None,
+        by: str | None = None,
+        limit: int | None = None,
+    ) -> AbstractContextManager[Stream]:
+        """:meth:`report_table` as a stream (a context manager): its ``rows`` are read from one
+        snapshot as they are iterated, until the block ends (``hb report --format csv|json``)."""
+        return report_stream(self.ctx, kind, since=since, until=until, by=by, limit=limit)
 
     def sql_table(self, query: str, *, timeout: str | float | None = None) -> Table:
         """Run one read-only SQL statement; the database refuses any write (QueryFailed).
@@ -84,29 +69,102 @@ class ReportAPI:
         ``timeout``: seconds, or a duration like ``30s`` (default: setting ``sql.timeout``); a
         query still running then is cancelled (QueryFailed), as on Ctrl-C (Interrupted, 130).
         """
-        from heartbeat.db import sqlite
-        from heartbeat.reporting import sql
-        from heartbeat.reporting.table import Column, Table
+        with sql_stream(self.ctx, query, timeout=timeout) as answer:
+            return answer.table()
 
-        ledger = _ledger(self)
-        seconds = _timeout_seconds(timeout if timeout is not None else ledger.settings.sql_timeout)
-        if ledger.engine_dialect() == "sqlite":
-            path = sqlite.file_of(ledger.url)
-            if path is None:  # in-memory: the guarded ledger connection itself
-                names, rows = sql.run_sqlite(ledger.raw, query, timeout=seconds)
-            else:
-                con = sql.open_readonly(path)
-                try:
-                    names, rows = sql.run_sqlite(con, query, timeout=seconds)
-                finally:
-                    con.close()
-        else:
-            names, rows = sql.run_postgresql(ledger.url, query, timeout=seconds)
-        return Table([Column(n) for n in names], rows, ledger.zone)
+    def sql_stream(self, query: str, *, timeout: str | float | None = None) -> AbstractContextManager[Stream]:
+        """:meth:`sql_table` as a stream (a context manager): its ``rows`` are read from the
+        database as they are iterated, under the same guards and time limit, until the block
+        ends. For answers too large to hold (``hb sql --format csv|json``)."""
+        return sql_stream(self.ctx, query, timeout=timeout)
 
     def sql(self, query: str, *, timeout: str | float | None = None) -> list[dict[str, Any]]:
         """Rows of one read-only statement as ``hb sql --format json`` prints them."""
         return self.sql_table(query, timeout=timeout).records()
+
+
+def report_table(
+    ctx: Context,
+    kind: str,
+    *,
+    since: str | datetime | None = None,
+    until: str | datetime | None = None,
+    by: str | None = None,
+    limit: int | None = None,
+) -> Table:
+    """One report (``hb report KIND``), held: see :meth:`ReportAPI.report_table`."""
+    with report_stream(ctx, kind, since=since, until=until, by=by, limit=limit) as report:
+        return report.table()
+
+
+@contextmanager
+def report_stream(
+    ctx: Context,
+    kind: str,
+    *,
+    since: str | datetime | None = None,
+    until: str | datetime | None = None,
+    by: str | None = None,
+    limit: int | None = None,
+) -> Iterator[Stream]:
+    """One report, its rows read (from one snapshot) as the block iterates them."""
+    from heartbeat import recur
+    from heartbeat.clock import isoformat
+    from heartbeat.errors import InvalidInput
+    from heartbeat.reporting import reports
+    from heartbeat.reporting.db import snapshot
+    from heartbeat.reporting.table import Stream
+
+    if kind not in reports.BY:
+        raise InvalidInput(f"unknown report {kind!r} (expected one of: {', '.join(reports.KINDS)})")
+    if limit is not None and limit < 1:
+        raise InvalidInput(f"bad limit {limit} (expected a positive number of rows)")
+    grouping = by or reports.BY[kind][0]
+    now = ctx.now()
+    zone = ctx.zone
+    window = reports.Window(_bound(since, zone, now, "--since"), _bound(until, zone, now, "--until"))
+    if window.since and window.until and window.since >= window.until:
+        raise InvalidInput("--since must be before --until")
+    # the PROACTIVE.md tasks due now, as `hb recur due` judges their periods
+    due_now = (
+        {r["id"] for r in recur.due(ctx) if r["source"] == "proactive"} if kind == "recurrences" else set()
+    )
+    with snapshot(ctx.raw, "sqlite" if ctx.sqlite else "postgresql") as reader:
+        built = reports.build(kind, grouping, reports.Context(reader, window, zone, now, limit, due_now))
+        report = built if isinstance(built, Stream) else Stream.of(built)
+        report.meta = {
+            "report": kind,
+            "by": grouping,
+            "since": isoformat(window.since, zone),
+            "until": isoformat(window.until, zone),
+            "timezone": zone.key,
+            "now": isoformat(now, zone),
+        }
+        yield report
+
+
+@contextmanager
+def sql_stream(ctx: Context, query: str, *, timeout: str | float | None = None) -> Iterator[Stream]:
+    """One read-only statement (``hb sql``), its rows read as the block iterates them; see
+    :meth:`ReportAPI.sql_table` for what holds it read-only and in time."""
+    from heartbeat.db import sqlite
+    from heartbeat.reporting import sql
+    from heartbeat.reporting.table import Column, Stream
+
+    seconds = _timeout_seconds(timeout if timeout is not None else ctx.settings.sql_timeout)
+    zone = ctx.zone
+    if not ctx.sqlite:
+        with sql.postgresql_answer(ctx.url, query, timeout=seconds) as answer:
+            yield Stream([Column(n) for n in answer.names], answer.rows, zone)
+        return
+    path = sqlite.file_of(ctx.url)
+    con = ctx.raw if path is None else sql.open_readonly(path)  # in-memory: the guarded ledger connection
+    try:
+        with sql.sqlite_answer(con, query, timeout=seconds) as answer:
+            yield Stream([Column(n) for n in answer.names], answer.rows, zone)
+    finally:
+        if path is not None:
+            con.close()
 
 
 def _timeout_seconds(value: str | float) -> float:
@@ -120,11 +178,6 @@ def _timeout_seconds(value: str | float) -> float:
     if not seconds > 0:
         raise InvalidInput(f"sql timeout must be positive, not {value!r}")
     return seconds
-
-
-def _ledger(api: ReportAPI) -> Ledger:
-    """The ledger this mixin is part of (typed: the mixin cannot name its subclass)."""
-    return cast("Ledger", api)
 
 
 def _bound(value: str | datetime | None, zone: ZoneInfo, now: datetime, what: str) -> datetime | None:

@@ -19,31 +19,46 @@ Choices the contract leaves open, made here:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import zlib
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, cast
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, tzinfo
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+from heartbeat import guard as guard_mod
+from heartbeat.context import Context
+from heartbeat.db.plain import read_time
+from heartbeat.db.rows import NotificationRow, RunRow, TaskRow
+from heartbeat.db.store import Db, statements
+from heartbeat.errors import HbError, InvalidInput, one_line
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
-    from heartbeat.db.models import Task
     from heartbeat.guard import GuardRun
-    from heartbeat.ledger import Ledger
     from heartbeat.rules.round import Risk, TaskState
     from heartbeat.rules.throttle import Decision, LastReminder
 
+SQL = statements("round")
 CHECKLIST = "HEARTBEAT.md"
 HYGIENE_DUE = {"en": "memory hygiene due", "zh": "记忆整理到期"}
 _PROACTIVE_LABELS = {"en": ("Open loop", "Suggestion", ": "), "zh": ("事项", "建议", "：")}
+
+
+class Facade(Protocol):
+    """What the round still asks of the :class:`heartbeat.Ledger` itself: hb sync and the queue
+    files' export (the seams :func:`sync_files` and :func:`export_queue`, which take the Ledger
+    until they take a Context), and hb add (a poke adds its task as ``hb add --key`` does)."""
+
+    def sync(self, *, dry_run: bool = False, only: Iterable[str] | None = None) -> dict[str, Any]: ...
+
+    def add(self, title: str, *, source: str = "cli", key: str | None = None) -> dict[str, Any]: ...
 
 
 @dataclass
 class _Entry:
     """A task entering the round, with why and how risky."""
 
-    task: Task
+    task: TaskRow
     state: TaskState
     reasons: list[str]
     risk: Risk
@@ -61,17 +76,27 @@ class _Reminder:
     after: dict[str, datetime | None] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class _Policy:
+    """The settings one round's decisions take, read once: the same for every task."""
+
+    zone: tzinfo
+    lang: str
+    quiet: bool  # now is inside quiet hours
+    repeat_hours: float
+    max_attempts: int
+
+
 class RoundAPI:
     """Mixed into :class:`heartbeat.Ledger`; each method is one transaction."""
+
+    ctx: Context
 
     # --- the round -----------------------------------------------------------------
 
     def due(self) -> list[dict[str, Any]]:
         """The tasks entering this round (``hb due --json``): id, title, risk, reasons, ..."""
-        ledger = _ledger(self)
-        now = ledger.now()
-        with ledger.read() as s:
-            return [_entry_dict(ledger, e) for e in _entering(ledger, s, now)]
+        return due(self.ctx)
 
     def check(self, *, dry_run: bool = False, lang: str | None = None) -> dict[str, Any]:
         """Run one round: decide a reminder per entering task, move the check times and the watermark.
@@ -80,37 +105,7 @@ class RoundAPI:
         ``HEARTBEAT_OK`` when there are none) and the new scan watermark. With
         ``dry_run`` the same answer comes back and nothing is recorded.
         """
-        from heartbeat.rules.messages import render_brief
-
-        ledger = _ledger(self)
-        lang = _lang(ledger, lang)
-        now = ledger.now()
-        session_cm = ledger.read() if dry_run else ledger.write()
-        with session_cm as s:
-            entries = _entering(ledger, s, now, lock=not dry_run)
-            reminders = _decide_reminders(ledger, s, entries, now, lang)
-            hygiene = _hygiene_due(ledger, s, now)
-            watermark = _watermark(ledger, now)
-            messages = [r.message for r in reminders if r.decision.sent and r.message]
-            if hygiene["due"]:
-                messages.append(HYGIENE_DUE[lang])
-            run_pk = None
-            if not dry_run:
-                run_pk = _record_round(ledger, s, reminders, watermark, hygiene, now)
-            return {
-                "ok": not messages,
-                "output": render_brief(None, messages),
-                "dry_run": dry_run,
-                "run": run_pk,
-                "checked": len(reminders),
-                "sent": sum(1 for r in reminders if r.decision.sent),
-                "suppressed": sum(1 for r in reminders if not r.decision.sent),
-                "decisions": [_reminder_dict(ledger, r) for r in reminders],
-                "messages": messages,
-                "hygiene_due": hygiene["due"],
-                "hygiene_last_run_at": hygiene["last_run_at"],
-                "todoWatch": {"lastScanAt": watermark[0], "nextScanAt": watermark[1]},
-            }
+        return check(self.ctx, dry_run=dry_run, lang=lang)
 
     def notify(
         self,
@@ -130,28 +125,17 @@ class RoundAPI:
         default to the task's next and fallback actions. The answer has
         ``decision`` (sent|suppressed) and ``reason`` (None when sent).
         """
-        from heartbeat.rules.round import Risk, assess_risk, entry_reasons, parse_risk
-
-        ledger = _ledger(self)
-        lang = _lang(ledger, lang)
-        _read_state_file(ledger)
-        now = ledger.now()
-        with ledger.write() as s:
-            task = _find(s, task_id, scope)
-            state = _task_state(ledger, task, failed=_failed_recently(s, [task.pk]))
-            reasons = [str(r) for r in entry_reasons(state, now)]
-            wanted = parse_risk(risk) if risk else assess_risk(state, reasons, now)
-            level = wanted if state.is_active else Risk.P2  # finished tasks are never reminded about
-            last_sent = _last_sent(ledger, s, [task.pk], now).get(task.pk)
-            entry = _Entry(task, state, reasons, level)
-            reminder = _decide(
-                ledger, entry, now, lang, last_sent, reason=reason, suggestion=suggestion, fallback=fallback
-            )
-            s.add(_notification_row(ledger, reminder, now, None))
-            out = _reminder_dict(ledger, reminder)
-            del out["next_check_at"]
-            out["at"] = _iso(ledger, now)
-            return out
+        return notify(
+            self.ctx,
+            cast(Facade, self),
+            task_id,
+            risk,
+            scope=scope,
+            reason=reason,
+            suggestion=suggestion,
+            fallback=fallback,
+            lang=lang,
+        )
 
     def proactive(
         self,
@@ -161,83 +145,15 @@ class RoundAPI:
         lang: str | None = None,
     ) -> dict[str, Any]:
         """Ask the proactive-chat limits whether a message on ``topic`` may go out now; record it."""
-        from sqlalchemy import func, select
-
-        from heartbeat.db.models import Notification, Run
-        from heartbeat.rules.quiet_hours import is_quiet
-        from heartbeat.rules.throttle import decide_proactive
-
-        ledger = _ledger(self)
-        lang = _lang(ledger, lang)
-        _read_state_file(ledger)
-        settings = ledger.settings
-        now = ledger.now()
-        day = _local_day(ledger, now)
-        with ledger.write() as s:
-            _serialise(s, "proactive")  # two concurrent asks must not both use the day's one message
-            sent = (Notification.kind == "proactive", Notification.decision == "sent")
-            sent_today = s.scalar(
-                select(func.count()).select_from(Notification).where(*sent, Notification.local_day == day)
-            )
-            last_proactive = s.scalar(select(func.max(Notification.at)).where(*sent))
-            last_talk = s.scalar(select(func.max(Run.started_at)).where(Run.kind == "seen"))
-            decision = decide_proactive(
-                enabled=settings.proactive_enabled,
-                quiet=is_quiet(_quiet_hours(ledger), now.astimezone(ledger.zone)),
-                max_per_day=settings.proactive_max_per_day,
-                sent_today=int(sent_today or 0),
-                min_hours_between=settings.proactive_min_hours_between,
-                last_proactive_at=last_proactive,
-                min_hours_since_conversation=settings.proactive_min_hours_since_conversation,
-                last_conversation_at=last_talk,
-                topic=topic,
-                suggestion=suggestion,
-                now=now,
-            )
-            message = _proactive_message(topic, suggestion, lang)
-            s.add(
-                Notification(
-                    at=now,
-                    local_day=day,
-                    kind="proactive",
-                    topic=(topic or None),
-                    decision=decision.decision.value,
-                    reason=decision.reason.value if decision.reason else None,
-                    suggestion=(suggestion or None),
-                    message=message,
-                )
-            )
-            return {
-                "decision": decision.decision.value,
-                "reason": decision.reason.value if decision.reason else None,
-                "topic": topic or None,
-                "suggestion": suggestion or None,
-                "message": message if decision.sent else None,
-                "at": _iso(ledger, now),
-                "sent_today": int(sent_today or 0) + (1 if decision.sent else 0),
-                "last_proactive_at": _iso(ledger, last_proactive),
-                "last_conversation_at": _iso(ledger, last_talk),
-            }
+        return proactive(self.ctx, cast(Facade, self), topic, suggestion, lang=lang)
 
     def seen(self, at: datetime | str | None = None) -> dict[str, Any]:
         """Record that the user just talked to the agent (the proactive limits and ``user_available``)."""
-        ledger = _ledger(self)
-        moment = _when(ledger, at, "--at time")
-        _record_run(ledger, "seen", moment)
-        return {"kind": "seen", "at": _iso(ledger, moment)}
+        return seen(self.ctx, at)
 
     def hygiene_done(self, at: datetime | str | None = None) -> dict[str, Any]:
         """Record a memory hygiene pass; the next one is due ``hygiene.every_hours`` later."""
-        ledger = _ledger(self)
-        moment = _when(ledger, at, "--at time")
-        _record_run(ledger, "hygiene", moment)
-        every = timedelta(hours=ledger.settings.hygiene_every_hours)
-        return {
-            "kind": "hygiene",
-            "at": _iso(ledger, moment),
-            "next_due_at": _iso(ledger, moment + every),
-            "enabled": ledger.settings.hygiene_enabled,
-        }
+        return hygiene_done(self.ctx, at)
 
     # --- the guard, hb heartbeat and hb poke -----------------------------------------
 
@@ -250,25 +166,12 @@ class RoundAPI:
         renews itself; one left by a dead process is taken over once its
         ``expires_at`` (setting ``heartbeat.guard``) has passed.
         """
-        from heartbeat import guard as guard_mod
-
-        ledger = _ledger(self)
-        held = guard_mod.acquire(ledger, kind)
-        try:
-            with guard_mod.renewed(ledger, held):  # a long tick is not taken for an abandoned one
-                yield held
-        except BaseException as exc:
-            held.detail.setdefault("error", str(exc) or type(exc).__name__)
-            guard_mod.release(ledger, held, "error")
-            raise
-        guard_mod.release(ledger, held, "ok")
+        with guard_mod.held(self.ctx, kind) as run:
+            yield run
 
     def guard_holder(self) -> dict[str, Any] | None:
         """Who holds the workspace guard (kind, pid, since, until, expired), or None."""
-        from heartbeat import guard as guard_mod
-
-        ledger = _ledger(self)
-        return guard_mod.holder(ledger)
+        return guard_mod.holder(self.ctx)
 
     def heartbeat(self, *, lang: str | None = None) -> dict[str, Any]:
         """One tick (SPEC.md section 7): guard, sync, materialise, round, export, record, brief.
@@ -276,37 +179,7 @@ class RoundAPI:
         ``brief`` is what to print: the HEARTBEAT.md checklist (unless
         effectively empty) and the messages to send, or exactly ``HEARTBEAT_OK``.
         """
-        from heartbeat.rules.checklist import is_effectively_empty
-        from heartbeat.rules.messages import render_brief
-
-        ledger = _ledger(self)
-        with ledger.guard("heartbeat") as held:
-            checklist = _read_checklist(ledger)
-            synced = ledger.sync()  # also re-reads settings: heartbeat-state.json may carry some
-            materialized = ledger.recur_materialize() if ledger.settings.recur_materialize else None
-            round_ = ledger.check(lang=lang)
-            brief = render_brief(checklist, round_["messages"])
-            # the round committed its messages as sent: they are printed whatever the export does
-            exported = _export_after_round(ledger, held.detail)
-            held.detail.update(
-                {
-                    "checklist": not is_effectively_empty(checklist),
-                    "checked": round_["checked"],
-                    "sent": round_["sent"],
-                    "suppressed": round_["suppressed"],
-                    "check_run": round_["run"],
-                }
-            )
-        return {
-            "ok": brief == "HEARTBEAT_OK",
-            "brief": brief,
-            "run": held.pk,
-            "started_at": _iso(ledger, held.started_at),
-            "sync": synced,
-            "materialized": materialized,
-            "round": round_,
-            "export": exported,
-        }
+        return heartbeat(self.ctx, cast(Facade, self), lang=lang)
 
     def poke(self, text: str, *, key: str | None = None) -> dict[str, Any]:
         """A one-off task from ``text`` (source ``poke``, legacy queue), under the workspace guard.
@@ -315,123 +188,318 @@ class RoundAPI:
         returned (and :attr:`notices` says so). Raises InvalidInput for blank text and Busy
         (exit 75) while a heartbeat runs.
         """
-        from heartbeat.errors import InvalidInput
+        return poke(self.ctx, cast(Facade, self), text, key=key)
 
-        ledger = _ledger(self)
-        body = text.strip()
-        if not body:
-            raise InvalidInput("poke text is empty: the text becomes the task")
-        control = next(
-            (i for i, ch in enumerate(body) if (ch < " " and ch not in "\t\n\r") or ch == "\x7f"), None
+
+# --- the seams to hb sync ------------------------------------------------------------------
+# hb sync and the queue files' export take the Ledger (the facade) for now; once they take a
+# Context, these two call them with ``ctx`` and the round no longer needs the facade for them.
+
+
+def sync_files(ctx: Context, facade: Facade, only: list[str] | None = None) -> dict[str, Any]:
+    """hb sync of the workspace files (of the ``only`` kinds), as one step of the round."""
+    return facade.sync() if only is None else facade.sync(only=only)
+
+
+def export_queue(ctx: Context, facade: Facade) -> None:
+    """Re-render the queue files (setting ``sync.auto_export``) after a poke."""
+    from heartbeat.sync.queue_files import export_queue_files
+
+    export_queue_files(cast(Any, facade))
+
+
+# --- the operations --------------------------------------------------------------------------
+
+
+def due(ctx: Context) -> list[dict[str, Any]]:
+    """The tasks entering the round now (``hb due``)."""
+    now = ctx.now()
+    zone = ctx.zone
+    max_attempts = ctx.settings.queue_max_attempts
+    with ctx.read() as db:
+        return [_entry_dict(zone, e) for e in _entering(db, now, max_attempts)]
+
+
+def check(ctx: Context, *, dry_run: bool = False, lang: str | None = None) -> dict[str, Any]:
+    """One round (``hb check``): see :meth:`RoundAPI.check`."""
+    from heartbeat.rules.messages import render_brief
+
+    now = ctx.now()
+    policy = _policy(ctx, lang, now)
+    watermark = _watermark(ctx, now)
+    with ctx.read() if dry_run else ctx.write() as db:
+        entries = _entering(db, now, policy.max_attempts, lock=not dry_run)
+        reminders = _decide_reminders(ctx, db, policy, entries, now)
+        hygiene = _hygiene_due(ctx, db, now)
+        messages = [r.message for r in reminders if r.decision.sent and r.message]
+        if hygiene["due"]:
+            messages.append(HYGIENE_DUE[policy.lang])
+        run_pk = None
+        if not dry_run:
+            run_pk = _record_round(db, policy, reminders, watermark, hygiene, now)
+        return {
+            "ok": not messages,
+            "output": render_brief(None, messages),
+            "dry_run": dry_run,
+            "run": run_pk,
+            "checked": len(reminders),
+            "sent": sum(1 for r in reminders if r.decision.sent),
+            "suppressed": sum(1 for r in reminders if not r.decision.sent),
+            "decisions": [_reminder_dict(policy.zone, r) for r in reminders],
+            "messages": messages,
+            "hygiene_due": hygiene["due"],
+            "hygiene_last_run_at": hygiene["last_run_at"],
+            "todoWatch": {"lastScanAt": watermark[0], "nextScanAt": watermark[1]},
+        }
+
+
+def notify(
+    ctx: Context,
+    facade: Facade,
+    task_id: str,
+    risk: str | None = None,
+    *,
+    scope: str | None = None,
+    reason: str | None = None,
+    suggestion: str | None = None,
+    fallback: str | None = None,
+    lang: str | None = None,
+) -> dict[str, Any]:
+    """Decide and record one reminder (``hb notify``): see :meth:`RoundAPI.notify`."""
+    from heartbeat import tasks as tasks_mod
+    from heartbeat.rules.round import Risk, assess_risk, entry_reasons, parse_risk
+
+    chosen = _lang(ctx, lang)
+    _read_state_file(ctx, facade)
+    now = ctx.now()
+    policy = _policy(ctx, chosen, now)
+    with ctx.write() as db:
+        task = tasks_mod.find(db, task_id, scope, lock=True)
+        assert task.pk is not None
+        failed = _failed_recently(db, [task.pk])
+        state = _task_state(task, policy.max_attempts, failed=task.pk in failed)
+        reasons = [str(r) for r in entry_reasons(state, now)]
+        wanted = parse_risk(risk) if risk else assess_risk(state, reasons, now)
+        level = wanted if state.is_active else Risk.P2  # finished tasks are never reminded about
+        last_sent = _last_sent(ctx, db, {task.pk}, now).get(task.pk)
+        entry = _Entry(task, state, reasons, level)
+        reminder = _decide(
+            policy, entry, now, last_sent, reason=reason, suggestion=suggestion, fallback=fallback
         )
-        if control is not None:  # a NUL or an escape code is not an instruction for the agent
-            raise InvalidInput(
-                f"poke text holds a control character (U+{ord(body[control]):04X}) at {control + 1}"
-            )
-        with ledger.guard("poke") as held:
-            task = ledger.add(body, source="poke", key=key)
-            held.task_id = task["id"]
-        if ledger.settings.sync_auto_export:
-            from heartbeat.sync.queue_files import export_queue_files
+        db.add(_notification_row(policy.zone, reminder, now, None))
+        out = _reminder_dict(policy.zone, reminder)
+        del out["next_check_at"]
+        out["at"] = _iso(policy.zone, now)
+        return out
 
-            export_queue_files(ledger)
-        return task
+
+def proactive(
+    ctx: Context,
+    facade: Facade,
+    topic: str | None,
+    suggestion: str | None,
+    *,
+    lang: str | None = None,
+) -> dict[str, Any]:
+    """Decide and record one proactive message (``hb proactive``): see :meth:`RoundAPI.proactive`."""
+    from heartbeat.rules.quiet_hours import QuietHours, is_quiet
+    from heartbeat.rules.throttle import decide_proactive
+
+    chosen = _lang(ctx, lang)
+    _read_state_file(ctx, facade)
+    settings = ctx.settings
+    zone = ctx.zone
+    now = ctx.now()
+    day = _local_day(zone, now)
+    quiet = is_quiet(QuietHours.parse(settings.quiet_hours), now.astimezone(zone))
+    with ctx.write() as db:
+        _serialise(db, "proactive")  # two concurrent asks must not both use the day's one message
+        sent_today, last_sent, last_talked = db.rows(SQL.proactive_state, {"day": day})[0]
+        sent_today = int(sent_today or 0)
+        last_proactive, last_talk = read_time(last_sent), read_time(last_talked)
+        decision = decide_proactive(
+            enabled=settings.proactive_enabled,
+            quiet=quiet,
+            max_per_day=settings.proactive_max_per_day,
+            sent_today=sent_today,
+            min_hours_between=settings.proactive_min_hours_between,
+            last_proactive_at=last_proactive,
+            min_hours_since_conversation=settings.proactive_min_hours_since_conversation,
+            last_conversation_at=last_talk,
+            topic=topic,
+            suggestion=suggestion,
+            now=now,
+        )
+        message = _proactive_message(topic, suggestion, chosen)
+        db.add(
+            NotificationRow(
+                at=now,
+                local_day=day,
+                kind="proactive",
+                topic=(topic or None),
+                decision=decision.decision.value,
+                reason=decision.reason.value if decision.reason else None,
+                suggestion=(suggestion or None),
+                message=message,
+            )
+        )
+        return {
+            "decision": decision.decision.value,
+            "reason": decision.reason.value if decision.reason else None,
+            "topic": topic or None,
+            "suggestion": suggestion or None,
+            "message": message if decision.sent else None,
+            "at": _iso(zone, now),
+            "sent_today": sent_today + (1 if decision.sent else 0),
+            "last_proactive_at": _iso(zone, last_proactive),
+            "last_conversation_at": _iso(zone, last_talk),
+        }
+
+
+def seen(ctx: Context, at: datetime | str | None = None) -> dict[str, Any]:
+    """Record that the user spoke (``hb seen``)."""
+    moment = _when(ctx, at, "--at time")
+    _record_run(ctx, "seen", moment)
+    return {"kind": "seen", "at": _iso(ctx.zone, moment)}
+
+
+def hygiene_done(ctx: Context, at: datetime | str | None = None) -> dict[str, Any]:
+    """Record a memory hygiene pass (``hb hygiene done``)."""
+    moment = _when(ctx, at, "--at time")
+    _record_run(ctx, "hygiene", moment)
+    every = timedelta(hours=ctx.settings.hygiene_every_hours)
+    return {
+        "kind": "hygiene",
+        "at": _iso(ctx.zone, moment),
+        "next_due_at": _iso(ctx.zone, moment + every),
+        "enabled": ctx.settings.hygiene_enabled,
+    }
+
+
+def heartbeat(ctx: Context, facade: Facade, *, lang: str | None = None) -> dict[str, Any]:
+    """One tick (``hb heartbeat``): see :meth:`RoundAPI.heartbeat`."""
+    from heartbeat import recur
+    from heartbeat.rules.checklist import is_effectively_empty
+    from heartbeat.rules.messages import render_brief
+
+    with guard_mod.held(ctx, "heartbeat") as held:
+        checklist = _read_checklist(ctx)
+        synced = sync_files(ctx, facade)  # also re-reads settings: heartbeat-state.json may carry some
+        materialized = recur.materialize(ctx) if ctx.settings.recur_materialize else None
+        round_ = check(ctx, lang=lang)
+        brief = render_brief(checklist, round_["messages"])
+        # the round committed its messages as sent: they are printed whatever the export does
+        exported = _export_after_round(ctx, facade, held.detail)
+        held.detail.update(
+            {
+                "checklist": not is_effectively_empty(checklist),
+                "checked": round_["checked"],
+                "sent": round_["sent"],
+                "suppressed": round_["suppressed"],
+                "check_run": round_["run"],
+            }
+        )
+    return {
+        "ok": brief == "HEARTBEAT_OK",
+        "brief": brief,
+        "run": held.pk,
+        "started_at": _iso(ctx.zone, held.started_at),
+        "sync": synced,
+        "materialized": materialized,
+        "round": round_,
+        "export": exported,
+    }
+
+
+def poke(ctx: Context, facade: Facade, text: str, *, key: str | None = None) -> dict[str, Any]:
+    """A task from ``text`` under the workspace guard (``hb poke``): see :meth:`RoundAPI.poke`."""
+    body = text.strip()
+    if not body:
+        raise InvalidInput("poke text is empty: the text becomes the task")
+    control = next(
+        (i for i, ch in enumerate(body) if (ch < " " and ch not in "\t\n\r") or ch == "\x7f"), None
+    )
+    if control is not None:  # a NUL or an escape code is not an instruction for the agent
+        raise InvalidInput(
+            f"poke text holds a control character (U+{ord(body[control]):04X}) at {control + 1}"
+        )
+    with guard_mod.held(ctx, "poke") as held:
+        task = facade.add(body, source="poke", key=key)
+        held.task_id = task["id"]
+    if ctx.settings.sync_auto_export:
+        export_queue(ctx, facade)
+    return task
 
 
 # --- the round's parts --------------------------------------------------------------
 
 
-def _ledger(api: RoundAPI) -> Ledger:
-    """The ledger this mixin is part of (typed: the mixin cannot name its subclass)."""
-    return cast("Ledger", api)
-
-
-def _read_state_file(ledger: Ledger) -> None:
+def _read_state_file(ctx: Context, facade: Facade) -> None:
     """Sync memory/heartbeat-state.json first when it changed since hb last read it.
 
     The runtime writes ``lastProactiveAt`` / ``lastConversationAt`` there when it speaks or hears
     the user itself; a decision taken without them could send what its limits forbid.
     """
-    from heartbeat.db.models import SyncState
     from heartbeat.sync.files import default_path, digest, read_text
 
-    path = default_path(ledger.workspace, "state")
+    path = default_path(ctx.workspace, "state")
     if not path.is_file():
         return
-    with ledger.read() as s:
-        last = s.get(SyncState, "state")
-        known = last is not None and last.path == str(path) and last.content_hash == digest(read_text(path))
+    with ctx.read() as db:
+        last = db.one(SQL.state_file_read)
+    known = last is not None and last[0] == str(path) and last[1] == digest(read_text(path))
     if not known:
-        ledger.sync(only=["state"])
+        sync_files(ctx, facade, only=["state"])
 
 
-def _find(s: Session, task_id: str, scope: str | None) -> Task:
-    """The task with this public id, locked for the transaction (see heartbeat.tasks.find)."""
-    from heartbeat import tasks as tasks_mod
-    from heartbeat.db.models import Task
-    from heartbeat.db.rows import TaskRow
-    from heartbeat.db.store import of_session
-
-    row: TaskRow = tasks_mod.find(of_session(s), task_id, scope)
-    task = s.get(Task, row.pk, with_for_update=s.get_bind().dialect.name == "postgresql")
-    assert task is not None
-    return task
-
-
-def _serialise(s: Session, name: str) -> None:
+def _serialise(db: Db, name: str) -> None:
     """Make concurrent transactions of ``name`` take turns (SQLite: BEGIN IMMEDIATE already does)."""
-    import zlib
-
-    from sqlalchemy import text
-
-    bind = s.get_bind()
-    if bind.dialect.name == "postgresql":
-        key = zlib.crc32(f"hb:{name}".encode())
-        s.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+    if not db.sqlite:
+        db.execute(SQL.serialise_pg, {"key": zlib.crc32(f"hb:{name}".encode())})
 
 
-def _record_run(ledger: Ledger, kind: str, moment: datetime) -> None:
-    from heartbeat.db.models import Run
-
-    with ledger.write() as s:
-        s.add(Run(kind=kind, status="ok", started_at=moment, finished_at=moment))
+def _record_run(ctx: Context, kind: str, moment: datetime) -> None:
+    with ctx.write() as db:
+        db.add(RunRow(kind=kind, status="ok", started_at=moment, finished_at=moment))
 
 
-def _lang(ledger: Ledger, lang: str | None) -> str:
-    from heartbeat.errors import InvalidInput
-
-    chosen = lang or ledger.settings.lang
+def _lang(ctx: Context, lang: str | None) -> str:
+    chosen = lang or ctx.settings.lang
     if chosen not in ("en", "zh"):
         raise InvalidInput(f"lang {chosen!r}: expected en or zh")
     return chosen
 
 
-def _entering(ledger: Ledger, s: Session, now: datetime, *, lock: bool = False) -> list[_Entry]:
+def _policy(ctx: Context, lang: str | None, now: datetime) -> _Policy:
+    """The round's settings; read before its transaction (reading them may end one)."""
+    from heartbeat.rules.quiet_hours import QuietHours, is_quiet
+
+    settings = ctx.settings
+    zone = ctx.zone
+    return _Policy(
+        zone=zone,
+        lang=_lang(ctx, lang),
+        quiet=is_quiet(QuietHours.parse(settings.quiet_hours), now.astimezone(zone)),
+        repeat_hours=settings.reminder_repeat_hours,
+        max_attempts=settings.queue_max_attempts,
+    )
+
+
+def _entering(db: Db, now: datetime, max_attempts: int, *, lock: bool = False) -> list[_Entry]:
     """Active tasks that enter the round at ``now``, most urgent first."""
-    from dataclasses import replace
-
-    from sqlalchemy import or_, select
-
-    from heartbeat.db.models import ACTIVE_STATUSES, Task
     from heartbeat.rules.round import assess_risk, entry_reasons
 
-    query = (
-        select(Task)
-        .where(
-            Task.status.in_(ACTIVE_STATUSES),
-            or_(Task.next_check_at <= now, Task.due_at < now, Task.stale_after.is_not(None)),
-        )
-        .order_by(Task.scope, Task.priority_rank, Task.position, Task.pk)
-    )
-    if lock:
-        query = query.with_for_update()
+    query = SQL.entering_locked if lock else SQL.entering
+    tasks: list[TaskRow] = []
+    for names, batch in db.batches(query, {"now": db.time(now)}):
+        tasks.extend(db.rows_of(TaskRow, names, batch))  # read only: not attached
     found = []
-    for task in s.scalars(query):
-        state = _task_state(ledger, task)
+    for task in tasks:
+        state = _task_state(task, max_attempts)
         reasons = [str(r) for r in entry_reasons(state, now)]
         if reasons:
             found.append((task, state, reasons))
-    failed = _failed_recently(s, [task.pk for task, _, _ in found])
+    failed = _failed_recently(db, [task.pk for task, _, _ in found if task.pk is not None])
     entries = []
     for task, state, reasons in found:
         if task.pk in failed:
@@ -442,7 +510,7 @@ def _entering(ledger: Ledger, s: Session, now: datetime, *, lock: bool = False) 
     return entries
 
 
-def _task_state(ledger: Ledger, task: Task, failed: set[int] | None = None) -> TaskState:
+def _task_state(task: TaskRow, max_attempts: int, *, failed: bool = False) -> TaskState:
     from heartbeat.rules.round import TaskState
 
     def span(seconds: int | None) -> timedelta | None:
@@ -466,67 +534,29 @@ def _task_state(ledger: Ledger, task: Task, failed: set[int] | None = None) -> T
         last_progress_note=task.last_progress_note,
         follow_up=bool(task.follow_up),
         attempts=task.attempts or 0,
-        max_attempts=ledger.settings.queue_max_attempts,
-        failed_recently=failed is not None and task.pk in failed,
+        max_attempts=max_attempts,
+        failed_recently=failed,
         not_before=task.not_before,
     )
 
 
-def _failed_recently(s: Session, pks: list[int]) -> set[int]:
-    """Tasks with an error recorded after their last successful outcome."""
-    from sqlalchemy import func, select
-
-    from heartbeat.db.models import Error, Outcome
-
+def _failed_recently(db: Db, pks: list[int]) -> set[int]:
+    """Tasks with an error recorded after their last successful outcome (one statement)."""
     if not pks:
         return set()
-    errors = {
-        pk: at
-        for pk, at in s.execute(
-            select(Error.task_pk, func.max(Error.at)).where(Error.task_pk.in_(pks)).group_by(Error.task_pk)
-        )
-    }
-    if not errors:
-        return set()
-    successes = {
-        pk: at
-        for pk, at in s.execute(
-            select(Outcome.task_pk, func.max(Outcome.completed_at))
-            .where(Outcome.task_pk.in_(list(errors)), Outcome.success.is_(True))
-            .group_by(Outcome.task_pk)
-        )
-    }
-    return {
-        pk
-        for pk, at in errors.items()
-        if pk is not None and (successes.get(pk) is None or _utc(at) > _utc(successes[pk]))
-    }
-
-
-def _utc(value: Any) -> datetime:
-    from heartbeat.clock import to_utc
-
-    if isinstance(value, str):  # an aggregate SQLite returned as text
-        return to_utc(datetime.fromisoformat(value))
-    result: datetime = to_utc(value)
-    return result
-
-
-def _quiet_hours(ledger: Ledger) -> Any:
-    from heartbeat.rules.quiet_hours import QuietHours
-
-    return QuietHours.parse(ledger.settings.quiet_hours)
+    return {pk for (pk,) in db.rows(SQL.failed_recently, {"pks": pks})}
 
 
 def _decide_reminders(
-    ledger: Ledger, s: Session, entries: list[_Entry], now: datetime, lang: str
+    ctx: Context, db: Db, policy: _Policy, entries: list[_Entry], now: datetime
 ) -> list[_Reminder]:
     from heartbeat.rules.round import after_check
 
-    last = _last_sent(ledger, s, [e.task.pk for e in entries], now)
+    last = _last_sent(ctx, db, {e.task.pk for e in entries if e.task.pk is not None}, now)
     out = []
     for entry in entries:
-        reminder = _decide(ledger, entry, now, lang, last.get(entry.task.pk))
+        assert entry.task.pk is not None
+        reminder = _decide(policy, entry, now, last.get(entry.task.pk))
         update = after_check(entry.state, now)
         reminder.after = {"last_checked_at": update.last_checked_at, "next_check_at": update.next_check_at}
         out.append(reminder)
@@ -534,10 +564,9 @@ def _decide_reminders(
 
 
 def _decide(
-    ledger: Ledger,
+    policy: _Policy,
     entry: _Entry,
     now: datetime,
-    lang: str,
     last_sent: LastReminder | None,
     *,
     reason: str | None = None,
@@ -545,21 +574,18 @@ def _decide(
     fallback: str | None = None,
 ) -> _Reminder:
     """The reminder decision for one task, with the message it would send."""
-    from dataclasses import replace
-
     from heartbeat.rules.messages import render_message
-    from heartbeat.rules.quiet_hours import is_quiet
     from heartbeat.rules.throttle import decide_reminder
 
     state = entry.state
     action = suggestion if suggestion is not None and suggestion.strip() else state.next_action
     backup = fallback if fallback is not None and fallback.strip() else state.fallback_action
     decision = decide_reminder(
-        replace(state, next_action=action),
+        state if action == state.next_action else replace(state, next_action=action),
         entry.risk,
         last_sent=last_sent,
-        quiet=is_quiet(_quiet_hours(ledger), now.astimezone(ledger.zone)),
-        repeat_hours=ledger.settings.reminder_repeat_hours,
+        quiet=policy.quiet,
+        repeat_hours=policy.repeat_hours,
         now=now,
     )
     message = None
@@ -573,103 +599,133 @@ def _decide(
             risk=entry.risk.value,
             suggestion=action,
             fallback=backup,
-            lang=lang,
+            lang=policy.lang,
         )
     return _Reminder(entry, decision, message, action or None, backup or None)
 
 
-def _last_sent(ledger: Ledger, s: Session, pks: list[int], now: datetime) -> dict[int, LastReminder]:
+def _last_sent(ctx: Context, db: Db, pks: set[int], now: datetime) -> dict[int, LastReminder]:
     """The last reminder sent per task inside the repeat window (older ones cannot hold a reminder back)."""
-    from sqlalchemy import select
-
-    from heartbeat.db.models import Notification
     from heartbeat.rules.round import Risk, parse_risk
     from heartbeat.rules.throttle import LastReminder
 
     if not pks:
         return {}
-    since = now - timedelta(hours=ledger.settings.reminder_repeat_hours)
-    wanted = set(pks)
-    rows = s.execute(
-        select(Notification.task_pk, Notification.at, Notification.risk, Notification.blocker)
-        .where(
-            Notification.kind == "reminder",
-            Notification.decision == "sent",
-            Notification.at > since,
-        )
-        .order_by(Notification.at, Notification.pk)
-    )
+    since = now - timedelta(hours=ctx.settings.reminder_repeat_hours)
     last: dict[int, LastReminder] = {}
-    for pk, at, risk, blocker in rows:
-        if pk in wanted:
+    for pk, at, risk, blocker in db.rows(SQL.reminders_sent_since, {"since": db.time(since)}):
+        if pk in pks:
             level = parse_risk(risk) if risk else Risk.P2
-            last[pk] = LastReminder(at=at, risk=level, blocker=blocker)
+            moment = read_time(at)
+            assert moment is not None
+            last[pk] = LastReminder(at=moment, risk=level, blocker=blocker)
     return last
 
 
-def _hygiene_due(ledger: Ledger, s: Session, now: datetime) -> dict[str, Any]:
-    from sqlalchemy import func, select
-
-    from heartbeat.db.models import Run
-
-    settings = ledger.settings
-    last = s.scalar(select(func.max(Run.started_at)).where(Run.kind == "hygiene"))
+def _hygiene_due(ctx: Context, db: Db, now: datetime) -> dict[str, Any]:
+    settings = ctx.settings
+    last = read_time(db.value(SQL.last_hygiene))
     due = settings.hygiene_enabled and (
-        last is None or now - _utc(last) >= timedelta(hours=settings.hygiene_every_hours)
+        last is None or now - last >= timedelta(hours=settings.hygiene_every_hours)
     )
-    return {"due": bool(due), "last_run_at": _iso(ledger, last)}
+    return {"due": bool(due), "last_run_at": _iso(ctx.zone, last)}
 
 
-def _watermark(ledger: Ledger, now: datetime) -> tuple[str | None, str | None]:
+def _watermark(ctx: Context, now: datetime) -> tuple[str | None, str | None]:
     from heartbeat.clock import parse_duration
     from heartbeat.rules.round import scan_watermark
 
-    mark = scan_watermark(now, parse_duration(ledger.settings.check_interval, what="check_interval"))
-    return _iso(ledger, mark.last_scan_at), _iso(ledger, mark.next_scan_at)
+    mark = scan_watermark(now, parse_duration(ctx.settings.check_interval, what="check_interval"))
+    return _iso(ctx.zone, mark.last_scan_at), _iso(ctx.zone, mark.next_scan_at)
 
 
 def _record_round(
-    ledger: Ledger,
-    s: Session,
+    db: Db,
+    policy: _Policy,
     reminders: list[_Reminder],
     watermark: tuple[str | None, str | None],
     hygiene: dict[str, Any],
     now: datetime,
 ) -> int:
-    """The round's runs row, one notifications row per decision, the tasks' new check times."""
-    from heartbeat.db.models import Run
-
-    run = Run(
-        kind="check",
-        status="ok",
-        started_at=now,
-        finished_at=now,
-        detail={
-            "lastScanAt": watermark[0],
-            "nextScanAt": watermark[1],
-            "checked": len(reminders),
-            "sent": sum(1 for r in reminders if r.decision.sent),
-            "hygieneDue": hygiene["due"],
-        },
+    """The round's runs row, one notifications row per decision (one executemany), the tasks' new
+    check times (one executemany): three statements however many tasks entered."""
+    run = db.add(
+        RunRow(
+            kind="check",
+            status="ok",
+            started_at=now,
+            finished_at=now,
+            detail={
+                "lastScanAt": watermark[0],
+                "nextScanAt": watermark[1],
+                "checked": len(reminders),
+                "sent": sum(1 for r in reminders if r.decision.sent),
+                "hygieneDue": hygiene["due"],
+            },
+        )
     )
-    s.add(run)
-    s.flush()
-    for reminder in reminders:
-        s.add(_notification_row(ledger, reminder, now, run.pk))
-        task = reminder.entry.task
-        task.last_checked_at = reminder.after["last_checked_at"]
-        task.next_check_at = reminder.after["next_check_at"]
+    at, day = db.time(now), _local_day(policy.zone, now)
+    db.insert_many(
+        "notifications",
+        _REMINDER_COLUMNS,
+        [
+            (
+                at,
+                day,
+                "reminder",
+                r.entry.task.pk,
+                r.entry.task.id,
+                r.entry.risk.value,
+                r.decision.decision.value,
+                r.decision.reason.value if r.decision.reason else None,
+                r.entry.task.blocker or None,
+                r.suggestion,
+                r.message,
+                run.pk,
+            )
+            for r in reminders
+        ],
+    )
+    db.executemany(
+        SQL.checked,
+        [
+            {
+                "pk": r.entry.task.pk,
+                "last_checked_at": db.time(r.after["last_checked_at"]),
+                "next_check_at": db.time(r.after["next_check_at"]),
+            }
+            for r in reminders
+        ],
+    )
+    assert run.pk is not None
     return run.pk
 
 
-def _notification_row(ledger: Ledger, reminder: _Reminder, now: datetime, run_pk: int | None) -> Any:
-    from heartbeat.db.models import Notification
+# a round's notifications rows, as _notification_row makes them, in one executemany
+_REMINDER_COLUMNS = (
+    "at",
+    "local_day",
+    "kind",
+    "task_pk",
+    "task_id",
+    "risk",
+    "decision",
+    "reason",
+    "blocker",
+    "suggestion",
+    "message",
+    "run_pk",
+)
 
+
+def _notification_row(
+    zone: tzinfo, reminder: _Reminder, now: datetime, run_pk: int | None
+) -> NotificationRow:
     task = reminder.entry.task
     decision = reminder.decision
-    return Notification(
+    return NotificationRow(
         at=now,
-        local_day=_local_day(ledger, now),
+        local_day=_local_day(zone, now),
         kind="reminder",
         task_pk=task.pk,
         task_id=task.id,
@@ -683,7 +739,7 @@ def _notification_row(ledger: Ledger, reminder: _Reminder, now: datetime, run_pk
     )
 
 
-def _entry_dict(ledger: Ledger, entry: _Entry) -> dict[str, Any]:
+def _entry_dict(zone: tzinfo, entry: _Entry) -> dict[str, Any]:
     task = entry.task
     return {
         "id": task.id,
@@ -692,15 +748,15 @@ def _entry_dict(ledger: Ledger, entry: _Entry) -> dict[str, Any]:
         "status": task.status.value,
         "risk": entry.risk.value,
         "reasons": entry.reasons,
-        "due_at": _iso(ledger, task.due_at),
-        "next_check_at": _iso(ledger, task.next_check_at),
-        "last_checked_at": _iso(ledger, task.last_checked_at),
+        "due_at": _iso(zone, task.due_at),
+        "next_check_at": _iso(zone, task.next_check_at),
+        "last_checked_at": _iso(zone, task.last_checked_at),
         "blocker": task.blocker,
         "next_action": task.next_action,
     }
 
 
-def _reminder_dict(ledger: Ledger, reminder: _Reminder) -> dict[str, Any]:
+def _reminder_dict(zone: tzinfo, reminder: _Reminder) -> dict[str, Any]:
     entry = reminder.entry
     return {
         "id": entry.task.id,
@@ -714,7 +770,7 @@ def _reminder_dict(ledger: Ledger, reminder: _Reminder) -> dict[str, Any]:
         "blocker": entry.task.blocker or None,
         "suggestion": reminder.suggestion,
         "fallback": reminder.fallback,
-        "next_check_at": _iso(ledger, reminder.after.get("next_check_at")),
+        "next_check_at": _iso(zone, reminder.after.get("next_check_at")),
     }
 
 
@@ -727,52 +783,47 @@ def _proactive_message(topic: str | None, suggestion: str | None, lang: str) -> 
     return f"{item}{colon}{fold((topic or '').split())}\n{advice}{colon}{fold((suggestion or '').split())}"
 
 
-def _export_after_round(ledger: Ledger, detail: dict[str, Any]) -> dict[str, Any] | None:
+def _export_after_round(ctx: Context, facade: Facade, detail: dict[str, Any]) -> dict[str, Any] | None:
     """The sync that writes the round's changes back; a failure is a notice, not the tick's end
     (the messages the round recorded as sent must still reach the brief)."""
-    from heartbeat.errors import HbError, one_line
-
     try:
-        exported: dict[str, Any] = ledger.sync()
-        return exported
+        return sync_files(ctx, facade)
     except (HbError, OSError) as exc:
         message = one_line(exc)
-    ledger.notices.append(f"the files were not written back ({message}); the next sync retries")
+    ctx.notices.append(f"the files were not written back ({message}); the next sync retries")
     detail["export_error"] = message
     return None
 
 
-def _read_checklist(ledger: Ledger) -> str | None:
+def _read_checklist(ctx: Context) -> str | None:
     """HEARTBEAT.md's text, or None when the workspace has none."""
     from heartbeat.errors import NotFound
     from heartbeat.sync.files import read_text
 
     try:
-        text = read_text(ledger.workspace / CHECKLIST, stream=True)  # hb only reads it: a pipe will do
+        text = read_text(ctx.workspace / CHECKLIST, stream=True)  # hb only reads it: a pipe will do
     except NotFound:
         return None
     return text.removeprefix("\ufeff")  # a byte order mark is not part of the checklist
 
 
-def _local_day(ledger: Ledger, moment: datetime) -> str:
-    return moment.astimezone(ledger.zone).date().isoformat()
+def _local_day(zone: tzinfo, moment: datetime) -> str:
+    return moment.astimezone(zone).date().isoformat()
 
 
-def _when(ledger: Ledger, at: datetime | str | None, what: str) -> datetime:
+def _when(ctx: Context, at: datetime | str | None, what: str) -> datetime:
     from heartbeat.clock import parse_when, to_utc
 
     if at is None:
-        return ledger.now()
+        return ctx.now()
     if isinstance(at, str):
-        return parse_when(at, ledger.zone, what=what)
+        return parse_when(at, ctx.zone, what=what)
     if at.tzinfo is None:
-        return parse_when(at.isoformat(), ledger.zone, what=what)
+        return parse_when(at.isoformat(), ctx.zone, what=what)
     return to_utc(at)
 
 
-def _iso(ledger: Ledger, moment: Any) -> str | None:
+def _iso(zone: tzinfo, moment: datetime | None) -> str | None:
     from heartbeat.clock import isoformat
 
-    if moment is None:
-        return None
-    return isoformat(_utc(moment), ledger.zone)
+    return isoformat(moment, zone)

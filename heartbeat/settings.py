@@ -150,19 +150,16 @@ _CHECKS: dict[str, Any] = {
 
 
 @functools.cache
-def _model() -> Any:
-    """The pydantic model that validates settings (built on first use: pydantic at the edge)."""
+def _model(name: str) -> Any:
+    """The pydantic model that validates the setting whose attribute is ``name`` (built on first
+    use, one small model per setting: pydantic at the edge, and only what a set needs)."""
     from pydantic import ConfigDict, Field, create_model, field_validator
 
-    hints = typing.get_type_hints(Settings)
-    fields: dict[str, Any] = {
-        f.name: (hints[f.name], Field(f.default, **f.metadata["limits"]))
-        for f in dataclasses.fields(Settings)
-    }
-    validators = {
-        f"check_{name}": field_validator(name)(lambda cls, v, _check=check: _check(v))
-        for name, check in _CHECKS.items()
-    }
+    f = next(f for f in dataclasses.fields(Settings) if f.name == name)
+    hint = typing.get_type_hints(Settings)[name]
+    check = _CHECKS.get(name)
+    validators = {} if check is None else {f"check_{name}": field_validator(name)(lambda cls, v: check(v))}
+    fields: dict[str, Any] = {name: (hint, Field(f.default, **f.metadata["limits"]))}
     return create_model(
         "SettingsModel",
         __config__=ConfigDict(extra="forbid", strict=False),
@@ -177,7 +174,7 @@ def validate(name: str, value: Any) -> Any:
 
     k = key(name)
     try:
-        model = _model().model_validate({k.field: value})
+        model = _model(k.field).model_validate({k.field: value})
     except ValidationError as exc:
         first = exc.errors()[0]
         message = str(first["msg"]).removeprefix("Value error, ")

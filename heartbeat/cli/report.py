@@ -63,15 +63,22 @@ def _report_command(kind: str, summary: str, example: str) -> click.Command:
     @format_option
     @json_option
     def command(since: str | None, until: str | None, by: str, limit: int | None, fmt: str | None) -> None:
-        from heartbeat.reporting.output import render
+        from heartbeat.reporting import output
 
         out = _format(fmt)
-        table = state().ledger(create=False).report_table(kind, since=since, until=until, by=by, limit=limit)
-        if out == "table":
-            meta = table.meta
-            span = f"{meta['since'] or 'start'} .. {meta['until'] or 'now'}"
-            info(f"{kind} by {by}, {span} ({meta['timezone']}): {len(table.rows)} row(s)")
-        click.echo(render(table, out))
+        ledger = state().ledger(create=False)
+        if out != "table":  # the rows go out as they are read
+            with ledger.report_stream(kind, since=since, until=until, by=by, limit=limit) as report:
+                if out == "csv":
+                    output.write_csv(report.names, report.rows, report.zone, _write)
+                else:
+                    output.write_document(report, _write)
+            return
+        table = ledger.report_table(kind, since=since, until=until, by=by, limit=limit)
+        meta = table.meta
+        span = f"{meta['since'] or 'start'} .. {meta['until'] or 'now'}"
+        info(f"{kind} by {by}, {span} ({meta['timezone']}): {len(table.rows)} row(s)")
+        click.echo(output.render_text(table))
 
     return command
 
@@ -144,15 +151,26 @@ def sql(query: str, timeout: str | None, fmt: str | None) -> None:
       hb sql "SELECT * FROM outcomes_by_skill ORDER BY outcomes DESC"
       hb sql - --format csv --timeout 2m < question.sql
     """
-    from heartbeat.reporting.output import render
+    from heartbeat.reporting import output
 
     text = read_text_arg(query)
     if not text.strip():
         raise click.UsageError("QUERY is empty")
-    table = state().ledger(create=False).sql_table(text, timeout=timeout)
     out = _format(fmt)
-    if table.columns or out == "json":  # a statement without a result set prints nothing
-        click.echo(render(table, out, document=table.records(), null="NULL"))
+    # the rows go out as they are read (csv, json): an answer of any size in flat memory
+    with state().ledger(create=False).sql_stream(text, timeout=timeout) as answer:
+        if out == "json":
+            output.write_records(answer.names, answer.rows, answer.zone, _write)
+        elif not answer.columns:  # a statement without a result set prints nothing
+            return
+        elif out == "csv":
+            output.write_csv(answer.names, answer.rows, answer.zone, _write)
+        else:
+            click.echo(output.render_text(answer.table(), null="NULL"))
+
+
+def _write(text: str) -> None:
+    click.echo(text, nl=False)
 
 
 COMMANDS: list[click.Command] = [report, sql]

@@ -45,12 +45,14 @@ class Reader:
         finally:
             cur.close()
 
-    def stream(self, sql: str, params: Mapping[str, Any] | None = None) -> Iterator[tuple[Any, ...]]:
-        """Rows one by one (a long ordered scan without holding it all)."""
+    def stream(
+        self, sql: str, params: Mapping[str, Any] | None = None, size: int = 10_000
+    ) -> Iterator[tuple[Any, ...]]:
+        """Rows one by one, read ``size`` at a time (a long ordered scan without holding it all)."""
         cur = self.raw.cursor()
         try:
             cur.execute(self._adapt(sql), dict(params or {}))
-            while batch := cur.fetchmany(10_000):
+            while batch := cur.fetchmany(size):
                 yield from batch
         finally:
             cur.close()

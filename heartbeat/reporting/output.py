@@ -1,18 +1,25 @@
-"""Rendering a :class:`Table`: aligned text for people, JSON and CSV for programs."""
+"""Rendering a :class:`Table`: aligned text for people, JSON and CSV for programs.
+
+JSON and CSV are also written as the rows come (:func:`write_csv`, :func:`write_records`,
+:func:`write_document`): the same text as :func:`render`, without holding the rows or the text.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-from datetime import datetime
+import math
+from collections.abc import Callable, Iterable
+from datetime import datetime, tzinfo
 from typing import Any
 
 from heartbeat.reporting import grid
-from heartbeat.reporting.table import Table, json_value
+from heartbeat.reporting.table import Stream, Table, json_value, unique_names
 
 FORMATS = ("table", "json", "csv")
 NUMERIC = frozenset({"int", "float", "rate", "duration"})
+CHUNK = 1000  # rows written at a time
 
 
 def render(table: Table, fmt: str, *, document: Any = None, null: str = "-") -> str:
@@ -32,6 +39,85 @@ def render_csv(table: Table) -> str:
     for row in table.rows:
         writer.writerow([_csv_cell(json_value(v, table.zone)) for v in row])
     return out.getvalue().rstrip("\n")
+
+
+def write_csv(
+    names: list[str], rows: Iterable[tuple[Any, ...]], zone: tzinfo, write: Callable[[str], Any]
+) -> None:
+    """:func:`render_csv`'s text and its final newline, written ``CHUNK`` rows at a time."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(names)
+    for n, row in enumerate(rows, 1):
+        writer.writerow([_csv_cell(json_value(v, zone)) for v in row])
+        if n % CHUNK == 0:
+            write(out.getvalue())
+            out.seek(0)
+            out.truncate()
+    write(out.getvalue())
+
+
+def write_records(
+    names: list[str], rows: Iterable[tuple[Any, ...]], zone: tzinfo, write: Callable[[str], Any]
+) -> None:
+    """The rows as a JSON array of objects (the text ``json.dumps(records, indent=2)`` gives)
+    and a final newline, written ``CHUNK`` rows at a time."""
+    write(_json_array(names, rows, zone, write, level=0) + "\n")
+
+
+def write_document(table: Table | Stream, write: Callable[[str], Any]) -> None:
+    """The report document ``--format json`` prints (``render(table, "json")``) and a final
+    newline, the rows written ``CHUNK`` at a time."""
+    head = json.dumps({**table.meta, "columns": table.names}, ensure_ascii=False, indent=2)
+    write(head.removesuffix("\n}") + ',\n  "rows": ')
+    write(_json_array(table.names, table.rows, table.zone, write, level=1) + "\n}\n")
+
+
+def _json_array(
+    names: list[str],
+    rows: Iterable[tuple[Any, ...]],
+    zone: tzinfo,
+    write: Callable[[str], Any],
+    *,
+    level: int,
+) -> str:
+    """Write a JSON array of records nested ``level`` deep; returns its last part, unwritten."""
+    pad = "  " * (level + 1)
+    # each record as json.dumps(record, indent=2) nests it, the keys encoded once
+    heads = [f"\n{pad}  {_STRING(key)}: " for key in unique_names(names)]
+    close = f"\n{pad}}}" if heads else "}"
+    parts: list[str] = []
+    count = 0
+    for count, row in enumerate(rows, 1):
+        cells = [head + _json(json_value(value, zone), pad) for head, value in zip(heads, row, strict=True)]
+        parts.append(("[\n" if count == 1 else ",\n") + pad + "{" + ",".join(cells) + close)
+        if count % CHUNK == 0:
+            write("".join(parts))
+            parts.clear()
+    if not count:
+        return "[]"
+    return "".join(parts) + "\n" + "  " * level + "]"
+
+
+_STRING = json.encoder.encode_basestring  # a JSON string, as json.dumps(..., ensure_ascii=False)
+
+
+def _json(value: Any, pad: str) -> str:
+    """A record's value as ``json.dumps(record, ensure_ascii=False, indent=2)`` writes it."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    kind = type(value)
+    if kind is str:
+        return _STRING(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float and math.isfinite(value):
+        return float.__repr__(value)
+    return json.dumps(value, ensure_ascii=False, indent=2).replace("\n", "\n  " + pad)
 
 
 def _csv_cell(value: Any) -> Any:

@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo
 from heartbeat.errors import InvalidInput
 from heartbeat.reporting import order, stats
 from heartbeat.reporting.db import Reader
-from heartbeat.reporting.table import Column, Table
+from heartbeat.reporting.table import Column, Stream, Table
 
 # Each kind's --by choices; the first is the default.
 BY: dict[str, tuple[str, ...]] = {
@@ -52,6 +52,7 @@ REASONS = (
     "risk_p2",
 )
 MISSED_CAP = 10_000  # open periods are counted up to this many
+OUT_BATCH = 1_000  # rows of a streamed report read at a time (the rest is not held)
 HORIZON = timedelta(days=3660)  # how far ahead a rule's next period is looked for
 _SUCCESS = "SUM(CASE WHEN success THEN 1 ELSE 0 END)"
 
@@ -101,13 +102,14 @@ class Context:
     due_now: set[str] = field(default_factory=set)  # PROACTIVE.md tasks `hb recur due` hands out now
 
 
-def build(kind: str, by: str, ctx: Context) -> Table:
-    """Run one report."""
+def build(kind: str, by: str, ctx: Context) -> Table | Stream:
+    """Run one report: its rows held, or (the groupings with a row per task) read as they come
+    while ``ctx``'s snapshot is open."""
     if kind not in BY:
         raise InvalidInput(f"unknown report {kind!r} (expected one of: {', '.join(KINDS)})")
     if by not in BY[kind]:
         raise InvalidInput(f"report {kind} cannot group by {by!r} (expected one of: {', '.join(BY[kind])})")
-    builders: dict[str, Callable[[str, Context], Table]] = {
+    builders: dict[str, Callable[[str, Context], Table | Stream]] = {
         "outcomes": outcomes,
         "failures": failures,
         "notifications": notifications,
@@ -116,7 +118,10 @@ def build(kind: str, by: str, ctx: Context) -> Table:
     }
     table = builders[kind](by, ctx)
     if ctx.limit is not None:
-        table.rows = table.rows[: ctx.limit]
+        if isinstance(table, Stream):
+            table.rows = islice(table.rows, ctx.limit)
+        else:
+            table.rows = table.rows[: ctx.limit]
     return table
 
 
@@ -285,7 +290,7 @@ def _outcomes_by_day(ctx: Context) -> Table:
 # --- failures -------------------------------------------------------------------------------------
 
 
-def failures(by: str, ctx: Context) -> Table:
+def failures(by: str, ctx: Context) -> Table | Stream:
     """Failures (error rows) and retries: reasons ranked, or per task / skill / scope / day."""
     where, params = ctx.window.sql("at", ctx.r, prefix="WHERE")
     final = "SUM(CASE WHEN final THEN 1 ELSE 0 END)"
@@ -341,13 +346,13 @@ def failures(by: str, ctx: Context) -> Table:
     return _failures_by_task(ctx)
 
 
-def _failures_by_task(ctx: Context) -> Table:
+def _failures_by_task(ctx: Context) -> Stream:
     where, params = ctx.window.sql("at", ctx.r, prefix="WHERE")
     inner_window, _ = ctx.window.sql("e.at", ctx.r)
     limit = ""
     if ctx.limit is not None:
         limit, params["limit"] = " LIMIT :limit", ctx.limit
-    rows = ctx.r.rows(
+    rows = ctx.r.stream(
         "SELECT g.scope, g.task_id, g.failures, g.retries, g.final_failures, g.max_attempt, "
         "t.attempts, t.status, "
         "(SELECT e.reason FROM errors e WHERE e.scope = g.scope "
@@ -363,6 +368,7 @@ def _failures_by_task(ctx: Context) -> Table:
         "ORDER BY g.failures DESC, g.last_failed_at DESC, g.scope {binary}, "
         "CASE WHEN g.task_id IS NULL THEN 1 ELSE 0 END, g.task_id {binary}",
         params,
+        OUT_BATCH,
     )
     columns = [
         ("scope", "scope"),
@@ -376,8 +382,8 @@ def _failures_by_task(ctx: Context) -> Table:
         ("last_reason", "text"),
         ("last_failed_at", "time"),
     ]
-    out = [(*row[:2], *(int(v or 0) for v in row[2:5]), *row[5:9], ctx.r.read_time(row[9])) for row in rows]
-    return _table(ctx, columns, out)
+    out = ((*row[:2], *(int(v or 0) for v in row[2:5]), *row[5:9], ctx.r.read_time(row[9])) for row in rows)
+    return Stream([Column(n, k) for n, k in columns], out, ctx.zone)
 
 
 # --- notifications --------------------------------------------------------------------------------
@@ -406,7 +412,7 @@ def _decision_counts(found: Iterable[tuple[Any, Any, int]]) -> tuple[int, ...]:
     return (total, sent, total - sent, *by_reason.values(), other)
 
 
-def notifications(by: str, ctx: Context) -> Table:
+def notifications(by: str, ctx: Context) -> Table | Stream:
     """Reminder and proactive decisions: sent vs each suppression reason."""
     where, params = ctx.window.sql("at", ctx.r, prefix="WHERE")
     if by in ("day", "kind"):
@@ -446,16 +452,21 @@ def notifications(by: str, ctx: Context) -> Table:
             ("share", "rate"),
         ]
         return _table(ctx, columns, rows)
-    found = ctx.r.rows(
+    limit = ""
+    if ctx.limit is not None:
+        limit, params["limit"] = " LIMIT :limit", ctx.limit
+    # biggest groups first, then by task (NULL last) in code-point order
+    per_task = ctx.r.stream(
         "SELECT task_id, COUNT(*), SUM(CASE WHEN decision = 'sent' THEN 1 ELSE 0 END), "
-        f"MAX(CASE WHEN decision = 'sent' THEN at END), MAX(at) FROM notifications{where} GROUP BY task_id",
+        f"MAX(CASE WHEN decision = 'sent' THEN at END), MAX(at) FROM notifications{where} GROUP BY task_id "
+        "ORDER BY COUNT(*) DESC, CASE WHEN task_id IS NULL THEN 1 ELSE 0 END, task_id {binary}" + limit,
         params,
+        OUT_BATCH,
     )
-    found.sort(key=lambda g: (-g[1], _key_order(g[0])))
-    rows = [
+    task_rows = (
         (t, int(n), int(s or 0), int(n) - int(s or 0), ctx.r.read_time(last_sent), ctx.r.read_time(last))
-        for t, n, s, last_sent, last in found
-    ]
+        for t, n, s, last_sent, last in per_task
+    )
     columns = [
         ("task_id", "key"),
         ("notifications", "int"),
@@ -464,7 +475,7 @@ def notifications(by: str, ctx: Context) -> Table:
         ("last_sent_at", "time"),
         ("last_decided_at", "time"),
     ]
-    return _table(ctx, columns, rows)
+    return Stream([Column(n, k) for n, k in columns], task_rows, ctx.zone)
 
 
 # --- queue ----------------------------------------------------------------------------------------

@@ -20,6 +20,12 @@ Nothing here inspects the query text. The database refuses writes:
 Every query has a time limit (``--timeout``, setting ``sql.timeout``):
 PostgreSQL's ``statement_timeout``, SQLite a progress handler. Ctrl-C cancels
 the query (exit 130). Nothing is changed either way.
+
+The rows come as they are read (SQLite ``fetchmany``, PostgreSQL a streamed
+result in chunks), under those guards until the last one, so an answer of any
+size passes through in flat memory. SQLite's limit counts the query's own time
+(not the writing of its rows); PostgreSQL's ``statement_timeout`` counts until
+the server has sent the last row.
 """
 
 from __future__ import annotations
@@ -33,8 +39,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote
+from typing import Any, NamedTuple
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from heartbeat.errors import HbError, Interrupted
 
@@ -43,6 +49,7 @@ READER_URL_ENV = "HB_SQL_DATABASE_URL"
 # the predefined roles that reach outside the database (files, programs)
 SERVER_ROLES = ("pg_read_server_files", "pg_write_server_files", "pg_execute_server_program")
 PROGRESS_STEPS = 1000  # SQLite virtual-machine steps between two looks at the clock
+BATCH = 1000  # rows read at a time
 
 # PRAGMAs that only read. Those in the first set may name a table or index.
 PRAGMAS_WITH_ARGUMENT = frozenset(
@@ -131,17 +138,31 @@ def _guarded(con: sqlite3.Connection, denied: list[str]) -> Iterator[sqlite3.Con
 
 class Limit:
     """A query's time limit and Ctrl-C: while active, SIGINT cancels the query instead of
-    killing hb half-way (``interrupted``), and ``expired`` turns true after ``seconds``."""
+    killing hb half-way (``interrupted``), and ``expired`` turns true after ``seconds`` of the
+    query's own time (the clock stops while the rows read so far are written out)."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.interrupted = False
         self.deadline = time.monotonic() + seconds
         self.on_interrupt: Callable[[], None] | None = None
+        self._paused_at: float | None = None
 
     @property
     def expired(self) -> bool:
-        return time.monotonic() >= self.deadline
+        now = self._paused_at if self._paused_at is not None else time.monotonic()
+        return now >= self.deadline
+
+    def pause(self) -> None:
+        """Stop the clock: the rows read so far are the caller's to write."""
+        if self._paused_at is None:
+            self._paused_at = time.monotonic()
+
+    def resume(self) -> None:
+        """Run the clock again: the query reads on."""
+        if self._paused_at is not None:
+            self.deadline += time.monotonic() - self._paused_at
+            self._paused_at = None
 
     def stop(self) -> bool:
         """For SQLite's progress handler: whether to abandon the query now."""
@@ -177,44 +198,97 @@ def _seconds(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
-def run_sqlite(
-    con: sqlite3.Connection, query: str, *, timeout: float
-) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run ``query`` on ``con`` under the guard and the time limit: (column names, rows)."""
+class Answer(NamedTuple):
+    """A statement's column names and its rows, read as they are iterated (once)."""
+
+    names: list[str]
+    rows: Iterator[tuple[Any, ...]]
+
+
+@contextmanager
+def sqlite_answer(con: sqlite3.Connection, query: str, *, timeout: float) -> Iterator[Answer]:
+    """Run ``query`` on ``con`` under the guard and the time limit, which hold until the block
+    ends: the rows are read while it iterates them."""
     denied: list[str] = []
     limit = Limit(timeout)
     with _guarded(con, denied), limit.active():
         con.set_progress_handler(limit.stop, PROGRESS_STEPS)
         cur = con.cursor()
         try:
-            cur.execute(query)
-            names = [d[0] for d in cur.description or ()]
-            rows = [tuple(r) for r in cur.fetchall()] if cur.description else []
-        except (sqlite3.Error, sqlite3.Warning) as exc:
-            if denied:
-                raise QueryFailed(f"sql: {first_line(exc)}: {denied[0]} (hb sql is read-only)") from None
-            if limit.interrupted or limit.expired:
-                raise limit.failed(exc) from None
-            raise QueryFailed(f"sql: {first_line(exc)}") from None
+            try:
+                cur.execute(query)
+            except (sqlite3.Error, sqlite3.Warning) as exc:
+                raise _sqlite_failed(exc, denied, limit) from None
+            limit.pause()
+            if cur.description is None:  # a statement without a result set
+                yield Answer([], iter(()))
+            else:
+                yield Answer([d[0] for d in cur.description], _sqlite_rows(cur, denied, limit))
         finally:
             cur.close()
             con.set_progress_handler(None, PROGRESS_STEPS)
-    return names, rows
+
+
+def _sqlite_rows(cur: sqlite3.Cursor, denied: list[str], limit: Limit) -> Iterator[tuple[Any, ...]]:
+    while True:
+        limit.resume()
+        try:
+            batch = cur.fetchmany(BATCH)
+        except (sqlite3.Error, sqlite3.Warning) as exc:
+            raise _sqlite_failed(exc, denied, limit) from None
+        finally:
+            limit.pause()
+        if limit.interrupted:  # Ctrl-C while the rows were being written out
+            raise Interrupted("sql: query cancelled (interrupted)")
+        if not batch:
+            return
+        yield from batch
+
+
+def _sqlite_failed(exc: BaseException, denied: list[str], limit: Limit) -> HbError:
+    if denied:
+        return QueryFailed(f"sql: {first_line(exc)}: {denied[0]} (hb sql is read-only)")
+    if limit.interrupted or limit.expired:
+        return limit.failed(exc)
+    return QueryFailed(f"sql: {first_line(exc)}")
 
 
 def reader_connect_args(url: str) -> dict[str, Any]:
     """psycopg's connection arguments for the read-only role on the ledger's database: the
     ledger's URL with the role for user and no password, unless HB_SQL_DATABASE_URL names one."""
-    from sqlalchemy.engine import make_url
-
-    from heartbeat.db.engine import normalize_url
-
     override = os.environ.get(READER_URL_ENV)
-    parsed = make_url(normalize_url(override or url))
+    args = _connect_args(override or url)
     if not override:
-        parsed = parsed.set(username=READER_ROLE, password=None)
-    args: dict[str, Any] = parsed.translate_connect_args(username="user", database="dbname")
-    args.update({k: v for k, v in parsed.query.items() if isinstance(v, str)})
+        args.pop("password", None)
+        args["user"] = READER_ROLE
+    return args
+
+
+def _connect_args(url: str) -> dict[str, Any]:
+    """A database URL (``postgresql[+driver]://user:password@host:port/dbname?key=value``) as
+    psycopg's keyword arguments; the parts it leaves out are left out."""
+    from heartbeat.errors import InvalidInput
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise InvalidInput(f"bad database URL {url!r}") from None
+    args: dict[str, Any] = {}
+    if parts.username:
+        args["user"] = unquote(parts.username)
+    if parts.password is not None:
+        args["password"] = unquote(parts.password)
+    if parts.hostname:
+        args["host"] = unquote(parts.hostname)
+    if port is not None:
+        args["port"] = port
+    if parts.path.strip("/"):
+        args["dbname"] = unquote(parts.path[1:])
+    query: dict[str, list[str]] = {}
+    for key, value in parse_qsl(parts.query):
+        query.setdefault(key, []).append(value)
+    args.update({key: values[0] for key, values in query.items() if len(values) == 1})
     return args
 
 
@@ -228,8 +302,10 @@ def grant_hint(dbname: str) -> str:
     )
 
 
-def run_postgresql(url: str, query: str, *, timeout: float) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run ``query`` as the read-only role in a READ ONLY transaction that is rolled back."""
+@contextmanager
+def postgresql_answer(url: str, query: str, *, timeout: float) -> Iterator[Answer]:
+    """Run ``query`` as the read-only role in a READ ONLY transaction that is rolled back; the
+    rows stream from the server (in chunks) while the block iterates them."""
     import psycopg
 
     args = reader_connect_args(url)
@@ -252,9 +328,12 @@ def run_postgresql(url: str, query: str, *, timeout: float) -> tuple[list[str], 
                 cur.execute(f"SET LOCAL statement_timeout = {max(1, round(timeout * 1000))}")
                 if limit.interrupted:  # Ctrl-C before the query was sent: nothing to cancel
                     raise Interrupted("sql: query cancelled (interrupted)")
-                cur.execute(query, prepare=True)
-                names = [d[0] for d in cur.description or ()]
-                rows = [tuple(r) for r in cur.fetchall()] if cur.description else []
+                names = _result_columns(con, query)
+                if names is None:  # a statement without a result set
+                    cur.execute(query, prepare=True)
+                    yield Answer([], iter(()))
+                else:
+                    yield Answer(names, _postgresql_rows(cur, query, limit))
             except psycopg.Error as exc:
                 if isinstance(exc, psycopg.errors.QueryCanceled) or limit.interrupted:
                     raise limit.failed(exc) from None
@@ -267,7 +346,41 @@ def run_postgresql(url: str, query: str, *, timeout: float) -> tuple[list[str], 
         with contextlib.suppress(psycopg.Error):  # a connection already broken needs no rollback
             con.rollback()
         con.close()
-    return names, rows
+
+
+def _result_columns(con: Any, query: str) -> list[str] | None:
+    """The names of the columns ``query`` returns (None: it returns no rows), from the server's
+    parse of it as a prepared statement: one statement only, as before the rows are streamed."""
+    from psycopg import errors, pq
+
+    encoding = con.info.encoding
+    prepared = con.pgconn.prepare(b"", query.encode(encoding))
+    if prepared.status != pq.ExecStatus.COMMAND_OK:
+        raise errors.error_from_result(prepared, encoding=encoding)
+    described = con.pgconn.describe_prepared(b"")
+    if described.status != pq.ExecStatus.COMMAND_OK:
+        raise errors.error_from_result(described, encoding=encoding)
+    if not described.nfields:
+        return None
+    return [(described.fname(i) or b"").decode(encoding) for i in range(described.nfields)]
+
+
+def _postgresql_rows(cur: Any, query: str, limit: Limit) -> Iterator[tuple[Any, ...]]:
+    from psycopg import NotSupportedError
+
+    try:
+        rows = cur.stream(query, size=BATCH)
+        first = next(rows, None)
+    except NotSupportedError:  # a libpq before 17 streams row by row
+        rows = cur.stream(query)
+        first = next(rows, None)
+    if first is None:
+        return
+    yield first
+    for row in rows:
+        if limit.interrupted:  # Ctrl-C while the rows were being written out
+            raise Interrupted("sql: query cancelled (interrupted)")
+        yield row
 
 
 def _check_reader(con: Any, who: str) -> None:

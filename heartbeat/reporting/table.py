@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, tzinfo
 from decimal import Decimal
@@ -51,6 +52,31 @@ class Table:
     def as_dict(self) -> dict[str, Any]:
         """The report document ``--format json`` prints."""
         return {**self.meta, "columns": self.names, "rows": self.records()}
+
+
+@dataclass
+class Stream:
+    """A :class:`Table` whose rows come as they are read (``hb sql``, the larger reports):
+    read once, by iterating ``rows``, while the query that yields them is open."""
+
+    columns: list[Column]
+    rows: Iterator[tuple[Any, ...]]
+    zone: tzinfo
+    meta: dict[str, Any] = field(default_factory=dict)
+    sparse: frozenset[str] = frozenset()
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def table(self) -> Table:
+        """The whole answer, held."""
+        return Table(self.columns, list(self.rows), self.zone, self.meta, self.sparse)
+
+    @classmethod
+    def of(cls, table: Table) -> Stream:
+        """A held table's rows as a stream."""
+        return cls(table.columns, iter(table.rows), table.zone, table.meta, table.sparse)
 
 
 def unique_names(names: list[str]) -> list[str]:

@@ -264,6 +264,11 @@ def test_notifications_by_reason_and_by_task_match_the_rows(demo: Demo) -> None:
         )
         assert stamp(row["last_sent_at"]) == whole_seconds(max(sent, default=None))
         assert stamp(row["last_decided_at"]) == whole_seconds(max(n["at"] for n in ns))
+    # biggest groups first, then by task id (the decisions with no task last); --limit keeps the first
+    ordered = report(demo, "notifications", by="task")["rows"]
+    order = [(-r["notifications"], r["task_id"] is None, r["task_id"] or "") for r in ordered]
+    assert order == sorted(order)
+    assert report(demo, "notifications", by="task", limit=3)["rows"] == ordered[:3]
 
 
 # --- queue ----------------------------------------------------------------------------------------

@@ -66,7 +66,7 @@ def test_poke_and_heartbeat_exit_75_while_the_guard_is_held(sh_db: Runner) -> No
 
 def test_guard_left_by_a_dead_holder_expires(sh_db: Runner) -> None:
     with open_ledger(sh_db, T0) as ledger:
-        dead = acquire(ledger, "heartbeat")  # taken and never released, as after a SIGKILL
+        dead = acquire(ledger.ctx, "heartbeat")  # taken and never released, as after a SIGKILL
     assert isoformat(dead.expires_at) == "2026-05-01T02:10:00+00:00"  # setting heartbeat.guard, 10m
     sh_db("--now", "2026-05-01T10:09:59", "poke", "too early", code=75)
     sh_db("--now", "2026-05-01T10:10", "poke", "just in time")  # expires_at has passed (inclusive)
@@ -78,7 +78,7 @@ def test_guard_left_by_a_dead_holder_expires(sh_db: Runner) -> None:
 def test_guard_lifetime_is_a_setting(sh: Runner) -> None:
     sh("config", "set", "heartbeat.guard", "2m")
     with open_ledger(sh, T0) as ledger:
-        acquire(ledger, "heartbeat")
+        acquire(ledger.ctx, "heartbeat")
     sh("--now", "2026-05-01T10:01", "poke", "x", code=75)
     sh("--now", "2026-05-01T10:02", "poke", "x")
 

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from heartbeat import Ledger
+from heartbeat.context import Context
 from heartbeat.db.models import Run
 from heartbeat.errors import Busy
 from tests.conftest import Runner
@@ -26,7 +27,7 @@ def test_a_tick_longer_than_the_guard_is_not_taken_over(
     hb("config", "set", "heartbeat.guard", f"{LIFETIME_S:g}s")
     answers: list[str] = []
 
-    def a_long_step(ledger: Ledger) -> None:
+    def a_long_step(ctx: Context) -> None:
         """A step of the tick that takes three lifetimes of the guard; meanwhile pokes knock."""
         started = time.monotonic()
         while time.monotonic() - started < 3 * LIFETIME_S:
@@ -62,8 +63,8 @@ def test_a_holder_that_stops_renewing_still_expires(db_url: str, workspace: Path
     hb = Runner({"HB_DATABASE_URL": db_url})
     hb("init")
     with Ledger.open(workspace=workspace, db=db_url, now="2026-05-01T10:00:00Z") as ledger:
-        held = acquire(ledger, "heartbeat")
-        with renewed(ledger, held):
+        held = acquire(ledger.ctx, "heartbeat")
+        with renewed(ledger.ctx, held):
             pass  # the holder dies right after: its row stays, unrenewed
     hb("--now", "2026-05-01T10:09:59Z", "poke", "too early", code=75)
     hb("--now", "2026-05-01T10:10:00Z", "poke", "taken over")
