@@ -75,8 +75,12 @@ def test_an_everyday_command_loads_neither_sqlalchemy_nor_pydantic(
     assert _loaded(result) == "", f"hb {' '.join(args)} loaded {_loaded(result)}"
 
 
-def test_the_task_and_queue_commands_load_neither(example: Path) -> None:
-    """add, show, update, pop, renew, complete, fail, done, cancel on one task each."""
+def test_the_task_and_queue_commands_load_neither(tmp_path: Path) -> None:
+    """show, update, notify, pop, renew, complete, done, cancel on a workspace of hb's own tasks
+    (the example's tasks.json has scoped queues, where a pop needs --scope)."""
+    example = tmp_path / "ws"
+    example.mkdir()
+    assert _hb(example, "init", "--timezone", "Asia/Shanghai").returncode == 0
     added = json.loads(_hb(example, "add", "Call the bank", "--json").stdout)
     steps = [
         ("show", added["id"]),
