@@ -288,6 +288,7 @@ class Dialect:
         self.name = name
         self.sqlite = name == "sqlite"
         self._sql: dict[str, str] = {key: self._adapt(text) for key, text in SQL.items()}
+        self.names: dict[str, list[str]] = {}  # the column names of each statement's rows
 
     def _adapt(self, text: str) -> str:
         text = text.replace("{lock}", "" if self.sqlite else " FOR UPDATE SKIP LOCKED")
@@ -349,7 +350,9 @@ class Tx:
         found = cur.fetchall()
         if not found:
             return []
-        names = [c[0] for c in cur.description]
+        names = self.d.names.get(key)
+        if names is None:  # a statement's columns never change: psycopg builds them at a cost
+            names = self.d.names[key] = [c[0] for c in cur.description]
         return [dict(zip(names, row, strict=True)) for row in found]
 
     def task(self, row: dict[str, Any]) -> dict[str, Any]:
@@ -625,13 +628,13 @@ def _popped(
     status = "ok" if got else ("exhausted" if scope else "empty")
     # a claimed task is this run's last-run.json (heartbeat.py records every run that
     # handled a task); a pop that took nothing leaves the last one as it is
-    record = last_run_record(result.task, now, "in_progress", None) if result.task else None
-    detail = None
-    if result.task is not None:
-        detail = {"claim": result.task["claim"]}
-        if got in result.adopted_from:
-            detail["took_over_from"] = result.adopted_from[got]
     if run:
+        record = last_run_record(result.task, now, "in_progress", None) if result.task else None
+        detail = None
+        if result.task is not None:
+            detail = {"claim": result.task["claim"]}
+            if got in result.adopted_from:
+                detail["took_over_from"] = result.adopted_from[got]
         _run(tx, "pop", scope, at, status=status, worker=worker, task_id=got, record=record, detail=detail)
     if got is None and scope != LEGACY and task_id is None:
         result.exhausted = QueueExhausted(f"queue {scope} is exhausted: write the evidence report and stop")
