@@ -708,8 +708,8 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         target = Path(path) if path is not None else default_path(self.workspace, kind)
         text = read_text(target)
         now = self.now()
-        with self.write() as session:
-            report = importer(self, session, text, target, now)
+        with self.ctx.write() as db:
+            report = importer(self, db, text, target, now)
         self.ctx.forget_settings()  # a state import may set settings
         result: dict[str, Any] = report.as_dict()
         return result
@@ -719,8 +719,8 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         from heartbeat.sync import registry
 
         renderer = registry.renderer(kind)
-        with self.write() as session:
-            text: str | None = renderer(self, session, None)
+        with self.ctx.write() as db:
+            text: str | None = renderer(self, db, None)
             return text
 
     def export_file(self, kind: str, path: str | Path | None = None) -> dict[str, Any]:
@@ -740,9 +740,9 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
         synced = target.resolve() == default_path(self.workspace, kind).resolve()
         with (
             file_lock(self.workspace, timeout=lock_timeout(self.settings.sync_lock_timeout)),
-            self.write() as session,
+            self.ctx.write() as db,
         ):
-            text = renderer(self, session, target)
+            text = renderer(self, db, target)
             if text is None:
                 return {"kind": kind, "path": str(target), "written": False, "empty": True}
             try:
@@ -753,5 +753,5 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             if written and not replace_if(target, text, current).written:
                 raise InvalidState(f"{target}: changed while hb exported it; nothing written (export again)")
             if synced:
-                remember(session, kind, target, text, self.now())
+                remember(db, kind, target, text, self.now())
         return {"kind": kind, "path": str(target), "written": written, "empty": False}

@@ -11,28 +11,25 @@ Kinds whose module defines ``SYNC_GROUPS`` are synced as a group (TODO.md and
 TODO.DONE.md: completing an entry moves it from one to the other, so neither
 can be synced alone); ``--only todo`` therefore syncs TODO.DONE.md too.
 
+Every step runs on the driver connection (:class:`heartbeat.db.store.Db`, named
+statements): hb sync never loads SQLAlchemy.
+
 The seal. A full sync on SQLite also records, in the same transaction, the
 hash of every file as it leaves it and a fingerprint of every table a file
 is rendered from. The next ``hb sync`` first compares both, with one SQL
-statement on the driver connection and without loading SQLAlchemy: when
-nothing moved on either side it reports exactly that and touches nothing.
-Any difference, ``--only``, ``--dry-run`` or PostgreSQL take the full path.
-
-The plain path. When the seal holds for the ledger and only files changed,
-just their kinds are synced; if every such kind's module offers a plain-SQL
-syncer (``PLAIN_SYNC_GROUPS``: the Markdown TODO files), that transaction runs
-on the driver connection too (``BEGIN IMMEDIATE``, the same checks, the seal
-renewed inside it), so an edited TODO.md is synced without SQLAlchemy.
+statement: when nothing moved on either side it reports exactly that and
+touches nothing. Any difference, ``--only``, ``--dry-run`` or PostgreSQL take
+the full path. When the seal holds for the ledger and only files changed,
+just their kinds are synced (the same checks, the seal renewed inside the
+transaction).
 
 Idle kinds. A full sync leaves out a kind whose file does not exist while the
 ledger holds nothing that file shows (:func:`heartbeat.sync.registry.holds_sql`):
 its syncer would change and write nothing, so its module is not even loaded.
-The first sync of a workspace with only TODO files therefore takes the plain
-path too. Both conditions are checked again inside the transaction; if either
+Both conditions are checked again inside the transaction; if either
 no longer holds, the sync starts over with every kind.
 
-This module's top level stays light (the sealed path must not import
-SQLAlchemy); the syncers load on demand.
+The syncers' modules load on demand.
 """
 
 from __future__ import annotations
@@ -40,23 +37,21 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from heartbeat.db.plain import Conn
-from heartbeat.errors import FileFormatError, InvalidInput, NotFound, one_line
+from heartbeat.errors import FileFormatError, InvalidInput, one_line
 from heartbeat.sync import bookmarks, writeback
-from heartbeat.sync.files import default_path, digest, file_lock, lock_timeout, read_text
+from heartbeat.sync.files import default_path, digest, file_lock, lock_timeout, read_optional
 from heartbeat.sync.registry import KINDS, MODULES, holds_sql
 from heartbeat.sync.report import SyncReport
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
+    from heartbeat.db.store import Db
     from heartbeat.ledger import Ledger
 
 Results = dict[str, tuple[SyncReport, str | None]]
@@ -88,25 +83,13 @@ _FINGERPRINT_SQL = "SELECT " + ", ".join(_FINGERPRINT)
 _CHECK_SQL = f"SELECT (SELECT skeleton FROM sync_state WHERE kind = '{SEAL}'), " + ", ".join(_FINGERPRINT)
 
 
-def read_optional(path: Path) -> str | None:
-    """A workspace file's text, or None when it does not exist (FileFormatError names path:line)."""
-    try:
-        return read_text(path)
-    except NotFound:
-        if path.is_dir():
-            raise FileFormatError("is a directory, not a file", path=str(path)) from None
-        return None
-
-
 @dataclass(frozen=True)
 class _Unit:
-    """Kinds synced by one call: ``run`` in a SQLAlchemy session, ``plain`` (when the kinds'
-    module offers it) on plain SQL in the same kind of transaction (``sealed``: the seal
-    vouches for the ledger). An ``idle`` unit (no file, nothing in the ledger) has neither."""
+    """Kinds synced by one call of ``run(ledger, db, files, now, sealed=...)`` (``sealed``: the
+    seal vouches for the ledger). An ``idle`` unit (no file, nothing in the ledger) has none."""
 
     kinds: tuple[str, ...]
-    run: Callable[[Ledger, Session, dict[str, tuple[Path, str | None]], datetime], Results] | None
-    plain: Callable[..., Results] | None = None
+    run: Callable[..., Results] | None
     idle: bool = False
 
 
@@ -118,10 +101,10 @@ class _Rollback(Exception):
 
 def _single(kind: str, syncer: Any) -> Callable[..., Results]:
     def run(
-        ledger: Ledger, session: Session, files: dict[str, tuple[Path, str | None]], now: datetime
+        ledger: Ledger, db: Db, files: dict[str, tuple[Path, str | None]], now: datetime, *, sealed: bool
     ) -> Results:
         path, text = files[kind]
-        report, out = syncer(ledger, session, path, text, now)
+        report, out = syncer(ledger, db, path, text, now)
         return {kind: (report, out)}
 
     return run
@@ -180,8 +163,7 @@ def plan(only: Iterable[str] | None, idle: frozenset[str] = frozenset()) -> tupl
             continue
         group = next((g for g in getattr(module, "SYNC_GROUPS", {}) if kind in g), None)
         if group is not None:
-            plain = getattr(module, "PLAIN_SYNC_GROUPS", {}).get(group)
-            units.append(_Unit(tuple(group), module.SYNC_GROUPS[group], plain))
+            units.append(_Unit(tuple(group), module.SYNC_GROUPS[group]))
             covered.update(group)
         elif kind in getattr(module, "SYNCERS", {}):
             units.append(_Unit((kind,), _single(kind, module.SYNCERS[kind])))
@@ -251,16 +233,13 @@ def _transaction(
 ) -> tuple[Results, dict[str, str | None], dict[str, str]]:
     """The sync's transaction: (the reports and texts the syncers returned, the files' texts as
     read, the texts to write back)."""
-    # Every kind to sync can on plain SQL (or is idle), and the ledger is SQLite (sealable):
-    # the transaction runs on the driver connection, without SQLAlchemy.
-    plain = seal is not None and all(unit.plain is not None or unit.idle for unit in units)
     sealed = seal is not None and seal[0] is not None
     kinds = [k for unit in units for k in unit.kinds]
     texts = {k: read_optional(p) for k, p in paths.items()}
     now = ledger.now()
     try:
-        with _write_transaction(ledger, plain) as (db, session):
-            if seal is not None and seal[0] is not None and _moved(db, seal[0], plain):
+        with ledger.ctx.write() as db:
+            if seal is not None and seal[0] is not None and _moved(db, seal[0]):
                 raise _Unsealed  # the ledger moved since the check: sync every kind
             waiting = writeback.pending(db, kinds)
             inputs = _inputs(ledger, db, waiting, texts, paths, now)
@@ -271,12 +250,9 @@ def _transaction(
                     if not all(_still_idle(db, k, texts[k]) for k in unit.kinds):
                         raise _NotIdle
                     results.update({k: (SyncReport(k, str(paths[k])), None) for k in unit.kinds})
-                elif session is None:
-                    assert unit.plain is not None
-                    results.update(unit.plain(ledger, db, given, now, sealed=sealed))
                 else:
                     assert unit.run is not None
-                    results.update(unit.run(ledger, session, given, now))
+                    results.update(unit.run(ledger, db, given, now, sealed=sealed))
             # a file another program changes from here on is merged in by the write-back
             # (a compare-and-swap against ``texts``), not written over
             writes = _writes(results, texts, inputs)
@@ -286,8 +262,6 @@ def _transaction(
                 writeback.record(db, k, paths[k], texts[k], text, now)
             writeback.clear(db, [k for k in waiting if k not in writes])
             if seal is not None:
-                if session is not None:
-                    session.flush()
                 _seal(ledger, db, units, paths, {**texts, **writes}, results, seal, now)
     except _Rollback as done:
         return done.results[0], texts, done.results[1]
@@ -431,8 +405,7 @@ def _landed(ledger: Ledger, written: dict[str, Path]) -> None:
     """Mark the write-backs of files now written (one small transaction)."""
     if not written:
         return
-    plain = ledger.engine_dialect() == "sqlite"
-    with _write_transaction(ledger, plain) as (db, _session):
+    with ledger.ctx.write() as db:
         writeback.mark_landed(db, written)
 
 
@@ -454,31 +427,6 @@ def _remove_temps(paths: dict[str, Path]) -> None:
         except OSError:
             continue
         remove_stale_temps(target.parent, [target.name])
-
-
-@contextmanager
-def _write_transaction(ledger: Ledger, plain: bool) -> Iterator[tuple[Conn, Session | None]]:
-    """One write transaction: on the driver connection (``plain``), or a SQLAlchemy session's,
-    with a plain-SQL view of it (flush the session before using that)."""
-    if plain:
-        raw = ledger.raw
-        raw.execute("BEGIN IMMEDIATE")
-        db = Conn(raw, sqlite=True)
-        try:
-            yield db, None
-        except BaseException:
-            raw.rollback()
-            raise
-        raw.commit()
-        for action in db.after_commit:
-            action()
-        return
-    from sqlalchemy.orm import Session
-
-    with Session(ledger.engine, expire_on_commit=False) as session, session.begin():
-        connection = session.connection()
-        db = Conn(connection.connection.driver_connection, sqlite=connection.dialect.name == "sqlite")
-        yield db, session
 
 
 # --- the seal ------------------------------------------------------------------------------
@@ -519,9 +467,9 @@ class _Unsealed(Exception):
     """The ledger changed between the seal check and the sync's transaction."""
 
 
-def _moved(db: Conn, prior: _Seal, plain: bool) -> bool:
+def _moved(db: Conn, prior: _Seal) -> bool:
     """Whether the ledger changed since the seal was checked (on the same connection)."""
-    if plain and prior.data_version is not None:
+    if db.sqlite and prior.data_version is not None:
         row = db.one("PRAGMA data_version")
         if row is not None and row[0] == prior.data_version:
             return False  # no other connection committed since: the check still holds

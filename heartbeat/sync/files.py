@@ -333,3 +333,13 @@ def sync_dir(directory: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def read_optional(path: Path) -> str | None:
+    """A workspace file's text, or None when it does not exist (FileFormatError names path:line)."""
+    try:
+        return read_text(path)
+    except NotFound:
+        if path.is_dir():
+            raise FileFormatError("is a directory, not a file", path=str(path)) from None
+        return None

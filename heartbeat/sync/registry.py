@@ -3,22 +3,26 @@
 Every kind lives in one module of :mod:`heartbeat.sync` that exposes three
 dicts keyed by kind:
 
-``IMPORTERS[kind](ledger, session, text, path, now) -> Report``
+``IMPORTERS[kind](ledger, db, text, path, now) -> Report``
     one-way ``hb import``: read ``text`` (the file at ``path``) into the
-    ledger inside ``session``; raise FileFormatError (with the path) when the
-    file cannot be read at all. ``Report.as_dict()`` is printed.
+    ledger inside the transaction ``db`` (a :class:`heartbeat.db.store.Db`),
+    raise FileFormatError (with the path) when the file cannot be read at all.
+    ``Report.as_dict()`` is printed.
 
-``RENDERERS[kind](ledger, session, path) -> str | None``
+``RENDERERS[kind](ledger, db, path) -> str | None``
     one-way ``hb export``: the file at ``path`` (None: the workspace's) as the
     ledger has it now, laid over that file's own text where the format keeps
     what hb does not own (comments, unreadable lines, unknown keys); None:
     nothing to write, e.g. last-run.json before any run.
 
-``SYNCERS[kind](ledger, session, path, text, now) -> tuple[SyncReport, str | None]``
+``SYNCERS[kind](ledger, db, path, text, now) -> tuple[SyncReport, str | None]``
     one step of ``hb sync``: ``text`` is the file's current content (None if
     it does not exist). Import what changed in the file since the last sync,
     then return the report and the text to write back (None: leave the file
     alone). No file I/O: the engine writes after the transaction commits.
+
+A module that syncs several kinds together defines ``SYNC_GROUPS``:
+``{(kind, ...): run(ledger, db, files, now, *, sealed) -> {kind: (report, text)}}``.
 """
 
 from __future__ import annotations
@@ -32,14 +36,13 @@ from typing import TYPE_CHECKING, Any
 from heartbeat.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
+    from heartbeat.db.store import Db
     from heartbeat.ledger import Ledger
     from heartbeat.sync.report import SyncReport
 
-Importer = Callable[["Ledger", "Session", str, Path, datetime], Any]
-Renderer = Callable[["Ledger", "Session", "Path | None"], str | None]
-Syncer = Callable[["Ledger", "Session", Path, str | None, datetime], "tuple[SyncReport, str | None]"]
+Importer = Callable[["Ledger", "Db", str, Path, datetime], Any]
+Renderer = Callable[["Ledger", "Db", "Path | None"], str | None]
+Syncer = Callable[["Ledger", "Db", Path, str | None, datetime], "tuple[SyncReport, str | None]"]
 
 # kind -> module; the order is the order hb sync visits them
 MODULES: dict[str, str] = {

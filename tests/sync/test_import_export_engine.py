@@ -77,7 +77,7 @@ def test_nothing_to_sync(hb: Runner, workspace: Path) -> None:
 def _patch_todo_sync(
     monkeypatch: pytest.MonkeyPatch, before: Callable[[], None], after: Callable[[], None]
 ) -> None:
-    """Run ``before``/``after`` around the TODO family's sync, on the session path and the plain one."""
+    """Run ``before``/``after`` around the TODO family's sync."""
 
     def wrap(real: Callable[..., Any]) -> Callable[..., Any]:
         def racing(*args: Any, **kwargs: Any) -> Any:
@@ -88,8 +88,8 @@ def _patch_todo_sync(
 
         return racing
 
-    for name, real in (("SYNC_GROUPS", markdown.sync_group), ("PLAIN_SYNC_GROUPS", markdown.sync_plain)):
-        monkeypatch.setattr(markdown, name, {("todo", "done"): wrap(real), ("recur",): real})
+    real = markdown.sync_group
+    monkeypatch.setattr(markdown, "SYNC_GROUPS", {("todo", "done"): wrap(real), ("recur",): real})
 
 
 def test_a_file_changed_while_syncing_is_taken_in_not_written_over(
@@ -168,8 +168,8 @@ def test_the_registry_syncer_for_one_kind_still_moves_entries(workspace: Path) -
         [john] = led.list()
         led.done(john["id"])
         path = workspace / "TODO.md"
-        with led.write() as session:
-            rep, out = markdown.SYNCERS["todo"](led, session, path, read(path), led.now())
+        with led.ctx.write() as db:
+            rep, out = markdown.SYNCERS["todo"](led, db, path, read(path), led.now())
         assert out is not None and LINE_JOHN not in out and rep.written is False
     assert "| Remind [John](tg:@john) to submit report." in read(workspace / "TODO.DONE.md")
 

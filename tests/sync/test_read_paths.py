@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from heartbeat.formats import todo as fmt
-from heartbeat.sync import markdown
+from heartbeat.sync.markdown.reading import read_file
 from tests.formats.test_todo_properties import ARBITRARY, KINDS
 
 LONG = "- [ ] [Created](2026-05-01 12:41) | " + "x" * fmt.SCANNER_LIMIT
@@ -24,7 +24,7 @@ def test_the_fast_reader_reads_what_the_document_reader_reads(
 ) -> None:
     doc = fmt.parse(text, kind, dialect=dialect)
 
-    f = markdown._read(kind.value, Path("TODO.md"), text, dialect)
+    f = read_file(kind.value, Path("TODO.md"), text, dialect)
 
     def bare(entry: fmt.Entry | None) -> fmt.Entry | None:
         return None if entry is None else replace(entry, line=0, raw=None)

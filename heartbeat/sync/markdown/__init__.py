@@ -1,0 +1,231 @@
+"""TODO.md, TODO.DONE.md and TODO.RECUR.md <-> the ledger: import, export and two-way sync.
+
+FORMATS.md section 1, SPEC.md section 4. :mod:`heartbeat.formats.todo` reads
+and writes the lines; this module decides which line is which ledger row and
+what changed on which side since the last sync.
+
+Identity. An entry is matched to a row, in this order, by: the exact line hb
+last synced for the row; the extended dialect's ``[ID]`` key; the identity key
+(``external_key``: ``Created`` + ``ChatID`` for TODO files, ``ChatID`` +
+content for TODO.RECUR.md, with a digest of the content (resp. the schedule)
+added when two entries share it); and last by the fallback key of the line
+last synced (``Created`` + ``ChatID``; the schedule of a rule), so editing the
+text of a line updates the same row.
+
+Merge. ``synced_hash`` is the digest of a row's file-relevant fields at the
+last sync. A side whose digest differs from it has changed: only the file ->
+the file's version is imported; only the ledger -> the line is rewritten,
+moved or removed; both, differently -> a conflict: the file wins and the
+ledger's version goes to the history (``task_events``, kind ``conflict``). An
+entry gone from a file that exists removes its row (history kept; a missing
+file is rewritten from the ledger instead). TODO.md and TODO.DONE.md are
+synced together: completing an entry moves it from one to the other.
+
+Speed. A file whose hash is the one recorded at the last sync is not read,
+and when the ledger did not change either (:meth:`_Family.mark`) no row is
+loaded (on SQLite the engine's seal answers that case before this module is
+even imported). When only TODO.md / TODO.DONE.md changed and neither holds an
+HTML comment, only the lines between the common prefix and suffix with the
+text last synced are parsed, and only their rows are queried, by
+``external_key``. That text is kept as a copy beside the ledger
+(``.agent/state/sync/<kind>.base``, written after the commit) and trusted only
+while its hash is the one ``sync_state`` recorded; rewriting a 1 MB copy inside
+the database on every sync cost more than the sync itself. Rows are loaded,
+inserted and updated with bulk statements; unchanged rows are not written.
+
+Plain SQL. The module speaks plain SQL on the driver connection of the
+transaction it is given (:class:`heartbeat.db.plain.Conn`), with the
+column types of :mod:`heartbeat.db.shape`, so it never imports SQLAlchemy.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from heartbeat.db.plain import Conn
+from heartbeat.errors import InvalidInput
+from heartbeat.formats import todo as fmt
+from heartbeat.formats.todo import Entry, TodoKind
+from heartbeat.sync.files import atomic_write, default_path, digest, read_optional
+from heartbeat.sync.markdown.base import TASK_KINDS, TODO_SOURCE, Stored, base_text, read_dialect
+from heartbeat.sync.markdown.family import Family
+from heartbeat.sync.markdown.imports import import_family, render_family
+from heartbeat.sync.markdown.merge import checked_entry, full_sync, labels_of
+from heartbeat.sync.markdown.reading import diff_since_sync
+from heartbeat.sync.markdown.recurrences import RecurrenceFamily
+from heartbeat.sync.markdown.targeted import targeted
+from heartbeat.sync.markdown.tasks import TaskFamily
+from heartbeat.sync.report import ImportReport, SyncReport
+
+if TYPE_CHECKING:
+    from heartbeat.db.rows import TaskRow
+    from heartbeat.db.store import Db
+    from heartbeat.ledger import Ledger
+
+
+def sync_family(
+    family: Family, given: dict[str, tuple[Path, str | None]], *, sealed: bool = False
+) -> dict[str, tuple[SyncReport, str | None]]:
+    """One sync of a family's files; returns each kind's report and the text to write (or None).
+
+    ``sealed``: the engine checked that no table changed since the last full sync, which
+    recorded the family's mark; that mark is then taken as it is instead of recomputed.
+    """
+    db = family.db
+    stored = {k: Stored.load(db, k) for k in family.kinds}
+    reports = {k: SyncReport(kind=k, path=str(given[k][0])) for k in family.kinds}
+    marks = [stored[k].mark for k in family.kinds if stored[k].ours]
+    if sealed and len(marks) == len(family.kinds) and all(m == marks[0] for m in marks):
+        mark = marks[0]
+    else:
+        mark = family.mark()
+
+    hashes = {k: None if text is None else digest(text) for k, (_path, text) in given.items()}
+
+    def unchanged(kind: str) -> bool:
+        st = stored[kind]
+        return st.ours and st.path == str(given[kind][0]) and st.hash == hashes[kind]
+
+    ledger_same = all(stored[k].ours and stored[k].mark == mark and not stored[k].retry for k in family.kinds)
+    if ledger_same and all(unchanged(k) for k in family.kinds):
+        for k in family.kinds:
+            reports[k].preserved = labels_of(given[k][0], stored[k].warnings)
+        return {k: (reports[k], None) for k in family.kinds}
+    previous = next((stored[k].dialect for k in family.kinds if stored[k].dialect), None)
+    dialect = read_dialect(family.dialect, previous)
+    if ledger_same and isinstance(family, TaskFamily):
+        changed = [k for k in family.kinds if not unchanged(k)]
+        diffs = {
+            k: diff_since_sync(stored[k], base_text(family.ledger.workspace, k), given[k][1], dialect)
+            for k in changed
+        }
+        if all(d is not None for d in diffs.values()):
+            done = targeted(family, given, stored, {k: d for k, d in diffs.items() if d}, reports, dialect)
+            if done is not None:
+                return done
+    return full_sync(family, given, stored, reports, dialect, ledger_same, unchanged)
+
+
+# --- one-way import and export ---------------------------------------------------------------
+
+
+def _family(kind: str, ledger: Ledger, db: Conn, now: datetime) -> Family:
+    if kind in TASK_KINDS:
+        return TaskFamily(ledger, db, now)
+    return RecurrenceFamily(ledger, db, now)
+
+
+def _importer(kind: str) -> Any:
+    def run(ledger: Ledger, db: Conn, text: str, path: Path, now: datetime) -> ImportReport:
+        return import_family(_family(kind, ledger, db, now), kind, Path(path), text)
+
+    return run
+
+
+def _renderer(kind: str) -> Any:
+    def run(ledger: Ledger, db: Conn, path: Path | None = None) -> str | None:
+        return render_family(_family(kind, ledger, db, ledger.now()), kind, path)
+
+    return run
+
+
+# --- hb sync entry points ---------------------------------------------------------------------
+
+
+def sync_group(
+    ledger: Ledger, db: Conn, files: dict[str, tuple[Path, str | None]], now: datetime, *, sealed: bool
+) -> dict[str, tuple[SyncReport, str | None]]:
+    """Sync TODO.md + TODO.DONE.md together (or TODO.RECUR.md); ``sealed``: the engine's seal
+    holds (the ledger is as the last full sync left it)."""
+    return sync_family(_family(next(iter(files)), ledger, db, now), files, sealed=sealed)
+
+
+def _syncer(kind: str) -> Any:
+    """The registry's one-kind syncer: TODO.md and TODO.DONE.md are still synced as a pair;
+    the sibling file is read here and written after the commit."""
+
+    def run(
+        ledger: Ledger, db: Conn, path: Path, text: str | None, now: datetime
+    ) -> tuple[SyncReport, str | None]:
+        family = _family(kind, ledger, db, now)
+        given = {
+            k: (Path(path), text) if k == kind else (default_path(ledger.workspace, k), None)
+            for k in family.kinds
+        }
+        for k in family.kinds:
+            if k != kind:
+                given[k] = (given[k][0], read_optional(given[k][0]))
+        result = sync_family(family, given)
+        for k, (_report, out) in result.items():
+            if k != kind and out is not None and out != given[k][1]:
+                db.after_commit.append(lambda at=given[k][0], text=out: atomic_write(at, text))
+        return result[kind]
+
+    return run
+
+
+def _baseline_of(kind: str) -> Any:
+    def baseline(ledger: Ledger, db: Conn) -> str | None:
+        """The text of the file as the last sync left it (or meant to), when the copy kept beside
+        the ledger is that text (see heartbeat.sync.writeback)."""
+        stored = Stored.load(db, kind)
+        text = base_text(ledger.workspace, kind) if stored.ours else None
+        return text if text is not None and digest(text) == stored.hash else None
+
+    return baseline
+
+
+BASELINE_TEXT = {kind: _baseline_of(kind) for kind in ("todo", "done", "recur")}
+SYNC_GROUPS = {("todo", "done"): sync_group, ("recur",): sync_group}
+SYNCERS = {kind: _syncer(kind) for kind in ("todo", "done", "recur")}
+IMPORTERS = {kind: _importer(kind) for kind in ("todo", "done", "recur")}
+RENDERERS = {kind: _renderer(kind) for kind in ("todo", "done", "recur")}
+
+
+# --- a Markdown task made in the ledger ---------------------------------------------------------
+
+
+def todo_title_problem(title: str, chat_id: str | None = None) -> str | None:
+    """Why ``title`` (with ``chat_id``) cannot be the text of a TODO.md entry (None: it can)."""
+    if "\n" in title or "\r" in title:
+        return "an entry is one line; the title has a line break"
+    created = datetime(2000, 1, 1, tzinfo=UTC)  # any valid stamp: the line's text is in question
+    entry = Entry(kind=TodoKind.TODO, content=title.strip(), created=created, chat_id=chat_id)
+    return checked_entry(entry, "strict")
+
+
+def add_todo(
+    ledger: Ledger, db: Db, title: str, now: datetime, *, chat_id: str | None, **fields: Any
+) -> TaskRow:
+    """A TODO.md task created in the ledger (``hb add --source todo``); the next sync writes it."""
+    from heartbeat import tasks as tasks_mod
+
+    content = title.strip()
+    if chat_id is not None and chat_id.strip():
+        try:
+            chat_id = fmt.normalize_chat_id(chat_id)  # as mistermorph's AddWithChatID stores it
+        except ValueError as exc:
+            raise InvalidInput(
+                f"--chat-id {chat_id!r} is not a protocol:id reference like tg:-100123: {exc}"
+            ) from None
+    else:
+        chat_id = None
+    entry = Entry(kind=TodoKind.TODO, content=content, created=now, chat_id=chat_id)
+    problem = todo_title_problem(title, chat_id)
+    if problem is not None:
+        raise InvalidInput(f"cannot be a TODO.md entry: {problem}")
+    family = TaskFamily(ledger, db, now)
+    record = family.entry_record("todo", entry)
+    key = family.keys(record)[0]
+    scopes = db.rows(
+        f"SELECT scope FROM tasks WHERE source = '{TODO_SOURCE}' AND external_key = :key", {"key": key}
+    )
+    if any(scope == "" for (scope,) in scopes):
+        key = family.dup_key(key, record)
+    [task_id] = family.new_ids([key], [None])
+    changes = tasks_mod.Changes.from_input({**fields, "chat_id": chat_id}, ledger.zone)
+    task = tasks_mod.add(db, content, changes, now, scope="", source=TODO_SOURCE, task_id=task_id)
+    task.external_key = key
+    return task
