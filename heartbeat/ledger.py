@@ -9,28 +9,30 @@ The CLI is a thin layer over this class; Python runtimes use it directly::
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
+from heartbeat import guard as guard_mod
+from heartbeat import recur as recur_ops
+from heartbeat import report as report_ops
+from heartbeat import round as round_ops
 from heartbeat import settings as settings_mod
 from heartbeat.clock import machine_zone_name, parse_when
 from heartbeat.context import Context, NowArg
 from heartbeat.db.store import is_unique_violation
 from heartbeat.errors import HbError, InvalidInput, NotFound, one_line
-from heartbeat.recur import RecurAPI
-from heartbeat.report import ReportAPI
-from heartbeat.round import RoundAPI
-from heartbeat.sync.api import SyncAPI
 
 if TYPE_CHECKING:  # SQLAlchemy loads on first use: `hb pop` on SQLite never needs it
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session
 
     from heartbeat.db.store import Db
+    from heartbeat.guard import GuardRun
+    from heartbeat.reporting.table import Stream, Table
 
 
 class _Lazy:
@@ -55,7 +57,7 @@ def default_db_path(workspace: Path) -> Path:
     return workspace / STATE_DIR / DB_NAME
 
 
-class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
+class Ledger:
     """A workspace's ledger: its database, its settings, its clock."""
 
     backup_path: str | None = None  # the copy made before an automatic schema upgrade
@@ -755,3 +757,321 @@ class Ledger(SyncAPI, RecurAPI, RoundAPI, ReportAPI):
             if synced:
                 remember(db, kind, target, text, self.now())
         return {"kind": kind, "path": str(target), "written": written, "empty": False}
+
+    # --- hb sync and the Markdown TODO files (SPEC.md section 4) ---------------------
+
+    def sync(self, *, dry_run: bool = False, only: Iterable[str] | None = None) -> dict[str, Any]:
+        """Two-way sync of the workspace files with the ledger, all or nothing.
+
+        Returns ``{"dry_run", "changed", "reports", "skipped"}``: one report per
+        file kind (added, updated, completed, removed, conflicts, preserved,
+        written). ``only`` restricts the kinds (TODO.md and TODO.DONE.md always
+        go together); ``dry_run`` changes nothing and reports the same.
+        Raises FileFormatError (path:line) when a file cannot be read at all.
+        """
+        from heartbeat.sync.engine import run
+
+        return run(self, dry_run=dry_run, only=only)
+
+    def add_todo(self, title: str, *, chat_id: str | None = None, **fields: Any) -> dict[str, Any]:
+        """Create a TODO.md task in the ledger (``hb add --source todo``); ``hb sync`` writes it.
+
+        Its id is ``todo-`` + 8 hex digits; ``fields`` are those of :meth:`add`.
+        """
+        from heartbeat.sync.markdown import add_todo
+
+        now = self.now()
+        with self.ctx.write() as db:
+            task = add_todo(self, db, title, now, chat_id=chat_id, **fields)
+            return self._dict(task)
+
+    # --- recurrences and proactive tasks (SPEC.md section 6) -------------------------
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def recur_list(self, *, source: str | None = None) -> builtins.list[dict[str, Any]]:
+        """Every recurrence (enabled or not), repeat rules first, each in file order."""
+        return recur_ops.rules(self.ctx, source=source)
+
+    def recur_get(self, rule_id: str) -> dict[str, Any]:
+        """One recurrence by its id."""
+        return recur_ops.get(self.ctx, rule_id)
+
+    def recur_due(self, *, claim: bool = False) -> builtins.list[dict[str, Any]]:
+        """The enabled rules due now (CraftBot's ``recurring_read``), lowest priority first.
+
+        Time, day, period and the known conditions are judged here;
+        ``conditions_to_check`` lists the ones hb does not know, for the agent.
+        With ``claim`` each is recorded as handed out for its period (also a
+        repeat rule whose missed occurrences the ``skip`` policy drops).
+        """
+        return recur_ops.due(self.ctx, claim=claim)
+
+    # --- changing rules --------------------------------------------------------------------
+
+    def recur_add(
+        self,
+        title: str,
+        *,
+        repeat: str,
+        next: str | datetime | None = None,
+        tz: str | None = None,
+        chat_id: str | None = None,
+        missed: str = "once",
+        enabled: bool = True,
+    ) -> dict[str, Any]:
+        """Add a repeat rule (source ``cli``); ``next`` is the first occurrence (default: now).
+
+        ``next`` is a wall-clock time in ``tz`` (default: the workspace zone). A
+        cron rule starts at its first match at or after ``next``.
+        """
+        return recur_ops.add(
+            self.ctx, title, repeat=repeat, next=next, tz=tz, chat_id=chat_id, missed=missed, enabled=enabled
+        )
+
+    def recur_update(
+        self,
+        rule_id: str,
+        *,
+        title: str | None = None,
+        repeat: str | None = None,
+        next: str | datetime | None = None,
+        tz: str | None = None,
+        chat_id: str | None = None,
+        missed: str | None = None,
+        enabled: bool | None = None,
+    ) -> dict[str, Any]:
+        """Change a rule. A new repeat, next or zone reschedules it (its claim is dropped).
+
+        PROACTIVE.md tasks are defined by their file: only ``enabled`` changes here.
+        ``tz``/``chat_id`` "none" clear them.
+        """
+        return recur_ops.update(
+            self.ctx,
+            rule_id,
+            title=title,
+            repeat=repeat,
+            next=next,
+            tz=tz,
+            chat_id=chat_id,
+            missed=missed,
+            enabled=enabled,
+        )
+
+    def recur_remove(self, rule_id: str) -> dict[str, Any]:
+        """Delete a repeat rule (its outcomes stay). PROACTIVE.md tasks are removed in the file."""
+        return recur_ops.remove(self.ctx, rule_id)
+
+    # --- running rules ---------------------------------------------------------------------
+
+    def recur_outcome(self, rule_id: str, *, result: str, success: bool = True) -> dict[str, Any]:
+        """CraftBot's ``recurring_update_task(add_outcome=...)``: an outcome row, run count + 1, last run.
+
+        An outcome that answers no open hand-out also marks the rule's current
+        period as done, so the task is not handed out again this period.
+        """
+        return recur_ops.outcome(self.ctx, rule_id, result=result, success=success)
+
+    def recur_evaluate(
+        self,
+        rule_id: str,
+        *,
+        impact: int,
+        risk: int,
+        cost: int,
+        urgency: int,
+        confidence: int,
+        long_running: bool = False,
+    ) -> dict[str, Any]:
+        """Score a rule with CraftBot's rubric and record it.
+
+        Answers execute / consider / skip (total >= 18, 13-17, < 13) and INLINE / SCHEDULED.
+        """
+        return recur_ops.evaluate(
+            self.ctx,
+            rule_id,
+            impact=impact,
+            risk=risk,
+            cost=cost,
+            urgency=urgency,
+            confidence=confidence,
+            long_running=long_running,
+        )
+
+    def recur_materialize(self, *, dry_run: bool = False) -> dict[str, Any]:
+        """Copy due repeat rules into TODO.md the way the newer runtime does (FORMATS.md 1).
+
+        Per due rule: a TODO.md task at the top of the list titled
+        ``"<Next> [(<TZ>)] <content>"`` (missed policy ``once``: one for all
+        missed periods; ``all``: one per occurrence; ``skip``: none when periods
+        were missed), then ``Next`` moves to the first occurrence after now,
+        phase kept. Occurrences already handed out by ``recur_due --claim`` get
+        no entry. A rule whose title holds a link mistermorph refuses is left
+        alone (``skipped``, with the reason): its TODO.md entry would make the
+        runtime's add and complete fail. Records a ``materialize`` run.
+        """
+        return recur_ops.materialize(self.ctx, dry_run=dry_run)
+
+    # --- the heartbeat round, hb heartbeat and hb poke (SPEC.md sections 5 and 7) -----
+
+    # --- the round -----------------------------------------------------------------
+
+    def due(self) -> builtins.list[dict[str, Any]]:
+        """The tasks entering this round (``hb due --json``): id, title, risk, reasons, ..."""
+        return round_ops.due(self.ctx)
+
+    def check(self, *, dry_run: bool = False, lang: str | None = None) -> dict[str, Any]:
+        """Run one round: decide a reminder per entering task, move the check times and the watermark.
+
+        Returns the decisions, the messages to send (``output`` is exactly
+        ``HEARTBEAT_OK`` when there are none) and the new scan watermark. With
+        ``dry_run`` the same answer comes back and nothing is recorded.
+        """
+        return round_ops.check(self.ctx, dry_run=dry_run, lang=lang)
+
+    def notify(
+        self,
+        task_id: str,
+        risk: str | None = None,
+        *,
+        scope: str | None = None,
+        reason: str | None = None,
+        suggestion: str | None = None,
+        fallback: str | None = None,
+        lang: str | None = None,
+    ) -> dict[str, Any]:
+        """Ask the reminder throttle whether a reminder about ``task_id`` may go out now; record it.
+
+        ``risk`` defaults to the task's assessed risk; ``reason`` (why the
+        reminder) joins the message's status line; ``suggestion``/``fallback``
+        default to the task's next and fallback actions. The answer has
+        ``decision`` (sent|suppressed) and ``reason`` (None when sent).
+        """
+        return round_ops.notify(
+            self.ctx,
+            self,
+            task_id,
+            risk,
+            scope=scope,
+            reason=reason,
+            suggestion=suggestion,
+            fallback=fallback,
+            lang=lang,
+        )
+
+    def proactive(
+        self,
+        topic: str | None,
+        suggestion: str | None,
+        *,
+        lang: str | None = None,
+    ) -> dict[str, Any]:
+        """Ask the proactive-chat limits whether a message on ``topic`` may go out now; record it."""
+        return round_ops.proactive(self.ctx, self, topic, suggestion, lang=lang)
+
+    def seen(self, at: datetime | str | None = None) -> dict[str, Any]:
+        """Record that the user just talked to the agent (the proactive limits and ``user_available``)."""
+        return round_ops.seen(self.ctx, at)
+
+    def hygiene_done(self, at: datetime | str | None = None) -> dict[str, Any]:
+        """Record a memory hygiene pass; the next one is due ``hygiene.every_hours`` later."""
+        return round_ops.hygiene_done(self.ctx, at)
+
+    # --- the guard, hb heartbeat and hb poke -----------------------------------------
+
+    @contextmanager
+    def guard(self, kind: str = "heartbeat") -> Iterator[GuardRun]:
+        """Hold the workspace's re-entrancy guard for the block (Busy, exit 75, if held).
+
+        The guard is a ``runs`` row of ``kind``; on leaving the block it is
+        released with status ``ok`` or ``error``. While the block runs the guard
+        renews itself; one left by a dead process is taken over once its
+        ``expires_at`` (setting ``heartbeat.guard``) has passed.
+        """
+        with guard_mod.held(self.ctx, kind) as run:
+            yield run
+
+    def guard_holder(self) -> dict[str, Any] | None:
+        """Who holds the workspace guard (kind, pid, since, until, expired), or None."""
+        return guard_mod.holder(self.ctx)
+
+    def heartbeat(self, *, lang: str | None = None) -> dict[str, Any]:
+        """One tick (SPEC.md section 7): guard, sync, materialise, round, export, record, brief.
+
+        ``brief`` is what to print: the HEARTBEAT.md checklist (unless
+        effectively empty) and the messages to send, or exactly ``HEARTBEAT_OK``.
+        """
+        return round_ops.heartbeat(self.ctx, self, lang=lang)
+
+    def poke(self, text: str, *, key: str | None = None) -> dict[str, Any]:
+        """A one-off task from ``text`` (source ``poke``, legacy queue), under the workspace guard.
+
+        ``key`` makes it idempotent, as ``hb add --key``: a task added with that key already is
+        returned (and :attr:`notices` says so). Raises InvalidInput for blank text and Busy
+        (exit 75) while a heartbeat runs.
+        """
+        return round_ops.poke(self.ctx, self, text, key=key)
+
+    # --- reports and read-only SQL (SPEC.md section 8) --------------------------------
+
+    def report_table(
+        self,
+        kind: str,
+        *,
+        since: str | datetime | None = None,
+        until: str | datetime | None = None,
+        by: str | None = None,
+        limit: int | None = None,
+    ) -> Table:
+        """One report (outcomes, failures, notifications, queue, recurrences) as a typed table.
+
+        ``since`` (inclusive) and ``until`` (exclusive) take a datetime (naive =
+        workspace zone), an ISO date or time, or a duration back from now
+        (``7d``). ``by`` picks the grouping (default: the kind's first, see
+        :data:`heartbeat.reporting.reports.BY`); ``limit`` keeps the first rows.
+        """
+        return report_ops.report_table(self.ctx, kind, since=since, until=until, by=by, limit=limit)
+
+    def report(
+        self,
+        kind: str,
+        *,
+        since: str | datetime | None = None,
+        until: str | datetime | None = None,
+        by: str | None = None,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        """A report as ``hb report KIND --format json`` prints it: metadata, columns, rows."""
+        return report_ops.report_table(self.ctx, kind, since=since, until=until, by=by, limit=limit).as_dict()
+
+    def report_stream(
+        self,
+        kind: str,
+        *,
+        since: str | datetime | None = None,
+        until: str | datetime | None = None,
+        by: str | None = None,
+        limit: int | None = None,
+    ) -> AbstractContextManager[Stream]:
+        """:meth:`report_table` as a stream (a context manager): its ``rows`` are read from one
+        snapshot as they are iterated, until the block ends (``hb report --format csv|json``)."""
+        return report_ops.report_stream(self.ctx, kind, since=since, until=until, by=by, limit=limit)
+
+    def sql_table(self, query: str, *, timeout: str | float | None = None) -> Table:
+        """Run one read-only SQL statement; the database refuses any write (QueryFailed).
+
+        ``timeout``: seconds, or a duration like ``30s`` (default: setting ``sql.timeout``); a
+        query still running then is cancelled (QueryFailed), as on Ctrl-C (Interrupted, 130).
+        """
+        with report_ops.sql_stream(self.ctx, query, timeout=timeout) as answer:
+            return answer.table()
+
+    def sql_stream(self, query: str, *, timeout: str | float | None = None) -> AbstractContextManager[Stream]:
+        """:meth:`sql_table` as a stream (a context manager): its ``rows`` are read from the
+        database as they are iterated, under the same guards and time limit, until the block
+        ends. For answers too large to hold (``hb sql --format csv|json``)."""
+        return report_ops.sql_stream(self.ctx, query, timeout=timeout)
+
+    def sql(self, query: str, *, timeout: str | float | None = None) -> builtins.list[dict[str, Any]]:
+        """Rows of one read-only statement as ``hb sql --format json`` prints them."""
+        return self.sql_table(query, timeout=timeout).records()

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from heartbeat.context import Context
 
@@ -13,74 +13,6 @@ if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
 
     from heartbeat.reporting.table import Stream, Table
-
-
-class ReportAPI:
-    """Mixed into :class:`heartbeat.Ledger`; each method is one transaction."""
-
-    ctx: Context
-
-    def report_table(
-        self,
-        kind: str,
-        *,
-        since: str | datetime | None = None,
-        until: str | datetime | None = None,
-        by: str | None = None,
-        limit: int | None = None,
-    ) -> Table:
-        """One report (outcomes, failures, notifications, queue, recurrences) as a typed table.
-
-        ``since`` (inclusive) and ``until`` (exclusive) take a datetime (naive =
-        workspace zone), an ISO date or time, or a duration back from now
-        (``7d``). ``by`` picks the grouping (default: the kind's first, see
-        :data:`heartbeat.reporting.reports.BY`); ``limit`` keeps the first rows.
-        """
-        return report_table(self.ctx, kind, since=since, until=until, by=by, limit=limit)
-
-    def report(
-        self,
-        kind: str,
-        *,
-        since: str | datetime | None = None,
-        until: str | datetime | None = None,
-        by: str | None = None,
-        limit: int | None = None,
-    ) -> dict[str, Any]:
-        """A report as ``hb report KIND --format json`` prints it: metadata, columns, rows."""
-        return report_table(self.ctx, kind, since=since, until=until, by=by, limit=limit).as_dict()
-
-    def report_stream(
-        self,
-        kind: str,
-        *,
-        since: str | datetime | None = None,
-        until: str | datetime | None = None,
-        by: str | None = None,
-        limit: int | None = None,
-    ) -> AbstractContextManager[Stream]:
-        """:meth:`report_table` as a stream (a context manager): its ``rows`` are read from one
-        snapshot as they are iterated, until the block ends (``hb report --format csv|json``)."""
-        return report_stream(self.ctx, kind, since=since, until=until, by=by, limit=limit)
-
-    def sql_table(self, query: str, *, timeout: str | float | None = None) -> Table:
-        """Run one read-only SQL statement; the database refuses any write (QueryFailed).
-
-        ``timeout``: seconds, or a duration like ``30s`` (default: setting ``sql.timeout``); a
-        query still running then is cancelled (QueryFailed), as on Ctrl-C (Interrupted, 130).
-        """
-        with sql_stream(self.ctx, query, timeout=timeout) as answer:
-            return answer.table()
-
-    def sql_stream(self, query: str, *, timeout: str | float | None = None) -> AbstractContextManager[Stream]:
-        """:meth:`sql_table` as a stream (a context manager): its ``rows`` are read from the
-        database as they are iterated, under the same guards and time limit, until the block
-        ends. For answers too large to hold (``hb sql --format csv|json``)."""
-        return sql_stream(self.ctx, query, timeout=timeout)
-
-    def sql(self, query: str, *, timeout: str | float | None = None) -> list[dict[str, Any]]:
-        """Rows of one read-only statement as ``hb sql --format json`` prints them."""
-        return self.sql_table(query, timeout=timeout).records()
 
 
 def report_table(
@@ -92,7 +24,7 @@ def report_table(
     by: str | None = None,
     limit: int | None = None,
 ) -> Table:
-    """One report (``hb report KIND``), held: see :meth:`ReportAPI.report_table`."""
+    """One report (``hb report KIND``), held: see :meth:`heartbeat.Ledger.report_table`."""
     with report_stream(ctx, kind, since=since, until=until, by=by, limit=limit) as report:
         return report.table()
 
@@ -146,7 +78,7 @@ def report_stream(
 @contextmanager
 def sql_stream(ctx: Context, query: str, *, timeout: str | float | None = None) -> Iterator[Stream]:
     """One read-only statement (``hb sql``), its rows read as the block iterates them; see
-    :meth:`ReportAPI.sql_table` for what holds it read-only and in time."""
+    :meth:`heartbeat.Ledger.sql_table` for what holds it read-only and in time."""
     from heartbeat.db import sqlite
     from heartbeat.reporting import sql
     from heartbeat.reporting.table import Column, Stream

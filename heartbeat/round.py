@@ -20,8 +20,7 @@ Choices the contract leaves open, made here:
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -34,7 +33,6 @@ from heartbeat.db.store import Db, statements
 from heartbeat.errors import HbError, InvalidInput, one_line
 
 if TYPE_CHECKING:
-    from heartbeat.guard import GuardRun
     from heartbeat.rules.round import Risk, TaskState
     from heartbeat.rules.throttle import Decision, LastReminder
 
@@ -87,110 +85,6 @@ class _Policy:
     max_attempts: int
 
 
-class RoundAPI:
-    """Mixed into :class:`heartbeat.Ledger`; each method is one transaction."""
-
-    ctx: Context
-
-    # --- the round -----------------------------------------------------------------
-
-    def due(self) -> list[dict[str, Any]]:
-        """The tasks entering this round (``hb due --json``): id, title, risk, reasons, ..."""
-        return due(self.ctx)
-
-    def check(self, *, dry_run: bool = False, lang: str | None = None) -> dict[str, Any]:
-        """Run one round: decide a reminder per entering task, move the check times and the watermark.
-
-        Returns the decisions, the messages to send (``output`` is exactly
-        ``HEARTBEAT_OK`` when there are none) and the new scan watermark. With
-        ``dry_run`` the same answer comes back and nothing is recorded.
-        """
-        return check(self.ctx, dry_run=dry_run, lang=lang)
-
-    def notify(
-        self,
-        task_id: str,
-        risk: str | None = None,
-        *,
-        scope: str | None = None,
-        reason: str | None = None,
-        suggestion: str | None = None,
-        fallback: str | None = None,
-        lang: str | None = None,
-    ) -> dict[str, Any]:
-        """Ask the reminder throttle whether a reminder about ``task_id`` may go out now; record it.
-
-        ``risk`` defaults to the task's assessed risk; ``reason`` (why the
-        reminder) joins the message's status line; ``suggestion``/``fallback``
-        default to the task's next and fallback actions. The answer has
-        ``decision`` (sent|suppressed) and ``reason`` (None when sent).
-        """
-        return notify(
-            self.ctx,
-            cast(Facade, self),
-            task_id,
-            risk,
-            scope=scope,
-            reason=reason,
-            suggestion=suggestion,
-            fallback=fallback,
-            lang=lang,
-        )
-
-    def proactive(
-        self,
-        topic: str | None,
-        suggestion: str | None,
-        *,
-        lang: str | None = None,
-    ) -> dict[str, Any]:
-        """Ask the proactive-chat limits whether a message on ``topic`` may go out now; record it."""
-        return proactive(self.ctx, cast(Facade, self), topic, suggestion, lang=lang)
-
-    def seen(self, at: datetime | str | None = None) -> dict[str, Any]:
-        """Record that the user just talked to the agent (the proactive limits and ``user_available``)."""
-        return seen(self.ctx, at)
-
-    def hygiene_done(self, at: datetime | str | None = None) -> dict[str, Any]:
-        """Record a memory hygiene pass; the next one is due ``hygiene.every_hours`` later."""
-        return hygiene_done(self.ctx, at)
-
-    # --- the guard, hb heartbeat and hb poke -----------------------------------------
-
-    @contextmanager
-    def guard(self, kind: str = "heartbeat") -> Iterator[GuardRun]:
-        """Hold the workspace's re-entrancy guard for the block (Busy, exit 75, if held).
-
-        The guard is a ``runs`` row of ``kind``; on leaving the block it is
-        released with status ``ok`` or ``error``. While the block runs the guard
-        renews itself; one left by a dead process is taken over once its
-        ``expires_at`` (setting ``heartbeat.guard``) has passed.
-        """
-        with guard_mod.held(self.ctx, kind) as run:
-            yield run
-
-    def guard_holder(self) -> dict[str, Any] | None:
-        """Who holds the workspace guard (kind, pid, since, until, expired), or None."""
-        return guard_mod.holder(self.ctx)
-
-    def heartbeat(self, *, lang: str | None = None) -> dict[str, Any]:
-        """One tick (SPEC.md section 7): guard, sync, materialise, round, export, record, brief.
-
-        ``brief`` is what to print: the HEARTBEAT.md checklist (unless
-        effectively empty) and the messages to send, or exactly ``HEARTBEAT_OK``.
-        """
-        return heartbeat(self.ctx, cast(Facade, self), lang=lang)
-
-    def poke(self, text: str, *, key: str | None = None) -> dict[str, Any]:
-        """A one-off task from ``text`` (source ``poke``, legacy queue), under the workspace guard.
-
-        ``key`` makes it idempotent, as ``hb add --key``: a task added with that key already is
-        returned (and :attr:`notices` says so). Raises InvalidInput for blank text and Busy
-        (exit 75) while a heartbeat runs.
-        """
-        return poke(self.ctx, cast(Facade, self), text, key=key)
-
-
 # --- the seams to hb sync ------------------------------------------------------------------
 # hb sync and the queue files' export take the Ledger (the facade) for now; once they take a
 # Context, these two call them with ``ctx`` and the round no longer needs the facade for them.
@@ -221,7 +115,7 @@ def due(ctx: Context) -> list[dict[str, Any]]:
 
 
 def check(ctx: Context, *, dry_run: bool = False, lang: str | None = None) -> dict[str, Any]:
-    """One round (``hb check``): see :meth:`RoundAPI.check`."""
+    """One round (``hb check``): see :meth:`heartbeat.Ledger.check`."""
     from heartbeat.rules.messages import render_brief
 
     now = ctx.now()
@@ -265,7 +159,7 @@ def notify(
     fallback: str | None = None,
     lang: str | None = None,
 ) -> dict[str, Any]:
-    """Decide and record one reminder (``hb notify``): see :meth:`RoundAPI.notify`."""
+    """Decide and record one reminder (``hb notify``): see :meth:`heartbeat.Ledger.notify`."""
     from heartbeat import tasks as tasks_mod
     from heartbeat.rules.round import Risk, assess_risk, entry_reasons, parse_risk
 
@@ -301,7 +195,7 @@ def proactive(
     *,
     lang: str | None = None,
 ) -> dict[str, Any]:
-    """Decide and record one proactive message (``hb proactive``): see :meth:`RoundAPI.proactive`."""
+    """Decide and record one proactive message (``hb proactive``): see :meth:`heartbeat.Ledger.proactive`."""
     from heartbeat.rules.quiet_hours import QuietHours, is_quiet
     from heartbeat.rules.throttle import decide_proactive
 
@@ -377,7 +271,7 @@ def hygiene_done(ctx: Context, at: datetime | str | None = None) -> dict[str, An
 
 
 def heartbeat(ctx: Context, facade: Facade, *, lang: str | None = None) -> dict[str, Any]:
-    """One tick (``hb heartbeat``): see :meth:`RoundAPI.heartbeat`."""
+    """One tick (``hb heartbeat``): see :meth:`heartbeat.Ledger.heartbeat`."""
     from heartbeat import recur
     from heartbeat.rules.checklist import is_effectively_empty
     from heartbeat.rules.messages import render_brief
@@ -412,7 +306,7 @@ def heartbeat(ctx: Context, facade: Facade, *, lang: str | None = None) -> dict[
 
 
 def poke(ctx: Context, facade: Facade, text: str, *, key: str | None = None) -> dict[str, Any]:
-    """A task from ``text`` under the workspace guard (``hb poke``): see :meth:`RoundAPI.poke`."""
+    """A task from ``text`` under the workspace guard (``hb poke``): see :meth:`heartbeat.Ledger.poke`."""
     body = text.strip()
     if not body:
         raise InvalidInput("poke text is empty: the text becomes the task")

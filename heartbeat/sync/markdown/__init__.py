@@ -40,6 +40,7 @@ column types of :mod:`heartbeat.db.shape`, so it never imports SQLAlchemy.
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -160,7 +161,7 @@ def _syncer(kind: str) -> Any:
         result = sync_family(family, given)
         for k, (_report, out) in result.items():
             if k != kind and out is not None and out != given[k][1]:
-                db.after_commit.append(lambda at=given[k][0], text=out: atomic_write(at, text))
+                db.after_commit.append(functools.partial(atomic_write, given[k][0], out))
         return result[kind]
 
     return run
