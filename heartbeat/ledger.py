@@ -21,33 +21,21 @@ from heartbeat import recur as recur_ops
 from heartbeat import report as report_ops
 from heartbeat import round as round_ops
 from heartbeat import settings as settings_mod
-from heartbeat.clock import machine_zone_name, parse_when
 from heartbeat.context import Context, NowArg
-from heartbeat.db.store import is_unique_violation
-from heartbeat.errors import HbError, InvalidInput, NotFound, one_line
+from heartbeat.db.status import TaskStatus
+from heartbeat.errors import NotFound
+from heartbeat.ops import config as config_ops
+from heartbeat.ops import files as files_ops
+from heartbeat.ops import queue as queue_ops
+from heartbeat.ops import tasks as tasks_ops
 
 if TYPE_CHECKING:  # SQLAlchemy loads on first use: `hb pop` on SQLite never needs it
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session
 
-    from heartbeat.db.store import Db
     from heartbeat.guard import GuardRun
     from heartbeat.reporting.table import Stream, Table
 
-
-class _Lazy:
-    """A module imported on first attribute access (keeps `hb pop` free of the ORM)."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __getattr__(self, attr: str) -> Any:
-        import importlib
-
-        return getattr(importlib.import_module(self._name), attr)
-
-
-tasks_mod: Any = _Lazy("heartbeat.tasks")
 
 STATE_DIR = Path(".agent") / "state"
 DB_NAME = "heartbeat.db"
@@ -68,7 +56,6 @@ class Ledger:
         self.url = url
         self.workspace = workspace
         self._engine: Engine | None = None
-        self._dialect: Any = None
         path = sqlite.file_of(url)
         self.ctx = Context(url, workspace, now, sqlite=path is not None, connect=self._connect)
         self.clock = self.ctx.clock
@@ -218,57 +205,19 @@ class Ledger:
 
     def config_get(self, key: str) -> Any:
         """A setting's value; an unset ``timezone`` reads as the machine's zone it stands for."""
-        settings_mod.key(key)
-        return self._effective(settings_mod.as_dict(self.settings))[key]
-
-    def _effective(self, values: dict[str, Any]) -> dict[str, Any]:
-        if values.get("timezone") is None:
-            values["timezone"] = machine_zone_name()
-        return values
+        return config_ops.get(self.ctx, key)
 
     def config_list(self) -> dict[str, dict[str, Any]]:
         """Every setting: value, default, whether it was set, description."""
-        from heartbeat.db.store import statements
-
-        values = self._effective(settings_mod.as_dict(self.settings))
-        with self.ctx.read() as db:
-            stored = {key for (key,) in db.rows(statements("settings").stored_keys)}
-        return {
-            name: {
-                "value": values[name],
-                "default": k.default,
-                "set": name in stored,
-                "description": k.description,
-            }
-            for name, k in settings_mod.KEYS.items()
-        }
+        return config_ops.listed(self.ctx)
 
     def config_set(self, key: str, value: Any, *, from_text: bool = True) -> Any:
         """Validate and store a setting; returns the stored value."""
-        import json
-
-        from heartbeat.db.store import statements
-
-        checked = (
-            settings_mod.parse_value(key, value)
-            if from_text and isinstance(value, str)
-            else (settings_mod.validate(key, value))
-        )
-        now = self.now()
-        with self.ctx.write() as db:
-            params = {"key": key, "value": json.dumps(checked), "updated_at": db.time(now)}
-            db.execute(statements("settings").store, params)
-        self.ctx.forget_settings()
-        return checked
+        return config_ops.store(self.ctx, key, value, from_text=from_text)
 
     def config_unset(self, key: str) -> None:
         """Remove a setting, so that its default applies again (NotFound for an unknown key)."""
-        from heartbeat.db.store import statements
-
-        settings_mod.key(key)
-        with self.ctx.write() as db:
-            db.execute(statements("settings").remove, {"key": key})
-        self.ctx.forget_settings()
+        config_ops.unset(self.ctx, key)
 
     def init(self) -> dict[str, Any]:
         """Idempotent: the database exists at head; report where and what."""
@@ -295,12 +244,7 @@ class Ledger:
                 return "sqlite:///" + quote(unquote(rest), safe=" +/")
         return self.engine.url.render_as_string(hide_password=True)
 
-    # --- tasks -------------------------------------------------------------------
-
-    def _dict(self, task: Any, db: Db | None = None) -> dict[str, Any]:
-        after = tasks_mod.dependencies(db, [task.pk]).get(task.pk, []) if db is not None else []
-        out: dict[str, Any] = tasks_mod.as_dict(task, self.zone, after)
-        return out
+    # --- tasks (SPEC.md section 2) -----------------------------------------------------
 
     def add(
         self,
@@ -320,50 +264,13 @@ class Ledger:
         :attr:`notices` says so. ``after``: the ids of the tasks it waits for (not popped
         before each is done). ``not_before`` (a field): not popped, nor due, before then.
         """
-        changes = tasks_mod.Changes.from_input(fields, self.zone)
-        if key is not None:
-            key = tasks_mod.check_key(key)
-        now = self.now()
-        try:
-            with self.ctx.write() as db:
-                if key is not None and (existing := tasks_mod.by_key(db, scope or "", key)) is not None:
-                    return self._added_before(existing, key, db)
-                if scope:
-                    from heartbeat.formats.tasks_json import check_scope
-                    from heartbeat.sync.queue_files import last_document
-
-                    check_scope(scope, last_document(db))  # against tasks.json as hb last read it
-                task = tasks_mod.add(
-                    db, title, changes, now, scope=scope or "", source=source, task_id=task_id, key=key
-                )
-                if after:
-                    tasks_mod.set_after(db, task, tasks_mod.resolve_after(db, after, task.scope))
-                return self._dict(task, db)
-        except Exception as exc:
-            if key is None or not is_unique_violation(exc):
-                raise
-            # PostgreSQL: a racing add with the same key committed first (the unique index said so)
-            with self.ctx.read() as db:
-                existing = tasks_mod.by_key(db, scope or "", key)
-                if existing is None:
-                    raise
-                return self._added_before(existing, key, db)
-
-    def _added_before(self, task: Any, key: str, db: Db) -> dict[str, Any]:
-        from heartbeat.clock import isoformat
-
-        since = isoformat(task.created_at, self.zone)
-        self.notices.append(f"key {key!r}: task {task.id} was added with it at {since}; not added again")
-        return self._dict(task, db)
+        return tasks_ops.add(
+            self.ctx, title, scope=scope, task_id=task_id, source=source, key=key, after=after, **fields
+        )
 
     def get(self, task_id: str, *, scope: str | None = None, history: bool = False) -> dict[str, Any]:
         """One task by its public id (``hb show``)."""
-        with self.ctx.read() as db:
-            task = tasks_mod.find(db, task_id, scope)
-            out = self._dict(task, db)
-            if history:
-                out["history"] = tasks_mod.history(db, task, self.zone)
-            return out
+        return tasks_ops.get(self.ctx, task_id, scope=scope, history=history)
 
     def list(
         self,
@@ -377,11 +284,9 @@ class Ledger:
     ) -> builtins.list[dict[str, Any]]:
         """Tasks matching the filters; by default the active ones (``status="all"`` for every one);
         at most ``limit`` of them."""
-        filters = self._filters(status, scope, source, text, due_before)
-        with self.ctx.read() as db:
-            found = tasks_mod.query(db, filters, limit)
-            after = tasks_mod.dependencies(db, [t.pk for t in found])
-            return [tasks_mod.as_dict(t, self.zone, after.get(t.pk, [])) for t in found]
+        return tasks_ops.listed(
+            self.ctx, tasks_ops.filters(self.ctx, status, scope, source, text, due_before), limit
+        )
 
     def iter_list(
         self,
@@ -395,32 +300,8 @@ class Ledger:
     ) -> Iterator[dict[str, Any]]:
         """:meth:`list` as a stream: the tasks come a batch at a time from one read transaction
         (held until the iterator is exhausted or closed), so memory stays flat."""
-        filters = self._filters(status, scope, source, text, due_before)
-        zone = self.zone
-        with self.ctx.read() as db:
-            yield from tasks_mod.stream(db, filters, zone, limit)
-
-    def _filters(
-        self,
-        status: str | Sequence[str] | None,
-        scope: str | None,
-        source: str | None,
-        text: str | None,
-        due_before: datetime | str | None,
-    ) -> Any:
-        from heartbeat.db.status import TaskStatus
-
-        statuses: tuple[TaskStatus, ...] | None
-        wanted = [status] if isinstance(status, str) else builtins.list(status or [])
-        if not wanted or wanted == ["active"]:
-            statuses = tasks_mod.Filters().statuses
-        elif "all" in wanted:
-            statuses = None
-        else:
-            statuses = tuple(tasks_mod.parse_status(v) for v in wanted)
-        if isinstance(due_before, str):
-            due_before = parse_when(due_before, self.zone, what="--due-before time")
-        return tasks_mod.Filters(statuses, scope, source, text, due_before)
+        filters = tasks_ops.filters(self.ctx, status, scope, source, text, due_before)
+        return tasks_ops.stream(self.ctx, filters, limit)
 
     def update(
         self,
@@ -435,72 +316,17 @@ class Ledger:
         ``after``: the ids it is to wait for from now on (``[]`` or ``["none"]`` clears them;
         None leaves them); a cycle is refused (InvalidInput naming it) and nothing changes.
         """
-        changes = tasks_mod.Changes.from_input(fields, self.zone)
-        cleared = after is not None and [a.strip().lower() for a in after] in ([], ["none"])
-        if after is not None and not cleared and any(a.strip().lower() == "none" for a in after):
-            raise InvalidInput("--after none clears the dependencies: give it alone")
-        if not changes.values and after is None:
-            raise InvalidInput("nothing to update: pass at least one field")
-        now = self.now()
-        with self.ctx.write() as db:
-            task = tasks_mod.find(db, task_id, scope, lock=True)
-            title = changes.values.get("title")
-            if task.source == "todo" and isinstance(title, str):
-                from heartbeat.sync.markdown import todo_title_problem
-
-                problem = todo_title_problem(title)
-                if problem is not None:
-                    raise InvalidInput(f"{task.id}: cannot be a TODO.md entry: {problem}")
-            waits = None
-            if after is not None:
-                waits = [] if cleared else tasks_mod.resolve_after(db, after, task.scope)
-            tasks_mod.update(db, task, changes, now, after=waits)
-            return self._dict(task, db)
+        return tasks_ops.update(self.ctx, task_id, scope=scope, after=after, **fields)
 
     def done(self, task_id: str, *, scope: str | None = None) -> dict[str, Any]:
         """Mark a task done (completed_at = now) and record its outcome."""
-        from heartbeat.db.status import TaskStatus
-
-        now = self.now()
-        with self.ctx.write() as db:
-            task = tasks_mod.find(db, task_id, scope, lock=True)
-            return self._dict(tasks_mod.finish(db, task, TaskStatus.DONE, now), db)
+        return tasks_ops.finish(self.ctx, task_id, TaskStatus.DONE, scope=scope)
 
     def cancel(self, task_id: str, *, scope: str | None = None) -> dict[str, Any]:
         """Mark a task cancelled."""
-        from heartbeat.db.status import TaskStatus
-
-        now = self.now()
-        with self.ctx.write() as db:
-            task = tasks_mod.find(db, task_id, scope, lock=True)
-            return self._dict(tasks_mod.finish(db, task, TaskStatus.CANCELLED, now), db)
+        return tasks_ops.finish(self.ctx, task_id, TaskStatus.CANCELLED, scope=scope)
 
     # --- the queue (SPEC.md section 3) ---------------------------------------------
-
-    @contextmanager
-    def _queue_tx(self, *, export: bool = True, lazy: bool = False) -> Iterator[Any]:
-        """A queue transaction on the driver connection (the hot path), then auto-export.
-        ``lazy``: see :func:`heartbeat.queue.transaction` (one-statement operations on PostgreSQL)."""
-        from heartbeat import queue
-
-        if self._dialect is None:
-            self._dialect = queue.Dialect(self.engine_dialect())
-        export = export and self.settings.sync_auto_export
-        if export:
-            from heartbeat.sync.queue_files import export_queue_files
-
-            export_queue_files(self, edits_only=True)  # the operation sees the files' hand edits
-        with queue.transaction(self.raw, self._dialect, lambda: self.zone, lazy=lazy) as tx:
-            yield tx
-        if export:  # after the commit: the operation stands, whatever writing the files does
-            try:
-                export_queue_files(self)
-            except (HbError, OSError) as exc:
-                reason = one_line(exc)
-                self.notices.append(f"the queue files were not re-rendered ({reason}); hb sync retries")
-
-    def _lease(self, lease: str | Any | None) -> Any:
-        return self.ctx.lease(lease)
 
     def pop_result(
         self,
@@ -512,24 +338,9 @@ class Ledger:
         accept_stale: bool = False,
     ) -> Any:
         """Like :meth:`pop`, with what was skipped and adopted (for the CLI's notices)."""
-        from heartbeat import queue
-
-        duration = self._lease(lease)
-        now = self.now()
-        with self._queue_tx(lazy=True) as conn:
-            result = queue.pop(
-                conn,
-                now,
-                scope=scope,
-                task_id=task_id,
-                worker=worker,
-                lease=duration,
-                accept_stale=accept_stale,
-                adopt="first",
-            )
-        if result.exhausted is not None:
-            raise result.exhausted  # after the commit: the pop's runs row stays
-        return result
+        return queue_ops.pop(
+            self.ctx, scope=scope, task_id=task_id, worker=worker, lease=lease, accept_stale=accept_stale
+        )
 
     def pop(
         self,
@@ -550,8 +361,8 @@ class Ledger:
         """
         from heartbeat.queue import popped_object
 
-        result = self.pop_result(
-            scope=scope, task_id=task_id, worker=worker, lease=lease, accept_stale=accept_stale
+        result = queue_ops.pop(
+            self.ctx, scope=scope, task_id=task_id, worker=worker, lease=lease, accept_stale=accept_stale
         )
         return popped_object(result.task) if result.task else None
 
@@ -564,12 +375,7 @@ class Ledger:
         ClaimLost (exit 15) when the task was taken over, cleared or finished by someone else,
         and nothing changes. Without it, whoever holds the task (the heartbeat.py way).
         """
-        from heartbeat import queue
-
-        now = self.now()
-        with self._queue_tx(lazy=True) as conn:
-            row = queue.complete(conn, now, task_id, scope=scope, outcome=outcome, claim=claim)
-        return {"id": row["id"], "scope": row["scope"] or None, "status": "done", "claim": row["claim"]}
+        return queue_ops.complete(self.ctx, task_id, scope, outcome, claim=claim)
 
     def fail(
         self,
@@ -585,28 +391,7 @@ class Ledger:
         ``claim`` fences it as in :meth:`complete`: an old holder's failure does not send back
         to the queue a task another worker is doing.
         """
-        from heartbeat import queue
-
-        now = self.now()
-        with self._queue_tx() as conn:
-            row = queue.fail(
-                conn,
-                now,
-                task_id,
-                scope=scope,
-                reason=reason,
-                final=final,
-                max_attempts=self.settings.queue_max_attempts,
-                claim=claim,
-            )
-        return {
-            "id": row["id"],
-            "scope": row["scope"] or None,
-            "status": row["status"],
-            "attempts": row["attempts"],
-            "retry": row["retry"],
-            "claim": row["claim"],
-        }
+        return queue_ops.fail(self.ctx, task_id, scope, reason, final, claim=claim)
 
     def renew(
         self, task_id: str, claim: str, *, scope: str | None = None, lease: str | Any | None = None
@@ -616,20 +401,7 @@ class Ledger:
         ClaimLost (exit 15) when the token is no longer the task's claim. A lease that ran out
         is renewed as long as nobody took the task over or cleared it.
         """
-        from heartbeat import queue
-        from heartbeat.clock import isoformat
-
-        duration = self._lease(lease)
-        now = self.now()
-        with self._queue_tx(export=False) as conn:  # the files hold no lease: nothing to re-render
-            row = queue.renew(conn, now, task_id, claim=claim, lease=duration, scope=scope)
-        return {
-            "id": row["id"],
-            "scope": row["scope"] or None,
-            "claim": row["claim"],
-            "claimed_by": row["claimed_by"],
-            "lease_expires_at": isoformat(row["lease_expires_at"], self.zone),
-        }
+        return queue_ops.renew(self.ctx, task_id, claim, scope=scope, lease=lease)
 
     def ready(
         self, *, scope: str | None = None, explain: bool = False, limit: int | None = None
@@ -642,121 +414,29 @@ class Ledger:
         with its reasons: ``scoped``, ``claimed``, ``stale``, ``blocked_on``, ``waiting_for``,
         ``deferred`` (:mod:`heartbeat.rules.ready`). ``limit``: at most that many objects.
         """
-        from heartbeat import queue
-        from heartbeat.clock import isoformat
-
-        if limit is not None and limit < 1:
-            raise InvalidInput(f"--limit {limit}: give a positive number")
-        now = self.now()
-        with self._queue_tx(export=False) as tx:  # a read: nothing to re-render
-            rows = queue.ready(tx, now, scope=scope, explain=explain, limit=limit)
-            queues = queue.scopes(tx) if scope is None else []
-            stale = queue.stale_ids(tx, now, scope) if not queues else []
-        if queues:
-            self.notices.append(
-                f"scoped queues exist: a pop needs --scope (one of: {', '.join(queues)}; '' for the "
-                "legacy list), and so does hb ready"
-            )
-        if stale:
-            self.notices.append(
-                f"stale claims ({', '.join(stale)}) hold the queue: pop exits 12 until hb clear-stale, "
-                "or pop --accept-stale takes them over, one per pop"
-            )
-        out = []
-        for row in rows:
-            waiting = row["waiting"]
-            out.append(
-                {
-                    "id": row["id"],
-                    "scope": row["scope"] or None,
-                    "title": row["title"],
-                    "status": row["status"],
-                    "priority": row["priority"],
-                    "ready": row["ready"],
-                    "reasons": row["reasons"],
-                    "claimed_by": row["claimed_by"] if row["status"] == "doing" else None,
-                    "lease_expires_at": isoformat(row["lease_expires_at"], self.zone),
-                    "not_before": isoformat(row["not_before"], self.zone),
-                    "blocked_on": row["blocked_by"],
-                    "waiting_for": [dep_id for dep_id, _status in waiting],
-                    "dependencies": [{"id": dep_id, "status": status} for dep_id, status in waiting],
-                }
-            )
-        return out
+        return queue_ops.ready(self.ctx, scope=scope, explain=explain, limit=limit)
 
     def clear_stale(self, scope: str | None = None) -> builtins.list[str]:
         """Return stale claims to todo; the ids cleared. Their tokens are void from now on."""
-        from heartbeat import queue
-
-        now = self.now()
-        with self._queue_tx() as conn:
-            return queue.clear_stale(conn, now, scope=scope)
+        return queue_ops.clear_stale(self.ctx, scope)
 
     def scopes(self) -> builtins.list[dict[str, Any]]:
         """Each scoped queue with its ready / in_progress / completed / total counts."""
-        from heartbeat import queue
-
-        with self._queue_tx(export=False) as tx:  # a read: nothing to re-render
-            return queue.scope_counts(tx)
+        return queue_ops.scopes(self.ctx)
 
     # --- one-way import and export (SPEC.md section 2) ---------------------------------
 
     def import_file(self, kind: str, path: str | Path | None = None) -> dict[str, Any]:
         """Read one workspace file into the ledger, all or nothing."""
-        from heartbeat.sync import registry
-        from heartbeat.sync.files import default_path, read_text
-
-        importer = registry.importer(kind)
-        target = Path(path) if path is not None else default_path(self.workspace, kind)
-        text = read_text(target)
-        now = self.now()
-        with self.ctx.write() as db:
-            report = importer(self, db, text, target, now)
-        self.ctx.forget_settings()  # a state import may set settings
-        result: dict[str, Any] = report.as_dict()
-        return result
+        return files_ops.import_file(self.ctx, kind, path)
 
     def export_text(self, kind: str) -> str | None:
         """The file of this kind as the ledger has it now (None: nothing to write)."""
-        from heartbeat.sync import registry
-
-        renderer = registry.renderer(kind)
-        with self.ctx.write() as db:
-            text: str | None = renderer(self, db, None)
-            return text
+        return files_ops.export_text(self.ctx, kind)
 
     def export_file(self, kind: str, path: str | Path | None = None) -> dict[str, Any]:
         """Write one workspace file from the ledger (atomically; unchanged files are not written)."""
-        from heartbeat.errors import InvalidState
-        from heartbeat.sync import registry
-        from heartbeat.sync.files import default_path, file_lock, lock_timeout, read_text
-        from heartbeat.sync.queue_files import remember
-        from heartbeat.sync.swap import replace_if
-
-        renderer = registry.renderer(kind)
-        target = Path(path) if path is not None else default_path(self.workspace, kind)
-        if path is not None and not target.parent.is_dir():  # a typo is not a directory to create
-            from heartbeat.errors import NotFound
-
-            raise NotFound(f"{target.parent}: no such directory (hb export creates only the file)")
-        synced = target.resolve() == default_path(self.workspace, kind).resolve()
-        with (
-            file_lock(self.workspace, timeout=lock_timeout(self.settings.sync_lock_timeout)),
-            self.ctx.write() as db,
-        ):
-            text = renderer(self, db, target)
-            if text is None:
-                return {"kind": kind, "path": str(target), "written": False, "empty": True}
-            try:
-                current: str | None = read_text(target)
-            except HbError:
-                current = None
-            written = current != text
-            if written and not replace_if(target, text, current).written:
-                raise InvalidState(f"{target}: changed while hb exported it; nothing written (export again)")
-            if synced:
-                remember(db, kind, target, text, self.now())
-        return {"kind": kind, "path": str(target), "written": written, "empty": False}
+        return files_ops.export_file(self.ctx, kind, path)
 
     # --- hb sync and the Markdown TODO files (SPEC.md section 4) ---------------------
 
@@ -771,19 +451,14 @@ class Ledger:
         """
         from heartbeat.sync.engine import run
 
-        return run(self, dry_run=dry_run, only=only)
+        return run(self.ctx, dry_run=dry_run, only=only)
 
     def add_todo(self, title: str, *, chat_id: str | None = None, **fields: Any) -> dict[str, Any]:
         """Create a TODO.md task in the ledger (``hb add --source todo``); ``hb sync`` writes it.
 
         Its id is ``todo-`` + 8 hex digits; ``fields`` are those of :meth:`add`.
         """
-        from heartbeat.sync.markdown import add_todo
-
-        now = self.now()
-        with self.ctx.write() as db:
-            task = add_todo(self, db, title, now, chat_id=chat_id, **fields)
-            return self._dict(task)
+        return tasks_ops.add_todo(self.ctx, title, chat_id=chat_id, **fields)
 
     # --- recurrences and proactive tasks (SPEC.md section 6) -------------------------
 

@@ -1,0 +1,59 @@
+"""One-way hb import and hb export of a workspace file (SPEC.md section 2), one transaction each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from heartbeat.context import Context
+from heartbeat.errors import HbError, InvalidState, NotFound
+from heartbeat.sync import registry
+from heartbeat.sync.files import default_path, file_lock, lock_timeout, read_text
+
+
+def import_file(ctx: Context, kind: str, path: str | Path | None = None) -> dict[str, Any]:
+    """``hb import KIND [PATH]``: the file read into the ledger, all or nothing; its report."""
+    importer = registry.importer(kind)
+    target = Path(path) if path is not None else default_path(ctx.workspace, kind)
+    text = read_text(target)
+    now = ctx.now()
+    with ctx.write() as db:
+        report = importer(ctx, db, text, target, now)
+    ctx.forget_settings()  # a state import may set settings
+    result: dict[str, Any] = report.as_dict()
+    return result
+
+
+def export_text(ctx: Context, kind: str) -> str | None:
+    """The file of this kind as the ledger has it now (None: nothing to write)."""
+    renderer = registry.renderer(kind)
+    with ctx.write() as db:
+        text: str | None = renderer(ctx, db, None)
+        return text
+
+
+def export_file(ctx: Context, kind: str, path: str | Path | None = None) -> dict[str, Any]:
+    """``hb export KIND [PATH]``: the file written from the ledger (atomically; an unchanged file
+    is not written), under the workspace lock."""
+    from heartbeat.sync.queue_files import remember
+    from heartbeat.sync.swap import replace_if
+
+    renderer = registry.renderer(kind)
+    target = Path(path) if path is not None else default_path(ctx.workspace, kind)
+    if path is not None and not target.parent.is_dir():  # a typo is not a directory to create
+        raise NotFound(f"{target.parent}: no such directory (hb export creates only the file)")
+    synced = target.resolve() == default_path(ctx.workspace, kind).resolve()
+    with file_lock(ctx.workspace, timeout=lock_timeout(ctx.settings.sync_lock_timeout)), ctx.write() as db:
+        text = renderer(ctx, db, target)
+        if text is None:
+            return {"kind": kind, "path": str(target), "written": False, "empty": True}
+        try:
+            current: str | None = read_text(target)
+        except HbError:
+            current = None
+        written = current != text
+        if written and not replace_if(target, text, current).written:
+            raise InvalidState(f"{target}: changed while hb exported it; nothing written (export again)")
+        if synced:
+            remember(db, kind, target, text, ctx.now())
+    return {"kind": kind, "path": str(target), "written": written, "empty": False}

@@ -1,0 +1,187 @@
+"""The queue: hb pop / complete / fail / renew / ready / clear-stale / scopes (SPEC.md section 3).
+
+Each operation is one transaction on the driver connection (:mod:`heartbeat.queue` holds its
+statements; on PostgreSQL pop and complete are one statement each), followed, with the
+setting ``sync.auto_export``, by the export of the queue files it changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from functools import cache
+from typing import Any
+
+from heartbeat import queue as queue_db
+from heartbeat.clock import isoformat
+from heartbeat.context import Context
+from heartbeat.errors import HbError, InvalidInput, one_line
+
+
+@cache
+def _dialect(sqlite: bool) -> queue_db.Dialect:
+    """The queue's statements for one backend, adapted once per process (with the column names
+    each returns, read on its first run)."""
+    return queue_db.Dialect("sqlite" if sqlite else "postgresql")
+
+
+@contextmanager
+def transaction(ctx: Context, *, export: bool = True, lazy: bool = False) -> Iterator[queue_db.Tx]:
+    """A queue transaction, then (``sync.auto_export``) the queue files re-rendered.
+    ``lazy``: see :func:`heartbeat.queue.transaction` (one-statement operations on PostgreSQL)."""
+    export = export and ctx.settings.sync_auto_export
+    if export:
+        from heartbeat.sync.queue_files import export_queue_files
+
+        export_queue_files(ctx, edits_only=True)  # the operation sees the files' hand edits
+    with queue_db.transaction(ctx.raw, _dialect(ctx.sqlite), lambda: ctx.zone, lazy=lazy) as tx:
+        yield tx
+    if export:  # after the commit: the operation stands, whatever writing the files does
+        try:
+            export_queue_files(ctx)
+        except (HbError, OSError) as exc:
+            ctx.notices.append(f"the queue files were not re-rendered ({one_line(exc)}); hb sync retries")
+
+
+def pop(
+    ctx: Context,
+    *,
+    scope: str | None = None,
+    task_id: str | None = None,
+    worker: str | None = None,
+    lease: str | timedelta | None = None,
+    accept_stale: bool = False,
+) -> queue_db.PopResult:
+    """``hb pop``: the claimed task (or none) with what was skipped and adopted."""
+    duration = ctx.lease(lease)
+    now = ctx.now()
+    with transaction(ctx, lazy=True) as tx:
+        result = queue_db.pop(
+            tx,
+            now,
+            scope=scope,
+            task_id=task_id,
+            worker=worker,
+            lease=duration,
+            accept_stale=accept_stale,
+            adopt="first",
+        )
+    if result.exhausted is not None:
+        raise result.exhausted  # after the commit: the pop's runs row stays
+    return result
+
+
+def complete(
+    ctx: Context, task_id: str, scope: str | None = None, outcome: Any = None, *, claim: str | None = None
+) -> dict[str, Any]:
+    """``hb complete``: see :meth:`heartbeat.Ledger.complete`."""
+    now = ctx.now()
+    with transaction(ctx, lazy=True) as tx:
+        row = queue_db.complete(tx, now, task_id, scope=scope, outcome=outcome, claim=claim)
+    return {"id": row["id"], "scope": row["scope"] or None, "status": "done", "claim": row["claim"]}
+
+
+def fail(
+    ctx: Context,
+    task_id: str,
+    scope: str | None = None,
+    reason: str | None = None,
+    final: bool = False,
+    *,
+    claim: str | None = None,
+) -> dict[str, Any]:
+    """``hb fail``: see :meth:`heartbeat.Ledger.fail`."""
+    now = ctx.now()
+    with transaction(ctx) as tx:
+        row = queue_db.fail(
+            tx,
+            now,
+            task_id,
+            scope=scope,
+            reason=reason,
+            final=final,
+            max_attempts=ctx.settings.queue_max_attempts,
+            claim=claim,
+        )
+    return {
+        "id": row["id"],
+        "scope": row["scope"] or None,
+        "status": row["status"],
+        "attempts": row["attempts"],
+        "retry": row["retry"],
+        "claim": row["claim"],
+    }
+
+
+def renew(
+    ctx: Context, task_id: str, claim: str, *, scope: str | None = None, lease: str | timedelta | None = None
+) -> dict[str, Any]:
+    """``hb renew``: see :meth:`heartbeat.Ledger.renew`."""
+    duration = ctx.lease(lease)
+    now = ctx.now()
+    with transaction(ctx, export=False) as tx:  # the files hold no lease: nothing to re-render
+        row = queue_db.renew(tx, now, task_id, claim=claim, lease=duration, scope=scope)
+    return {
+        "id": row["id"],
+        "scope": row["scope"] or None,
+        "claim": row["claim"],
+        "claimed_by": row["claimed_by"],
+        "lease_expires_at": isoformat(row["lease_expires_at"], ctx.zone),
+    }
+
+
+def ready(
+    ctx: Context, *, scope: str | None = None, explain: bool = False, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """``hb ready``: see :meth:`heartbeat.Ledger.ready`."""
+    if limit is not None and limit < 1:
+        raise InvalidInput(f"--limit {limit}: give a positive number")
+    now = ctx.now()
+    with transaction(ctx, export=False) as tx:  # a read: nothing to re-render
+        rows = queue_db.ready(tx, now, scope=scope, explain=explain, limit=limit)
+        queues = queue_db.scopes(tx) if scope is None else []
+        stale = queue_db.stale_ids(tx, now, scope) if not queues else []
+    if queues:
+        ctx.notices.append(
+            f"scoped queues exist: a pop needs --scope (one of: {', '.join(queues)}; '' for the "
+            "legacy list), and so does hb ready"
+        )
+    if stale:
+        ctx.notices.append(
+            f"stale claims ({', '.join(stale)}) hold the queue: pop exits 12 until hb clear-stale, "
+            "or pop --accept-stale takes them over, one per pop"
+        )
+    return [_readiness(ctx, row) for row in rows]
+
+
+def _readiness(ctx: Context, row: dict[str, Any]) -> dict[str, Any]:
+    waiting = row["waiting"]
+    return {
+        "id": row["id"],
+        "scope": row["scope"] or None,
+        "title": row["title"],
+        "status": row["status"],
+        "priority": row["priority"],
+        "ready": row["ready"],
+        "reasons": row["reasons"],
+        "claimed_by": row["claimed_by"] if row["status"] == "doing" else None,
+        "lease_expires_at": isoformat(row["lease_expires_at"], ctx.zone),
+        "not_before": isoformat(row["not_before"], ctx.zone),
+        "blocked_on": row["blocked_by"],
+        "waiting_for": [dep_id for dep_id, _status in waiting],
+        "dependencies": [{"id": dep_id, "status": status} for dep_id, status in waiting],
+    }
+
+
+def clear_stale(ctx: Context, scope: str | None = None) -> list[str]:
+    """``hb clear-stale``: the ids of the stale claims returned to todo."""
+    now = ctx.now()
+    with transaction(ctx) as tx:
+        return queue_db.clear_stale(tx, now, scope=scope)
+
+
+def scopes(ctx: Context) -> list[dict[str, Any]]:
+    """``hb scopes``: each scoped queue with its counts."""
+    with transaction(ctx, export=False) as tx:  # a read: nothing to re-render
+        return queue_db.scope_counts(tx)
