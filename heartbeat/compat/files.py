@@ -9,8 +9,8 @@ what it last wrote (``sync_state``) is renewed in the same transaction.
 
 A file that changed since hb last read or wrote it (a person, another tool, the old script)
 is imported first through the sync engine's three-way merge
-(:mod:`heartbeat.sync.queue_files`, which does load SQLAlchemy), so the operation sees the
-edit and the render keeps it.
+(:mod:`heartbeat.sync.queue_files`, plain SQL too), so the operation sees the edit and the
+render keeps it.
 
 Layout: a file the drop-in creates, and a file already in the script's own layout
 (``json.dump(doc, f, indent=2)``: ASCII with ``\\uXXXX`` escapes, no final newline), is
@@ -36,8 +36,7 @@ from heartbeat.sync.files import default_path, digest, read_text
 from heartbeat.sync.swap import replace_if
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
+    from heartbeat.db.store import Db
     from heartbeat.ledger import Ledger
 
 TASKS, ERRORS, LAST_RUN = "tasks-json", "errors-json", "last-run"
@@ -117,29 +116,28 @@ def import_edits(ledger: Ledger, files: Sequence[StateFile], now: datetime) -> l
     from heartbeat.sync.queue_files import SYNCERS, remember, sync_notices
 
     notices: list[str] = []
-    with ledger.write() as session:
+    with ledger.ctx.write() as db:
         for file in files:
             assert file.text is not None  # an edited file exists
-            report, _ = SYNCERS[file.kind](ledger, session, file.path, file.text, now)
+            report, _ = SYNCERS[file.kind](ledger, db, file.path, file.text, now)
             notices.extend(sync_notices(report))
             if file.kind == TASKS:
-                _take_list_order(session, file.text)
+                _take_list_order(db, file.text)
             # the file holds this text until the drop-in writes it: what the next merge starts from
             # (the merge's own rendering, never written, would make the ledger's changes look like
             # the file's deletions)
-            remember(session, file.kind, file.path, file.text, now)
+            remember(db, file.kind, file.path, file.text, now)
     return notices
 
 
-def _take_list_order(session: Session, text: str) -> None:
+def _take_list_order(db: Db, text: str) -> None:
     """Give the legacy tasks of an edited tasks.json the places its lists have them in (the merge
     takes in what a task holds; an edit that only moved it counts here: pop takes pending[0])."""
-    from sqlalchemy import select
-
-    from heartbeat.db.models import Task
+    from heartbeat.db.rows import TaskRow
+    from heartbeat.sync.queue_files import SQL
 
     places = {r.id: r.position for r in tasks_json.parse(text).records if not r.scope}
-    for task in session.scalars(select(Task).where(Task.scope == "", Task.source != "todo")):
+    for task in db.load(TaskRow, SQL.legacy_list_tasks):
         place = places.get(task.id)
         if place is not None and task.position != place:
             task.position = place

@@ -15,15 +15,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import or_, select
-from sqlalchemy.orm import Session
-
 from heartbeat import progress
-from heartbeat.db.models import Error, Run, SyncState, Task, TaskStatus, priority_rank
-from heartbeat.db.rows import SyncStateRow
-from heartbeat.db.store import Db, of_session
+from heartbeat.db.rows import ErrorRow, RunRow, SyncStateRow, TaskRow
+from heartbeat.db.status import TaskStatus
+from heartbeat.db.store import Db, statements
 from heartbeat.errors import FileFormatError, HbError, one_line
 from heartbeat.formats import tasks_json
+from heartbeat.formats.tasks_json import priority_rank
 from heartbeat.formats.timestamps import timestamp_or_none
 from heartbeat.queue import record_from_row
 from heartbeat.sync.files import default_path, digest, file_lock, lock_timeout, read_text
@@ -34,12 +32,9 @@ from heartbeat.tasks import record_event, snapshot
 if TYPE_CHECKING:
     from heartbeat.ledger import Ledger
 
+SQL = statements("queue_files")
+
 SOURCE = "tasks-json"
-
-
-def in_tasks_json() -> Any:
-    """Which tasks tasks.json shows: every queue task (Markdown TODO entries have their own files)."""
-    return or_(Task.scope != "", Task.source != "todo")
 
 
 def _columns(record: tasks_json.QueueRecord, now: datetime) -> dict[str, Any]:
@@ -65,7 +60,7 @@ def _key(scope: str, task_id: str) -> str:
 
 
 def import_tasks(
-    ledger: Ledger, session: Session, text: str, path: Path, now: datetime, *, actor: str = "import"
+    ledger: Ledger, db: Db, text: str, path: Path, now: datetime, *, actor: str = "import"
 ) -> ImportReport:
     """Read tasks.json into the ledger: new records added, changed ones updated (history kept)."""
     try:
@@ -73,32 +68,42 @@ def import_tasks(
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
     report = ImportReport(SOURCE, str(path), warnings=list(doc.warnings))
-    existing = {(t.scope, t.id): t for t in session.scalars(select(Task).where(in_tasks_json()))}
+    existing = {(t.scope, t.id): t for t in db.load(TaskRow, SQL.tasks_json_tasks)}
     for record in progress.each(f"importing {path.name}", doc.records, len(doc.records)):
         task = existing.get((record.scope, record.id))
         if task is None:
-            _new_task(session, record, now, path, actor=actor)
+            _new_task(db, record, now, path, actor=actor)
             report.added.append(_key(record.scope, record.id))
             continue
-        if not _take_file_version(session, task, record, now, path, actor=actor):
+        if not _take_file_version(db, task, record, now, path, actor=actor):
             report.unchanged += 1
             continue
         report.updated.append(_key(record.scope, record.id))
-    remember(session, SOURCE, path, text, now)
+    remember(db, SOURCE, path, text, now)
     return report
 
 
-def remember(session: Session, kind: str, path: Path, text: str, now: datetime) -> None:
+def remember(db: Db, kind: str, path: Path, text: str, now: datetime) -> None:
     """Record what the file held when hb last read or wrote it (for sync and exports)."""
-    row = session.get(SyncState, kind)
+    content_hash, size, skeleton = digest(text), len(text.encode("utf-8")), {"text": text}
+    row = db.get(SyncStateRow, kind)
     if row is None:
-        row = SyncState(kind=kind, path=str(path), synced_at=now)
-        session.add(row)
+        db.add(
+            SyncStateRow(
+                kind=kind,
+                path=str(path),
+                synced_at=now,
+                content_hash=content_hash,
+                size=size,
+                skeleton=skeleton,
+            )
+        )
+        return
     row.path = str(path)
-    row.content_hash = digest(text)
-    row.size = len(text.encode("utf-8"))
+    row.content_hash = content_hash
+    row.size = size
     row.synced_at = now
-    row.skeleton = {"text": text}
+    row.skeleton = skeleton
 
 
 def last_document(db: Db) -> tasks_json.TasksDocument:
@@ -116,8 +121,8 @@ def _skeleton_document(skeleton: dict[str, Any] | None) -> tasks_json.TasksDocum
     return tasks_json.empty_document()
 
 
-def _document(session: Session, kind: str) -> tasks_json.TasksDocument:
-    row = session.get(SyncState, kind)
+def _document(db: Db, kind: str) -> tasks_json.TasksDocument:
+    row = db.get(SyncStateRow, kind)
     return _skeleton_document(row.skeleton if row is not None else None)
 
 
@@ -131,20 +136,20 @@ def _current_text(path: Path | None) -> str | None:
         return None
 
 
-def render_tasks(ledger: Ledger, session: Session, path: Path | None = None) -> str:
+def render_tasks(ledger: Ledger, db: Db, path: Path | None = None) -> str:
     """tasks.json as the ledger has it now, laid over ``path``'s text when that file exists."""
-    doc = _document(session, SOURCE)
+    doc = _document(db, SOURCE)
     current = _current_text(path)
     if current is not None:
         doc = replace(doc, source=current)
-    rows = session.scalars(select(Task).where(in_tasks_json()).order_by(Task.scope, Task.position, Task.pk))
+    rows = db.load(TaskRow, SQL.tasks_json_tasks_in_order)
     return tasks_json.render(doc, [record_from_row(t) for t in rows])
 
 
 # --- errors.json ------------------------------------------------------------------
 
 
-def import_errors(ledger: Ledger, session: Session, text: str, path: Path, now: datetime) -> ImportReport:
+def import_errors(ledger: Ledger, db: Db, text: str, path: Path, now: datetime) -> ImportReport:
     """Read errors.json; an item the ledger already holds (the same object) is not added twice.
 
     errors.json is a log: two identical items are two failures, each kept.
@@ -154,31 +159,31 @@ def import_errors(ledger: Ledger, session: Session, text: str, path: Path, now: 
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
     report = ImportReport("errors-json", str(path))
-    known = [_shown(e) for e in session.scalars(select(Error).order_by(Error.pk))]
-    tasks = _legacy_tasks(session)
+    known = [_shown(e) for e in db.load(ErrorRow, SQL.errors)]
+    tasks = _legacy_tasks(db)
     for index, item in enumerate(map(tasks_json.fix_malformed, items)):
         if item in known:
             known.remove(item)  # each row stands for one item of the file
             report.unchanged += 1
             continue
-        _add_error(session, item, tasks, now)
+        _add_error(db, item, tasks, now)
         report.added.append(f"[{index}]")
-    remember(session, "errors-json", path, text, now)
+    remember(db, "errors-json", path, text, now)
     return report
 
 
-def _legacy_tasks(session: Session) -> dict[str, Task]:
-    return {t.id: t for t in session.scalars(select(Task).where(Task.scope == ""))}
+def _legacy_tasks(db: Db) -> dict[str, int]:
+    """The pks of the legacy lists' tasks, by id."""
+    return {task_id: pk for task_id, pk in db.rows(SQL.legacy_task_pks)}
 
 
-def _add_error(session: Session, item: dict[str, Any], tasks: Mapping[str, Task], now: datetime) -> None:
+def _add_error(db: Db, item: dict[str, Any], tasks: Mapping[str, int], now: datetime) -> None:
     """An errors.json item as an ``errors`` row (the item itself kept as written)."""
     at = timestamp_or_none(item.get("timestamp")) or now
     task_id = item.get("task_id")
-    task = tasks.get(str(task_id)) if task_id is not None else None
-    session.add(
-        Error(
-            task_pk=task.pk if task else None,
+    db.add(
+        ErrorRow(
+            task_pk=tasks.get(str(task_id)) if task_id is not None else None,
             task_id=None if task_id is None else str(task_id),
             scope="",
             skill=item.get("assigned_skill"),
@@ -193,7 +198,7 @@ def _add_error(session: Session, item: dict[str, Any], tasks: Mapping[str, Task]
     )
 
 
-def _shown(e: Error) -> dict[str, Any]:
+def _shown(e: ErrorRow) -> dict[str, Any]:
     """The errors.json item of a row as hb writes it: the item it was read from (a malformed
     ``+00:00Z`` time written ``Z``), or heartbeat.py's entry."""
     if e.extra is not None:
@@ -209,34 +214,32 @@ def _shown(e: Error) -> dict[str, Any]:
     )
 
 
-def render_errors(ledger: Ledger, session: Session, path: Path | None = None) -> str:
+def render_errors(ledger: Ledger, db: Db, path: Path | None = None) -> str:
     """errors.json as the ledger has it now, laid over ``path``'s text when that file exists."""
-    return _errors_text(session, _current_text(path))
+    return _errors_text(db, _current_text(path))
 
 
-def _errors_text(session: Session, source: str | None) -> str:
-    items = [_shown(e) for e in session.scalars(select(Error).order_by(Error.pk))]
+def _errors_text(db: Db, source: str | None) -> str:
+    items = [_shown(e) for e in db.load(ErrorRow, SQL.errors)]
     return tasks_json.render_errors(items, source)
 
 
 # --- last-run.json ----------------------------------------------------------------
 
 
-def import_last_run(ledger: Ledger, session: Session, text: str, path: Path, now: datetime) -> ImportReport:
+def import_last_run(ledger: Ledger, db: Db, text: str, path: Path, now: datetime) -> ImportReport:
     try:
         obj = tasks_json.parse_last_run(text)
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
     report = ImportReport("last-run", str(path))
-    latest = session.scalars(
-        select(Run).where(Run.record.is_not(None)).order_by(Run.pk.desc()).limit(1)
-    ).first()
+    latest = db.first(RunRow, SQL.last_run_record)
     if latest is not None and latest.record == obj:
         report.unchanged = 1
     else:
         at = timestamp_or_none(obj.get("timestamp")) or now
-        session.add(
-            Run(
+        db.add(
+            RunRow(
                 kind="import",
                 scope=obj.get("scope"),
                 status=str(obj.get("status") or "unknown"),
@@ -247,19 +250,17 @@ def import_last_run(ledger: Ledger, session: Session, text: str, path: Path, now
             )
         )
         report.added.append("last-run")
-    remember(session, "last-run", path, text, now)
+    remember(db, "last-run", path, text, now)
     return report
 
 
-def render_last_run(ledger: Ledger, session: Session, path: Path | None = None) -> str | None:
+def render_last_run(ledger: Ledger, db: Db, path: Path | None = None) -> str | None:
     """last-run.json as the ledger has it now, laid over ``path``'s text when that file exists."""
-    return _last_run_text(session, _current_text(path))
+    return _last_run_text(db, _current_text(path))
 
 
-def _last_run_text(session: Session, source: str | None) -> str | None:
-    latest = session.scalars(
-        select(Run).where(Run.record.is_not(None)).order_by(Run.pk.desc()).limit(1)
-    ).first()
+def _last_run_text(db: Db, source: str | None) -> str | None:
+    latest = db.first(RunRow, SQL.last_run_record)
     if latest is None or latest.record is None:
         return None
     return tasks_json.render_last_run(latest.record, source)
@@ -286,12 +287,12 @@ def export_queue_files(ledger: Ledger, *, edits_only: bool = False) -> list[str]
     written = []
     with (
         file_lock(ledger.workspace, timeout=lock_timeout(ledger.settings.sync_lock_timeout)),
-        ledger.write() as session,
+        ledger.ctx.write() as db,
     ):
         now = ledger.now()
         for kind in RENDERERS:
             path = default_path(ledger.workspace, kind)
-            if _export_one(ledger, session, kind, path, now, edits_only=edits_only):
+            if _export_one(ledger, db, kind, path, now, edits_only=edits_only):
                 written.append(str(path))
     return written
 
@@ -299,9 +300,7 @@ def export_queue_files(ledger: Ledger, *, edits_only: bool = False) -> list[str]
 _TRIES = 5  # renders of one file that another program keeps changing meanwhile
 
 
-def _export_one(
-    ledger: Ledger, session: Session, kind: str, path: Path, now: datetime, *, edits_only: bool
-) -> bool:
+def _export_one(ledger: Ledger, db: Db, kind: str, path: Path, now: datetime, *, edits_only: bool) -> bool:
     """Sync or re-render one queue file; whether it was written.
 
     The old script and people write these files without hb's lock. A file that changed
@@ -309,16 +308,16 @@ def _export_one(
     rendered from) instead of being replaced; after :data:`_TRIES` it is left alone.
     """
     for _ in range(_TRIES):
-        row = session.get(SyncState, kind)
+        row = db.get(SyncStateRow, kind)
         before = None if row is None else (row.path, (row.skeleton or {}).get("text"))
         try:
             current = read_text(path) if path.exists() else None
         except (HbError, OSError) as exc:
             _notice(ledger, f"{_reason(exc, path)}: left as it is (fix it, then run hb sync)")
             return False
-        if current is not None and _edited(session, kind, path, current):
+        if current is not None and _edited(db, kind, path, current):
             try:
-                report, text = SYNCERS[kind](ledger, session, path, current, now)
+                report, text = SYNCERS[kind](ledger, db, path, current, now)
             except HbError as exc:
                 _notice(ledger, f"{_reason(exc, path)}: left as it is (fix it, then run hb sync)")
                 return False
@@ -327,10 +326,10 @@ def _export_one(
         elif edits_only:
             return False
         else:
-            text = RENDERERS[kind](ledger, session, path)
+            text = RENDERERS[kind](ledger, db, path)
             if text is None:
                 return False
-            remember(session, kind, path, text, now)
+            remember(db, kind, path, text, now)
         if text is None or current == text:
             return False
         done = replace_if(path, text, current, valid=_parses)
@@ -341,39 +340,38 @@ def _export_one(
         # changed meanwhile: the next round diffs against the text this one read (its edits are
         # in the ledger now), or, when there was none, against what hb knew before
         if current is not None:
-            remember(session, kind, path, current, now)
+            remember(db, kind, path, current, now)
         elif before is None or not isinstance(before[1], str):
-            _forget(session, kind)
+            _forget(db, kind)
         else:
-            remember(session, kind, Path(before[0]), before[1], now)
+            remember(db, kind, Path(before[0]), before[1], now)
     _notice(ledger, f"{path}: kept changing while hb wrote it; left as it is (run hb sync)")
     return False
 
 
-def _forget(session: Session, kind: str) -> None:
-    row = session.get(SyncState, kind)
+def _forget(db: Db, kind: str) -> None:
+    row = db.get(SyncStateRow, kind)
     if row is not None:
-        session.delete(row)
-        session.flush()
+        db.delete(row)
 
 
-def _edited(session: Session, kind: str, path: Path, text: str) -> bool:
+def _edited(db: Db, kind: str, path: Path, text: str) -> bool:
     """Whether ``text`` is not what hb last read or wrote at ``path``."""
-    row = session.get(SyncState, kind)
+    row = db.get(SyncStateRow, kind)
     return row is None or row.content_hash != digest(text) or Path(row.path) != path
 
 
 def _edited_kinds(ledger: Ledger) -> list[str]:
     """The queue files edited since hb last read or wrote them (a read: no lock, no transaction)."""
     found = []
-    with ledger.read() as session:
+    with ledger.ctx.read() as db:
         for kind in RENDERERS:
             path = default_path(ledger.workspace, kind)
             try:
                 text = read_text(path) if path.exists() else None
             except (HbError, OSError):
                 continue  # reported by the export after the operation
-            if text is not None and _edited(session, kind, path, text):
+            if text is not None and _edited(db, kind, path, text):
                 found.append(kind)
     return found
 
@@ -409,9 +407,9 @@ def _record_digest(record: tasks_json.QueueRecord) -> str:
     return digest(json.dumps(shown, sort_keys=False, default=str))
 
 
-def _base_records(session: Session, kind: str, path: Path) -> dict[tuple[str, str], str] | None:
+def _base_records(db: Db, kind: str, path: Path) -> dict[tuple[str, str], str] | None:
     """The records of the file as hb last read or wrote it (None: no such text)."""
-    row = session.get(SyncState, kind)
+    row = db.get(SyncStateRow, kind)
     if row is None or not row.skeleton or "text" not in row.skeleton:
         return None
     if Path(row.path).resolve() != path.resolve():
@@ -427,8 +425,8 @@ def _base_records(session: Session, kind: str, path: Path) -> dict[tuple[str, st
 
 
 def _take_file_version(
-    session: Session,
-    task: Task,
+    db: Db,
+    task: TaskRow,
     record: tasks_json.QueueRecord,
     now: datetime,
     path: Path,
@@ -457,19 +455,13 @@ def _take_file_version(
     if conflict:
         detail["note"] = "changed in the file and in the ledger; the file won"
     record_event(
-        of_session(session),
-        task,
-        "conflict" if conflict else "updated",
-        now,
-        before=before,
-        actor=actor,
-        detail=detail,
+        db, task, "conflict" if conflict else "updated", now, before=before, actor=actor, detail=detail
     )
     return sorted(changed)
 
 
 def sync_tasks(
-    ledger: Ledger, session: Session, path: Path, text: str | None, now: datetime
+    ledger: Ledger, db: Db, path: Path, text: str | None, now: datetime
 ) -> tuple[SyncReport, str | None]:
     """tasks.json both ways, keyed by (scope, id), three-way against the text hb last synced.
 
@@ -479,7 +471,7 @@ def sync_tasks(
     task (history kept); a file that is missing is written from the ledger.
     """
     report = SyncReport(kind=SOURCE, path=str(path))
-    tasks = {(t.scope, t.id): t for t in session.scalars(select(Task).where(in_tasks_json()))}
+    tasks = {(t.scope, t.id): t for t in db.load(TaskRow, SQL.tasks_json_tasks)}
     doc: tasks_json.TasksDocument | None = None
     if text is not None:
         try:
@@ -487,7 +479,7 @@ def sync_tasks(
         except FileFormatError as exc:
             raise exc.at_path(str(path)) from None
         report.preserved = [f"{path}: {w}" for w in doc.warnings]
-        base = _base_records(session, SOURCE, path) or {}
+        base = _base_records(db, SOURCE, path) or {}
         seen: set[tuple[str, str]] = set()
         for record in doc.records:
             key = (record.scope, record.id)
@@ -495,7 +487,7 @@ def sync_tasks(
             task = tasks.get(key)
             file_digest = _record_digest(record)
             if task is None:
-                task = _new_task(session, record, now, path)
+                task = _new_task(db, record, now, path)
                 tasks[key] = task
                 report.added.append(_key(*key))
                 continue
@@ -524,7 +516,7 @@ def sync_tasks(
                 report.preserved.append(f"{path}: {_key(*key)}: was done; the file reopens it")
             conflict = base_digest is None or ledger_digest != base_digest
             was_done = task.status is TaskStatus.DONE
-            _take_file_version(session, task, record, now, path, conflict=conflict)
+            _take_file_version(db, task, record, now, path, conflict=conflict)
             if conflict:
                 report.conflicts.append(_key(*key))
             elif task.status is TaskStatus.DONE and not was_done:
@@ -543,11 +535,8 @@ def sync_tasks(
             if _record_digest(record_from_row(task)) != base_digest:
                 detail["note"] = "changed in the ledger too; the file won"
                 report.conflicts.append(_key(*key))
-            record_event(
-                of_session(session), task, "removed", now, before=before, actor="sync", detail=detail
-            )
-            session.flush()
-            session.delete(task)
+            record_event(db, task, "removed", now, before=before, actor="sync", detail=detail)
+            db.delete(task)
             del tasks[key]
             report.removed.append(_key(*key))
         for key in tasks:
@@ -555,19 +544,19 @@ def sync_tasks(
                 report.added.append(_key(*key))  # new in the ledger: written below
     elif tasks:
         report.added.extend(_key(*key) for key in tasks)
-    session.flush()
+    db.flush()
     if doc is None and not tasks:
         return report, None
     ordered = sorted(tasks.values(), key=lambda t: (t.scope, t.position, t.pk))
     out = tasks_json.render(doc or tasks_json.empty_document(), [record_from_row(t) for t in ordered])
-    return _written(session, SOURCE, path, text, out, now, report)
+    return _written(db, SOURCE, path, text, out, now, report)
 
 
-def _claim_text(task: Task) -> str:
+def _claim_text(task: TaskRow) -> str:
     return f"claimed by {task.claimed_by or 'a worker'} until {task.lease_expires_at:%Y-%m-%d %H:%M:%S} UTC"
 
 
-def _live_claim(task: Task, now: datetime) -> bool:
+def _live_claim(task: TaskRow, now: datetime) -> bool:
     """Whether ``task`` is claimed under a lease that has not expired."""
     lease = task.lease_expires_at
     return task.status is TaskStatus.DOING and lease is not None and lease > now
@@ -582,21 +571,21 @@ def _same_json(a: str, b: str) -> bool:
 
 
 def _written(
-    session: Session, kind: str, path: Path, text: str | None, out: str, now: datetime, report: SyncReport
+    db: Db, kind: str, path: Path, text: str | None, out: str, now: datetime, report: SyncReport
 ) -> tuple[SyncReport, str | None]:
     """Remember the file and say what to write: nothing when it already holds these values."""
     if text is not None and (out == text or _same_json(out, text)):
-        remember(session, kind, path, text, now)
+        remember(db, kind, path, text, now)
         return report, None
-    remember(session, kind, path, out, now)
+    remember(db, kind, path, out, now)
     return report, out
 
 
 def _new_task(
-    session: Session, record: tasks_json.QueueRecord, now: datetime, path: Path, *, actor: str = "sync"
-) -> Task:
+    db: Db, record: tasks_json.QueueRecord, now: datetime, path: Path, *, actor: str = "sync"
+) -> TaskRow:
     """A task for a record new in tasks.json, with its "created" history entry."""
-    task = Task(
+    task = TaskRow(
         id=record.id,
         scope=record.scope,
         source=SOURCE,
@@ -609,9 +598,8 @@ def _new_task(
     )
     if task.status is TaskStatus.DOING:
         task.attempts = 1  # someone is (or was) working on it: that is an attempt
-    session.add(task)
-    session.flush()
-    record_event(of_session(session), task, "created", now, actor=actor, detail={"file": str(path)})
+    db.add(task)
+    record_event(db, task, "created", now, actor=actor, detail={"file": str(path)})
     return task
 
 
@@ -620,20 +608,20 @@ def _error_identity(item: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def sync_errors(
-    ledger: Ledger, session: Session, path: Path, text: str | None, now: datetime
+    ledger: Ledger, db: Db, path: Path, text: str | None, now: datetime
 ) -> tuple[SyncReport, str | None]:
     """errors.json is a log: new items in the file are added, an item edited in the file
     (e.g. ``resolved``) updates its row, and the ledger's full list is written back."""
     report = SyncReport(kind="errors-json", path=str(path))
-    state = session.get(SyncState, "errors-json")
+    state = db.get(SyncStateRow, "errors-json")
     if text is not None and (state is None or state.content_hash != digest(text) or state.path != str(path)):
         try:
             items = [tasks_json.fix_malformed(item) for item in tasks_json.parse_errors(text)]
         except FileFormatError as exc:
             raise exc.at_path(str(path)) from None
-        rows = list(session.scalars(select(Error).order_by(Error.pk)))
+        rows = db.load(ErrorRow, SQL.errors)
         shown = {e.pk: _shown(e) for e in rows}
-        by_identity: dict[tuple[str, ...], list[Error]] = {}
+        by_identity: dict[tuple[str, ...], list[ErrorRow]] = {}
         for e in rows:
             by_identity.setdefault(_error_identity(shown[e.pk]), []).append(e)
         known = list(shown.values())
@@ -652,29 +640,28 @@ def sync_errors(
                 report.updated.append(f"[{index}]")
             else:
                 fresh.append((index, item))
-        tasks = _legacy_tasks(session) if fresh else {}
+        tasks = _legacy_tasks(db) if fresh else {}
         for index, item in fresh:
-            _add_error(session, item, tasks, now)
+            _add_error(db, item, tasks, now)
             report.added.append(f"[{index}]")
-    if text is None and session.scalar(select(Error.pk).limit(1)) is None:
+    if text is None and db.value(SQL.any_error) is None:
         return report, None
-    session.flush()
-    return _written(session, "errors-json", path, text, _errors_text(session, text), now, report)
+    return _written(db, "errors-json", path, text, _errors_text(db, text), now, report)
 
 
 def sync_last_run(
-    ledger: Ledger, session: Session, path: Path, text: str | None, now: datetime
+    ledger: Ledger, db: Db, path: Path, text: str | None, now: datetime
 ) -> tuple[SyncReport, str | None]:
     """last-run.json: a run record written in the file is imported; the ledger's last one is written."""
     report = SyncReport(kind="last-run", path=str(path))
-    state = session.get(SyncState, "last-run")
+    state = db.get(SyncStateRow, "last-run")
     if text is not None and (state is None or state.content_hash != digest(text) or state.path != str(path)):
-        imported = import_last_run(ledger, session, text, path, now)
+        imported = import_last_run(ledger, db, text, path, now)
         report.added.extend(imported.added)
-    out = _last_run_text(session, text)
+    out = _last_run_text(db, text)
     if out is None:
         return report, None
-    return _written(session, "last-run", path, text, out, now, report)
+    return _written(db, "last-run", path, text, out, now, report)
 
 
 SYNCERS = {"tasks-json": sync_tasks, "errors-json": sync_errors, "last-run": sync_last_run}

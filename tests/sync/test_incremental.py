@@ -37,7 +37,7 @@ def targeted_only(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
         raise AssertionError("a full sync ran where only a few lines changed")
 
     def arm() -> None:
-        monkeypatch.setattr(markdown, "_full_sync", refuse)
+        monkeypatch.setattr(markdown, "full_sync", refuse)
 
     return arm
 

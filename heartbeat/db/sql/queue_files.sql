@@ -1,0 +1,30 @@
+-- Queue files: tasks.json, errors.json and last-run.json <-> the ledger (hb import / export / sync,
+-- and the export a queue operation runs after its commit with sync.auto_export).
+
+-- name: tasks_json_tasks
+-- The tasks tasks.json shows: every queue task (the Markdown TODO entries have their own files).
+SELECT * FROM tasks WHERE scope <> '' OR source <> 'todo'
+
+-- name: tasks_json_tasks_in_order
+-- The same, in the file's order: by queue, then place in it.
+SELECT * FROM tasks WHERE scope <> '' OR source <> 'todo' ORDER BY scope, position, pk
+
+-- name: legacy_list_tasks
+-- The queue tasks of the legacy lists (pending, in_progress, ...), whose place a file edit may move.
+SELECT * FROM tasks WHERE scope = '' AND source <> 'todo'
+
+-- name: legacy_task_pks
+-- The ids and pks of the legacy lists' tasks (an errors.json item names its task by id).
+SELECT id, pk FROM tasks WHERE scope = ''
+
+-- name: errors
+-- Every failure, in the order errors.json lists them.
+SELECT * FROM errors ORDER BY pk
+
+-- name: any_error
+-- Whether the ledger holds a failure.
+SELECT pk FROM errors LIMIT 1
+
+-- name: last_run_record
+-- The newest run with a last-run.json record.
+SELECT * FROM runs WHERE record IS NOT NULL ORDER BY pk DESC LIMIT 1
