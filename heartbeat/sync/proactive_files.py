@@ -34,10 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
-from heartbeat.db.models import Outcome, Recurrence, SyncState
+from heartbeat.db.rows import OutcomeRow, RecurrenceRow, SyncStateRow
+from heartbeat.db.store import Db, statements
 from heartbeat.errors import FileFormatError, InvalidInput, NotFound
 from heartbeat.formats import proactive
 from heartbeat.formats.proactive import MAX_OUTCOMES, ProactiveDocument, ProactiveTask, record_outcome
@@ -52,14 +50,15 @@ if TYPE_CHECKING:
 
 KIND = "proactive"
 SOURCE = "proactive"
+SQL = statements("proactive_files")
+RECUR_SQL = statements("recur")
 
 
 # --- reading the file ------------------------------------------------------------------------
 
 
-def _rows(session: Session) -> dict[str, Recurrence]:
-    query = select(Recurrence).where(Recurrence.source == SOURCE).order_by(Recurrence.position)
-    return {row.id: row for row in session.scalars(query)}
+def _rows(db: Db) -> dict[str, RecurrenceRow]:
+    return {row.id: row for row in db.load(RecurrenceRow, RECUR_SQL.list, {"source": SOURCE})}
 
 
 def _jsonable(value: Any) -> Any:
@@ -82,12 +81,12 @@ def _jsonable(value: Any) -> Any:
 # --- what the ledger changed since the file was read -------------------------------------------
 
 
-def _file_run_count(row: Recurrence) -> int:
+def _file_run_count(row: RecurrenceRow) -> int:
     value = (row.extra or {}).get("run_count")
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def _file_enabled(row: Recurrence) -> bool:
+def _file_enabled(row: RecurrenceRow) -> bool:
     return bool((row.extra or {}).get("enabled", True))  # as CraftBot (and formats.proactive) reads it
 
 
@@ -123,7 +122,7 @@ def _entry_key(entry: Mapping[str, Any]) -> tuple[str, str, bool]:
     return (str(stamp), str(entry.get("result")), entry.get("success") is True)
 
 
-def _outcome_text(outcome: Outcome) -> str:
+def _outcome_text(outcome: OutcomeRow) -> str:
     result = outcome.result
     if isinstance(result, Mapping) and "result" in result:
         return str(result["result"])
@@ -131,7 +130,7 @@ def _outcome_text(outcome: Outcome) -> str:
 
 
 def _with_outcomes(
-    task: ProactiveTask, unwritten: int, outcomes: Sequence[Outcome], zone: ZoneInfo
+    task: ProactiveTask, unwritten: int, outcomes: Sequence[OutcomeRow], zone: ZoneInfo
 ) -> ProactiveTask:
     """``task`` with the ledger's newest ``unwritten`` outcomes added (``outcomes``: the last of them).
 
@@ -165,9 +164,7 @@ def _with_outcomes(
     return task
 
 
-def merged_task(
-    session: Session, task: ProactiveTask, row: Recurrence | None, zone: ZoneInfo
-) -> ProactiveTask:
+def merged_task(db: Db, task: ProactiveTask, row: RecurrenceRow | None, zone: ZoneInfo) -> ProactiveTask:
     """The file's ``task`` with what changed in the ledger since the file was read (times
     written in ``zone``, the workspace's, which is CraftBot's local time)."""
     if row is None:
@@ -176,17 +173,14 @@ def merged_task(
         task = replace(task, enabled=row.enabled, fields={**task.fields, "enabled": row.enabled})
     unwritten = row.run_count - _file_run_count(row)
     if unwritten > 0:
-        newest = session.scalars(
-            select(Outcome)
-            .where(Outcome.recurrence_pk == row.pk)
-            .order_by(Outcome.pk.desc())
-            .limit(min(unwritten, MAX_OUTCOMES))
-        ).all()
+        newest = db.load(
+            OutcomeRow, SQL.newest_outcomes, {"recurrence_pk": row.pk, "limit": min(unwritten, MAX_OUTCOMES)}
+        )
         task = _with_outcomes(task, unwritten, list(reversed(newest)), zone)
     return task
 
 
-def _task_from_row(row: Recurrence) -> ProactiveTask:
+def _task_from_row(row: RecurrenceRow) -> ProactiveTask:
     """The task as the file last had it (for a file that has to be written from the ledger)."""
     fields = {key: value for key, value in (row.extra or {}).items() if key != DORMANT_KEY}
     history = fields.get("outcome_history")
@@ -251,7 +245,7 @@ class _Changes:
 
 
 def _reconcile(
-    session: Session,
+    db: Db,
     doc: ProactiveDocument,
     text: str,
     path: Path,
@@ -265,27 +259,32 @@ def _reconcile(
     ``written``: the merged tasks are about to be written to the file, so they
     become the rows' file version; otherwise the file as read is.
     """
-    rows = _rows(session)
+    rows = _rows(db)
     changes = _Changes()
     merged: list[ProactiveTask] = []
     for position, task in enumerate(doc.tasks):
         row = rows.pop(task.id, None)
         if row is None:
-            clash = session.scalars(select(Recurrence).where(Recurrence.id == task.id)).first()
+            clash = db.first(RecurrenceRow, RECUR_SQL.find, {"id": task.id})
             if clash is not None:
                 raise InvalidInput(
                     f"{path}:{task.line}: task id {task.id!r} is already a {clash.source} recurrence"
                 )
-            row = Recurrence(id=task.id, source=SOURCE, missed_policy="once", created_at=now, updated_at=now)
-            for name, value in _columns(task, position).items():
-                setattr(row, name, value)
-            row.extra = _file_fields(task)
-            row.last_run_at = _aware(task.last_run, zone)
-            session.add(row)
+            row = RecurrenceRow(
+                id=task.id,
+                source=SOURCE,
+                missed_policy="once",
+                created_at=now,
+                updated_at=now,
+                **_columns(task, position),
+                extra=_file_fields(task),
+                last_run_at=_aware(task.last_run, zone),
+            )
+            db.add(row)
             changes.added.append(task.id)
             merged.append(task)
             continue
-        wanted = merged_task(session, task, row, zone)
+        wanted = merged_task(db, task, row, zone)
         values = _columns(wanted, position)
         extra = _file_fields(wanted if written else task)
         changed = [name for name, value in values.items() if getattr(row, name) != value]
@@ -309,11 +308,11 @@ def _reconcile(
     for row in rows.values():
         reason = _not_a_task(doc, text, row.id)
         if reason is None:
-            session.delete(row)  # its outcomes stay, unlinked
+            db.delete(row)  # its outcomes stay, unlinked
             changes.removed.append(row.id)
         elif dormant_reason(row) != reason:
             row.extra = {**(row.extra or {}), DORMANT_KEY: reason}  # not handed out meanwhile
-    session.flush()
+    db.flush()
     return merged, changes
 
 
@@ -329,10 +328,10 @@ def _warnings(doc: ProactiveDocument) -> list[str]:
     return [f"line {w.line}: {w.reason}" for w in doc.warnings]
 
 
-def import_proactive(ledger: Ledger, session: Session, text: str, path: Path, now: datetime) -> ImportReport:
+def import_proactive(ledger: Ledger, db: Db, text: str, path: Path, now: datetime) -> ImportReport:
     """``hb import proactive``: the file's tasks become the ledger's (outcomes not yet written are kept)."""
     doc = _parse(text, path)
-    _, changes = _reconcile(session, doc, text, path, now, ledger.zone, written=False)
+    _, changes = _reconcile(db, doc, text, path, now, ledger.zone, written=False)
     report = ImportReport(
         KIND,
         str(path),
@@ -342,15 +341,15 @@ def import_proactive(ledger: Ledger, session: Session, text: str, path: Path, no
         unchanged=changes.unchanged,
         warnings=_warnings(doc),
     )
-    remember(session, KIND, path, text, now)
+    remember(db, KIND, path, text, now)
     return report
 
 
 # --- the ledger -> the file ----------------------------------------------------------------------
 
 
-def _last_synced_text(session: Session) -> str:
-    row = session.get(SyncState, KIND)
+def _last_synced_text(db: Db) -> str:
+    row = db.get(SyncStateRow, KIND)
     if row is not None and row.skeleton and isinstance(row.skeleton.get("text"), str):
         text: str = row.skeleton["text"]
         return text
@@ -358,39 +357,39 @@ def _last_synced_text(session: Session) -> str:
 
 
 def _from_ledger(
-    session: Session, doc: ProactiveDocument, rows: Mapping[str, Recurrence], zone: ZoneInfo
+    db: Db, doc: ProactiveDocument, rows: Mapping[str, RecurrenceRow], zone: ZoneInfo
 ) -> list[ProactiveTask]:
     """Every row's task, for a file that no longer exists: the last synced text plus the ledger
     (a dormant row's block is in that text as it was, so it is not written twice)."""
     present = {task.id: task for task in doc.tasks}
     return [
-        merged_task(session, present.get(row.id) or _task_from_row(row), row, zone)
+        merged_task(db, present.get(row.id) or _task_from_row(row), row, zone)
         for row in rows.values()
         if row.id in present or dormant_reason(row) is None
     ]
 
 
-def render_proactive(ledger: Ledger, session: Session, path: Path | None = None) -> str | None:
+def render_proactive(ledger: Ledger, db: Db, path: Path | None = None) -> str | None:
     """PROACTIVE.md as it should be now: the current text of the file at ``path`` (default: the
     workspace's) with the ledger's changes."""
     workspace_file = default_path(ledger.workspace, KIND)
     path = other_file(path, workspace_file) or workspace_file  # a new file: a copy of the workspace's
-    rows = _rows(session)
+    rows = _rows(db)
     try:
         text = read_text(path)
     except NotFound:
         if not rows:
             return None
-        doc = proactive.parse(_last_synced_text(session) or "")
-        tasks = _from_ledger(session, doc, rows, ledger.zone)
+        doc = proactive.parse(_last_synced_text(db) or "")
+        tasks = _from_ledger(db, doc, rows, ledger.zone)
     else:
         doc = _parse(text, path)
-        tasks = [merged_task(session, task, rows.get(task.id), ledger.zone) for task in doc.tasks]
+        tasks = [merged_task(db, task, rows.get(task.id), ledger.zone) for task in doc.tasks]
     return proactive.render(proactive.with_tasks(doc, tasks, now=ledger.now()))
 
 
 def sync_proactive(
-    ledger: Ledger, session: Session, path: Path, text: str | None, now: datetime
+    ledger: Ledger, db: Db, path: Path, text: str | None, now: datetime
 ) -> tuple[SyncReport, str | None]:
     """One ``hb sync`` step: file edits into the ledger, the ledger's outcomes into the file.
 
@@ -399,26 +398,26 @@ def sync_proactive(
     """
     report = SyncReport(KIND, str(path))
     if text is None:
-        rows = _rows(session)
+        rows = _rows(db)
         if not rows:
             return report, None
-        doc = proactive.parse(_last_synced_text(session) or "")
-        tasks = _from_ledger(session, doc, rows, ledger.zone)
+        doc = proactive.parse(_last_synced_text(db) or "")
+        tasks = _from_ledger(db, doc, rows, ledger.zone)
         for task in tasks:
             rows[task.id].extra = _file_fields(task)
         report.added = list(rows)
         report.written = True
         out = proactive.render(proactive.with_tasks(doc, tasks, now=now))
-        remember(session, KIND, path, out, now)
+        remember(db, KIND, path, out, now)
         return report, out
     doc = _parse(text, path)
-    merged, changes = _reconcile(session, doc, text, path, now, ledger.zone, written=True)
+    merged, changes = _reconcile(db, doc, text, path, now, ledger.zone, written=True)
     report.added = changes.added
     report.updated = changes.updated
     report.removed = changes.removed
     report.preserved = [f"{path}:{w.line}: {w.reason}" for w in doc.warnings]
     out = proactive.render(proactive.with_tasks(doc, merged, now=now))
-    remember(session, KIND, path, out, now)
+    remember(db, KIND, path, out, now)
     if out == text:
         return report, None
     report.written = True

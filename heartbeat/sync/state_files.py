@@ -24,16 +24,17 @@ since the last sync is a conflict: the file wins and the report names it.
 
 from __future__ import annotations
 
+import math
+import operator
 from collections.abc import Collection
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
-
 from heartbeat import settings as settings_mod
-from heartbeat.db.models import Notification, Run, Setting, SyncState
+from heartbeat.db.plain import read_time
+from heartbeat.db.rows import NotificationRow, RunRow, SettingRow, SyncStateRow
+from heartbeat.db.store import Db, statements
 from heartbeat.errors import FileFormatError, InvalidInput
 from heartbeat.formats import state as state_fmt
 from heartbeat.formats.timestamps import timestamp_or_none
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
     from heartbeat.ledger import Ledger
 
 KIND = "state"
+SQL = statements("state_files")
+SETTINGS_SQL = statements("settings")
 
 # Where each fact the file holds lives in the file, for report labels.
 _LABELS = {key: ".".join(paths[0]) for key, paths in state_fmt.FACT_PATHS.items()}
@@ -74,7 +77,7 @@ def _read(
         settings = {}
         for key, value in raw.items():
             try:
-                settings[key] = settings_mod.validate(key, value)
+                settings[key] = _validated(key, value)
             except InvalidInput as exc:
                 if problems is None:
                     raise
@@ -84,13 +87,42 @@ def _read(
     return settings, facts
 
 
-def _store_setting(session: Session, key: str, value: Any, now: datetime) -> bool:
+# the limits a setting's field names (pydantic's words) as comparisons
+_LIMITS = {"gt": operator.gt, "ge": operator.ge, "lt": operator.lt, "le": operator.le}
+
+
+def _validated(key: str, value: Any) -> Any:
+    """``settings.validate(key, value)`` for a value the file holds (formats.state checked its
+    kind: a flag, a whole number, hours). A flag, or a number within the setting's limits, is
+    taken as the validator takes it (hours as a float) without loading pydantic, which hb sync
+    and hb heartbeat never need; anything else is the validator's to refuse or convert."""
+    import dataclasses
+
+    k = settings_mod.KEYS[key]
+    kind = type(k.default)
+    if kind is bool:
+        plain = type(value) is bool
+    elif kind is int:
+        plain = type(value) is int
+    elif kind is float:
+        plain = type(value) in (int, float) and math.isfinite(value)
+    else:
+        plain = False
+    if plain:
+        spec = next(f for f in dataclasses.fields(settings_mod.Settings) if f.name == k.field)
+        limits = spec.metadata["limits"]
+        if all(name in _LIMITS and _LIMITS[name](value, bound) for name, bound in limits.items()):
+            return float(value) if kind is float else value
+    return settings_mod.validate(key, value)
+
+
+def _store_setting(db: Db, key: str, value: Any, now: datetime) -> bool:
     """Set ``key`` to ``value``; whether the stored value changed."""
-    row = session.get(Setting, key)
+    row = db.get(SettingRow, key)
     if row is None:
         if value == settings_mod.KEYS[key].default:
             return False  # the default already: nothing to store
-        session.add(Setting(key=key, value=value, updated_at=now))
+        db.add(SettingRow(key=key, value=value, updated_at=now))
         return True
     if row.value == value and type(row.value) is type(value):
         return False
@@ -99,12 +131,12 @@ def _store_setting(session: Session, key: str, value: Any, now: datetime) -> boo
     return True
 
 
-def _import_facts(ledger: Ledger, session: Session, facts: dict[str, datetime | None]) -> list[str]:
+def _import_facts(ledger: Ledger, db: Db, facts: dict[str, datetime | None]) -> list[str]:
     """Record the file's times that are newer than the ledger's; the keys taken."""
     from heartbeat.clock import isoformat
 
     taken = []
-    known = _facts(session)
+    known = _facts(db)
     for key, moment in facts.items():
         if moment is None or key == "todo_watch.next_scan_at":
             continue  # nextScanAt travels with lastScanAt
@@ -112,51 +144,44 @@ def _import_facts(ledger: Ledger, session: Session, facts: dict[str, datetime | 
         if latest is not None and moment <= latest:
             continue
         if key == "proactive.last_conversation_at":
-            session.add(Run(kind="seen", status="imported", started_at=moment, finished_at=moment))
+            db.add(RunRow(kind="seen", status="imported", started_at=moment, finished_at=moment))
         elif key == "hygiene.last_run_at":
-            session.add(Run(kind="hygiene", status="imported", started_at=moment, finished_at=moment))
+            db.add(RunRow(kind="hygiene", status="imported", started_at=moment, finished_at=moment))
         elif key == "proactive.last_proactive_at":
             day = moment.astimezone(ledger.zone).date().isoformat()
-            session.add(Notification(at=moment, local_day=day, kind="proactive", decision="sent"))
+            db.add(NotificationRow(at=moment, local_day=day, kind="proactive", decision="sent"))
         elif key == "todo_watch.last_scan_at":
             detail = {
                 "lastScanAt": isoformat(moment, ledger.zone),
                 "nextScanAt": isoformat(facts.get("todo_watch.next_scan_at"), ledger.zone),
                 "imported": True,
             }
-            session.add(
-                Run(kind="check", status="imported", started_at=moment, finished_at=moment, detail=detail)
+            db.add(
+                RunRow(kind="check", status="imported", started_at=moment, finished_at=moment, detail=detail)
             )
         taken.append(key)
     return taken
 
 
-def _facts(session: Session) -> dict[str, datetime | None]:
+def _facts(db: Db) -> dict[str, datetime | None]:
     """The latest time of each fact the ledger knows (None: never)."""
 
     def latest_run(kind: str) -> datetime | None:
-        return _aware(session.scalar(select(func.max(Run.started_at)).where(Run.kind == kind)))
+        return read_time(db.value(SQL.latest_run, {"kind": kind}))
 
-    last_proactive = session.scalar(
-        select(func.max(Notification.at)).where(
-            Notification.kind == "proactive", Notification.decision == "sent"
-        )
-    )
-    check = _last_check(session)
+    check = _last_check(db)
     return {
         "proactive.last_conversation_at": latest_run("seen"),
-        "proactive.last_proactive_at": _aware(last_proactive),
+        "proactive.last_proactive_at": read_time(db.value(SQL.last_proactive)),
         "hygiene.last_run_at": latest_run("hygiene"),
         "todo_watch.last_scan_at": check[0] if check else None,
         "todo_watch.next_scan_at": check[1] if check else None,
     }
 
 
-def _last_check(session: Session) -> tuple[datetime, datetime | None] | None:
+def _last_check(db: Db) -> tuple[datetime, datetime | None] | None:
     """The newest scan watermark: (lastScanAt, nextScanAt) of the latest check run."""
-    run = session.scalars(
-        select(Run).where(Run.kind == "check").order_by(Run.started_at.desc(), Run.pk.desc()).limit(1)
-    ).first()
+    run = db.first(RunRow, SQL.last_check)
     if run is None:
         return None
     detail = run.detail or {}
@@ -164,20 +189,9 @@ def _last_check(session: Session) -> tuple[datetime, datetime | None] | None:
     return run.started_at, next_scan
 
 
-def _aware(value: Any) -> datetime | None:
-    from heartbeat.clock import to_utc
-
-    if value is None:
-        return None
-    if isinstance(value, str):  # an aggregate SQLite returned as text
-        value = datetime.fromisoformat(value)
-    result: datetime = to_utc(value)
-    return result
-
-
 def _apply(
     ledger: Ledger,
-    session: Session,
+    db: Db,
     doc: state_fmt.HeartbeatState,
     path: Path,
     now: datetime,
@@ -192,11 +206,16 @@ def _apply(
     for key, value in settings.items():
         if skip_settings is not None and key in skip_settings:
             continue
-        if _store_setting(session, key, value, now):
+        if _store_setting(db, key, value, now):
             changed.append(_LABELS[key])
         else:
             unchanged += 1
-    taken = _import_facts(ledger, session, facts)
+    if changed:  # the settings read before are stale now, in this transaction and after it
+        db.flush()
+        ctx: Any = getattr(ledger, "ctx", ledger)  # the Ledger's Context (or a Context given as such)
+        ctx.forget_settings()
+        db.after_commit.append(ctx.forget_settings)
+    taken = _import_facts(ledger, db, facts)
     changed.extend(_LABELS[key] for key in taken)
     unchanged += sum(1 for key, moment in facts.items() if moment is not None and key not in taken)
     return changed, unchanged
@@ -207,7 +226,7 @@ def _apply(
 
 def _updated(
     ledger: Ledger,
-    session: Session,
+    db: Db,
     doc: state_fmt.HeartbeatState,
     path: Path | None = None,
     keep: Collection[str] = (),
@@ -215,8 +234,9 @@ def _updated(
     """The document with the ledger's settings and facts written in; an error names ``path``.
     The values at ``keep`` (ones hb could not read) stay as the file has them."""
     present = state_fmt.settings_from_state(doc, {})
-    stored = {row.key for row in session.scalars(select(Setting))}
-    values = _current_settings(session)
+    rows = db.load(SettingRow, SQL.settings)
+    stored = {row.key for row in rows}
+    values = settings_mod.as_dict(settings_mod.build({row.key: row.value for row in rows}))
     settings = {
         key: values[key]
         for key in state_fmt.SETTING_PATHS
@@ -225,7 +245,7 @@ def _updated(
     # the file keeps whole seconds, like the runtimes write it; the ledger keeps the exact instant
     facts = {
         key: moment.replace(microsecond=0)
-        for key, moment in _facts(session).items()
+        for key, moment in _facts(db).items()
         if moment is not None and key not in keep
     }
     try:
@@ -236,36 +256,30 @@ def _updated(
         raise InvalidInput(f"{path}: {exc.message}") from None
 
 
-def _current_settings(session: Session) -> dict[str, Any]:
-    """Settings as this session sees them (the ledger's cache may predate the transaction)."""
-    stored = {row.key: row.value for row in session.scalars(select(Setting))}
-    return settings_mod.as_dict(settings_mod.build(stored))
-
-
 def _empty() -> state_fmt.HeartbeatState:
     return state_fmt.HeartbeatState(doc={})
 
 
-def _has_anything(session: Session) -> bool:
+def _has_anything(db: Db) -> bool:
     """Whether the ledger knows something the state file holds (worth creating the file for)."""
-    stored = {row.key for row in session.scalars(select(Setting))}
+    stored = {key for (key,) in db.rows(SETTINGS_SQL.stored_keys)}
     if stored & set(state_fmt.SETTING_PATHS):
         return True
-    return any(moment is not None for moment in _facts(session).values())
+    return any(moment is not None for moment in _facts(db).values())
 
 
 # --- the registry's three entry points -------------------------------------------------
 
 
-def import_state(ledger: Ledger, session: Session, text: str, path: Path, now: datetime) -> ImportReport:
+def import_state(ledger: Ledger, db: Db, text: str, path: Path, now: datetime) -> ImportReport:
     """``hb import state``: the file's settings win; its times are taken when newer."""
     doc = _parse(text, path)
-    changed, unchanged = _apply(ledger, session, doc, path, now)
-    remember(session, KIND, path, text, now)
+    changed, unchanged = _apply(ledger, db, doc, path, now)
+    remember(db, KIND, path, text, now)
     return ImportReport(KIND, str(path), updated=changed, unchanged=unchanged)
 
 
-def render_state(ledger: Ledger, session: Session, path: Path | None = None) -> str | None:
+def render_state(ledger: Ledger, db: Db, path: Path | None = None) -> str | None:
     """``hb export state``: the file at ``path`` (default: the workspace's; else the last one
     synced) with the ledger's values.
 
@@ -278,37 +292,37 @@ def render_state(ledger: Ledger, session: Session, path: Path | None = None) -> 
     workspace_file = default_path(ledger.workspace, KIND)
     other = other_file(path, workspace_file)
     if other is not None:  # another existing file: its text is the base, and must be readable
-        return state_fmt.render(_updated(ledger, session, _parse(read_text(other), other), other))
+        return state_fmt.render(_updated(ledger, db, _parse(read_text(other), other), other))
     try:
         base = state_fmt.parse(read_text(workspace_file))
     except HbError:
-        row = session.get(SyncState, KIND)
+        row = db.get(SyncStateRow, KIND)
         if row is not None and row.skeleton and "text" in row.skeleton:
             try:
                 base = state_fmt.parse(row.skeleton["text"])
             except FileFormatError:
                 base = None
     if base is None:
-        if not _has_anything(session):
+        if not _has_anything(db):
             return None
         base = _empty()
-    return state_fmt.render(_updated(ledger, session, base, workspace_file))
+    return state_fmt.render(_updated(ledger, db, base, workspace_file))
 
 
 def sync_state(
-    ledger: Ledger, session: Session, path: Path, text: str | None, now: datetime
+    ledger: Ledger, db: Db, path: Path, text: str | None, now: datetime
 ) -> tuple[SyncReport, str | None]:
     """One step of ``hb sync``: file changes in, ledger changes out; a setting changed on both sides
     since the last sync is a conflict the file wins."""
     report = SyncReport(kind=KIND, path=str(path))
-    last = session.get(SyncState, KIND)
+    last = db.get(SyncStateRow, KIND)
     if text is None:
-        if not _has_anything(session):
+        if not _has_anything(db):
             return report, None
-        new = state_fmt.render(_updated(ledger, session, _empty()))
+        new = state_fmt.render(_updated(ledger, db, _empty()))
         report.added.extend(sorted(_labels_in(new)))
         report.written = True
-        remember(session, KIND, path, new, now)
+        remember(db, KIND, path, new, now)
         return report, new
     doc = _parse(text, path)
     file_changed = last is None or last.content_hash != digest(text)
@@ -321,24 +335,24 @@ def sync_state(
         for key, value in file_settings.items():
             before = baseline.get(key) if baseline is not None else None
             edited_in_file = baseline is None or before != value
-            row = session.get(Setting, key)
+            row = db.get(SettingRow, key)
             edited_in_ledger = row is not None and last is not None and row.updated_at > last.synced_at
             if not edited_in_file:
                 keep_ledger.add(key)  # the file did not change it: the ledger's value stands
             elif edited_in_ledger and row is not None and row.value != value:
                 report.conflicts.append(_LABELS[key])
-        changed, _ = _apply(ledger, session, doc, path, now, skip_settings=keep_ledger, problems={})
+        changed, _ = _apply(ledger, db, doc, path, now, skip_settings=keep_ledger, problems={})
         report.updated.extend(label for label in changed if label not in report.conflicts)
-    new = state_fmt.render(_updated(ledger, session, doc, path, keep=problems))
+    new = state_fmt.render(_updated(ledger, db, doc, path, keep=problems))
     if new == text:
-        remember(session, KIND, path, text, now)
+        remember(db, KIND, path, text, now)
         return report, None
     report.written = True
-    remember(session, KIND, path, new, now)
+    remember(db, KIND, path, new, now)
     return report, new
 
 
-def _baseline(last: SyncState | None) -> dict[str, Any] | None:
+def _baseline(last: SyncStateRow | None) -> dict[str, Any] | None:
     """The settings the file held at the last sync (None: no usable record)."""
     if last is None or not last.skeleton or "text" not in last.skeleton:
         return None
