@@ -234,8 +234,8 @@ def test_sync_merges_both_sides_and_is_idempotent(hb: Runner, workspace: Path) -
     hb("--now", "2026-05-04T08:06Z", "recur", "outcome", "morning_briefing", "--result", "ok")
     hb("recur", "update", "weekly_code_review", "--disable")
     edited = path.read_text("utf-8").replace("priority: 40", "priority: 45")
-    with open_ledger(hb, now="2026-05-04T08:10Z") as ledger, ledger.write() as s:
-        report, out = sync_proactive(ledger, s, path, edited, ledger.now())
+    with open_ledger(hb, now="2026-05-04T08:10Z") as ledger, ledger.ctx.write() as s:
+        report, out = sync_proactive(ledger.ctx, s, path, edited, ledger.now())
     assert out is not None and report.written
     assert sorted(report.updated) == ["morning_briefing", "weekly_code_review"]
     [preserved] = report.preserved
@@ -244,8 +244,8 @@ def test_sync_merges_both_sides_and_is_idempotent(hb: Runner, workspace: Path) -
     assert (review.priority, review.enabled) == (45, False)  # the file's edit and the ledger's
     assert "run_count: 3" in out
     assert rule(hb, "weekly_code_review")["priority"] == 45
-    with open_ledger(hb, now="2026-05-04T08:20Z") as ledger, ledger.write() as s:
-        again, unchanged = sync_proactive(ledger, s, path, out, ledger.now())
+    with open_ledger(hb, now="2026-05-04T08:20Z") as ledger, ledger.ctx.write() as s:
+        again, unchanged = sync_proactive(ledger.ctx, s, path, out, ledger.now())
     assert unchanged is None and not again.changed
 
 
@@ -255,9 +255,9 @@ def test_sync_writes_back_a_deleted_file(hb: Runner, workspace: Path) -> None:
     hb("import", "proactive")
     hb("--now", "2026-05-04T08:06Z", "recur", "outcome", "morning_briefing", "--result", "ok")
     path.unlink()
-    with open_ledger(hb, now="2026-05-04T08:10Z") as ledger, ledger.write() as s:
-        assert render_proactive(ledger, s) is not None
-        report, out = sync_proactive(ledger, s, path, None, ledger.now())
+    with open_ledger(hb, now="2026-05-04T08:10Z") as ledger, ledger.ctx.write() as s:
+        assert render_proactive(ledger.ctx, s) is not None
+        report, out = sync_proactive(ledger.ctx, s, path, None, ledger.now())
     assert out is not None and report.written
     assert out.startswith(HEAD.replace("2026-04-28T08:00:00Z", "2026-05-04T08:10:00Z"))
     assert TAIL in out and BROKEN in out

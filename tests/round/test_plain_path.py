@@ -98,11 +98,6 @@ def test_the_command_loads_neither_sqlalchemy_nor_pydantic(
         assert json.loads(out) == [{"id": ledger}]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hb heartbeat's sync of tasks.json and heartbeat-state.json (heartbeat.sync.queue_files, "
-    "state_files) still runs on the ORM; passes once hb sync is on the plain-SQL path",
-)
 def test_hb_heartbeat_loads_neither_sqlalchemy_nor_pydantic(ledger: str, workspace: Path) -> None:
     out, seen = probe(workspace, "heartbeat")
     assert seen == {"code": 0, "loaded": []}, out

@@ -197,8 +197,8 @@ def sync_step(hb: Runner, path: Path, now: str) -> tuple[dict[str, object], str 
     syncer = registry.syncer("state")
     with open_ledger(hb, now) as ledger:
         text = path.read_text() if path.exists() else None
-        with ledger.write() as session:
-            report, new = syncer(ledger, session, path, text, ledger.now())
+        with ledger.ctx.write() as db:
+            report, new = syncer(ledger.ctx, db, path, text, ledger.now())
     if new is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(new)

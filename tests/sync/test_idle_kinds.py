@@ -41,13 +41,14 @@ def test_on_an_empty_ledger_each_idle_kinds_syncer_changes_and_writes_nothing(
 ) -> None:
     hb("init")
     assert holds(workspace, kind) is False
-    with ledger(workspace) as led, led.write() as session:
+    with ledger(workspace) as led, led.ctx.write() as db:
+        before = led.ctx.raw.total_changes
         path = default_path(workspace, kind)
-        got, out = syncer(kind)(led, session, path, None, led.now())
+        got, out = syncer(kind)(led.ctx, db, path, None, led.now())
         assert out is None
         assert got.changed is False
-        session.flush()
-        assert not session.new and not session.dirty and not session.deleted
+        db.flush()
+        assert led.ctx.raw.total_changes == before  # not a row inserted, updated or deleted
 
 
 def _queue_task(hb: Runner, workspace: Path) -> None:
