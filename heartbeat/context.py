@@ -73,13 +73,6 @@ class Context:
         with read_transaction(self.raw, sqlite=self.sqlite) as db:
             yield db
 
-    @property
-    def ctx(self) -> Context:  # TRANSITION: sync modules still say ledger.ctx
-        return self
-
-    def engine_dialect(self) -> str:  # TRANSITION
-        return "sqlite" if self.sqlite else "postgresql"
-
     def close(self) -> None:
         if self._raw is not None:
             self._raw.close()

@@ -16,24 +16,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from heartbeat import guard as guard_mod
-from heartbeat import recur as recur_ops
-from heartbeat import report as report_ops
-from heartbeat import round as round_ops
 from heartbeat import settings as settings_mod
 from heartbeat.context import Context, NowArg
 from heartbeat.db.status import TaskStatus
 from heartbeat.errors import NotFound
 from heartbeat.ops import config as config_ops
 from heartbeat.ops import files as files_ops
+from heartbeat.ops import guard as guard_mod
 from heartbeat.ops import queue as queue_ops
+from heartbeat.ops import recur as recur_ops
+from heartbeat.ops import report as report_ops
+from heartbeat.ops import round as round_ops
 from heartbeat.ops import tasks as tasks_ops
 
 if TYPE_CHECKING:  # SQLAlchemy loads on first use: `hb pop` on SQLite never needs it
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session
 
-    from heartbeat.guard import GuardRun
+    from heartbeat.ops.guard import GuardRun
     from heartbeat.reporting.table import Stream, Table
 
 
@@ -359,7 +359,7 @@ class Ledger:
         StaleClaims (12), BlockedEntry (13), ScopeNotFound (14), QueueExhausted (10) from
         :mod:`heartbeat.errors`.
         """
-        from heartbeat.queue import popped_object
+        from heartbeat.db.queue import popped_object
 
         result = queue_ops.pop(
             self.ctx, scope=scope, task_id=task_id, worker=worker, lease=lease, accept_stale=accept_stale
@@ -449,7 +449,7 @@ class Ledger:
         go together); ``dry_run`` changes nothing and reports the same.
         Raises FileFormatError (path:line) when a file cannot be read at all.
         """
-        from heartbeat.sync.engine import run
+        from heartbeat.ops.sync.engine import run
 
         return run(self.ctx, dry_run=dry_run, only=only)
 
@@ -624,7 +624,6 @@ class Ledger:
         """
         return round_ops.notify(
             self.ctx,
-            self,
             task_id,
             risk,
             scope=scope,
@@ -642,7 +641,7 @@ class Ledger:
         lang: str | None = None,
     ) -> dict[str, Any]:
         """Ask the proactive-chat limits whether a message on ``topic`` may go out now; record it."""
-        return round_ops.proactive(self.ctx, self, topic, suggestion, lang=lang)
+        return round_ops.proactive(self.ctx, topic, suggestion, lang=lang)
 
     def seen(self, at: datetime | str | None = None) -> dict[str, Any]:
         """Record that the user just talked to the agent (the proactive limits and ``user_available``)."""
@@ -676,7 +675,7 @@ class Ledger:
         ``brief`` is what to print: the HEARTBEAT.md checklist (unless
         effectively empty) and the messages to send, or exactly ``HEARTBEAT_OK``.
         """
-        return round_ops.heartbeat(self.ctx, self, lang=lang)
+        return round_ops.heartbeat(self.ctx, lang=lang)
 
     def poke(self, text: str, *, key: str | None = None) -> dict[str, Any]:
         """A one-off task from ``text`` (source ``poke``, legacy queue), under the workspace guard.
@@ -685,7 +684,7 @@ class Ledger:
         returned (and :attr:`notices` says so). Raises InvalidInput for blank text and Busy
         (exit 75) while a heartbeat runs.
         """
-        return round_ops.poke(self.ctx, self, text, key=key)
+        return round_ops.poke(self.ctx, text, key=key)
 
     # --- reports and read-only SQL (SPEC.md section 8) --------------------------------
 

@@ -14,7 +14,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from heartbeat.db.models import Base
-from heartbeat.reporting.views import include_object
+from heartbeat.db.views import include_object
 
 config = context.config
 target_metadata = Base.metadata

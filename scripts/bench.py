@@ -173,12 +173,12 @@ def _fenced_rates(n: int, rounds: int = 2) -> tuple[float, float]:
 def floor_drain(workspace: str, worker: str) -> list[str]:
     """hb's own statements for pop+complete, replayed on raw sqlite3 with no Python logic between.
 
-    The same SQL text :mod:`heartbeat.queue` runs (the checked claim and its runs row; the
+    The same SQL text :mod:`heartbeat.db.queue` runs (the checked claim and its runs row; the
     completing update, the outcome row and its runs row), on a connection with hb's pragmas and
     constant parameters: what the ledger's write set costs the database alone.
     """
+    from heartbeat.db.queue import Dialect
     from heartbeat.db.sqlite import connect
-    from heartbeat.queue import Dialect
 
     sql = Dialect("sqlite").sql
     claim, run, done, outcome = (

@@ -21,7 +21,7 @@ TARGET = ROOT / "docs" / "api.md"
 
 
 def public_methods() -> list[tuple[str, object]]:
-    """Every public method and property of Ledger (its mixins' too), by name."""
+    """Every public method and property of Ledger, by name."""
     out = []
     for name in sorted(dir(Ledger)):
         if name.startswith("_"):
@@ -37,7 +37,7 @@ def public_methods() -> list[tuple[str, object]]:
 def _signature(name: str, member: object) -> str:
     if isinstance(member, property):
         return f"Ledger.{name}  # property"
-    text = str(inspect.signature(member))  # type: ignore[arg-type]
+    text = str(inspect.signature(member)).replace("builtins.", "")  # type: ignore[arg-type]
     return f"Ledger.{name}{text.replace('(self, ', '(').replace('(self)', '()')}"
 
 

@@ -6,7 +6,7 @@
 
 Tables and columns come from heartbeat/db/models.py (each column's trailing
 comment is its description); views are read from a scratch SQLite ledger
-migrated to head, described by heartbeat/reporting/views.py.
+migrated to head, described by heartbeat/db/views.py.
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def tables_section() -> list[str]:
 def views_section() -> list[str]:
     from heartbeat.db import migrate
     from heartbeat.db.engine import make_engine
-    from heartbeat.reporting.views import VIEWS
+    from heartbeat.db.views import VIEWS
 
     out = [
         "## Views",

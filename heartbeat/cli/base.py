@@ -258,7 +258,7 @@ def read_text_arg(value: str) -> str:
         return value
     from pathlib import Path
 
-    from heartbeat.sync.files import decode
+    from heartbeat.ops.sync.files import decode
 
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:  # a text stream without bytes underneath (tests feeding a str)

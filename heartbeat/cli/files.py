@@ -7,7 +7,7 @@ import re
 import click
 
 from heartbeat.cli.base import emit, json_option, state, warn
-from heartbeat.sync.registry import KINDS
+from heartbeat.ops.sync.registry import KINDS
 
 
 @click.command("import")

@@ -22,7 +22,7 @@ def scopes() -> None:
       hb scopes
       # _round3_extension.ag_implementation_queue  (3 ready / 0 in_progress / 0 completed / 3 total)
     """
-    from heartbeat.queue import scope_line
+    from heartbeat.db.queue import scope_line
 
     rows = state().ledger().scopes()
     if not rows and not state().json:
@@ -75,8 +75,8 @@ def pop(
       hb pop --scope _round3_extension.ag_implementation_queue --worker agent-7
       hb pop --lease 5m   # then: hb renew ID --claim TOKEN; hb complete ID --claim TOKEN
     """
+    from heartbeat.db.queue import default_worker, popped_object
     from heartbeat.errors import QueueExhausted
-    from heartbeat.queue import default_worker, popped_object
 
     ledger = state().ledger()
     try:

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from heartbeat.cli.base import emit, info, json_option, state, warn
-from heartbeat.sync.registry import KINDS
+from heartbeat.ops.sync.registry import KINDS
 
 _SHOWN = 20  # ids listed per kind of change in the text report
 

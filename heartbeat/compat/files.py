@@ -9,7 +9,7 @@ what it last wrote (``sync_state``) is renewed in the same transaction.
 
 A file that changed since hb last read or wrote it (a person, another tool, the old script)
 is imported first through the sync engine's three-way merge
-(:mod:`heartbeat.sync.queue_files`, plain SQL too), so the operation sees the edit and the
+(:mod:`heartbeat.ops.sync.queue_files`, plain SQL too), so the operation sees the edit and the
 render keeps it.
 
 Layout: a file the drop-in creates, and a file already in the script's own layout
@@ -29,15 +29,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from heartbeat.db.plain import Conn
+from heartbeat.db.queue import TASK_COLUMNS, record_from_row
 from heartbeat.errors import FileFormatError
 from heartbeat.formats import tasks_json
-from heartbeat.queue import TASK_COLUMNS, record_from_row
-from heartbeat.sync.files import default_path, digest, read_text
-from heartbeat.sync.swap import replace_if
+from heartbeat.ops.sync.files import default_path, digest, read_text
+from heartbeat.ops.sync.swap import replace_if
 
 if TYPE_CHECKING:
+    from heartbeat.context import Context
     from heartbeat.db.store import Db
-    from heartbeat.ledger import Ledger
 
 TASKS, ERRORS, LAST_RUN = "tasks-json", "errors-json", "last-run"
 
@@ -108,18 +108,18 @@ def edited(files: Mapping[str, StateFile], known: Mapping[str, Remembered]) -> l
     return out
 
 
-def import_edits(ledger: Ledger, files: Sequence[StateFile], now: datetime) -> list[str]:
+def import_edits(ctx: Context, files: Sequence[StateFile], now: datetime) -> list[str]:
     """Take edited files into the ledger, all in one transaction (the sync engine's three-way merge:
     changed only in the file, imported; on both sides, the file wins and the ledger's version goes to
     the task's history). Returns what a person should hear of; FileFormatError for a file that cannot
     be read, with nothing changed."""
-    from heartbeat.sync.queue_files import SYNCERS, remember, sync_notices
+    from heartbeat.ops.sync.queue_files import SYNCERS, remember, sync_notices
 
     notices: list[str] = []
-    with ledger.ctx.write() as db:
+    with ctx.write() as db:
         for file in files:
             assert file.text is not None  # an edited file exists
-            report, _ = SYNCERS[file.kind](ledger, db, file.path, file.text, now)
+            report, _ = SYNCERS[file.kind](ctx, db, file.path, file.text, now)
             notices.extend(sync_notices(report))
             if file.kind == TASKS:
                 _take_list_order(db, file.text)
@@ -134,7 +134,7 @@ def _take_list_order(db: Db, text: str) -> None:
     """Give the legacy tasks of an edited tasks.json the places its lists have them in (the merge
     takes in what a task holds; an edit that only moved it counts here: pop takes pending[0])."""
     from heartbeat.db.rows import TaskRow
-    from heartbeat.sync.queue_files import SQL
+    from heartbeat.ops.sync.queue_files import SQL
 
     places = {r.id: r.position for r in tasks_json.parse(text).records if not r.scope}
     for task in db.load(TaskRow, SQL.legacy_list_tasks):

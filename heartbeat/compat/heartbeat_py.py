@@ -46,8 +46,8 @@ from heartbeat.errors import InvalidState, NotFound, StaleClaims, describe
 if TYPE_CHECKING:
     from heartbeat.compat.files import StateFile
     from heartbeat.db.plain import Conn
+    from heartbeat.db.queue import Tx
     from heartbeat.ledger import Ledger
-    from heartbeat.queue import Tx
 
 PROG = "heartbeat.py"
 SOURCE = "heartbeat-py"  # the tasks its add creates (hb list --source heartbeat-py)
@@ -212,7 +212,7 @@ _FILES = {"fail": ("errors-json", "last-run"), "complete": ("last-run",)}
 def _invoke(args: argparse.Namespace, root: Path, *, db: str | None, now: str | None, quiet: bool) -> Result:
     from heartbeat.compat import files
     from heartbeat.ledger import Ledger
-    from heartbeat.sync.files import file_lock
+    from heartbeat.ops.sync.files import file_lock
 
     if not root.is_dir():
         raise NotFound(f"workspace {root} is not a directory")
@@ -226,7 +226,7 @@ def _invoke(args: argparse.Namespace, root: Path, *, db: str | None, now: str | 
             known = files.remembered(conn)
         edited = files.edited(state, known)
         if edited:
-            notices.extend(f"hb: warning: {n}" for n in files.import_edits(ledger, edited, at))
+            notices.extend(f"hb: warning: {n}" for n in files.import_edits(ledger.ctx, edited, at))
         with _transaction(ledger) as (tx, conn):
             result = COMMANDS[args.command](ledger, tx, conn, at, args)
         wanted = {kind: state[kind] for kind in (files.TASKS, *result.changed)}
@@ -265,7 +265,7 @@ def _write_files(ledger: Ledger, root: Path, wanted: dict[str, StateFile], at: d
                 found.update({k: files.StateFile(k, found[k].path, texts[k]) for k in written})
         edited = [f for kind, f in found.items() if f.text is not None and f.text != wanted[kind].text]
         if edited:
-            notices.extend(f"hb: warning: {n}" for n in files.import_edits(ledger, edited, at))
+            notices.extend(f"hb: warning: {n}" for n in files.import_edits(ledger.ctx, edited, at))
         wanted = found
     paths = ", ".join(str(file.path) for file in wanted.values())
     return [*notices, f"hb: warning: {paths}: kept changing while hb wrote them; left as they are (hb sync)"]
@@ -274,7 +274,7 @@ def _write_files(ledger: Ledger, root: Path, wanted: dict[str, StateFile], at: d
 @contextmanager
 def _transaction(ledger: Ledger) -> Iterator[tuple[Tx, Conn]]:
     """One transaction on the ledger's driver connection, as the queue and as plain SQL."""
-    from heartbeat import queue
+    from heartbeat.db import queue
     from heartbeat.db.plain import Conn
 
     name = ledger.engine_dialect()
@@ -401,8 +401,8 @@ def place_new(pending: Sequence[Pending], priority: str, end: int) -> tuple[int,
 
 
 def _pop(ledger: Ledger, tx: Tx, db: Conn, now: datetime, args: argparse.Namespace) -> Result:
-    from heartbeat import queue
     from heartbeat.clock import parse_duration
+    from heartbeat.db import queue
 
     try:
         popped = queue.pop(
@@ -445,7 +445,7 @@ class StaleEntries(StaleClaims):
 
 
 def _complete(ledger: Ledger, tx: Tx, db: Conn, now: datetime, args: argparse.Namespace) -> Result:
-    from heartbeat import queue
+    from heartbeat.db import queue
 
     outcome = script_outcome(args.outcome)
     record = _last_run(now, "completed", outcome, args.trace_id, args.decision_log)
@@ -458,7 +458,7 @@ def _complete(ledger: Ledger, tx: Tx, db: Conn, now: datetime, args: argparse.Na
 
 
 def _fail(ledger: Ledger, tx: Tx, db: Conn, now: datetime, args: argparse.Namespace) -> Result:
-    from heartbeat import queue
+    from heartbeat.db import queue
 
     outcome = {"reason": args.reason} if args.reason else {}
     record = _last_run(now, "failed", outcome, args.trace_id, args.decision_log)
@@ -488,7 +488,7 @@ def _list(ledger: Ledger, tx: Tx, db: Conn, now: datetime, args: argparse.Namesp
 
 
 def _scopes(ledger: Ledger, tx: Tx, db: Conn, now: datetime, args: argparse.Namespace) -> Result:
-    from heartbeat import queue
+    from heartbeat.db import queue
 
     counts = queue.scope_counts(tx)
     if not counts:
@@ -497,7 +497,7 @@ def _scopes(ledger: Ledger, tx: Tx, db: Conn, now: datetime, args: argparse.Name
 
 
 def _clear_stale(ledger: Ledger, tx: Tx, db: Conn, now: datetime, args: argparse.Namespace) -> Result:
-    from heartbeat import queue
+    from heartbeat.db import queue
 
     cleared = queue.clear_stale(tx, now, scope=args.scope)
     return Result([f"Cleared {len(cleared)} stale task(s)."], saving=bool(cleared))
@@ -551,8 +551,8 @@ def _last_run(
     object has them (absent: null), plus 1.2.0's ``scope``."""
 
     def record(row: dict[str, Any]) -> dict[str, Any]:
+        from heartbeat.db.queue import task_object
         from heartbeat.formats.tasks_json import last_run_entry
-        from heartbeat.queue import task_object
 
         task = task_object(row)
         return last_run_entry(

@@ -153,7 +153,7 @@ def check(engine: Engine) -> list[str]:
     from alembic.runtime.migration import MigrationContext
 
     from heartbeat.db.models import Base
-    from heartbeat.reporting.views import include_object
+    from heartbeat.db.views import include_object
 
     with engine.connect() as conn:
         ctx = MigrationContext.configure(conn, opts={"compare_type": True, "include_object": include_object})

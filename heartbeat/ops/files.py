@@ -7,8 +7,8 @@ from typing import Any
 
 from heartbeat.context import Context
 from heartbeat.errors import HbError, InvalidState, NotFound
-from heartbeat.sync import registry
-from heartbeat.sync.files import default_path, file_lock, lock_timeout, read_text
+from heartbeat.ops.sync import registry
+from heartbeat.ops.sync.files import default_path, file_lock, lock_timeout, read_text
 
 
 def import_file(ctx: Context, kind: str, path: str | Path | None = None) -> dict[str, Any]:
@@ -35,8 +35,8 @@ def export_text(ctx: Context, kind: str) -> str | None:
 def export_file(ctx: Context, kind: str, path: str | Path | None = None) -> dict[str, Any]:
     """``hb export KIND [PATH]``: the file written from the ledger (atomically; an unchanged file
     is not written), under the workspace lock."""
-    from heartbeat.sync.queue_files import remember
-    from heartbeat.sync.swap import replace_if
+    from heartbeat.ops.sync.queue_files import remember
+    from heartbeat.ops.sync.swap import replace_if
 
     renderer = registry.renderer(kind)
     target = Path(path) if path is not None else default_path(ctx.workspace, kind)

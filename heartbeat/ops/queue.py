@@ -1,6 +1,6 @@
 """The queue: hb pop / complete / fail / renew / ready / clear-stale / scopes (SPEC.md section 3).
 
-Each operation is one transaction on the driver connection (:mod:`heartbeat.queue` holds its
+Each operation is one transaction on the driver connection (:mod:`heartbeat.db.queue` holds its
 statements; on PostgreSQL pop and complete are one statement each), followed, with the
 setting ``sync.auto_export``, by the export of the queue files it changed.
 """
@@ -13,9 +13,9 @@ from datetime import timedelta
 from functools import cache
 from typing import Any
 
-from heartbeat import queue as queue_db
 from heartbeat.clock import isoformat
 from heartbeat.context import Context
+from heartbeat.db import queue as queue_db
 from heartbeat.errors import HbError, InvalidInput, one_line
 
 
@@ -29,10 +29,10 @@ def _dialect(sqlite: bool) -> queue_db.Dialect:
 @contextmanager
 def transaction(ctx: Context, *, export: bool = True, lazy: bool = False) -> Iterator[queue_db.Tx]:
     """A queue transaction, then (``sync.auto_export``) the queue files re-rendered.
-    ``lazy``: see :func:`heartbeat.queue.transaction` (one-statement operations on PostgreSQL)."""
+    ``lazy``: see :func:`heartbeat.db.queue.transaction` (one-statement operations on PostgreSQL)."""
     export = export and ctx.settings.sync_auto_export
     if export:
-        from heartbeat.sync.queue_files import export_queue_files
+        from heartbeat.ops.sync.queue_files import export_queue_files
 
         export_queue_files(ctx, edits_only=True)  # the operation sees the files' hand edits
     with queue_db.transaction(ctx.raw, _dialect(ctx.sqlite), lambda: ctx.zone, lazy=lazy) as tx:

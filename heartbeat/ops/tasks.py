@@ -6,9 +6,9 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from heartbeat import tasks as tasks_db
 from heartbeat.clock import isoformat, parse_when
 from heartbeat.context import Context
+from heartbeat.db import tasks as tasks_db
 from heartbeat.db.status import TaskStatus
 from heartbeat.db.store import Db, is_unique_violation
 from heartbeat.errors import InvalidInput
@@ -43,7 +43,7 @@ def add(
                 return _added_before(ctx, existing, key, db)
             if scope:
                 from heartbeat.formats.tasks_json import check_scope
-                from heartbeat.sync.queue_files import last_document
+                from heartbeat.ops.sync.queue_files import last_document
 
                 check_scope(scope, last_document(db))  # against tasks.json as hb last read it
             task = tasks_db.add(
@@ -71,7 +71,7 @@ def _added_before(ctx: Context, task: Any, key: str, db: Db) -> dict[str, Any]:
 
 def add_todo(ctx: Context, title: str, *, chat_id: str | None = None, **fields: Any) -> dict[str, Any]:
     """``hb add --source todo``: see :meth:`heartbeat.Ledger.add_todo`."""
-    from heartbeat.sync.markdown import add_todo as add_entry
+    from heartbeat.ops.sync.markdown import add_todo as add_entry
 
     now = ctx.now()
     with ctx.write() as db:
@@ -93,8 +93,8 @@ def listed(ctx: Context, filters: tasks_db.Filters, limit: int | None = None) ->
     """``hb list``: the tasks ``filters`` select, at most ``limit``."""
     with ctx.read() as db:
         found = tasks_db.query(db, filters, limit)
-        after = tasks_db.dependencies(db, [t.pk for t in found])
-        return [tasks_db.as_dict(t, ctx.zone, after.get(t.pk, [])) for t in found]
+        after = tasks_db.dependencies(db, [t.pk for t in found if t.pk is not None])
+        return [tasks_db.as_dict(t, ctx.zone, after.get(t.pk or 0, [])) for t in found]
 
 
 def stream(ctx: Context, filters: tasks_db.Filters, limit: int | None = None) -> Iterator[dict[str, Any]]:
@@ -146,7 +146,7 @@ def update(
         task = tasks_db.find(db, task_id, scope, lock=True)
         title = changes.values.get("title")
         if task.source == "todo" and isinstance(title, str):
-            from heartbeat.sync.markdown import todo_title_problem
+            from heartbeat.ops.sync.markdown import todo_title_problem
 
             problem = todo_title_problem(title)
             if problem is not None:

@@ -2,7 +2,7 @@
 
 A task is ready when a pop may hand it out: status ``todo``, in the queue the
 pop names, not blocked by a tasks.json ``blocked_on_*`` filter, not deferred
-past now, and waiting for no unfinished task. :mod:`heartbeat.queue`'s claim
+past now, and waiting for no unfinished task. :mod:`heartbeat.db.queue`'s claim
 statement applies the same conditions in SQL; this module says which of them
 fail, for people and agents asking "why not this one?".
 

@@ -275,7 +275,7 @@ def test_the_loser_of_a_race_on_a_key_gets_the_winner_s_task(
 ) -> None:
     """The unique index decides: an add that looked before the other committed trips it and
     returns the task that was made."""
-    from heartbeat import tasks
+    from heartbeat.db import tasks
 
     with Ledger.open(workspace=workspace, db=db_url) as ledger:
         winner = ledger.add("job", key="k")

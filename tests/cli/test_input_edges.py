@@ -222,7 +222,7 @@ def test_a_fifo_heartbeat_md_without_a_writer_reads_as_empty_at_once(hb: Runner,
 def test_a_fifo_heartbeat_md_that_never_ends_is_refused_in_bounded_time(
     hb: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from heartbeat.sync import files
+    from heartbeat.ops.sync import files
 
     monkeypatch.setattr(files, "STREAM_SECONDS", 0.5)
     hb("init")

@@ -465,7 +465,7 @@ def test_auto_export_takes_in_an_edit_made_while_it_rendered(
     """The old script writes tasks.json without hb's lock: an edit that lands while hb renders
     the file is read in and kept, not replaced."""
     from heartbeat import Ledger
-    from heartbeat.sync import queue_files
+    from heartbeat.ops.sync import queue_files
 
     path = _exported(hb, workspace, LEGACY_DOC)
     real = queue_files.RENDERERS["tasks-json"]
@@ -550,7 +550,7 @@ def test_auto_export_takes_in_a_file_created_while_it_rendered(
     hb: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from heartbeat import Ledger
-    from heartbeat.sync import queue_files
+    from heartbeat.ops.sync import queue_files
 
     hb("config", "set", "sync.auto_export", "true")
     hb("add", "first", "--id", "a")
@@ -630,7 +630,7 @@ def test_a_failed_re_render_after_the_commit_does_not_hide_the_claim(
         raise OSError(28, "No space left on device", str(target))
 
     with monkeypatch.context() as patched:
-        patched.setattr("heartbeat.sync.queue_files.replace_if", disk_full)
+        patched.setattr("heartbeat.ops.sync.queue_files.replace_if", disk_full)
         with Ledger.open(workspace=workspace) as ledger:
             assert ledger.pop(worker="w1")["id"] == "a"  # the caller gets its task
             assert ledger.notices == [

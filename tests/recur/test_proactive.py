@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from heartbeat.db.models import Outcome, Recurrence, Run
 from heartbeat.formats import proactive
-from heartbeat.sync.proactive_files import render_proactive, sync_proactive
+from heartbeat.ops.sync.proactive_files import render_proactive, sync_proactive
 from tests.conftest import Runner
 from tests.recur.conftest import due_ids, open_ledger, rule
 

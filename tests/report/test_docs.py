@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from heartbeat.reporting.views import VIEW_NAMES
+from heartbeat.db.views import VIEW_NAMES
 from tests.report.conftest import ROOT, Demo, load_script
 
 SQL_DOC = ROOT / "docs" / "sql.md"

@@ -96,7 +96,7 @@ def _plans(con: Any, sql: str, params: dict[str, Any]) -> str:
 def test_queue_and_report_statements_read_through_their_indexes(workspace: Path) -> None:
     url = str(workspace / ".agent" / "state" / "heartbeat.db")
     _fill(workspace, url)
-    from heartbeat import queue
+    from heartbeat.db import queue
 
     d = queue.Dialect("sqlite")
     params = {"scope": Q, "now": "x", "worker": "w", "lease_until": "y", "id": "a", "status": "todo"}
@@ -121,7 +121,7 @@ def test_queue_and_report_statements_read_through_their_indexes(workspace: Path)
 
 
 def test_partial_index_conditions_match_the_models() -> None:
-    from heartbeat import queue
+    from heartbeat.db import queue
     from heartbeat.db.models import Base
 
     def where(table: str, name: str) -> str:

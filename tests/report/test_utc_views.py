@@ -6,7 +6,7 @@ import json
 import re
 from datetime import UTC, datetime
 
-from heartbeat.reporting.views import VIEW_NAMES
+from heartbeat.db.views import VIEW_NAMES
 from tests.conftest import Runner
 
 ISO_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")

@@ -15,7 +15,7 @@ import pytest
 from heartbeat import Ledger
 from heartbeat.clock import isoformat
 from heartbeat.errors import Busy
-from heartbeat.guard import acquire
+from heartbeat.ops.guard import acquire
 from tests.conftest import Runner
 from tests.round.conftest import open_ledger, runs
 

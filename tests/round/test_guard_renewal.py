@@ -40,7 +40,7 @@ def test_a_tick_longer_than_the_guard_is_not_taken_over(
                     answers.append("took the guard over")
             time.sleep(0.25)
 
-    monkeypatch.setattr("heartbeat.round._read_checklist", a_long_step)
+    monkeypatch.setattr("heartbeat.ops.round._read_checklist", a_long_step)
     with Ledger.open(workspace=workspace, db=db_url) as ledger:
         tick = ledger.heartbeat()
     assert len(answers) >= 6 and set(answers) == {"busy"}
@@ -58,7 +58,7 @@ def test_a_tick_longer_than_the_guard_is_not_taken_over(
 
 def test_a_holder_that_stops_renewing_still_expires(db_url: str, workspace: Path) -> None:
     """The renewal is the holder's: once its block has ended (the process gone), nobody renews."""
-    from heartbeat.guard import acquire, renewed
+    from heartbeat.ops.guard import acquire, renewed
 
     hb = Runner({"HB_DATABASE_URL": db_url})
     hb("init")

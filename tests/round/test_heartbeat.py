@@ -216,19 +216,21 @@ def test_a_failed_write_back_still_prints_the_messages_the_round_sent(
     """The round records its reminder as sent; a file that cannot be written back afterwards
     must not swallow it (the next tick would stay silent for the repeat window)."""
     from heartbeat import Ledger
+    from heartbeat.context import Context
     from heartbeat.errors import InvalidInput
+    from heartbeat.ops.sync import engine
 
     sh("add", "urgent", "--due", "2026-05-01T09:00Z", "--next-action", "pay now")
-    real_sync = Ledger.sync
+    real_run = engine.run
     calls: list[int] = []
 
-    def sync_that_fails_the_second_time(self: Ledger, **kwargs: object) -> dict[str, object]:
+    def sync_that_fails_the_second_time(ctx: Context, **kwargs: object) -> dict[str, object]:
         calls.append(1)
         if len(calls) == 2:
             raise InvalidInput("memory/heartbeat-state.json: Operation not permitted")
-        return real_sync(self, **kwargs)  # type: ignore[arg-type]
+        return real_run(ctx, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Ledger, "sync", sync_that_fails_the_second_time)
+    monkeypatch.setattr(engine, "run", sync_that_fails_the_second_time)
     with Ledger.open(workspace=workspace, now="2026-05-01T10:00Z") as ledger:
         tick = ledger.heartbeat()
         assert "pay now" in tick["brief"] and tick["export"] is None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from heartbeat.sync import registry
+from heartbeat.ops.sync import registry
 from tests.conftest import Runner
 from tests.round.conftest import decisions, open_ledger, runs, write
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from heartbeat.sync import engine
-from heartbeat.sync.files import default_path
-from heartbeat.sync.registry import KINDS, holds_sql, syncer
+from heartbeat.ops.sync import engine
+from heartbeat.ops.sync.files import default_path
+from heartbeat.ops.sync.registry import KINDS, holds_sql, syncer
 from tests.conftest import Runner
 from tests.recur.test_proactive import FILE as PROACTIVE_FILE
 from tests.sync.helpers import LINE_JOHN, LINE_MILK, ledger, report, todo_text, write
@@ -127,7 +127,7 @@ def test_a_kind_that_stops_being_idle_before_the_transaction_is_synced_after_all
     # as if the task arrived between the check and the sync's transaction
     monkeypatch.setattr(engine, "_idle_kinds", lambda _ledger: frozenset(IDLE_KINDS))
     with ledger(workspace) as led:
-        result = engine.run(led)
+        result = engine.run(led.ctx)
     assert report(result, "tasks-json")["written"] is True
     assert "queue job" in (workspace / ".agent" / "state" / "tasks.json").read_text()
 

@@ -13,7 +13,7 @@ import pytest
 from heartbeat import Ledger
 from heartbeat.errors import InvalidInput
 from heartbeat.formats import todo as fmt
-from heartbeat.sync import engine, markdown
+from heartbeat.ops.sync import engine, markdown
 from tests.conftest import Runner
 from tests.sync.helpers import LINE_JOHN, LINE_MILK, LINE_TYPO, done_text, read, report, todo_text, write
 
@@ -121,7 +121,7 @@ def test_a_file_changed_while_syncing_is_taken_in_not_written_over(
 def test_a_file_that_never_settles_is_left_to_the_next_sync(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from heartbeat.sync import swap
+    from heartbeat.ops.sync import swap
 
     todo = workspace / "TODO.md"
     write(todo, todo_text(LINE_JOHN))
@@ -154,7 +154,7 @@ def test_a_file_that_never_settles_is_left_to_the_next_sync(
 
 
 def test_kinds_without_a_syncer_are_skipped(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(engine.MODULES, "proactive", "heartbeat.sync.no_such_module")
+    monkeypatch.setitem(engine.MODULES, "proactive", "heartbeat.ops.sync.no_such_module")
     units, skipped = engine.plan(["proactive", "recur"])
     assert [u.kinds for u in units] == [("recur",)] and skipped == ["proactive"]
     with pytest.raises(InvalidInput, match="unknown file kind"):

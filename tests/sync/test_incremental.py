@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from heartbeat import Ledger
-from heartbeat.sync import markdown
+from heartbeat.ops.sync import markdown
 from tests.sync.helpers import done_text, read, todo_rows, todo_text, write
 
 N = 300

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HOLD = """
 import sys, time
 from pathlib import Path
-from heartbeat.sync.files import file_lock
+from heartbeat.ops.sync.files import file_lock
 with file_lock(Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(60)

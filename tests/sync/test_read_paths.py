@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from heartbeat.formats import todo as fmt
-from heartbeat.sync.markdown.reading import read_file
+from heartbeat.ops.sync.markdown.reading import read_file
 from tests.formats.test_todo_properties import ARBITRARY, KINDS
 
 LONG = "- [ ] [Created](2026-05-01 12:41) | " + "x" * fmt.SCANNER_LIMIT

@@ -92,7 +92,7 @@ def test_rewriting_a_file_with_the_same_bytes_keeps_the_seal(hb: Runner, workspa
 def sealed(workspace: Path) -> bool:
     """Whether the next hb sync would be answered by the seal (nothing moved since the last one)."""
     from heartbeat import Ledger
-    from heartbeat.sync import engine
+    from heartbeat.ops.sync import engine
 
     with Ledger.open(workspace=workspace) as led:
         seal = engine._check_seal(led)
@@ -162,7 +162,7 @@ PARTIAL_PROBE = (
     "import sys, json\n"
     "from heartbeat.cli.main import main\n"
     "try:\n    main(['sync', '--json'])\nexcept SystemExit:\n    pass\n"
-    "print(json.dumps({'queue_files': 'heartbeat.sync.queue_files' in sys.modules}))\n"
+    "print(json.dumps({'queue_files': 'heartbeat.ops.sync.queue_files' in sys.modules}))\n"
 )
 
 
@@ -189,7 +189,7 @@ def test_a_ledger_change_after_the_seal_check_syncs_every_kind(
     hb: Runner, workspace: Path, monkeypatch: Any
 ) -> None:
     from heartbeat import Ledger
-    from heartbeat.sync import engine
+    from heartbeat.ops.sync import engine
 
     todo = workspace / "TODO.md"
     write(todo, todo_text(LINE_JOHN))

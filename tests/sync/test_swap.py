@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from heartbeat.sync import swap
-from heartbeat.sync.swap import ReadOnlyFile, Swapped, replace_if
+from heartbeat.ops.sync import swap
+from heartbeat.ops.sync.swap import ReadOnlyFile, Swapped, replace_if
 
 
 def test_written_when_the_file_holds_the_expected_text(tmp_path: Path) -> None:
@@ -226,7 +226,7 @@ def test_every_rename_is_followed_by_a_sync_of_its_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A rename survives a power cut only once the directory holding it is synced."""
-    from heartbeat.sync import files
+    from heartbeat.ops.sync import files
 
     synced: list[str] = []
     real_fsync = os.fsync

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from heartbeat.sync.textmerge import merge3
+from heartbeat.ops.sync.textmerge import merge3
 
 BASE = "# TODO\n- [ ] one\n- [ ] two\n"
 

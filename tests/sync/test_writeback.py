@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from heartbeat import Ledger
-from heartbeat.sync import swap
+from heartbeat.ops.sync import swap
 from tests.conftest import Runner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,10 +51,10 @@ def writes_fail(monkeypatch: pytest.MonkeyPatch, code: int = errno.EROFS) -> Ite
         raise OSError(code, os.strerror(code), str(path))
 
     import heartbeat.compat.files
-    import heartbeat.sync.queue_files  # imported before swap is patched: they bind the real one
+    import heartbeat.ops.sync.queue_files  # imported before swap is patched: they bind the real one
 
     with monkeypatch.context() as patch:
-        for module in (heartbeat.sync.queue_files, heartbeat.compat.files, swap):
+        for module in (heartbeat.ops.sync.queue_files, heartbeat.compat.files, swap):
             patch.setattr(module, "replace_if", refuse)
         yield
 
@@ -159,7 +159,7 @@ WRITE_THEN_DIE = """
 import os, signal, sys
 from pathlib import Path
 from heartbeat.cli.main import main
-from heartbeat.sync import swap
+from heartbeat.ops.sync import swap
 
 def die(path, text, expected, **kw):
     target = swap.target_of(Path(path))
@@ -168,7 +168,7 @@ def die(path, text, expected, **kw):
     os.kill(os.getpid(), signal.SIGKILL)
 
 swap.replace_if = die
-import heartbeat.sync.queue_files as q
+import heartbeat.ops.sync.queue_files as q
 q.replace_if = die
 sys.exit(main(sys.argv[1:]))
 """

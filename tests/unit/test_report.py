@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from heartbeat.sync.report import SyncReport
+from heartbeat.ops.sync.report import SyncReport
 
 
 def test_a_sync_reports_dict_has_every_field_in_order_and_owns_its_lists() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from heartbeat.sync.files import atomic_write
+from heartbeat.ops.sync.files import atomic_write
 from tests.conftest import Runner
 
 TODO = (

@@ -20,17 +20,16 @@ Choices the contract leaves open, made here:
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, tzinfo
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any
 
-from heartbeat import guard as guard_mod
 from heartbeat.context import Context
 from heartbeat.db.plain import read_time
 from heartbeat.db.rows import NotificationRow, RunRow, TaskRow
 from heartbeat.db.store import Db, statements
 from heartbeat.errors import HbError, InvalidInput, one_line
+from heartbeat.ops import guard as guard_mod
 
 if TYPE_CHECKING:
     from heartbeat.rules.round import Risk, TaskState
@@ -40,16 +39,6 @@ SQL = statements("round")
 CHECKLIST = "HEARTBEAT.md"
 HYGIENE_DUE = {"en": "memory hygiene due", "zh": "记忆整理到期"}
 _PROACTIVE_LABELS = {"en": ("Open loop", "Suggestion", ": "), "zh": ("事项", "建议", "：")}
-
-
-class Facade(Protocol):
-    """What the round still asks of the :class:`heartbeat.Ledger` itself: hb sync and the queue
-    files' export (the seams :func:`sync_files` and :func:`export_queue`, which take the Ledger
-    until they take a Context), and hb add (a poke adds its task as ``hb add --key`` does)."""
-
-    def sync(self, *, dry_run: bool = False, only: Iterable[str] | None = None) -> dict[str, Any]: ...
-
-    def add(self, title: str, *, source: str = "cli", key: str | None = None) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -85,21 +74,21 @@ class _Policy:
     max_attempts: int
 
 
-# --- the seams to hb sync ------------------------------------------------------------------
-# hb sync and the queue files' export take the Ledger (the facade) for now; once they take a
-# Context, these two call them with ``ctx`` and the round no longer needs the facade for them.
+# --- hb sync, as a step of the round ---------------------------------------------------------
 
 
-def sync_files(ctx: Context, facade: Facade, only: list[str] | None = None) -> dict[str, Any]:
+def sync_files(ctx: Context, only: list[str] | None = None) -> dict[str, Any]:
     """hb sync of the workspace files (of the ``only`` kinds), as one step of the round."""
-    return facade.sync() if only is None else facade.sync(only=only)
+    from heartbeat.ops.sync.engine import run
+
+    return run(ctx, only=only)
 
 
-def export_queue(ctx: Context, facade: Facade) -> None:
+def export_queue(ctx: Context) -> None:
     """Re-render the queue files (setting ``sync.auto_export``) after a poke."""
-    from heartbeat.sync.queue_files import export_queue_files
+    from heartbeat.ops.sync.queue_files import export_queue_files
 
-    export_queue_files(cast(Any, facade))
+    export_queue_files(ctx)
 
 
 # --- the operations --------------------------------------------------------------------------
@@ -149,7 +138,6 @@ def check(ctx: Context, *, dry_run: bool = False, lang: str | None = None) -> di
 
 def notify(
     ctx: Context,
-    facade: Facade,
     task_id: str,
     risk: str | None = None,
     *,
@@ -160,11 +148,11 @@ def notify(
     lang: str | None = None,
 ) -> dict[str, Any]:
     """Decide and record one reminder (``hb notify``): see :meth:`heartbeat.Ledger.notify`."""
-    from heartbeat import tasks as tasks_mod
+    from heartbeat.db import tasks as tasks_mod
     from heartbeat.rules.round import Risk, assess_risk, entry_reasons, parse_risk
 
     chosen = _lang(ctx, lang)
-    _read_state_file(ctx, facade)
+    _read_state_file(ctx)
     now = ctx.now()
     policy = _policy(ctx, chosen, now)
     with ctx.write() as db:
@@ -189,7 +177,6 @@ def notify(
 
 def proactive(
     ctx: Context,
-    facade: Facade,
     topic: str | None,
     suggestion: str | None,
     *,
@@ -200,7 +187,7 @@ def proactive(
     from heartbeat.rules.throttle import decide_proactive
 
     chosen = _lang(ctx, lang)
-    _read_state_file(ctx, facade)
+    _read_state_file(ctx)
     settings = ctx.settings
     zone = ctx.zone
     now = ctx.now()
@@ -270,20 +257,20 @@ def hygiene_done(ctx: Context, at: datetime | str | None = None) -> dict[str, An
     }
 
 
-def heartbeat(ctx: Context, facade: Facade, *, lang: str | None = None) -> dict[str, Any]:
+def heartbeat(ctx: Context, *, lang: str | None = None) -> dict[str, Any]:
     """One tick (``hb heartbeat``): see :meth:`heartbeat.Ledger.heartbeat`."""
-    from heartbeat import recur
+    from heartbeat.ops import recur
     from heartbeat.rules.checklist import is_effectively_empty
     from heartbeat.rules.messages import render_brief
 
     with guard_mod.held(ctx, "heartbeat") as held:
         checklist = _read_checklist(ctx)
-        synced = sync_files(ctx, facade)  # also re-reads settings: heartbeat-state.json may carry some
+        synced = sync_files(ctx)  # also re-reads settings: heartbeat-state.json may carry some
         materialized = recur.materialize(ctx) if ctx.settings.recur_materialize else None
         round_ = check(ctx, lang=lang)
         brief = render_brief(checklist, round_["messages"])
         # the round committed its messages as sent: they are printed whatever the export does
-        exported = _export_after_round(ctx, facade, held.detail)
+        exported = _export_after_round(ctx, held.detail)
         held.detail.update(
             {
                 "checklist": not is_effectively_empty(checklist),
@@ -305,7 +292,7 @@ def heartbeat(ctx: Context, facade: Facade, *, lang: str | None = None) -> dict[
     }
 
 
-def poke(ctx: Context, facade: Facade, text: str, *, key: str | None = None) -> dict[str, Any]:
+def poke(ctx: Context, text: str, *, key: str | None = None) -> dict[str, Any]:
     """A task from ``text`` under the workspace guard (``hb poke``): see :meth:`heartbeat.Ledger.poke`."""
     body = text.strip()
     if not body:
@@ -318,23 +305,25 @@ def poke(ctx: Context, facade: Facade, text: str, *, key: str | None = None) -> 
             f"poke text holds a control character (U+{ord(body[control]):04X}) at {control + 1}"
         )
     with guard_mod.held(ctx, "poke") as held:
-        task = facade.add(body, source="poke", key=key)
+        from heartbeat.ops import tasks as tasks_ops
+
+        task = tasks_ops.add(ctx, body, source="poke", key=key)
         held.task_id = task["id"]
     if ctx.settings.sync_auto_export:
-        export_queue(ctx, facade)
+        export_queue(ctx)
     return task
 
 
 # --- the round's parts --------------------------------------------------------------
 
 
-def _read_state_file(ctx: Context, facade: Facade) -> None:
+def _read_state_file(ctx: Context) -> None:
     """Sync memory/heartbeat-state.json first when it changed since hb last read it.
 
     The runtime writes ``lastProactiveAt`` / ``lastConversationAt`` there when it speaks or hears
     the user itself; a decision taken without them could send what its limits forbid.
     """
-    from heartbeat.sync.files import default_path, digest, read_text
+    from heartbeat.ops.sync.files import default_path, digest, read_text
 
     path = default_path(ctx.workspace, "state")
     if not path.is_file():
@@ -343,7 +332,7 @@ def _read_state_file(ctx: Context, facade: Facade) -> None:
         last = db.one(SQL.state_file_read)
     known = last is not None and last[0] == str(path) and last[1] == digest(read_text(path))
     if not known:
-        sync_files(ctx, facade, only=["state"])
+        sync_files(ctx, only=["state"])
 
 
 def _serialise(db: Db, name: str) -> None:
@@ -677,11 +666,11 @@ def _proactive_message(topic: str | None, suggestion: str | None, lang: str) -> 
     return f"{item}{colon}{fold((topic or '').split())}\n{advice}{colon}{fold((suggestion or '').split())}"
 
 
-def _export_after_round(ctx: Context, facade: Facade, detail: dict[str, Any]) -> dict[str, Any] | None:
+def _export_after_round(ctx: Context, detail: dict[str, Any]) -> dict[str, Any] | None:
     """The sync that writes the round's changes back; a failure is a notice, not the tick's end
     (the messages the round recorded as sent must still reach the brief)."""
     try:
-        return sync_files(ctx, facade)
+        return sync_files(ctx)
     except (HbError, OSError) as exc:
         message = one_line(exc)
     ctx.notices.append(f"the files were not written back ({message}); the next sync retries")
@@ -692,7 +681,7 @@ def _export_after_round(ctx: Context, facade: Facade, detail: dict[str, Any]) ->
 def _read_checklist(ctx: Context) -> str | None:
     """HEARTBEAT.md's text, or None when the workspace has none."""
     from heartbeat.errors import NotFound
-    from heartbeat.sync.files import read_text
+    from heartbeat.ops.sync.files import read_text
 
     try:
         text = read_text(ctx.workspace / CHECKLIST, stream=True)  # hb only reads it: a pipe will do

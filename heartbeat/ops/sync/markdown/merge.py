@@ -1,6 +1,6 @@
 """The three-way merge of a file, the ledger and the last sync, and rendering the result.
 
-Part of :mod:`heartbeat.sync.markdown` (its docstring tells how the sync works).
+Part of :mod:`heartbeat.ops.sync.markdown` (its docstring tells how the sync works).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 from heartbeat.errors import InvalidInput
 from heartbeat.formats import todo as fmt
 from heartbeat.formats.todo import Entry
-from heartbeat.sync.markdown.base import (
+from heartbeat.ops.sync.markdown.base import (
     DUP_MARK,
     KIND_OF,
     EntryRecord,
@@ -23,9 +23,9 @@ from heartbeat.sync.markdown.base import (
     entry_id,
     store_sync,
 )
-from heartbeat.sync.markdown.family import Family, Item, ParsedFile, Row
-from heartbeat.sync.markdown.reading import doc_warnings, known_file, parse_doc, read_file
-from heartbeat.sync.report import SyncReport
+from heartbeat.ops.sync.markdown.family import Family, Item, ParsedFile, Row
+from heartbeat.ops.sync.markdown.reading import doc_warnings, known_file, parse_doc, read_file
+from heartbeat.ops.sync.report import SyncReport
 
 if TYPE_CHECKING:
     pass
@@ -183,22 +183,22 @@ def full_sync(
         row = it.row
         if row is None:
             continue
-        base, ledger = row.synced_hash, row.record
+        base, ctx = row.synced_hash, row.record
         file_rec = it.record
-        if file_rec is None or file_rec.digest == ledger.digest:
-            final[row.pk] = ledger
+        if file_rec is None or file_rec.digest == ctx.digest:
+            final[row.pk] = ctx
             if it.entry is not None and family.dialect == "strict" and entry_id(it.entry):
                 it.fate = "rewrite"  # leaving the extended dialect: drop the [ID] key
             continue
         file_changed = file_rec.digest != base
-        ledger_changed = ledger.digest != base
+        ledger_changed = ctx.digest != base
         if file_changed and not ledger_changed:
             changes.append((row, it, False))
             final[row.pk] = file_rec
-            getattr(reports[it.kind], family.report_kind(ledger.place, it.kind)).append(row.id)
+            getattr(reports[it.kind], family.report_kind(ctx.place, it.kind)).append(row.id)
         elif ledger_changed and not file_changed:
-            final[row.pk] = ledger
-            target = ledger.place
+            final[row.pk] = ctx
+            target = ctx.place
             if target == it.kind:
                 it.fate = "rewrite"
                 reports[it.kind].updated.append(row.id)
@@ -261,7 +261,7 @@ def full_sync(
             mark=mark_after,
             dialect=family.dialect,
             warnings=warnings,
-            base=None if ledger_same and unchanged(k) else base_path(family.ledger.workspace, k),
+            base=None if ledger_same and unchanged(k) else base_path(family.ctx.workspace, k),
             retry=retry,
         )
     return {k: (reports[k], texts[k]) for k in family.kinds}

@@ -417,8 +417,8 @@ def _materialize_rule(
 
 def _add_todo_entry(db: Db, row: RecurrenceRow, title: str, now: datetime) -> str:
     from heartbeat.db.status import TaskStatus
+    from heartbeat.db.tasks import record_event
     from heartbeat.formats.tasks_json import priority_rank
-    from heartbeat.tasks import record_event
 
     top = db.value(SQL.first_todo_position)
     task = db.add(

@@ -1,6 +1,6 @@
 """One-way hb import and hb export of the Markdown TODO files.
 
-Part of :mod:`heartbeat.sync.markdown` (its docstring tells how the sync works).
+Part of :mod:`heartbeat.ops.sync.markdown` (its docstring tells how the sync works).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 from heartbeat.db.plain import Conn
 from heartbeat.errors import FileFormatError, InvalidInput
 from heartbeat.formats import todo as fmt
-from heartbeat.sync import bookmarks
-from heartbeat.sync.files import default_path, digest, read_optional
-from heartbeat.sync.markdown.base import KIND_OF, EntryRecord, Stored, base_text, read_dialect
-from heartbeat.sync.markdown.family import Family, Item, Row
-from heartbeat.sync.markdown.merge import (
+from heartbeat.ops.sync import bookmarks
+from heartbeat.ops.sync.files import default_path, digest, read_optional
+from heartbeat.ops.sync.markdown.base import KIND_OF, EntryRecord, Stored, base_text, read_dialect
+from heartbeat.ops.sync.markdown.family import Family, Item, Row
+from heartbeat.ops.sync.markdown.merge import (
     Slot,
     assign_keys,
     finish_sync,
@@ -27,8 +27,8 @@ from heartbeat.sync.markdown.merge import (
     match_entries,
     render_file,
 )
-from heartbeat.sync.markdown.reading import read_file
-from heartbeat.sync.report import ImportReport, SyncReport
+from heartbeat.ops.sync.markdown.reading import read_file
+from heartbeat.ops.sync.report import ImportReport, SyncReport
 
 if TYPE_CHECKING:
     pass
@@ -42,7 +42,7 @@ def import_family(family: Family, kind: str, path: Path, text: str) -> ImportRep
     The text is recorded with the row of each entry (:class:`ImportedText`), in
     the same transaction, for ``hb export`` to give it back.
     """
-    baseline = path.resolve() == default_path(family.ledger.workspace, kind).resolve()
+    baseline = path.resolve() == default_path(family.ctx.workspace, kind).resolve()
     f = read_file(kind, path, text, family.dialect)
     report = ImportReport(kind, str(path))
     report.warnings = [f"line {n}: {reason}" for n, _t, reason in f.warnings]
@@ -144,7 +144,7 @@ def render_family(family: Family, kind: str, target: Path | None = None) -> str:
     """
     db = family.db
     stored = Stored.load(db, kind)
-    workspace_file = default_path(family.ledger.workspace, kind)
+    workspace_file = default_path(family.ctx.workspace, kind)
     path = target if target is not None else workspace_file
     dialect = read_dialect(family.dialect, stored.dialect)
     try:
@@ -154,7 +154,7 @@ def render_family(family: Family, kind: str, target: Path | None = None) -> str:
             raise
         raise InvalidInput(f"{exc}; hb export does not overwrite a file it cannot read") from None
     imported = ImportedText.load(db, kind)
-    base = base_text(family.ledger.workspace, kind) if stored.ours else None
+    base = base_text(family.ctx.workspace, kind) if stored.ours else None
     if base is not None and digest(base) != stored.hash:
         base = None  # the copy is not the text the ledger recorded
     rows = family.load()

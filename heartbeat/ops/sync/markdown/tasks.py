@@ -1,6 +1,6 @@
 """The TODO family: TODO.md and TODO.DONE.md <-> the ledger's tasks.
 
-Part of :mod:`heartbeat.sync.markdown` (its docstring tells how the sync works).
+Part of :mod:`heartbeat.ops.sync.markdown` (its docstring tells how the sync works).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from heartbeat.db import plain
 from heartbeat.db.shape import TASKS
 from heartbeat.db.status import ACTIVE_STATUSES, TaskStatus
 from heartbeat.formats.todo import Entry
-from heartbeat.sync.markdown.base import (
+from heartbeat.ops.sync.markdown.base import (
     DUP_MARK,
     KIND_OF,
     TASK_KINDS,
@@ -24,7 +24,7 @@ from heartbeat.sync.markdown.base import (
     short_digest,
     stamp_text,
 )
-from heartbeat.sync.markdown.family import Family, Item, Row, insert_rows, record_events
+from heartbeat.ops.sync.markdown.family import Family, Item, Row, insert_rows, record_events
 
 if TYPE_CHECKING:
     pass
@@ -199,7 +199,7 @@ class TaskFamily(Family):
     def history(
         self, row: dict[str, Any], kind: str, detail: dict[str, Any], before: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        # as heartbeat.tasks.record_event writes it
+        # as heartbeat.db.tasks.record_event writes it
         before = TASKS.snapshot(row) if before is None else before
         return {
             "task_pk": row["pk"],

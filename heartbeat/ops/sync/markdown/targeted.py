@@ -1,6 +1,6 @@
 """A few lines changed in TODO.md / TODO.DONE.md and nothing in the ledger: only those lines.
 
-Part of :mod:`heartbeat.sync.markdown` (its docstring tells how the sync works).
+Part of :mod:`heartbeat.ops.sync.markdown` (its docstring tells how the sync works).
 """
 
 from __future__ import annotations
@@ -12,12 +12,20 @@ from typing import TYPE_CHECKING
 from heartbeat.db.plain import in_list
 from heartbeat.formats import todo as fmt
 from heartbeat.formats.todo import Entry
-from heartbeat.sync.markdown.base import DUP_MARK, KIND_OF, Stored, base_path, chunked, entry_body, store_sync
-from heartbeat.sync.markdown.family import Item, Row
-from heartbeat.sync.markdown.merge import labels_of, match_entries
-from heartbeat.sync.markdown.reading import Diff, classify_line
-from heartbeat.sync.markdown.tasks import TaskFamily
-from heartbeat.sync.report import SyncReport
+from heartbeat.ops.sync.markdown.base import (
+    DUP_MARK,
+    KIND_OF,
+    Stored,
+    base_path,
+    chunked,
+    entry_body,
+    store_sync,
+)
+from heartbeat.ops.sync.markdown.family import Item, Row
+from heartbeat.ops.sync.markdown.merge import labels_of, match_entries
+from heartbeat.ops.sync.markdown.reading import Diff, classify_line
+from heartbeat.ops.sync.markdown.tasks import TaskFamily
+from heartbeat.ops.sync.report import SyncReport
 
 if TYPE_CHECKING:
     pass
@@ -124,7 +132,7 @@ def targeted(
             mark=mark_after,
             dialect=family.dialect,
             warnings=w,
-            base=base_path(family.ledger.workspace, k) if k in diffs else None,
+            base=base_path(family.ctx.workspace, k) if k in diffs else None,
         )
     return {k: (reports[k], None) for k in family.kinds}
 

@@ -1,6 +1,6 @@
 """Reading a Markdown TODO file: its entries, its warnings, what changed since the last sync.
 
-Part of :mod:`heartbeat.sync.markdown` (its docstring tells how the sync works).
+Part of :mod:`heartbeat.ops.sync.markdown` (its docstring tells how the sync works).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from heartbeat.errors import FileFormatError
 from heartbeat.formats import todo as fmt
 from heartbeat.formats.todo import Entry, TodoKind
-from heartbeat.sync.files import digest
-from heartbeat.sync.markdown.base import (
+from heartbeat.ops.sync.files import digest
+from heartbeat.ops.sync.markdown.base import (
     KIND_OF,
     TARGETED_MAX,
     Stored,
@@ -22,7 +22,7 @@ from heartbeat.sync.markdown.base import (
     front_matter_end,
     split_lines,
 )
-from heartbeat.sync.markdown.family import Item, ParsedFile, Row
+from heartbeat.ops.sync.markdown.family import Item, ParsedFile, Row
 
 if TYPE_CHECKING:
     pass

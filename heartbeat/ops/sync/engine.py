@@ -2,7 +2,7 @@
 
 The engine reads every selected file first (a file that cannot be read at all
 stops the sync before anything changes), runs each kind's syncer (see
-:mod:`heartbeat.sync.registry`) inside ONE write transaction, makes sure no
+:mod:`heartbeat.ops.sync.registry`) inside ONE write transaction, makes sure no
 file changed underneath while it worked (else it starts over), commits, and
 only then writes the files whose text changed, atomically. ``dry_run`` runs
 the same steps, rolls the transaction back and writes nothing.
@@ -24,7 +24,7 @@ just their kinds are synced (the same checks, the seal renewed inside the
 transaction).
 
 Idle kinds. A full sync leaves out a kind whose file does not exist while the
-ledger holds nothing that file shows (:func:`heartbeat.sync.registry.holds_sql`):
+ledger holds nothing that file shows (:func:`heartbeat.ops.sync.registry.holds_sql`):
 its syncer would change and write nothing, so its module is not even loaded.
 Both conditions are checked again inside the transaction; if either
 no longer holds, the sync starts over with every kind.
@@ -45,14 +45,14 @@ from typing import TYPE_CHECKING, Any
 
 from heartbeat.db.plain import Conn
 from heartbeat.errors import FileFormatError, InvalidInput, one_line
-from heartbeat.sync import bookmarks, writeback
-from heartbeat.sync.files import default_path, digest, file_lock, lock_timeout, read_optional
-from heartbeat.sync.registry import KINDS, MODULES, holds_sql
-from heartbeat.sync.report import SyncReport
+from heartbeat.ops.sync import bookmarks, writeback
+from heartbeat.ops.sync.files import default_path, digest, file_lock, lock_timeout, read_optional
+from heartbeat.ops.sync.registry import KINDS, MODULES, holds_sql
+from heartbeat.ops.sync.report import SyncReport
 
 if TYPE_CHECKING:
+    from heartbeat.context import Context
     from heartbeat.db.store import Db
-    from heartbeat.ledger import Ledger
 
 Results = dict[str, tuple[SyncReport, str | None]]
 ATTEMPTS = 3  # rounds of merging a file another program keeps changing while hb writes it
@@ -101,10 +101,10 @@ class _Rollback(Exception):
 
 def _single(kind: str, syncer: Any) -> Callable[..., Results]:
     def run(
-        ledger: Ledger, db: Db, files: dict[str, tuple[Path, str | None]], now: datetime, *, sealed: bool
+        ctx: Context, db: Db, files: dict[str, tuple[Path, str | None]], now: datetime, *, sealed: bool
     ) -> Results:
         path, text = files[kind]
-        report, out = syncer(ledger, db, path, text, now)
+        report, out = syncer(ctx, db, path, text, now)
         return {kind: (report, out)}
 
     return run
@@ -114,17 +114,17 @@ class _NotIdle(Exception):
     """A kind planned as idle got a file or ledger rows before the sync's transaction."""
 
 
-def _idle_kinds(ledger: Ledger) -> frozenset[str]:
+def _idle_kinds(ctx: Context) -> frozenset[str]:
     """The kinds with no file and nothing in the ledger (read outside any transaction)."""
     import sqlite3
 
     idle = set()
     for kind in KINDS:
         sql = holds_sql(kind)
-        if sql is None or default_path(ledger.workspace, kind).exists():
+        if sql is None or default_path(ctx.workspace, kind).exists():
             continue
         try:
-            if ledger.raw.execute(sql).fetchone() is None:
+            if ctx.raw.execute(sql).fetchone() is None:
                 idle.add(kind)
         except sqlite3.Error:
             continue
@@ -173,22 +173,22 @@ def plan(only: Iterable[str] | None, idle: frozenset[str] = frozenset()) -> tupl
     return units, skipped
 
 
-def run(ledger: Ledger, *, dry_run: bool = False, only: Iterable[str] | None = None) -> dict[str, Any]:
+def run(ctx: Context, *, dry_run: bool = False, only: Iterable[str] | None = None) -> dict[str, Any]:
     """One ``hb sync``: returns ``{"dry_run", "changed", "reports": [...], "skipped": [...]}``."""
     selected = list(only) if only else None
-    sealable = not dry_run and selected is None and ledger.engine_dialect() == "sqlite"
-    prior = _check_seal(ledger) if sealable else None
+    sealable = not dry_run and selected is None and ctx.sqlite
+    prior = _check_seal(ctx) if sealable else None
     if prior is not None and not prior.changed:
         return _result(False, [_sealed_report(prior.seal, k) for k in prior.seal["order"]], prior.skipped)
-    idle = _idle_kinds(ledger) if sealable and prior is None else frozenset()
+    idle = _idle_kinds(ctx) if sealable and prior is None else frozenset()
     try:
-        return _run(ledger, dry_run, selected, sealable, prior, idle)
+        return _run(ctx, dry_run, selected, sealable, prior, idle)
     except (_Unsealed, _NotIdle):
-        return _run(ledger, dry_run, selected, sealable, None, frozenset())
+        return _run(ctx, dry_run, selected, sealable, None, frozenset())
 
 
 def _run(
-    ledger: Ledger,
+    ctx: Context,
     dry_run: bool,
     only: list[str] | None,
     sealable: bool,
@@ -196,17 +196,17 @@ def _run(
     idle: frozenset[str],
 ) -> dict[str, Any]:
     units, skipped = plan(prior.changed if prior is not None else only, idle)
-    paths = {k: default_path(ledger.workspace, k) for unit in units for k in unit.kinds}
+    paths = {k: default_path(ctx.workspace, k) for unit in units for k in unit.kinds}
     seal = (prior, prior.skipped if prior is not None else skipped) if sealable else None
-    with file_lock(ledger.workspace, timeout=lock_timeout(ledger.settings.sync_lock_timeout)):
+    with file_lock(ctx.workspace, timeout=lock_timeout(ctx.settings.sync_lock_timeout)):
         if not dry_run:
             _remove_temps(paths)
-        results, texts, writes = _transaction(ledger, units, paths, dry_run, seal)
+        results, texts, writes = _transaction(ctx, units, paths, dry_run, seal)
         for kind in writes:
             results[kind][0].written = True
         if not dry_run:
-            _write_back(ledger, units, paths, results, texts, writes)
-    ledger.ctx.forget_settings()  # a synced file may carry settings (heartbeat-state.json)
+            _write_back(ctx, units, paths, results, texts, writes)
+    ctx.forget_settings()  # a synced file may carry settings (heartbeat-state.json)
     if prior is not None:  # the kinds the seal vouched for are reported as they were
         order = prior.seal["order"]
         reports = [results[k][0] if k in results else _sealed_report(prior.seal, k) for k in order]
@@ -225,7 +225,7 @@ def _result(dry_run: bool, reports: Sequence[SyncReport], skipped: list[str]) ->
 
 
 def _transaction(
-    ledger: Ledger,
+    ctx: Context,
     units: list[_Unit],
     paths: dict[str, Path],
     dry_run: bool,
@@ -236,13 +236,13 @@ def _transaction(
     sealed = seal is not None and seal[0] is not None
     kinds = [k for unit in units for k in unit.kinds]
     texts = {k: read_optional(p) for k, p in paths.items()}
-    now = ledger.now()
+    now = ctx.now()
     try:
-        with ledger.ctx.write() as db:
+        with ctx.write() as db:
             if seal is not None and seal[0] is not None and _moved(db, seal[0]):
                 raise _Unsealed  # the ledger moved since the check: sync every kind
             waiting = writeback.pending(db, kinds)
-            inputs = _inputs(ledger, db, waiting, texts, paths, now)
+            inputs = _inputs(ctx, db, waiting, texts, paths, now)
             results: Results = {}
             for unit in units:
                 given = {k: (paths[k], inputs[k]) for k in unit.kinds}
@@ -252,7 +252,7 @@ def _transaction(
                     results.update({k: (SyncReport(k, str(paths[k])), None) for k in unit.kinds})
                 else:
                     assert unit.run is not None
-                    results.update(unit.run(ledger, db, given, now, sealed=sealed))
+                    results.update(unit.run(ctx, db, given, now, sealed=sealed))
             # a file another program changes from here on is merged in by the write-back
             # (a compare-and-swap against ``texts``), not written over
             writes = _writes(results, texts, inputs)
@@ -262,14 +262,14 @@ def _transaction(
                 writeback.record(db, k, paths[k], texts[k], text, now)
             writeback.clear(db, [k for k in waiting if k not in writes])
             if seal is not None:
-                _seal(ledger, db, units, paths, {**texts, **writes}, results, seal, now)
+                _seal(ctx, db, units, paths, {**texts, **writes}, results, seal, now)
     except _Rollback as done:
         return done.results[0], texts, done.results[1]
     return results, texts, writes
 
 
 def _inputs(
-    ledger: Ledger,
+    ctx: Context,
     db: Conn,
     waiting: dict[str, writeback.Pending],
     texts: dict[str, str | None],
@@ -277,19 +277,19 @@ def _inputs(
     now: datetime,
 ) -> dict[str, str | None]:
     """The text each kind's syncer reads: the file's, unless the last sync's write-back did not
-    land (:mod:`heartbeat.sync.writeback`). Then a file that still holds what that sync read is
+    land (:mod:`heartbeat.ops.sync.writeback`). Then a file that still holds what that sync read is
     read as the text it meant to write (the ledger's version is rendered again, not undone);
     one edited since was edited from the old text, so it is synced against that: the JSON
     files and PROACTIVE.md take it back as their baseline, the Markdown TODO files read the
     edit merged by lines into the text hb meant to write."""
-    from heartbeat.sync.textmerge import merge3
+    from heartbeat.ops.sync.textmerge import merge3
 
     inputs = dict(texts)
     for kind, pending in waiting.items():
         state = pending.state(texts[kind], _mtime(paths[kind]))
         if state in ("landed", "done"):
             continue
-        meant = _baseline_text(ledger, db, kind)
+        meant = _baseline_text(ctx, db, kind)
         if meant is not None and digest(meant) != pending.after:
             meant = None  # the baseline moved on since: the pending write is not what it holds
         if state == "unwritten":
@@ -310,12 +310,12 @@ def _inputs(
     return inputs
 
 
-def _baseline_text(ledger: Ledger, db: Conn, kind: str) -> str | None:
+def _baseline_text(ctx: Context, db: Conn, kind: str) -> str | None:
     """The text the last sync left as the kind's baseline (what it wrote, or meant to)."""
     module = importlib.import_module(MODULES[kind])
     own = getattr(module, "BASELINE_TEXT", {}).get(kind)
     if own is not None:
-        text: str | None = own(ledger, db)
+        text: str | None = own(ctx, db)
         return text
     return writeback.remembered_text(db, kind)
 
@@ -350,7 +350,7 @@ def _valid(kind: str) -> Callable[[str], bool] | None:
 
 
 def _write_back(
-    ledger: Ledger,
+    ctx: Context,
     units: list[_Unit],
     paths: dict[str, Path],
     results: Results,
@@ -361,7 +361,7 @@ def _write_back(
     program changed meanwhile is merged again (its edit against what hb read) and written in
     a new round, at most :data:`ATTEMPTS` times; a file hb may not write (read-only, a
     dangling symlink) is left as it is with a notice, its write-back kept for the next sync."""
-    from heartbeat.sync.swap import ReadOnlyFile, replace_if
+    from heartbeat.ops.sync.swap import ReadOnlyFile, replace_if
 
     for _round in range(ATTEMPTS):
         landed: dict[str, Path] = {}
@@ -370,30 +370,30 @@ def _write_back(
             try:
                 done = replace_if(paths[kind], text, texts[kind], valid=_valid(kind))
             except ReadOnlyFile as exc:
-                ledger.notices.append(f"{paths[kind]}: {exc.strerror}; hb sync writes it once it may")
+                ctx.notices.append(f"{paths[kind]}: {exc.strerror}; hb sync writes it once it may")
                 continue
             except OSError as exc:
-                ledger.notices.append(f"{one_line(exc)}: not written; the next hb sync writes it")
+                ctx.notices.append(f"{one_line(exc)}: not written; the next hb sync writes it")
                 continue
             if done.kept is not None:
-                ledger.notices.append(
+                ctx.notices.append(
                     f"{paths[kind]}: a concurrent edit hb could not merge is kept in {done.kept}"
                 )
             if done.written:
                 landed[kind] = paths[kind]
             else:
                 moved[kind] = done.found
-        _landed(ledger, landed)
+        _landed(ctx, landed)
         if not moved:
             return
         # another round: the write-backs still pending make it sync each moved file against the
         # text this round read (see _inputs)
         again = [u for u in units if any(k in moved for k in u.kinds) and not u.idle]
         subset = {k: paths[k] for u in again for k in u.kinds}
-        retried, texts, writes = _transaction(ledger, again, subset, False, None)
+        retried, texts, writes = _transaction(ctx, again, subset, False, None)
         for kind, (report, _out) in retried.items():
             results[kind][0].merge(report)
-    ledger.notices.append(
+    ctx.notices.append(
         "the workspace files kept changing while hb wrote them; left as they are (run hb sync)"
     )
 
@@ -401,11 +401,11 @@ def _write_back(
 _STRUCTURED = frozenset(("tasks-json", "errors-json", "last-run", "state", "proactive"))
 
 
-def _landed(ledger: Ledger, written: dict[str, Path]) -> None:
+def _landed(ctx: Context, written: dict[str, Path]) -> None:
     """Mark the write-backs of files now written (one small transaction)."""
     if not written:
         return
-    with ledger.ctx.write() as db:
+    with ctx.write() as db:
         writeback.mark_landed(db, written)
 
 
@@ -419,7 +419,7 @@ def _mtime(path: Path) -> int | None:
 def _remove_temps(paths: dict[str, Path]) -> None:
     """Temporary files a killed write of hb left beside the workspace files (hb holds the
     workspace lock: no write of its own is under way)."""
-    from heartbeat.sync.swap import remove_stale_temps, target_of
+    from heartbeat.ops.sync.swap import remove_stale_temps, target_of
 
     for path in paths.values():
         try:
@@ -483,7 +483,7 @@ def _fingerprint_of(db: Conn) -> str:
 
 
 def _seal(
-    ledger: Ledger,
+    ctx: Context,
     db: Conn,
     units: list[_Unit],
     paths: dict[str, Path],
@@ -509,18 +509,18 @@ def _seal(
         "skipped": skipped,
         "preserved": preserved,
     }
-    path = str(ledger.workspace)
+    path = str(ctx.workspace)
     bookmarks.save(db, SEAL, path=path, content_hash=None, size=None, synced_at=now, skeleton=skeleton)
 
 
-def _check_seal(ledger: Ledger) -> _Seal | None:
+def _check_seal(ctx: Context) -> _Seal | None:
     """The seal, if the ledger is as the last full sync left it (None: it is not, or no seal)."""
     import sqlite3
 
     try:
         # read before the check: a commit landing in between then shows as a new version
-        (version,) = ledger.raw.execute("PRAGMA data_version").fetchone()
-        row = ledger.raw.execute(_CHECK_SQL).fetchone()
+        (version,) = ctx.raw.execute("PRAGMA data_version").fetchone()
+        row = ctx.raw.execute(_CHECK_SQL).fetchone()
     except sqlite3.Error:
         return None
     if row is None or row[0] is None:
@@ -531,7 +531,7 @@ def _check_seal(ledger: Ledger) -> _Seal | None:
     changed = []
     for kind in seal["order"]:
         path, expected = seal["files"][kind]
-        if path != str(default_path(ledger.workspace, kind)):
+        if path != str(default_path(ctx.workspace, kind)):
             return None
         try:
             current = _file_hash(read_optional(Path(path)))

@@ -1,7 +1,7 @@
 """What the last sync recorded about a workspace file: its ``sync_state`` row, in plain SQL.
 
 The Markdown sync and the engine's seal keep their baselines here; both run
-with or without SQLAlchemy loaded (see :mod:`heartbeat.sync.engine`), so the
+with or without SQLAlchemy loaded (see :mod:`heartbeat.ops.sync.engine`), so the
 rows are read and written on the driver connection of the sync's transaction.
 """
 

@@ -40,9 +40,9 @@ def report_stream(
     limit: int | None = None,
 ) -> Iterator[Stream]:
     """One report, its rows read (from one snapshot) as the block iterates them."""
-    from heartbeat import recur
     from heartbeat.clock import isoformat
     from heartbeat.errors import InvalidInput
+    from heartbeat.ops import recur
     from heartbeat.reporting import reports
     from heartbeat.reporting.db import snapshot
     from heartbeat.reporting.table import Stream

@@ -34,8 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from heartbeat.sync.files import QUIET_MAX, no_writers, read_fd, read_quiet, sync_dir
-from heartbeat.sync.textmerge import merge3
+from heartbeat.ops.sync.files import QUIET_MAX, no_writers, read_fd, read_quiet, sync_dir
+from heartbeat.ops.sync.textmerge import merge3
 
 SETTLE = 0.02  # seconds an in-place writer of the old file has to land before it is dropped
 NEW_FILE_MODE = 0o600  # the runtimes write their files 0600
@@ -117,7 +117,7 @@ def _read(path: Path) -> str | None:
 def _settled(path: Path, settle: float) -> str | None:
     """The text of the file at ``path`` once no other program has it open for writing: an
     in-place writer that opened it before the exchange has then finished (see
-    :func:`heartbeat.sync.files.no_writers`; where leases are refused, after ``settle``)."""
+    :func:`heartbeat.ops.sync.files.no_writers`; where leases are refused, after ``settle``)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
@@ -156,7 +156,7 @@ def replace_if(
 
     Returns ``Swapped(True)`` once written, else ``Swapped(False, found)`` with the text found
     there, which is left in place. When two programs edited the file while hb swapped it, both
-    edits are kept: merged by lines (:func:`heartbeat.sync.textmerge.merge3`) when ``valid``
+    edits are kept: merged by lines (:func:`heartbeat.ops.sync.textmerge.merge3`) when ``valid``
     accepts the result (for JSON, that it parses), else the second one is saved beside the file
     (``kept``). Raises ReadOnlyFile for a file without write permission, and
     FileNotFoundError for a dangling symlink; other OSErrors name ``path``. The mode of the

@@ -1,6 +1,6 @@
 """What the Markdown sync works with: records, rows, entries, what the last sync stored.
 
-Part of :mod:`heartbeat.sync.markdown` (its docstring tells how the sync works).
+Part of :mod:`heartbeat.ops.sync.markdown` (its docstring tells how the sync works).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from heartbeat.formats import go_text
 from heartbeat.formats import todo as fmt
 from heartbeat.formats.go_text import trim_space
 from heartbeat.formats.todo import Entry, TodoKind
-from heartbeat.sync import bookmarks
-from heartbeat.sync.files import STATE, digest
+from heartbeat.ops.sync import bookmarks
+from heartbeat.ops.sync.files import STATE, digest
 
 if TYPE_CHECKING:
     pass

@@ -49,21 +49,21 @@ from heartbeat.db.plain import Conn
 from heartbeat.errors import InvalidInput
 from heartbeat.formats import todo as fmt
 from heartbeat.formats.todo import Entry, TodoKind
-from heartbeat.sync.files import atomic_write, default_path, digest, read_optional
-from heartbeat.sync.markdown.base import TASK_KINDS, TODO_SOURCE, Stored, base_text, read_dialect
-from heartbeat.sync.markdown.family import Family
-from heartbeat.sync.markdown.imports import import_family, render_family
-from heartbeat.sync.markdown.merge import checked_entry, full_sync, labels_of
-from heartbeat.sync.markdown.reading import diff_since_sync
-from heartbeat.sync.markdown.recurrences import RecurrenceFamily
-from heartbeat.sync.markdown.targeted import targeted
-from heartbeat.sync.markdown.tasks import TaskFamily
-from heartbeat.sync.report import ImportReport, SyncReport
+from heartbeat.ops.sync.files import atomic_write, default_path, digest, read_optional
+from heartbeat.ops.sync.markdown.base import TASK_KINDS, TODO_SOURCE, Stored, base_text, read_dialect
+from heartbeat.ops.sync.markdown.family import Family
+from heartbeat.ops.sync.markdown.imports import import_family, render_family
+from heartbeat.ops.sync.markdown.merge import checked_entry, full_sync, labels_of
+from heartbeat.ops.sync.markdown.reading import diff_since_sync
+from heartbeat.ops.sync.markdown.recurrences import RecurrenceFamily
+from heartbeat.ops.sync.markdown.targeted import targeted
+from heartbeat.ops.sync.markdown.tasks import TaskFamily
+from heartbeat.ops.sync.report import ImportReport, SyncReport
 
 if TYPE_CHECKING:
+    from heartbeat.context import Context
     from heartbeat.db.rows import TaskRow
     from heartbeat.db.store import Db
-    from heartbeat.ledger import Ledger
 
 
 def sync_family(
@@ -99,7 +99,7 @@ def sync_family(
     if ledger_same and isinstance(family, TaskFamily):
         changed = [k for k in family.kinds if not unchanged(k)]
         diffs = {
-            k: diff_since_sync(stored[k], base_text(family.ledger.workspace, k), given[k][1], dialect)
+            k: diff_since_sync(stored[k], base_text(family.ctx.workspace, k), given[k][1], dialect)
             for k in changed
         }
         if all(d is not None for d in diffs.values()):
@@ -112,22 +112,22 @@ def sync_family(
 # --- one-way import and export ---------------------------------------------------------------
 
 
-def _family(kind: str, ledger: Ledger, db: Conn, now: datetime) -> Family:
+def _family(kind: str, ctx: Context, db: Conn, now: datetime) -> Family:
     if kind in TASK_KINDS:
-        return TaskFamily(ledger, db, now)
-    return RecurrenceFamily(ledger, db, now)
+        return TaskFamily(ctx, db, now)
+    return RecurrenceFamily(ctx, db, now)
 
 
 def _importer(kind: str) -> Any:
-    def run(ledger: Ledger, db: Conn, text: str, path: Path, now: datetime) -> ImportReport:
-        return import_family(_family(kind, ledger, db, now), kind, Path(path), text)
+    def run(ctx: Context, db: Conn, text: str, path: Path, now: datetime) -> ImportReport:
+        return import_family(_family(kind, ctx, db, now), kind, Path(path), text)
 
     return run
 
 
 def _renderer(kind: str) -> Any:
-    def run(ledger: Ledger, db: Conn, path: Path | None = None) -> str | None:
-        return render_family(_family(kind, ledger, db, ledger.now()), kind, path)
+    def run(ctx: Context, db: Conn, path: Path | None = None) -> str | None:
+        return render_family(_family(kind, ctx, db, ctx.now()), kind, path)
 
     return run
 
@@ -136,11 +136,11 @@ def _renderer(kind: str) -> Any:
 
 
 def sync_group(
-    ledger: Ledger, db: Conn, files: dict[str, tuple[Path, str | None]], now: datetime, *, sealed: bool
+    ctx: Context, db: Conn, files: dict[str, tuple[Path, str | None]], now: datetime, *, sealed: bool
 ) -> dict[str, tuple[SyncReport, str | None]]:
     """Sync TODO.md + TODO.DONE.md together (or TODO.RECUR.md); ``sealed``: the engine's seal
     holds (the ledger is as the last full sync left it)."""
-    return sync_family(_family(next(iter(files)), ledger, db, now), files, sealed=sealed)
+    return sync_family(_family(next(iter(files)), ctx, db, now), files, sealed=sealed)
 
 
 def _syncer(kind: str) -> Any:
@@ -148,11 +148,11 @@ def _syncer(kind: str) -> Any:
     the sibling file is read here and written after the commit."""
 
     def run(
-        ledger: Ledger, db: Conn, path: Path, text: str | None, now: datetime
+        ctx: Context, db: Conn, path: Path, text: str | None, now: datetime
     ) -> tuple[SyncReport, str | None]:
-        family = _family(kind, ledger, db, now)
+        family = _family(kind, ctx, db, now)
         given = {
-            k: (Path(path), text) if k == kind else (default_path(ledger.workspace, k), None)
+            k: (Path(path), text) if k == kind else (default_path(ctx.workspace, k), None)
             for k in family.kinds
         }
         for k in family.kinds:
@@ -168,11 +168,11 @@ def _syncer(kind: str) -> Any:
 
 
 def _baseline_of(kind: str) -> Any:
-    def baseline(ledger: Ledger, db: Conn) -> str | None:
+    def baseline(ctx: Context, db: Conn) -> str | None:
         """The text of the file as the last sync left it (or meant to), when the copy kept beside
-        the ledger is that text (see heartbeat.sync.writeback)."""
+        the ledger is that text (see heartbeat.ops.sync.writeback)."""
         stored = Stored.load(db, kind)
-        text = base_text(ledger.workspace, kind) if stored.ours else None
+        text = base_text(ctx.workspace, kind) if stored.ours else None
         return text if text is not None and digest(text) == stored.hash else None
 
     return baseline
@@ -198,10 +198,10 @@ def todo_title_problem(title: str, chat_id: str | None = None) -> str | None:
 
 
 def add_todo(
-    ledger: Ledger, db: Db, title: str, now: datetime, *, chat_id: str | None, **fields: Any
+    ctx: Context, db: Db, title: str, now: datetime, *, chat_id: str | None, **fields: Any
 ) -> TaskRow:
     """A TODO.md task created in the ledger (``hb add --source todo``); the next sync writes it."""
-    from heartbeat import tasks as tasks_mod
+    from heartbeat.db import tasks as tasks_mod
 
     content = title.strip()
     if chat_id is not None and chat_id.strip():
@@ -217,7 +217,7 @@ def add_todo(
     problem = todo_title_problem(title, chat_id)
     if problem is not None:
         raise InvalidInput(f"cannot be a TODO.md entry: {problem}")
-    family = TaskFamily(ledger, db, now)
+    family = TaskFamily(ctx, db, now)
     record = family.entry_record("todo", entry)
     key = family.keys(record)[0]
     scopes = db.rows(
@@ -226,7 +226,7 @@ def add_todo(
     if any(scope == "" for (scope,) in scopes):
         key = family.dup_key(key, record)
     [task_id] = family.new_ids([key], [None])
-    changes = tasks_mod.Changes.from_input({**fields, "chat_id": chat_id}, ledger.zone)
+    changes = tasks_mod.Changes.from_input({**fields, "chat_id": chat_id}, ctx.zone)
     task = tasks_mod.add(db, content, changes, now, scope="", source=TODO_SOURCE, task_id=task_id)
     task.external_key = key
     return task

@@ -1,6 +1,6 @@
 """The recurrences family: TODO.RECUR.md <-> the ledger's recurrences.
 
-Part of :mod:`heartbeat.sync.markdown` (its docstring tells how the sync works).
+Part of :mod:`heartbeat.ops.sync.markdown` (its docstring tells how the sync works).
 """
 
 from __future__ import annotations
@@ -14,9 +14,16 @@ from typing import TYPE_CHECKING, Any
 from heartbeat.db.shape import RECURRENCES
 from heartbeat.formats import todo as fmt
 from heartbeat.formats.todo import Entry, TodoKind
+from heartbeat.ops.sync.markdown.base import (
+    DUP_MARK,
+    EntryRecord,
+    content_of,
+    entry_id,
+    short_digest,
+    wall_text,
+)
+from heartbeat.ops.sync.markdown.family import Family, Item, Row, insert_rows, record_events
 from heartbeat.rules.repeat import parse_repeat
-from heartbeat.sync.markdown.base import DUP_MARK, EntryRecord, content_of, entry_id, short_digest, wall_text
-from heartbeat.sync.markdown.family import Family, Item, Row, insert_rows, record_events
 
 if TYPE_CHECKING:
     pass
@@ -135,7 +142,7 @@ class RecurrenceFamily(Family):
         from heartbeat.rules.recurrence import resolve_next  # croniter loads only when needed
 
         stored = rule["next_at"] if rule is not None and rule["tz"] == tz else None
-        return resolve_next(next_local, fmt.rule_zone(tz, self.ledger.zone), stored)
+        return resolve_next(next_local, fmt.rule_zone(tz, self.ctx.zone), stored)
 
     def history(
         self, row: dict[str, Any], kind: str, detail: dict[str, Any], before: dict[str, Any] | None = None

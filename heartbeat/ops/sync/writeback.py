@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from heartbeat.db.plain import Conn
-from heartbeat.sync import bookmarks
-from heartbeat.sync.files import digest
+from heartbeat.ops.sync import bookmarks
+from heartbeat.ops.sync.files import digest
 
 PREFIX = "wb:"  # sync_state.kind holds 16 characters: "wb:errors-json" fits
 STALE_WRITE = 1_000_000_000  # ns after hb's write within which a change may be a stale copy
@@ -128,7 +128,7 @@ def clear(db: Conn, kinds: list[str] | tuple[str, ...]) -> None:
 
 def remembered_text(db: Conn, kind: str) -> str | None:
     """The text hb last read or wrote for ``kind`` as the JSON files and PROACTIVE.md keep it
-    (``sync_state.skeleton["text"]``, see :func:`heartbeat.sync.queue_files.remember`), when
+    (``sync_state.skeleton["text"]``, see :func:`heartbeat.ops.sync.queue_files.remember`), when
     its digest is the recorded one."""
     row = bookmarks.load(db, kind)
     if row is None:
@@ -140,7 +140,7 @@ def remembered_text(db: Conn, kind: str) -> str | None:
 
 
 def rebase(db: Conn, kind: str, path: Path, text: str | None, now: datetime) -> None:
-    """Make ``text`` the kind's baseline again, as :func:`heartbeat.sync.queue_files.remember`
+    """Make ``text`` the kind's baseline again, as :func:`heartbeat.ops.sync.queue_files.remember`
     keeps it: the file a concurrent writer edited was this text, not the one hb wrote over it."""
     if text is None:
         db.execute("DELETE FROM sync_state WHERE kind = :kind", {"kind": kind})

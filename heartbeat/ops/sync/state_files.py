@@ -38,12 +38,14 @@ from heartbeat.db.store import Db, statements
 from heartbeat.errors import FileFormatError, InvalidInput
 from heartbeat.formats import state as state_fmt
 from heartbeat.formats.timestamps import timestamp_or_none
-from heartbeat.sync.files import digest
-from heartbeat.sync.queue_files import remember
-from heartbeat.sync.report import ImportReport, SyncReport
+from heartbeat.ops.sync.files import digest
+from heartbeat.ops.sync.queue_files import remember
+from heartbeat.ops.sync.report import ImportReport, SyncReport
 
 if TYPE_CHECKING:
-    from heartbeat.ledger import Ledger
+    from heartbeat.context import Context
+
+    pass
 
 KIND = "state"
 SQL = statements("state_files")
@@ -65,7 +67,7 @@ def _parse(text: str, path: Path) -> state_fmt.HeartbeatState:
 
 
 def _read(
-    ledger: Ledger, doc: state_fmt.HeartbeatState, path: Path, problems: dict[str, str] | None = None
+    ctx: Context, doc: state_fmt.HeartbeatState, path: Path, problems: dict[str, str] | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The file's settings (validated as hb settings) and facts; InvalidInput names the path.
 
@@ -73,7 +75,7 @@ def _read(
     the runtime owns this file, and one odd value must not stop every heartbeat."""
     try:
         raw = state_fmt.settings_from_state(doc, problems)
-        facts = state_fmt.facts_from_state(doc, tz=ledger.zone, problems=problems)
+        facts = state_fmt.facts_from_state(doc, tz=ctx.zone, problems=problems)
         settings = {}
         for key, value in raw.items():
             try:
@@ -131,7 +133,7 @@ def _store_setting(db: Db, key: str, value: Any, now: datetime) -> bool:
     return True
 
 
-def _import_facts(ledger: Ledger, db: Db, facts: dict[str, datetime | None]) -> list[str]:
+def _import_facts(ctx: Context, db: Db, facts: dict[str, datetime | None]) -> list[str]:
     """Record the file's times that are newer than the ledger's; the keys taken."""
     from heartbeat.clock import isoformat
 
@@ -148,12 +150,12 @@ def _import_facts(ledger: Ledger, db: Db, facts: dict[str, datetime | None]) -> 
         elif key == "hygiene.last_run_at":
             db.add(RunRow(kind="hygiene", status="imported", started_at=moment, finished_at=moment))
         elif key == "proactive.last_proactive_at":
-            day = moment.astimezone(ledger.zone).date().isoformat()
+            day = moment.astimezone(ctx.zone).date().isoformat()
             db.add(NotificationRow(at=moment, local_day=day, kind="proactive", decision="sent"))
         elif key == "todo_watch.last_scan_at":
             detail = {
-                "lastScanAt": isoformat(moment, ledger.zone),
-                "nextScanAt": isoformat(facts.get("todo_watch.next_scan_at"), ledger.zone),
+                "lastScanAt": isoformat(moment, ctx.zone),
+                "nextScanAt": isoformat(facts.get("todo_watch.next_scan_at"), ctx.zone),
                 "imported": True,
             }
             db.add(
@@ -190,7 +192,7 @@ def _last_check(db: Db) -> tuple[datetime, datetime | None] | None:
 
 
 def _apply(
-    ledger: Ledger,
+    ctx: Context,
     db: Db,
     doc: state_fmt.HeartbeatState,
     path: Path,
@@ -200,7 +202,7 @@ def _apply(
     problems: dict[str, str] | None = None,
 ) -> tuple[list[str], int]:
     """Take the file's settings and newer facts into the ledger; (labels changed, unchanged count)."""
-    settings, facts = _read(ledger, doc, path, problems)
+    settings, facts = _read(ctx, doc, path, problems)
     changed = []
     unchanged = 0
     for key, value in settings.items():
@@ -212,10 +214,9 @@ def _apply(
             unchanged += 1
     if changed:  # the settings read before are stale now, in this transaction and after it
         db.flush()
-        ctx: Any = getattr(ledger, "ctx", ledger)  # the Ledger's Context (or a Context given as such)
         ctx.forget_settings()
         db.after_commit.append(ctx.forget_settings)
-    taken = _import_facts(ledger, db, facts)
+    taken = _import_facts(ctx, db, facts)
     changed.extend(_LABELS[key] for key in taken)
     unchanged += sum(1 for key, moment in facts.items() if moment is not None and key not in taken)
     return changed, unchanged
@@ -225,7 +226,7 @@ def _apply(
 
 
 def _updated(
-    ledger: Ledger,
+    ctx: Context,
     db: Db,
     doc: state_fmt.HeartbeatState,
     path: Path | None = None,
@@ -249,7 +250,7 @@ def _updated(
         if moment is not None and key not in keep
     }
     try:
-        return state_fmt.with_updates(doc, settings=settings, facts=facts, tz=ledger.zone)
+        return state_fmt.with_updates(doc, settings=settings, facts=facts, tz=ctx.zone)
     except InvalidInput as exc:
         if path is None:
             raise
@@ -271,28 +272,28 @@ def _has_anything(db: Db) -> bool:
 # --- the registry's three entry points -------------------------------------------------
 
 
-def import_state(ledger: Ledger, db: Db, text: str, path: Path, now: datetime) -> ImportReport:
+def import_state(ctx: Context, db: Db, text: str, path: Path, now: datetime) -> ImportReport:
     """``hb import state``: the file's settings win; its times are taken when newer."""
     doc = _parse(text, path)
-    changed, unchanged = _apply(ledger, db, doc, path, now)
+    changed, unchanged = _apply(ctx, db, doc, path, now)
     remember(db, KIND, path, text, now)
     return ImportReport(KIND, str(path), updated=changed, unchanged=unchanged)
 
 
-def render_state(ledger: Ledger, db: Db, path: Path | None = None) -> str | None:
+def render_state(ctx: Context, db: Db, path: Path | None = None) -> str | None:
     """``hb export state``: the file at ``path`` (default: the workspace's; else the last one
     synced) with the ledger's values.
 
     None when there is no file and nothing worth writing.
     """
     from heartbeat.errors import HbError
-    from heartbeat.sync.files import default_path, other_file, read_text
+    from heartbeat.ops.sync.files import default_path, other_file, read_text
 
     base: state_fmt.HeartbeatState | None = None
-    workspace_file = default_path(ledger.workspace, KIND)
+    workspace_file = default_path(ctx.workspace, KIND)
     other = other_file(path, workspace_file)
     if other is not None:  # another existing file: its text is the base, and must be readable
-        return state_fmt.render(_updated(ledger, db, _parse(read_text(other), other), other))
+        return state_fmt.render(_updated(ctx, db, _parse(read_text(other), other), other))
     try:
         base = state_fmt.parse(read_text(workspace_file))
     except HbError:
@@ -306,11 +307,11 @@ def render_state(ledger: Ledger, db: Db, path: Path | None = None) -> str | None
         if not _has_anything(db):
             return None
         base = _empty()
-    return state_fmt.render(_updated(ledger, db, base, workspace_file))
+    return state_fmt.render(_updated(ctx, db, base, workspace_file))
 
 
 def sync_state(
-    ledger: Ledger, db: Db, path: Path, text: str | None, now: datetime
+    ctx: Context, db: Db, path: Path, text: str | None, now: datetime
 ) -> tuple[SyncReport, str | None]:
     """One step of ``hb sync``: file changes in, ledger changes out; a setting changed on both sides
     since the last sync is a conflict the file wins."""
@@ -319,7 +320,7 @@ def sync_state(
     if text is None:
         if not _has_anything(db):
             return report, None
-        new = state_fmt.render(_updated(ledger, db, _empty()))
+        new = state_fmt.render(_updated(ctx, db, _empty()))
         report.added.extend(sorted(_labels_in(new)))
         report.written = True
         remember(db, KIND, path, new, now)
@@ -327,7 +328,7 @@ def sync_state(
     doc = _parse(text, path)
     file_changed = last is None or last.content_hash != digest(text)
     problems: dict[str, str] = {}
-    file_settings, _ = _read(ledger, doc, path, problems)
+    file_settings, _ = _read(ctx, doc, path, problems)
     report.preserved.extend(f"{path}: {reason}: kept as written, not read" for reason in problems.values())
     if file_changed:
         baseline = _baseline(last)
@@ -341,9 +342,9 @@ def sync_state(
                 keep_ledger.add(key)  # the file did not change it: the ledger's value stands
             elif edited_in_ledger and row is not None and row.value != value:
                 report.conflicts.append(_LABELS[key])
-        changed, _ = _apply(ledger, db, doc, path, now, skip_settings=keep_ledger, problems={})
+        changed, _ = _apply(ctx, db, doc, path, now, skip_settings=keep_ledger, problems={})
         report.updated.extend(label for label in changed if label not in report.conflicts)
-    new = state_fmt.render(_updated(ledger, db, doc, path, keep=problems))
+    new = state_fmt.render(_updated(ctx, db, doc, path, keep=problems))
     if new == text:
         remember(db, KIND, path, text, now)
         return report, None

@@ -16,21 +16,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from heartbeat import progress
+from heartbeat.db.queue import record_from_row
 from heartbeat.db.rows import ErrorRow, RunRow, SyncStateRow, TaskRow
 from heartbeat.db.status import TaskStatus
 from heartbeat.db.store import Db, statements
+from heartbeat.db.tasks import record_event, snapshot
 from heartbeat.errors import FileFormatError, HbError, one_line
 from heartbeat.formats import tasks_json
 from heartbeat.formats.tasks_json import priority_rank
 from heartbeat.formats.timestamps import timestamp_or_none
-from heartbeat.queue import record_from_row
-from heartbeat.sync.files import default_path, digest, file_lock, lock_timeout, read_text
-from heartbeat.sync.report import ImportReport, SyncReport
-from heartbeat.sync.swap import replace_if
-from heartbeat.tasks import record_event, snapshot
+from heartbeat.ops.sync.files import default_path, digest, file_lock, lock_timeout, read_text
+from heartbeat.ops.sync.report import ImportReport, SyncReport
+from heartbeat.ops.sync.swap import replace_if
 
 if TYPE_CHECKING:
-    from heartbeat.ledger import Ledger
+    from heartbeat.context import Context
+
+    pass
 
 SQL = statements("queue_files")
 
@@ -60,7 +62,7 @@ def _key(scope: str, task_id: str) -> str:
 
 
 def import_tasks(
-    ledger: Ledger, db: Db, text: str, path: Path, now: datetime, *, actor: str = "import"
+    ctx: Context, db: Db, text: str, path: Path, now: datetime, *, actor: str = "import"
 ) -> ImportReport:
     """Read tasks.json into the ledger: new records added, changed ones updated (history kept)."""
     try:
@@ -136,7 +138,7 @@ def _current_text(path: Path | None) -> str | None:
         return None
 
 
-def render_tasks(ledger: Ledger, db: Db, path: Path | None = None) -> str:
+def render_tasks(ctx: Context, db: Db, path: Path | None = None) -> str:
     """tasks.json as the ledger has it now, laid over ``path``'s text when that file exists."""
     doc = _document(db, SOURCE)
     current = _current_text(path)
@@ -149,7 +151,7 @@ def render_tasks(ledger: Ledger, db: Db, path: Path | None = None) -> str:
 # --- errors.json ------------------------------------------------------------------
 
 
-def import_errors(ledger: Ledger, db: Db, text: str, path: Path, now: datetime) -> ImportReport:
+def import_errors(ctx: Context, db: Db, text: str, path: Path, now: datetime) -> ImportReport:
     """Read errors.json; an item the ledger already holds (the same object) is not added twice.
 
     errors.json is a log: two identical items are two failures, each kept.
@@ -214,7 +216,7 @@ def _shown(e: ErrorRow) -> dict[str, Any]:
     )
 
 
-def render_errors(ledger: Ledger, db: Db, path: Path | None = None) -> str:
+def render_errors(ctx: Context, db: Db, path: Path | None = None) -> str:
     """errors.json as the ledger has it now, laid over ``path``'s text when that file exists."""
     return _errors_text(db, _current_text(path))
 
@@ -227,7 +229,7 @@ def _errors_text(db: Db, source: str | None) -> str:
 # --- last-run.json ----------------------------------------------------------------
 
 
-def import_last_run(ledger: Ledger, db: Db, text: str, path: Path, now: datetime) -> ImportReport:
+def import_last_run(ctx: Context, db: Db, text: str, path: Path, now: datetime) -> ImportReport:
     try:
         obj = tasks_json.parse_last_run(text)
     except FileFormatError as exc:
@@ -254,7 +256,7 @@ def import_last_run(ledger: Ledger, db: Db, text: str, path: Path, now: datetime
     return report
 
 
-def render_last_run(ledger: Ledger, db: Db, path: Path | None = None) -> str | None:
+def render_last_run(ctx: Context, db: Db, path: Path | None = None) -> str | None:
     """last-run.json as the ledger has it now, laid over ``path``'s text when that file exists."""
     return _last_run_text(db, _current_text(path))
 
@@ -270,7 +272,7 @@ RENDERERS = {"tasks-json": render_tasks, "errors-json": render_errors, "last-run
 IMPORTERS = {"tasks-json": import_tasks, "errors-json": import_errors, "last-run": import_last_run}
 
 
-def export_queue_files(ledger: Ledger, *, edits_only: bool = False) -> list[str]:
+def export_queue_files(ctx: Context, *, edits_only: bool = False) -> list[str]:
     """Re-render tasks.json / errors.json / last-run.json in the workspace (sync.auto_export).
 
     A file edited since hb last read or wrote it is synced instead, as ``hb sync`` would
@@ -282,17 +284,17 @@ def export_queue_files(ledger: Ledger, *, edits_only: bool = False) -> list[str]
     Serialised by a workspace file lock; each render reads the ledger inside the
     lock, so the last writer always writes the newest state.
     """
-    if edits_only and not _edited_kinds(ledger):
+    if edits_only and not _edited_kinds(ctx):
         return []
     written = []
     with (
-        file_lock(ledger.workspace, timeout=lock_timeout(ledger.settings.sync_lock_timeout)),
-        ledger.ctx.write() as db,
+        file_lock(ctx.workspace, timeout=lock_timeout(ctx.settings.sync_lock_timeout)),
+        ctx.write() as db,
     ):
-        now = ledger.now()
+        now = ctx.now()
         for kind in RENDERERS:
-            path = default_path(ledger.workspace, kind)
-            if _export_one(ledger, db, kind, path, now, edits_only=edits_only):
+            path = default_path(ctx.workspace, kind)
+            if _export_one(ctx, db, kind, path, now, edits_only=edits_only):
                 written.append(str(path))
     return written
 
@@ -300,7 +302,7 @@ def export_queue_files(ledger: Ledger, *, edits_only: bool = False) -> list[str]
 _TRIES = 5  # renders of one file that another program keeps changing meanwhile
 
 
-def _export_one(ledger: Ledger, db: Db, kind: str, path: Path, now: datetime, *, edits_only: bool) -> bool:
+def _export_one(ctx: Context, db: Db, kind: str, path: Path, now: datetime, *, edits_only: bool) -> bool:
     """Sync or re-render one queue file; whether it was written.
 
     The old script and people write these files without hb's lock. A file that changed
@@ -313,20 +315,20 @@ def _export_one(ledger: Ledger, db: Db, kind: str, path: Path, now: datetime, *,
         try:
             current = read_text(path) if path.exists() else None
         except (HbError, OSError) as exc:
-            _notice(ledger, f"{_reason(exc, path)}: left as it is (fix it, then run hb sync)")
+            _notice(ctx, f"{_reason(exc, path)}: left as it is (fix it, then run hb sync)")
             return False
         if current is not None and _edited(db, kind, path, current):
             try:
-                report, text = SYNCERS[kind](ledger, db, path, current, now)
+                report, text = SYNCERS[kind](ctx, db, path, current, now)
             except HbError as exc:
-                _notice(ledger, f"{_reason(exc, path)}: left as it is (fix it, then run hb sync)")
+                _notice(ctx, f"{_reason(exc, path)}: left as it is (fix it, then run hb sync)")
                 return False
             for notice in sync_notices(report):
-                _notice(ledger, notice)
+                _notice(ctx, notice)
         elif edits_only:
             return False
         else:
-            text = RENDERERS[kind](ledger, db, path)
+            text = RENDERERS[kind](ctx, db, path)
             if text is None:
                 return False
             remember(db, kind, path, text, now)
@@ -334,7 +336,7 @@ def _export_one(ledger: Ledger, db: Db, kind: str, path: Path, now: datetime, *,
             return False
         done = replace_if(path, text, current, valid=_parses)
         if done.kept is not None:
-            _notice(ledger, f"{path}: a concurrent edit hb could not merge is kept in {done.kept}")
+            _notice(ctx, f"{path}: a concurrent edit hb could not merge is kept in {done.kept}")
         if done.written:
             return True
         # changed meanwhile: the next round diffs against the text this one read (its edits are
@@ -345,7 +347,7 @@ def _export_one(ledger: Ledger, db: Db, kind: str, path: Path, now: datetime, *,
             _forget(db, kind)
         else:
             remember(db, kind, Path(before[0]), before[1], now)
-    _notice(ledger, f"{path}: kept changing while hb wrote it; left as it is (run hb sync)")
+    _notice(ctx, f"{path}: kept changing while hb wrote it; left as it is (run hb sync)")
     return False
 
 
@@ -361,12 +363,12 @@ def _edited(db: Db, kind: str, path: Path, text: str) -> bool:
     return row is None or row.content_hash != digest(text) or Path(row.path) != path
 
 
-def _edited_kinds(ledger: Ledger) -> list[str]:
+def _edited_kinds(ctx: Context) -> list[str]:
     """The queue files edited since hb last read or wrote them (a read: no lock, no transaction)."""
     found = []
-    with ledger.ctx.read() as db:
+    with ctx.read() as db:
         for kind in RENDERERS:
-            path = default_path(ledger.workspace, kind)
+            path = default_path(ctx.workspace, kind)
             try:
                 text = read_text(path) if path.exists() else None
             except (HbError, OSError):
@@ -376,9 +378,9 @@ def _edited_kinds(ledger: Ledger) -> list[str]:
     return found
 
 
-def _notice(ledger: Ledger, message: str) -> None:
-    if message not in ledger.notices:  # the check before an operation and the export after it
-        ledger.notices.append(message)
+def _notice(ctx: Context, message: str) -> None:
+    if message not in ctx.notices:  # the check before an operation and the export after it
+        ctx.notices.append(message)
 
 
 def _reason(exc: HbError | OSError, path: Path) -> str:
@@ -461,7 +463,7 @@ def _take_file_version(
 
 
 def sync_tasks(
-    ledger: Ledger, db: Db, path: Path, text: str | None, now: datetime
+    ctx: Context, db: Db, path: Path, text: str | None, now: datetime
 ) -> tuple[SyncReport, str | None]:
     """tasks.json both ways, keyed by (scope, id), three-way against the text hb last synced.
 
@@ -608,7 +610,7 @@ def _error_identity(item: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def sync_errors(
-    ledger: Ledger, db: Db, path: Path, text: str | None, now: datetime
+    ctx: Context, db: Db, path: Path, text: str | None, now: datetime
 ) -> tuple[SyncReport, str | None]:
     """errors.json is a log: new items in the file are added, an item edited in the file
     (e.g. ``resolved``) updates its row, and the ledger's full list is written back."""
@@ -650,13 +652,13 @@ def sync_errors(
 
 
 def sync_last_run(
-    ledger: Ledger, db: Db, path: Path, text: str | None, now: datetime
+    ctx: Context, db: Db, path: Path, text: str | None, now: datetime
 ) -> tuple[SyncReport, str | None]:
     """last-run.json: a run record written in the file is imported; the ledger's last one is written."""
     report = SyncReport(kind="last-run", path=str(path))
     state = db.get(SyncStateRow, "last-run")
     if text is not None and (state is None or state.content_hash != digest(text) or state.path != str(path)):
-        imported = import_last_run(ledger, db, text, path, now)
+        imported = import_last_run(ctx, db, text, path, now)
         report.added.extend(imported.added)
     out = _last_run_text(db, text)
     if out is None:

@@ -1,6 +1,6 @@
 """A family of ledger rows one or two Markdown files show (the generic part, bulk writes).
 
-Part of :mod:`heartbeat.sync.markdown` (its docstring tells how the sync works).
+Part of :mod:`heartbeat.ops.sync.markdown` (its docstring tells how the sync works).
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from heartbeat.db.shape import TASK_EVENTS, Shape
 from heartbeat.db.status import TaskStatus
 from heartbeat.formats import todo as fmt
 from heartbeat.formats.todo import Entry
-from heartbeat.sync.markdown.base import ACTOR, CHUNK_SIZE, ID_PATTERN, KIND_OF, EntryRecord, chunked
+from heartbeat.ops.sync.markdown.base import ACTOR, CHUNK_SIZE, ID_PATTERN, KIND_OF, EntryRecord, chunked
 
 if TYPE_CHECKING:
-    from heartbeat.ledger import Ledger
+    from heartbeat.context import Context
+
+    pass
 
 
 class Row:
@@ -107,11 +109,11 @@ class Family:
     where: str  # the family's rows (SQL)
     keyed: str  # the family's condition for lookups by key (what the index serves)
 
-    def __init__(self, ledger: Ledger, db: Conn, now: datetime) -> None:
-        self.ledger = ledger
+    def __init__(self, ctx: Context, db: Conn, now: datetime) -> None:
+        self.ctx = ctx
         self.db = db
         self.now = now
-        self.dialect = ledger.settings.todo_dialect
+        self.dialect = ctx.settings.todo_dialect
         self.actor = ACTOR
 
     # reading

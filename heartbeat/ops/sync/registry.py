@@ -1,6 +1,6 @@
 """Which module reads, renders and syncs each kind of workspace file.
 
-Every kind lives in one module of :mod:`heartbeat.sync` that exposes three
+Every kind lives in one module of :mod:`heartbeat.ops.sync` that exposes three
 dicts keyed by kind:
 
 ``IMPORTERS[kind](ledger, db, text, path, now) -> Report``
@@ -36,24 +36,24 @@ from typing import TYPE_CHECKING, Any
 from heartbeat.errors import InvalidInput
 
 if TYPE_CHECKING:
+    from heartbeat.context import Context
     from heartbeat.db.store import Db
-    from heartbeat.ledger import Ledger
-    from heartbeat.sync.report import SyncReport
+    from heartbeat.ops.sync.report import SyncReport
 
-Importer = Callable[["Ledger", "Db", str, Path, datetime], Any]
-Renderer = Callable[["Ledger", "Db", "Path | None"], str | None]
-Syncer = Callable[["Ledger", "Db", Path, str | None, datetime], "tuple[SyncReport, str | None]"]
+Importer = Callable[["Context", "Db", str, Path, datetime], Any]
+Renderer = Callable[["Context", "Db", "Path | None"], str | None]
+Syncer = Callable[["Context", "Db", Path, str | None, datetime], "tuple[SyncReport, str | None]"]
 
 # kind -> module; the order is the order hb sync visits them
 MODULES: dict[str, str] = {
-    "tasks-json": "heartbeat.sync.queue_files",
-    "errors-json": "heartbeat.sync.queue_files",
-    "last-run": "heartbeat.sync.queue_files",
-    "todo": "heartbeat.sync.markdown",
-    "done": "heartbeat.sync.markdown",
-    "recur": "heartbeat.sync.markdown",
-    "proactive": "heartbeat.sync.proactive_files",
-    "state": "heartbeat.sync.state_files",
+    "tasks-json": "heartbeat.ops.sync.queue_files",
+    "errors-json": "heartbeat.ops.sync.queue_files",
+    "last-run": "heartbeat.ops.sync.queue_files",
+    "todo": "heartbeat.ops.sync.markdown",
+    "done": "heartbeat.ops.sync.markdown",
+    "recur": "heartbeat.ops.sync.markdown",
+    "proactive": "heartbeat.ops.sync.proactive_files",
+    "state": "heartbeat.ops.sync.state_files",
 }
 KINDS = tuple(MODULES)
 

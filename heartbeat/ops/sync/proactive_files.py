@@ -40,13 +40,15 @@ from heartbeat.errors import FileFormatError, InvalidInput, NotFound
 from heartbeat.formats import proactive
 from heartbeat.formats.proactive import MAX_OUTCOMES, ProactiveDocument, ProactiveTask, record_outcome
 from heartbeat.formats.timestamps import format_timestamp
-from heartbeat.recur import DORMANT_KEY, dormant_reason
-from heartbeat.sync.files import default_path, other_file, read_text
-from heartbeat.sync.queue_files import remember
-from heartbeat.sync.report import ImportReport, SyncReport
+from heartbeat.ops.recur import DORMANT_KEY, dormant_reason
+from heartbeat.ops.sync.files import default_path, other_file, read_text
+from heartbeat.ops.sync.queue_files import remember
+from heartbeat.ops.sync.report import ImportReport, SyncReport
 
 if TYPE_CHECKING:
-    from heartbeat.ledger import Ledger
+    from heartbeat.context import Context
+
+    pass
 
 KIND = "proactive"
 SOURCE = "proactive"
@@ -328,10 +330,10 @@ def _warnings(doc: ProactiveDocument) -> list[str]:
     return [f"line {w.line}: {w.reason}" for w in doc.warnings]
 
 
-def import_proactive(ledger: Ledger, db: Db, text: str, path: Path, now: datetime) -> ImportReport:
+def import_proactive(ctx: Context, db: Db, text: str, path: Path, now: datetime) -> ImportReport:
     """``hb import proactive``: the file's tasks become the ledger's (outcomes not yet written are kept)."""
     doc = _parse(text, path)
-    _, changes = _reconcile(db, doc, text, path, now, ledger.zone, written=False)
+    _, changes = _reconcile(db, doc, text, path, now, ctx.zone, written=False)
     report = ImportReport(
         KIND,
         str(path),
@@ -369,10 +371,10 @@ def _from_ledger(
     ]
 
 
-def render_proactive(ledger: Ledger, db: Db, path: Path | None = None) -> str | None:
+def render_proactive(ctx: Context, db: Db, path: Path | None = None) -> str | None:
     """PROACTIVE.md as it should be now: the current text of the file at ``path`` (default: the
     workspace's) with the ledger's changes."""
-    workspace_file = default_path(ledger.workspace, KIND)
+    workspace_file = default_path(ctx.workspace, KIND)
     path = other_file(path, workspace_file) or workspace_file  # a new file: a copy of the workspace's
     rows = _rows(db)
     try:
@@ -381,15 +383,15 @@ def render_proactive(ledger: Ledger, db: Db, path: Path | None = None) -> str | 
         if not rows:
             return None
         doc = proactive.parse(_last_synced_text(db) or "")
-        tasks = _from_ledger(db, doc, rows, ledger.zone)
+        tasks = _from_ledger(db, doc, rows, ctx.zone)
     else:
         doc = _parse(text, path)
-        tasks = [merged_task(db, task, rows.get(task.id), ledger.zone) for task in doc.tasks]
-    return proactive.render(proactive.with_tasks(doc, tasks, now=ledger.now()))
+        tasks = [merged_task(db, task, rows.get(task.id), ctx.zone) for task in doc.tasks]
+    return proactive.render(proactive.with_tasks(doc, tasks, now=ctx.now()))
 
 
 def sync_proactive(
-    ledger: Ledger, db: Db, path: Path, text: str | None, now: datetime
+    ctx: Context, db: Db, path: Path, text: str | None, now: datetime
 ) -> tuple[SyncReport, str | None]:
     """One ``hb sync`` step: file edits into the ledger, the ledger's outcomes into the file.
 
@@ -402,7 +404,7 @@ def sync_proactive(
         if not rows:
             return report, None
         doc = proactive.parse(_last_synced_text(db) or "")
-        tasks = _from_ledger(db, doc, rows, ledger.zone)
+        tasks = _from_ledger(db, doc, rows, ctx.zone)
         for task in tasks:
             rows[task.id].extra = _file_fields(task)
         report.added = list(rows)
@@ -411,7 +413,7 @@ def sync_proactive(
         remember(db, KIND, path, out, now)
         return report, out
     doc = _parse(text, path)
-    merged, changes = _reconcile(db, doc, text, path, now, ledger.zone, written=True)
+    merged, changes = _reconcile(db, doc, text, path, now, ctx.zone, written=True)
     report.added = changes.added
     report.updated = changes.updated
     report.removed = changes.removed

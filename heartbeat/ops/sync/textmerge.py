@@ -1,7 +1,7 @@
 """A three-way merge of texts by lines, for edits two other programs made at the same moment.
 
 Used when hb's swap of a workspace file meets two concurrent edits at once (see
-:mod:`heartbeat.sync.swap`): both are kept. Where both sides changed the same lines
+:mod:`heartbeat.ops.sync.swap`): both are kept. Where both sides changed the same lines
 differently, or both inserted at the same place, the result holds ``theirs`` and then
 ``ours`` (identical lines once): nothing is dropped, and hb's own merge that follows reads
 every line the two programs wrote.
