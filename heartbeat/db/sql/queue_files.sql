@@ -28,3 +28,11 @@ SELECT pk FROM errors LIMIT 1
 -- name: last_run_record
 -- The newest run with a last-run.json record.
 SELECT * FROM runs WHERE record IS NOT NULL ORDER BY pk DESC LIMIT 1
+
+-- name: last_task_pk
+-- The highest task pk (SQLite numbers a new row after it; hb tasks.json import numbers its own).
+SELECT max(pk) FROM tasks
+
+-- name: next_task_pks_pg
+-- PostgreSQL: :n pks for new tasks, from the table's sequence.
+SELECT nextval(pg_get_serial_sequence('tasks', 'pk')) FROM generate_series(1, CAST(:n AS integer))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from heartbeat import progress
 from heartbeat.db.queue import record_from_row
 from heartbeat.db.rows import ErrorRow, RunRow, SyncStateRow, TaskRow
+from heartbeat.db.shape import TASK_EVENTS, TASKS
 from heartbeat.db.status import TaskStatus
 from heartbeat.db.store import Db, statements
 from heartbeat.db.tasks import record_event, snapshot
@@ -31,8 +32,6 @@ from heartbeat.ops.sync.swap import replace_if
 
 if TYPE_CHECKING:
     from heartbeat.context import Context
-
-    pass
 
 SQL = statements("queue_files")
 
@@ -61,28 +60,95 @@ def _key(scope: str, task_id: str) -> str:
     return f"{scope}:{task_id}" if scope else task_id
 
 
+# a history entry to insert: the task, its kind, the version it replaced, the detail
+_Event = tuple[TaskRow, str, dict[str, Any] | None, dict[str, Any]]
+
+
 def import_tasks(
     ctx: Context, db: Db, text: str, path: Path, now: datetime, *, actor: str = "import"
 ) -> ImportReport:
-    """Read tasks.json into the ledger: new records added, changed ones updated (history kept)."""
+    """Read tasks.json into the ledger: new records added, changed ones updated (history kept).
+
+    The new tasks and the history entries are inserted in bulk, after the loop: each with
+    the pk it would have had inserted on its own, the history in the file's order.
+    """
     try:
         doc = tasks_json.parse(text)
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
     report = ImportReport(SOURCE, str(path), warnings=list(doc.warnings))
     existing = {(t.scope, t.id): t for t in db.load(TaskRow, SQL.tasks_json_tasks)}
+    fresh: list[TaskRow] = []
+    events: list[_Event] = []
     for record in progress.each(f"importing {path.name}", doc.records, len(doc.records)):
         task = existing.get((record.scope, record.id))
         if task is None:
-            _new_task(db, record, now, path, actor=actor)
+            task = _task_of(record, now)
+            fresh.append(task)
+            events.append((task, "created", None, {"file": str(path)}))
             report.added.append(_key(record.scope, record.id))
             continue
-        if not _take_file_version(db, task, record, now, path, actor=actor):
+        if not _take_file_version(db, task, record, now, path, actor=actor, events=events):
             report.unchanged += 1
             continue
         report.updated.append(_key(record.scope, record.id))
+    _insert_tasks(db, fresh)
+    _insert_events(db, events, now, actor)
     remember(db, SOURCE, path, text, now)
     return report
+
+
+def _insert_tasks(db: Db, tasks: list[TaskRow]) -> None:
+    """INSERT new tasks with one executemany, each given the pk it would have got inserted on its
+    own (the transaction holds the write lock: SQLite numbers rows after the highest pk,
+    PostgreSQL takes them from the table's sequence). The rows are not attached to ``db``."""
+    if not tasks:
+        return
+    if db.sqlite:
+        start = (db.value(SQL.last_task_pk) or 0) + 1
+        pks: list[int] = list(range(start, start + len(tasks)))
+    else:
+        pks = sorted(pk for (pk,) in db.rows(SQL.next_task_pks_pg, {"n": len(tasks)}))
+    columns = TASKS.columns
+    stamps: dict[datetime, Any] = {}  # the import's times are mostly one: bound once
+
+    def bind(name: str, value: Any) -> Any:
+        if value is None:
+            return None
+        if name in TASKS.times:
+            got = stamps.get(value)
+            if got is None:
+                got = stamps[value] = db.time(value)
+            return got
+        if name in TASKS.json:
+            return db.json(value)
+        if name in TASKS.flags:
+            return db.flag(value)
+        if isinstance(value, TaskStatus):
+            return value.value
+        return value
+
+    rows = []
+    for task, pk in zip(tasks, pks, strict=True):
+        task.pk = pk
+        state = task.__dict__
+        rows.append([bind(c, state[c]) for c in columns])
+    db.insert_many(TASKS.name, columns, rows, json=TASKS.json)
+
+
+def _insert_events(db: Db, events: list[_Event], now: datetime, actor: str) -> None:
+    """The history entries' rows with one executemany, in order (as
+    :func:`heartbeat.db.tasks.record_event` writes each)."""
+    at = db.time(now)
+    db.insert_many(
+        TASK_EVENTS.name,
+        ("task_pk", "task_id", "scope", "at", "kind", "actor", "before", "detail"),
+        [
+            (task.pk, task.id, task.scope, at, kind, actor, db.json(before), db.json(detail))
+            for task, kind, before, detail in events
+        ],
+        json=TASK_EVENTS.json,
+    )
 
 
 def remember(db: Db, kind: str, path: Path, text: str, now: datetime) -> None:
@@ -163,13 +229,15 @@ def import_errors(ctx: Context, db: Db, text: str, path: Path, now: datetime) ->
     report = ImportReport("errors-json", str(path))
     known = [_shown(e) for e in db.load(ErrorRow, SQL.errors)]
     tasks = _legacy_tasks(db)
+    fresh = []
     for index, item in enumerate(map(tasks_json.fix_malformed, items)):
         if item in known:
             known.remove(item)  # each row stands for one item of the file
             report.unchanged += 1
             continue
-        _add_error(db, item, tasks, now)
+        fresh.append(_error_row(item, tasks, now))
         report.added.append(f"[{index}]")
+    db.add_all(fresh)
     remember(db, "errors-json", path, text, now)
     return report
 
@@ -179,24 +247,22 @@ def _legacy_tasks(db: Db) -> dict[str, int]:
     return {task_id: pk for task_id, pk in db.rows(SQL.legacy_task_pks)}
 
 
-def _add_error(db: Db, item: dict[str, Any], tasks: Mapping[str, int], now: datetime) -> None:
-    """An errors.json item as an ``errors`` row (the item itself kept as written)."""
+def _error_row(item: dict[str, Any], tasks: Mapping[str, int], now: datetime) -> ErrorRow:
+    """An errors.json item as an ``errors`` row (the item itself kept as written), to insert."""
     at = timestamp_or_none(item.get("timestamp")) or now
     task_id = item.get("task_id")
-    db.add(
-        ErrorRow(
-            task_pk=tasks.get(str(task_id)) if task_id is not None else None,
-            task_id=None if task_id is None else str(task_id),
-            scope="",
-            skill=item.get("assigned_skill"),
-            at=at,
-            reason=str(item.get("reason") or "Unknown failure"),
-            trace_id=item.get("trace_id"),
-            decision_log=item.get("decision_log"),
-            resolved=bool(item.get("resolved", False)),
-            final=False,
-            extra=item,
-        )
+    return ErrorRow(
+        task_pk=tasks.get(str(task_id)) if task_id is not None else None,
+        task_id=None if task_id is None else str(task_id),
+        scope="",
+        skill=item.get("assigned_skill"),
+        at=at,
+        reason=str(item.get("reason") or "Unknown failure"),
+        trace_id=item.get("trace_id"),
+        decision_log=item.get("decision_log"),
+        resolved=bool(item.get("resolved", False)),
+        final=False,
+        extra=item,
     )
 
 
@@ -435,11 +501,13 @@ def _take_file_version(
     *,
     actor: str = "sync",
     conflict: bool = False,
+    events: list[_Event] | None = None,
 ) -> list[str]:
     """Give ``task`` the file's version of its record; the fields that changed.
 
     The previous version goes to the history (kind ``conflict`` when the ledger had
-    changed too); a record that reads the same as the task changes nothing.
+    changed too; ``events``: kept there for the caller to insert); a record that reads
+    the same as the task changes nothing.
     """
     changed = {k: v for k, v in _columns(record, now).items() if k != "created_at" and getattr(task, k) != v}
     if not changed and not conflict:
@@ -456,9 +524,11 @@ def _take_file_version(
     detail: dict[str, Any] = {"fields": sorted(changed), "file": str(path)}
     if conflict:
         detail["note"] = "changed in the file and in the ledger; the file won"
-    record_event(
-        db, task, "conflict" if conflict else "updated", now, before=before, actor=actor, detail=detail
-    )
+    kind = "conflict" if conflict else "updated"
+    if events is not None:
+        events.append((task, kind, before, detail))
+    else:
+        record_event(db, task, kind, now, before=before, actor=actor, detail=detail)
     return sorted(changed)
 
 
@@ -587,6 +657,13 @@ def _new_task(
     db: Db, record: tasks_json.QueueRecord, now: datetime, path: Path, *, actor: str = "sync"
 ) -> TaskRow:
     """A task for a record new in tasks.json, with its "created" history entry."""
+    task = db.add(_task_of(record, now))
+    record_event(db, task, "created", now, actor=actor, detail={"file": str(path)})
+    return task
+
+
+def _task_of(record: tasks_json.QueueRecord, now: datetime) -> TaskRow:
+    """The task of a record new in tasks.json (not inserted yet)."""
     task = TaskRow(
         id=record.id,
         scope=record.scope,
@@ -600,8 +677,6 @@ def _new_task(
     )
     if task.status is TaskStatus.DOING:
         task.attempts = 1  # someone is (or was) working on it: that is an attempt
-    db.add(task)
-    record_event(db, task, "created", now, actor=actor, detail={"file": str(path)})
     return task
 
 
@@ -643,9 +718,8 @@ def sync_errors(
             else:
                 fresh.append((index, item))
         tasks = _legacy_tasks(db) if fresh else {}
-        for index, item in fresh:
-            _add_error(db, item, tasks, now)
-            report.added.append(f"[{index}]")
+        db.add_all([_error_row(item, tasks, now) for _index, item in fresh])
+        report.added.extend(f"[{index}]" for index, _item in fresh)
     if text is None and db.value(SQL.any_error) is None:
         return report, None
     return _written(db, "errors-json", path, text, _errors_text(db, text), now, report)
