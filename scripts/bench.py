@@ -753,8 +753,16 @@ def _round_commands(
     doomed = [
         _hb_json(hb, env, ws, "recur", "add", f"rule {i}", "--repeat", "weekly")["id"] for i in range(runs)
     ]
+    finished = [_hb_json(hb, env, ws, "add", f"errand {i}")["id"] for i in range(2 * runs)]
     scores = ["--impact", "4", "--risk", "4", "--cost", "4", "--urgency", "4", "--confidence", "4"]
     same = {
+        "hb add": ["add", "buy milk"],
+        "hb list": ["list"],
+        "hb list --json": ["list", "--json"],
+        "hb show ID": ["show", task],
+        "hb update ID": ["update", task, "--note", "called the landlord"],
+        "hb ready": ["ready"],
+        "hb sync": ["sync"],
         "hb due": ["due"],
         "hb check": ["check"],
         "hb notify ID": ["notify", task],
@@ -782,7 +790,9 @@ def _round_commands(
         "hb init (existing)": ["init"],
     }
     out = [(name, [[*hb, *args]] * runs) for name, args in same.items()]
-    out.insert(14, ("hb recur remove ID", [[*hb, "recur", "remove", rid] for rid in doomed]))
+    out.insert(21, ("hb recur remove ID", [[*hb, "recur", "remove", rid] for rid in doomed]))
+    out.insert(5, ("hb done ID", [[*hb, "done", tid] for tid in finished[:runs]]))
+    out.insert(6, ("hb cancel ID", [[*hb, "cancel", tid] for tid in finished[runs:]]))
     return out
 
 
@@ -1235,6 +1245,128 @@ def bench_dashboard(outcomes: int, notifications: int, runs: int, cache: Path | 
         shutil.rmtree(ws, ignore_errors=True)
 
 
+# --- exports that cost what changed, imports in bulk, lists that stream ------------------------
+
+
+def _auto_export_pop_ms(n: int, pops: int) -> float:
+    """The median in-process pop with ``sync.auto_export`` on, over a workspace of ``n`` tasks
+    whose tasks.json hb has written (each pop re-renders what it moved)."""
+    ws = make_ledger(n)
+    with Ledger.open(workspace=ws) as ledger:
+        ledger.config_set("sync.auto_export", "true")
+        ledger.sync()  # the workspace's tasks.json, written from the ledger
+        times = []
+        for _ in range(pops):
+            start = time.perf_counter()
+            task = ledger.pop()
+            times.append(time.perf_counter() - start)
+            assert task is not None
+            ledger.complete(task["id"], claim=task["claim"])
+    shutil.rmtree(ws, ignore_errors=True)
+    return statistics.median(times) * 1e3
+
+
+def _first_import_s(n: int) -> tuple[float, float]:
+    """(hb's first import of an n-task tasks.json, a bare json.load + executemany of the same rows)."""
+    doc = json.dumps(tasks_json_doc(n))
+    ws = Path(tempfile.mkdtemp(prefix="hb-import-"))
+    src = ws / "seed-tasks.json"
+    src.write_text(doc)
+    with Ledger.open(workspace=ws) as ledger:
+        start = time.perf_counter()
+        ledger.import_file("tasks-json", src)
+        took = time.perf_counter() - start
+    con = sqlite3.connect(str(ws / "bare.db"), isolation_level=None)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute(
+        "CREATE TABLE tasks (pk INTEGER PRIMARY KEY, id TEXT, scope TEXT, title TEXT, priority TEXT, "
+        "status TEXT, skill TEXT, created_at TEXT, position INTEGER, extra TEXT, UNIQUE (scope, id))"
+    )
+    start = time.perf_counter()
+    data = json.loads(src.read_text())
+    con.execute("BEGIN")
+    con.executemany(
+        "INSERT INTO tasks (id, scope, title, priority, status, skill, created_at, position, extra) "
+        "VALUES (?, '', ?, ?, 'todo', ?, ?, ?, ?)",
+        [
+            (
+                t["id"],
+                t["description"],
+                t["priority"],
+                t["assigned_skill"],
+                t["created_at"],
+                i,
+                json.dumps({}),
+            )
+            for i, t in enumerate(data["pending"])
+        ],
+    )
+    con.execute("COMMIT")
+    bare = time.perf_counter() - start
+    con.close()
+    shutil.rmtree(ws, ignore_errors=True)
+    return took, bare
+
+
+def _peak_rss_mb(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    """The peak resident memory of one process (Linux: ru_maxrss in KiB)."""
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    if status != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({status})")
+    return usage.ru_maxrss / 1024
+
+
+def bench_exports(small: int, large: int, listed: int, pops: int) -> None:
+    """12. auto_export pops at two queue sizes, the first import of a large tasks.json against a
+    bare json.load + executemany, and the peak memory of hb list --json over many tasks."""
+    at_small, at_large = _auto_export_pop_ms(small, pops), _auto_export_pop_ms(large, pops)
+    record("exports", "auto_export_pop_small_ms", at_small, "ms", tasks=small)
+    record(
+        "exports",
+        "auto_export_pop_large_ms",
+        at_large,
+        "ms",
+        tasks=large,
+        vs_small=round(at_large / at_small, 2),
+    )
+    took, bare = _first_import_s(large)
+    record("exports", "first_import_s", took, "s", tasks=large, vs_bare=round(took / bare, 2))
+    record("exports", "bare_json_executemany_s", bare, "s", tasks=large)
+    ws = make_ledger(listed)
+    env = {**os.environ, "HB_WORKSPACE": str(ws)}
+    rss = _peak_rss_mb([*hb_command(), "list", "--json", "--status", "all"], env, ws)
+    floor = _peak_rss_mb(FLOOR, env, ws)
+    shutil.rmtree(ws, ignore_errors=True)
+    record("exports", "list_json_peak_rss_mb", rss, "MB", tasks=listed, floor_mb=round(floor, 1))
+    table(
+        "12. exports that cost what changed, imports in bulk, lists that stream",
+        [
+            (f"auto_export pop at {small:,} tasks (median of {pops})", f"{at_small:.1f} ms", "", ""),
+            (
+                f"auto_export pop at {large:,} tasks (median of {pops})",
+                f"{at_large:.1f} ms",
+                f"{at_large / at_small:.2f} x the small one",
+                "<= 1.5",
+            ),
+            (f"bare json.load + executemany, {large:,} tasks", f"{bare:.2f} s", "", ""),
+            (
+                f"hb import tasks-json, {large:,} tasks, first",
+                f"{took:.2f} s",
+                f"{took / bare:.2f} x bare",
+                "<= 3",
+            ),
+            (
+                f"hb list --json --status all, {listed:,} tasks: peak RSS",
+                f"{rss:.0f} MB",
+                f"floor {floor:.0f} MB",
+                "<= 150 MB",
+            ),
+        ],
+        ["measurement", "value", "ratio", "target"],
+    )
+
+
 SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "queue": lambda a: bench_queue(a.tasks),
     "processes": lambda a: bench_workers(a.tasks, 4),
@@ -1247,6 +1379,7 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "mcp": lambda a: bench_mcp(a.runs, a.runs * 10),
     "dashboard": lambda a: bench_dashboard(a.outcomes, a.outcomes // 10, 3 if a.quick else 7, a.report_cache),
     "round": lambda a: bench_round(a.runs),
+    "exports": lambda a: bench_exports(100, a.tasks, 5 * a.tasks, 5 if a.quick else 15),
 }
 
 

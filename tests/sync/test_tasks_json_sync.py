@@ -98,6 +98,30 @@ def test_a_record_deleted_from_the_file_is_removed(hb_db: Runner, tasks_file: Pa
     hb_db("show", gone, code=1)
 
 
+def _script_writes(tasks_file: Path, copy: str, *ids: str) -> None:
+    """heartbeat.py's write: the copy it read earlier, with its own additions, over the file."""
+    doc = json.loads(copy)
+    doc["pending"] += [{"id": i, "priority": "low", "description": f"the script's {i}"} for i in ids]
+    tasks_file.write_text(json.dumps(doc, indent=2))
+
+
+def test_a_task_hb_wrote_that_a_stale_copy_wrote_over_is_kept(hb_db: Runner, tasks_file: Path) -> None:
+    """heartbeat.py reads the whole file, edits it and writes it back: between its read and its
+    write hb may write a task of its own, which the script's write then drops. Nobody deleted
+    it: the sync engine merges the script's edit into the text hb wrote (the write-back it
+    recorded), so both tasks stay."""
+    sync(hb_db)
+    stale = tasks_file.read_text()  # the script reads the file ...
+    mine = json.loads(hb_db("add", "call the bank", "--json").stdout)["id"]
+    sync(hb_db)  # ... hb writes its task ...
+    assert mine in tasks_file.read_text()
+    _script_writes(tasks_file, stale, "task-from-script")  # ... the script writes its copy
+    assert report(sync(hb_db), "tasks-json")["removed"] == []
+    ids = [t["id"] for t in json.loads(tasks_file.read_text())["pending"]]
+    assert mine in ids and "task-from-script" in ids
+    assert json.loads(hb_db("show", mine, "--json").stdout)["status"] == "todo"
+
+
 def test_scoped_queue_status_round_trips(hb: Runner, workspace: Path) -> None:
     path = workspace / ".agent" / "state" / "tasks.json"
     path.parent.mkdir(parents=True)
