@@ -1308,13 +1308,23 @@ def _first_import_s(n: int) -> tuple[float, float]:
     return took, bare
 
 
+_RSS = (
+    "import resource, subprocess, sys\n"
+    "done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
+
+
 def _peak_rss_mb(argv: list[str], env: dict[str, str], cwd: Path) -> float:
-    """The peak resident memory of one process (Linux: ru_maxrss in KiB)."""
-    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    if status != 0:
-        raise SystemExit(f"{' '.join(argv)} failed ({status})")
-    return usage.ru_maxrss / 1024
+    """The peak resident memory of one process (Linux: ru_maxrss in KiB), started by a small
+    interpreter of its own: a child forked from this (large) process would count its pages."""
+    out = subprocess.run(
+        [sys.executable, "-c", _RSS, *argv], env=env, cwd=cwd, capture_output=True, text=True
+    )
+    code, kib = out.stdout.split()
+    if code != "0":
+        raise SystemExit(f"{' '.join(argv)} failed ({code})")
+    return int(kib) / 1024
 
 
 def bench_exports(small: int, large: int, listed: int, pops: int) -> None:
