@@ -62,7 +62,7 @@ KINDS = tuple(MODULES)
 # (tests/sync/test_idle_kinds.py holds every syncer to that), so hb sync can leave the kind
 # out without loading its module. Kinds missing here are always synced.
 _HOLDS: dict[str, str] = {
-    # queue_files.in_tasks_json(): every queue task
+    # queue_files.sql tasks_json_tasks: every queue task
     "tasks-json": "SELECT 1 FROM tasks WHERE scope <> '' OR source <> 'todo' LIMIT 1",
     "errors-json": "SELECT 1 FROM errors LIMIT 1",
     # queue_files.render_last_run(): the newest run with a record
