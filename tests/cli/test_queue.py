@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -247,12 +248,12 @@ def test_runs_and_outcomes_rows(hb: Runner, workspace: Path) -> None:
     hb("pop", "--scope", Q)
     hb("fail", "round3-glossary", "--scope", Q, "--reason", "no network")
     hb("clear-stale", "--scope", Q)
-    con = sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db")
-    runs = con.execute("SELECT kind, scope FROM runs WHERE kind != 'import' ORDER BY pk").fetchall()
+    with closing(sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db")) as con:
+        runs = con.execute("SELECT kind, scope FROM runs WHERE kind != 'import' ORDER BY pk").fetchall()
+        outcome = con.execute("SELECT task_id, success, duration_s, worker, attempt FROM outcomes").fetchall()
+        err = con.execute("SELECT task_id, reason, attempt, final, trace_id FROM errors").fetchall()
     assert runs == [("pop", Q), ("complete", Q), ("pop", Q), ("fail", Q), ("clear-stale", Q)]
-    outcome = con.execute("SELECT task_id, success, duration_s, worker, attempt FROM outcomes").fetchall()
     assert outcome == [("round3-edit-item-33-southern-qualifier", 1, 300.0, "w1", 1)]
-    err = con.execute("SELECT task_id, reason, attempt, final, trace_id FROM errors").fetchall()
     assert err == [("round3-glossary", "no network", 1, 0, "tr-77")]
 
 

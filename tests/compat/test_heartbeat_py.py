@@ -419,10 +419,22 @@ def test_hb_sync_after_the_drop_in_finds_files_and_ledger_in_agreement(hbpy: Hea
     assert {name: hbpy.text(name) for name in before} == before
 
 
+def _json_error(text: str) -> str:
+    """Where and why this Python's json module refuses ``text`` (3.13 words it differently)."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f":{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}"
+    raise AssertionError(f"{text!r} is valid JSON")
+
+
+TRAILING_COMMA = '{\n  "pending": [\n    {"id": "a",}\n  ]\n}'
+
+
 @pytest.mark.parametrize(
     ("text", "where"),
     [
-        ('{\n  "pending": [\n    {"id": "a",}\n  ]\n}', ":3:16: invalid JSON: Expecting property name"),
+        (TRAILING_COMMA, _json_error(TRAILING_COMMA)),
         ('[\n  {"id": "a"}\n]', ":1:1: tasks.json must hold a JSON object"),
         ('{"pending": [{"description": "no id"}]}', ":1:14: pending[0]: missing id"),
     ],
