@@ -1,6 +1,9 @@
-"""The Ledger: hb's operations, each one database transaction.
+"""The Ledger: the facade over hb's operations, each one database transaction.
 
-The CLI is a thin layer over this class; Python runtimes use it directly::
+It opens the workspace's ledger and holds its :class:`heartbeat.context.Context`; every method
+is a call of an operation in :mod:`heartbeat.ops`, which take that Context and never this
+class. The CLI, ``hb mcp`` and ``hb serve`` are thin layers over it; Python runtimes use it
+directly::
 
     with Ledger.open(workspace=".") as ledger:
         task = ledger.add("Write report", priority="high")
