@@ -327,3 +327,33 @@ def test_sigkill_at_the_sync_after_done_does_not_reopen(hb_db: Runner, workspace
     hb_db("--now", NOW, "sync")
     assert hb_db.json("show", task["id"])["status"] == "done"
     assert "Send the invoice" not in todo.read_text()
+
+
+def test_a_stale_copy_older_than_hbs_last_two_writes_loses_none_of_hbs_tasks(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """heartbeat.py reads tasks.json, hb writes it twice (a task each time), then the script saves
+    the copy it read with its own task: both of hb's tasks stay (in the ledger and the file) and
+    the script's task is taken in; nothing reads as deleted."""
+    from heartbeat.ops.sync import writeback
+
+    monkeypatch.setattr(writeback, "STALE_WRITE", 3_600_000_000_000)  # the two writes count as quick
+    path = workspace / ".agent" / "state" / "tasks.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"pending": [], "in_progress": [], "completed": [], "failed": []}, indent=2))
+    with Ledger.open(workspace=workspace, now="2026-05-01T09:00:00Z") as ledger:
+        ledger.sync()
+        read_by_the_script = path.read_text()
+        first = ledger.add("first of hb", priority="high")["id"]
+        ledger.sync(only=["tasks-json"])
+        second = ledger.add("second of hb", priority="high")["id"]
+        ledger.sync(only=["tasks-json"])
+        doc = json.loads(read_by_the_script)
+        doc["pending"].append({"id": "w1", "priority": "low", "description": "from the script"})
+        path.write_text(json.dumps(doc, indent=2))
+        [report] = [r for r in ledger.sync(only=["tasks-json"])["reports"] if r["kind"] == "tasks-json"]
+        assert report["removed"] == []
+        in_ledger = {t["id"] for t in ledger.list(status="all")}
+    in_file = {t["id"] for t in json.loads(path.read_text())["pending"]}
+    assert {first, second, "w1"} <= in_ledger
+    assert {first, second, "w1"} <= in_file

@@ -304,7 +304,7 @@ def _inputs(
         ):
             continue  # changed right after hb's write, but from hb's text (it holds hb's changes)
         if kind in _STRUCTURED:
-            writeback.rebase(db, kind, paths[kind], pending.before_text, now)
+            writeback.rebase(db, kind, paths[kind], pending.oldest_text, now)
         elif meant is not None and pending.before_text is not None and edited is not None:
             inputs[kind] = merge3(pending.before_text, meant, edited)
     return inputs

@@ -20,13 +20,17 @@ A landed write keeps its row, marked with the file's modification time, for one 
 runtime that read the file just before hb's write and saved its own copy just after (the
 claude-skills heartbeat.py, a read-modify-write without a lock) overwrites hb's text with one
 made from the old text. A file changed within :data:`STALE_WRITE` of hb's write is therefore
-synced against the old text too. Rows live in ``sync_state`` under ``wb:<kind>``, in
-plain SQL (the sync runs with or without SQLAlchemy).
+synced against the old text too. Such a runtime's copy may be older than hb's last write:
+when hb writes the file again within :data:`STALE_WRITE` of its previous write, the texts read
+before those writes are kept too (``older``, at most :data:`CHAIN`), and a stale copy is synced
+against the oldest of them. An entry hb added in between then reads as new in the ledger, not
+as deleted in the file. Rows live in ``sync_state`` under ``wb:<kind>``.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -38,6 +42,7 @@ from heartbeat.ops.sync.files import digest
 
 PREFIX = "wb:"  # sync_state.kind holds 16 characters: "wb:errors-json" fits
 STALE_WRITE = 1_000_000_000  # ns after hb's write within which a change may be a stale copy
+CHAIN = 4  # texts kept from hb's writes in quick succession (see the module docstring)
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,12 @@ class Pending:
     after: str
     before_text: str | None = None
     landed: int | None = None
+    older: tuple[str, ...] = ()  # texts read before hb's writes just before this one, newest first
+
+    @property
+    def oldest_text(self) -> str | None:
+        """The text a stale copy of the file may have been made from: the oldest kept."""
+        return self.older[-1] if self.older else self.before_text
 
     def state(self, text: str | None, mtime: int | None = None) -> str:
         """What the file's current ``text`` (modified at ``mtime``) says: ``landed`` (it holds
@@ -67,7 +78,22 @@ class Pending:
 
 
 def record(db: Conn, kind: str, path: Path, before: str | None, after: str, now: datetime) -> None:
-    """In the sync's transaction: ``path`` must become ``after`` (it held ``before``)."""
+    """In the sync's transaction: ``path`` must become ``after`` (it held ``before``).
+
+    When ``before`` is hb's own previous write, landed moments ago (:data:`STALE_WRITE`, by the
+    file system's clock, as the modification times it is compared with), the texts that write
+    kept go along as ``older``."""
+    older: list[str] = []
+    previous = pending(db, [kind]).get(kind)
+    if (
+        previous is not None
+        and previous.landed is not None
+        and before is not None
+        and previous.after == digest(before)
+        and time.time_ns() - previous.landed < STALE_WRITE
+        and previous.before_text is not None
+    ):
+        older = [previous.before_text, *previous.older][:CHAIN]
     bookmarks.save(
         db,
         PREFIX + kind,
@@ -75,7 +101,7 @@ def record(db: Conn, kind: str, path: Path, before: str | None, after: str, now:
         content_hash=digest(after),
         size=len(after.encode("utf-8")),
         synced_at=now,
-        skeleton={"before": None if before is None else digest(before), "text": before},
+        skeleton={"before": None if before is None else digest(before), "text": before, "older": older},
     )
 
 
@@ -89,6 +115,7 @@ def pending(db: Conn, kinds: list[str] | tuple[str, ...]) -> dict[str, Pending]:
         skeleton: dict[str, Any] = row["skeleton"] or {}
         text = skeleton.get("text")
         landed = skeleton.get("landed")
+        older = skeleton.get("older")
         out[kind] = Pending(
             kind,
             row["path"],
@@ -96,6 +123,7 @@ def pending(db: Conn, kinds: list[str] | tuple[str, ...]) -> dict[str, Pending]:
             row["content_hash"],
             text if isinstance(text, str) else None,
             landed if isinstance(landed, int) else None,
+            tuple(t for t in older if isinstance(t, str)) if isinstance(older, list) else (),
         )
     return out
 
