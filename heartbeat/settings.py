@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
+import operator
 import typing
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -168,11 +170,41 @@ def _model(name: str) -> Any:
     )
 
 
+_LIMITS = {"gt": operator.gt, "ge": operator.ge, "lt": operator.lt, "le": operator.le}
+
+
+def _plain(k: Key, value: Any) -> tuple[bool, Any]:
+    """(True, the value as the validator returns it) for a flag, or a whole number or hours
+    within the setting's limits, which need no pydantic (hb sync and hb heartbeat take them from
+    heartbeat-state.json); (False, None) for anything else."""
+    kind = type(k.default)
+    if k.field in _CHECKS:
+        return False, None
+    if kind is bool:
+        plain = type(value) is bool
+    elif kind is int:
+        plain = type(value) is int
+    elif kind is float:
+        plain = type(value) in (int, float) and math.isfinite(value)
+    else:
+        return False, None
+    if not plain:
+        return False, None
+    spec = next(f for f in dataclasses.fields(Settings) if f.name == k.field)
+    limits = spec.metadata["limits"]
+    if not all(name in _LIMITS and _LIMITS[name](value, bound) for name, bound in limits.items()):
+        return False, None
+    return True, float(value) if kind is float else value
+
+
 def validate(name: str, value: Any) -> Any:
     """Check one value against its setting's type; InvalidInput with the reason."""
+    k = key(name)
+    plain, checked = _plain(k, value)
+    if plain:
+        return checked
     from pydantic import ValidationError
 
-    k = key(name)
     try:
         model = _model(k.field).model_validate({k.field: value})
     except ValidationError as exc:

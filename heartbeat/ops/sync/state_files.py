@@ -24,8 +24,6 @@ since the last sync is a conflict: the file wins and the report names it.
 
 from __future__ import annotations
 
-import math
-import operator
 from collections.abc import Collection
 from datetime import datetime
 from pathlib import Path
@@ -79,7 +77,7 @@ def _read(
         settings = {}
         for key, value in raw.items():
             try:
-                settings[key] = _validated(key, value)
+                settings[key] = settings_mod.validate(key, value)
             except InvalidInput as exc:
                 if problems is None:
                     raise
@@ -90,34 +88,6 @@ def _read(
 
 
 # the limits a setting's field names (pydantic's words) as comparisons
-_LIMITS = {"gt": operator.gt, "ge": operator.ge, "lt": operator.lt, "le": operator.le}
-
-
-def _validated(key: str, value: Any) -> Any:
-    """``settings.validate(key, value)`` for a value the file holds (formats.state checked its
-    kind: a flag, a whole number, hours). A flag, or a number within the setting's limits, is
-    taken as the validator takes it (hours as a float) without loading pydantic, which hb sync
-    and hb heartbeat never need; anything else is the validator's to refuse or convert."""
-    import dataclasses
-
-    k = settings_mod.KEYS[key]
-    kind = type(k.default)
-    if kind is bool:
-        plain = type(value) is bool
-    elif kind is int:
-        plain = type(value) is int
-    elif kind is float:
-        plain = type(value) in (int, float) and math.isfinite(value)
-    else:
-        plain = False
-    if plain:
-        spec = next(f for f in dataclasses.fields(settings_mod.Settings) if f.name == k.field)
-        limits = spec.metadata["limits"]
-        if all(name in _LIMITS and _LIMITS[name](value, bound) for name, bound in limits.items()):
-            return float(value) if kind is float else value
-    return settings_mod.validate(key, value)
-
-
 def _store_setting(db: Db, key: str, value: Any, now: datetime) -> bool:
     """Set ``key`` to ``value``; whether the stored value changed."""
     row = db.get(SettingRow, key)
