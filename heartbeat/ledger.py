@@ -364,8 +364,8 @@ class Ledger:
         """
         from heartbeat.db.queue import popped_object
 
-        result = queue_ops.pop(
-            self.ctx, scope=scope, task_id=task_id, worker=worker, lease=lease, accept_stale=accept_stale
+        result = self.pop_result(
+            scope=scope, task_id=task_id, worker=worker, lease=lease, accept_stale=accept_stale
         )
         return popped_object(result.task) if result.task else None
 
