@@ -48,6 +48,21 @@ def read_time(value: Any) -> datetime | None:
 
 _string = json.encoder.encode_basestring_ascii
 
+
+def _scalar(value: Any) -> str:
+    """A string, integer, boolean or null as ``json.dumps`` writes it (TypeError: anything else)."""
+    kind = type(value)
+    if kind is str:
+        return _string(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return int.__repr__(value)
+    raise TypeError(kind)
+
+
 _JSON_PARAM = re.compile(r"\{json:(\w+)\}")
 _LIST_PARAM = re.compile(r"\{(ints|texts):(\w+)\}")
 _PG_ARRAY = {"ints": "bigint[]", "texts": "text[]"}
@@ -159,14 +174,19 @@ class Conn:
 
     @staticmethod
     def json(value: Any) -> str | None:
-        """JSON text as ``json.dumps`` writes it; a flat object of strings (most of what hb
-        stores per row) is written directly, which is the same text at half the cost."""
+        """JSON text as ``json.dumps`` writes it; a flat object of strings, integers, booleans
+        and nulls (most of what hb stores per row: a tasks.json object) is written directly,
+        which is the same text at half the cost."""
         if value is None:
             return None
         if type(value) is dict:
             try:
                 return "{" + ", ".join([_string(k) + ": " + _string(v) for k, v in value.items()]) + "}"
-            except TypeError:  # a value that is not a string: the encoder's job
+            except TypeError:  # a value that is not a string
+                pass
+            try:
+                return "{" + ", ".join([_string(k) + ": " + _scalar(v) for k, v in value.items()]) + "}"
+            except TypeError:  # a list, an object, a number with a fraction: the encoder's job
                 pass
         return json.dumps(value)
 

@@ -329,6 +329,9 @@ class Tx:
         # PostgreSQL in autocommit: each statement its own transaction until begin() (see
         # transaction(lazy=True)); False once a transaction is open (always on SQLite)
         self.autocommit = False
+        # the (scope, id) of the tasks the operation changed, each once, when it says so: the
+        # export after it then rewrites only those (None: it does not say; all is rendered)
+        self.moved: list[tuple[str, str]] | None = None
 
     def begin(self) -> None:
         """Open the transaction now (after statements that each stood alone in autocommit)."""

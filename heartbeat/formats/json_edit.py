@@ -77,6 +77,17 @@ def _position(text: str, at: int) -> tuple[int, int]:
     return line, at - (text.rfind("\n", 0, at) + 1) + 1
 
 
+@dataclass(frozen=True)
+class Layout:
+    """How ``json.dumps`` laid a whole text out: ``json.dumps(value, indent=unit,
+    ensure_ascii=ascii_only) + tail``. Such a text can be edited in place by its lines
+    (see :mod:`heartbeat.formats.tasks_splice`) without scanning it."""
+
+    unit: str
+    ascii_only: bool
+    tail: str
+
+
 def edit(source: str | None, doc: Any, *, indent: int | str | None = 2) -> str:
     """``doc`` as JSON text, laid over ``source`` (the text it was read from).
 
@@ -84,20 +95,40 @@ def edit(source: str | None, doc: Any, *, indent: int | str | None = 2) -> str:
     ``json.dumps(doc, indent=indent)`` plus a newline. With a source holding
     the same document, the source itself.
     """
+    return edit_layout(source, doc, indent=indent)[0]
+
+
+def edit_layout(source: str | None, doc: Any, *, indent: int | str | None = 2) -> tuple[str, Layout | None]:
+    """:func:`edit`'s text, and its :class:`Layout` when it is ``json.dumps``'s own (None when
+    that is not known without dumping the document again, and for a text after a BOM)."""
     if source is None:
-        return json.dumps(doc, indent=indent, ensure_ascii=False) + "\n"
+        return json.dumps(doc, indent=indent, ensure_ascii=False) + "\n", _dumps_layout(indent)
     bom = _BOM if source.startswith(_BOM) else ""
     body = source[len(bom) :]
     try:
         original = json.loads(body)
     except ValueError:
-        return bom + json.dumps(doc, indent=indent, ensure_ascii=False) + "\n"
+        text = json.dumps(doc, indent=indent, ensure_ascii=False) + "\n"
+        return bom + text, None if bom else _dumps_layout(indent)
     if same(original, doc):
-        return source
+        return source, None
     laid_out = _in_dumps_layout(body, original)
     if laid_out is not None:  # json.dumps's own layout (hb's, a Python script's): no scan needed
         unit, ascii_only, tail = laid_out
-        return bom + json.dumps(doc, indent=unit, ensure_ascii=ascii_only) + tail
+        text = json.dumps(doc, indent=unit, ensure_ascii=ascii_only) + tail
+        return bom + text, None if bom or not unit else Layout(unit, ascii_only, tail)
+    return _spliced(bom, body, original, doc), None
+
+
+def _dumps_layout(indent: int | str | None) -> Layout | None:
+    """The layout of ``json.dumps(doc, indent=indent, ensure_ascii=False) + "\\n"``."""
+    if indent is None:
+        return None
+    unit = " " * indent if isinstance(indent, int) else indent
+    return Layout(unit, False, "\n") if unit else None
+
+
+def _spliced(bom: str, body: str, original: Any, doc: Any) -> str:
     start = _skip_ws(body, 0)
     try:
         root: _Node | None = _Scanner(body).value(start)

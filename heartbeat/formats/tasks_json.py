@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from heartbeat.errors import FileFormatError, InvalidInput, InvalidState, ScopeNotFound
-from heartbeat.formats.json_edit import edit, load
+from heartbeat.formats.json_edit import Layout, edit, edit_layout, load
 from heartbeat.formats.timestamps import format_timestamp, is_malformed, parse_timestamp, timestamp_or_none
 
 LEGACY_LISTS = ("pending", "in_progress", "completed", "failed")
@@ -464,18 +464,28 @@ def _blocked_by(item: Mapping[str, Any], task_id: str, blockers: list[_Blocker])
 
 
 def render(doc: TasksDocument, records: Sequence[QueueRecord] | None = None) -> str:
+    """Write tasks.json: see :func:`render_layout`."""
+    return render_layout(doc, records)[0]
+
+
+def render_layout(
+    doc: TasksDocument, records: Sequence[QueueRecord] | None = None
+) -> tuple[str, Layout | None]:
     """Write tasks.json: the skeleton of ``doc`` with ``records`` (default: its own) placed in.
 
     Legacy records go into the list of their status (created if missing);
     scoped records into their queue, with ``status`` set in place. A record
-    already in that list keeps its place (legacy lists follow ``position``);
-    one that arrived there is appended. Records not given are left out.
+    already in that list keeps its place (``pending`` follows ``position``,
+    the queue's order); one that arrived there is appended, as heartbeat.py
+    appends a task to ``in_progress``, ``completed`` or ``failed`` (and
+    clear-stale one back to ``pending``). Records not given are left out.
     Unknown keys and their order survive; a known field is rewritten only
     when its value changed, except malformed ``+00:00Z`` timestamps, which
     are always written as ``Z``. The text is laid over ``doc.source``: what
     did not change keeps its bytes (:func:`heartbeat.formats.json_edit.edit`).
     Raises InvalidState when a record's scope names a list of the file that
-    is not a queue.
+    is not a queue. The text comes with its layout when it is ``json.dumps``'s
+    own (:func:`heartbeat.formats.json_edit.edit_layout`).
     """
     chosen = doc.records if records is None else list(records)
     for record in chosen:
@@ -494,7 +504,7 @@ def render(doc: TasksDocument, records: Sequence[QueueRecord] | None = None) -> 
         if any(key == extension_key for key, _ in top):
             raise InvalidState(f"cannot write queues into {extension_key!r}: it is not an object")
         top.append((extension_key, _render_extension(extension_key, (), buckets)))
-    return edit(doc.source, dict(top), indent=doc.indent)
+    return edit_layout(doc.source, dict(top), indent=doc.indent)
 
 
 def _check_status(status: str) -> None:
@@ -518,10 +528,12 @@ def _place(doc: TasksDocument, records: Sequence[QueueRecord]) -> dict[tuple[str
         origin = home.get((record.scope, record.id))
         if origin is None or origin[0] != target:
             order = (1, record.position, 0)  # arrived here: after everything that stayed
-        elif target[0]:
-            order = (0, origin[1], 0)  # a scoped entry keeps its place; position is its "order"
+        elif target[0] or target[1] != "pending":
+            # a scoped entry keeps its place (position is its "order"); so does a task in the
+            # lists heartbeat.py appends to as work moves on (in_progress, completed, failed)
+            order = (0, origin[1], 0)
         else:
-            order = (0, record.position, origin[1])
+            order = (0, record.position, origin[1])  # pending: the queue's order
         keyed.setdefault(target, []).append((order, record))
     return {
         target: [record for _, record in sorted(group, key=lambda pair: pair[0])]

@@ -7,7 +7,7 @@ setting ``sync.auto_export``, by the export of the queue files it changed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import timedelta
 from functools import cache
@@ -39,9 +39,13 @@ def transaction(ctx: Context, *, export: bool = True, lazy: bool = False) -> Ite
         yield tx
     if export:  # after the commit: the operation stands, whatever writing the files does
         try:
-            export_queue_files(ctx)
+            export_queue_files(ctx, moved=tx.moved)
         except (HbError, OSError) as exc:
             ctx.notices.append(f"the queue files were not re-rendered ({one_line(exc)}); hb sync retries")
+
+
+def _key(row: Mapping[str, Any]) -> tuple[str, str]:
+    return (row["scope"] or "", row["id"])
 
 
 def pop(
@@ -67,6 +71,7 @@ def pop(
             accept_stale=accept_stale,
             adopt="first",
         )
+        tx.moved = [] if result.task is None else [_key(result.task)]
     if result.exhausted is not None:
         raise result.exhausted  # after the commit: the pop's runs row stays
     return result
@@ -79,6 +84,7 @@ def complete(
     now = ctx.now()
     with transaction(ctx, lazy=True) as tx:
         row = queue_db.complete(tx, now, task_id, scope=scope, outcome=outcome, claim=claim)
+        tx.moved = [_key(row)]
     return {"id": row["id"], "scope": row["scope"] or None, "status": "done", "claim": row["claim"]}
 
 
@@ -104,6 +110,7 @@ def fail(
             max_attempts=ctx.settings.queue_max_attempts,
             claim=claim,
         )
+        tx.moved = [_key(row)]
     return {
         "id": row["id"],
         "scope": row["scope"] or None,

@@ -469,18 +469,18 @@ def test_auto_export_takes_in_an_edit_made_while_it_rendered(
     from heartbeat.ops.sync import queue_files
 
     path = _exported(hb, workspace, LEGACY_DOC)
-    real = queue_files.RENDERERS["tasks-json"]
+    real = queue_files._export_tasks
     calls = []
 
-    def render_while_the_script_appends(ledger: object, session: object, target: Path | None = None) -> str:
+    def render_while_the_script_appends(db: object, target: Path, *args: object) -> str:
         if not calls:  # the first render: meanwhile the old script appends a task
             doc = json.loads(path.read_text())
             doc["pending"].append({"id": "appended", "priority": "low"})
             path.write_text(json.dumps(doc, indent=2))
         calls.append(target)
-        return real(ledger, session, target)  # type: ignore[arg-type]
+        return real(db, target, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setitem(queue_files.RENDERERS, "tasks-json", render_while_the_script_appends)
+    monkeypatch.setattr(queue_files, "_export_tasks", render_while_the_script_appends)
     with Ledger.open(workspace=workspace) as ledger:
         assert ledger.pop(worker="w1")["id"] == "a"
         assert ledger.notices == []
@@ -558,14 +558,14 @@ def test_auto_export_takes_in_a_file_created_while_it_rendered(
     hb("add", "second", "--id", "b")
     path = workspace / ".agent" / "state" / "tasks.json"
     assert not path.exists()  # hb add does not export: the pop's export starts from no file
-    real = queue_files.RENDERERS["tasks-json"]
+    real = queue_files._export_tasks
 
-    def render_while_a_file_appears(ledger: object, session: object, target: Path | None = None) -> str:
+    def render_while_a_file_appears(db: object, target: Path, *args: object) -> str:
         if not path.exists():
             path.write_text(json.dumps({"pending": [{"id": "hand", "priority": "low"}]}, indent=2))
-        return real(ledger, session, target)  # type: ignore[arg-type]
+        return real(db, target, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setitem(queue_files.RENDERERS, "tasks-json", render_while_a_file_appears)
+    monkeypatch.setattr(queue_files, "_export_tasks", render_while_a_file_appears)
     with Ledger.open(workspace=workspace) as ledger:
         assert ledger.pop(worker="w1")["id"] == "a"
     doc = json.loads(path.read_text())

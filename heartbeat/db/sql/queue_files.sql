@@ -36,3 +36,18 @@ SELECT max(pk) FROM tasks
 -- name: next_task_pks_pg
 -- PostgreSQL: :n pks for new tasks, from the table's sequence.
 SELECT nextval(pg_get_serial_sequence('tasks', 'pk')) FROM generate_series(1, CAST(:n AS integer))
+
+-- name: tasks_json_task
+-- One task tasks.json shows, by queue and id (an export rewrites the few a queue operation moved).
+SELECT * FROM tasks WHERE scope = :scope AND id = :id AND (scope <> '' OR source <> 'todo')
+
+-- name: tasks_json_stamp
+-- What tasks.json's tasks are at a moment: how many, and their versions summed plainly and by pk.
+-- Every change of a task adds one to its version, so an export that knows which tasks its queue
+-- operation changed can tell whether anything else changed since hb last rendered the file.
+SELECT count(*), coalesce(sum(version), 0), coalesce(sum(pk * version), 0)
+FROM tasks WHERE scope <> '' OR source <> 'todo'
+
+-- name: sync_state_hash
+-- What hb last read or wrote for a file kind, without the text it kept.
+SELECT path, content_hash FROM sync_state WHERE kind = :kind

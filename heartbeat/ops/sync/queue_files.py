@@ -9,8 +9,8 @@ metadata list it did not change.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import MISSING, fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +23,8 @@ from heartbeat.db.status import TaskStatus
 from heartbeat.db.store import Db, statements
 from heartbeat.db.tasks import record_event, snapshot
 from heartbeat.errors import FileFormatError, HbError, one_line
-from heartbeat.formats import tasks_json
+from heartbeat.formats import tasks_json, tasks_splice
+from heartbeat.formats.json_edit import Layout
 from heartbeat.formats.tasks_json import priority_rank
 from heartbeat.formats.timestamps import timestamp_or_none
 from heartbeat.ops.sync.files import default_path, digest, file_lock, lock_timeout, read_text
@@ -60,8 +61,11 @@ def _key(scope: str, task_id: str) -> str:
     return f"{scope}:{task_id}" if scope else task_id
 
 
-# a history entry to insert: the task, its kind, the version it replaced, the detail
-_Event = tuple[TaskRow, str, dict[str, Any] | None, dict[str, Any]]
+Key = tuple[str, str]  # a task's (scope, id)
+
+# a history entry to insert: the task (a row, or the index of a new one among those inserted),
+# its kind, the version it replaced, the detail
+_Event = tuple[TaskRow | int, str, dict[str, Any] | None, dict[str, Any]]
 
 
 def import_tasks(
@@ -78,83 +82,120 @@ def import_tasks(
         raise exc.at_path(str(path)) from None
     report = ImportReport(SOURCE, str(path), warnings=list(doc.warnings))
     existing = {(t.scope, t.id): t for t in db.load(TaskRow, SQL.tasks_json_tasks)}
-    fresh: list[TaskRow] = []
+    fresh: list[tasks_json.QueueRecord] = []
     events: list[_Event] = []
+    created = {"file": str(path)}
     for record in progress.each(f"importing {path.name}", doc.records, len(doc.records)):
         task = existing.get((record.scope, record.id))
         if task is None:
-            task = _task_of(record, now)
-            fresh.append(task)
-            events.append((task, "created", None, {"file": str(path)}))
+            events.append((len(fresh), "created", None, created))
+            fresh.append(record)
             report.added.append(_key(record.scope, record.id))
             continue
         if not _take_file_version(db, task, record, now, path, actor=actor, events=events):
             report.unchanged += 1
             continue
         report.updated.append(_key(record.scope, record.id))
-    _insert_tasks(db, fresh)
-    _insert_events(db, events, now, actor)
+    pks = _insert_records(db, fresh, now)
+    _insert_events(db, events, [(pk, r.id, r.scope) for pk, r in zip(pks, fresh, strict=True)], now, actor)
     remember(db, SOURCE, path, text, now)
     return report
 
 
-def _insert_tasks(db: Db, tasks: list[TaskRow]) -> None:
-    """INSERT new tasks with one executemany, each given the pk it would have got inserted on its
-    own (the transaction holds the write lock: SQLite numbers rows after the highest pk,
-    PostgreSQL takes them from the table's sequence). The rows are not attached to ``db``."""
-    if not tasks:
-        return
+def _insert_records(db: Db, records: list[tasks_json.QueueRecord], now: datetime) -> list[int]:
+    """INSERT a task for each record new in tasks.json with one executemany (the columns
+    :func:`_task_of` gives it), each with the pk it would have got inserted on its own (the
+    transaction holds the write lock: SQLite numbers rows after the highest pk, PostgreSQL takes
+    them from the table's sequence); their pks, in order."""
+    if not records:
+        return []
     if db.sqlite:
         start = (db.value(SQL.last_task_pk) or 0) + 1
-        pks: list[int] = list(range(start, start + len(tasks)))
+        pks: list[int] = list(range(start, start + len(records)))
     else:
-        pks = sorted(pk for (pk,) in db.rows(SQL.next_task_pks_pg, {"n": len(tasks)}))
+        pks = sorted(pk for (pk,) in db.rows(SQL.next_task_pks_pg, {"n": len(records)}))
     columns = TASKS.columns
-    stamps: dict[datetime, Any] = {}  # the import's times are mostly one: bound once
-
-    def bind(name: str, value: Any) -> Any:
-        if value is None:
-            return None
-        if name in TASKS.times:
-            got = stamps.get(value)
-            if got is None:
-                got = stamps[value] = db.time(value)
-            return got
-        if name in TASKS.json:
-            return db.json(value)
-        if name in TASKS.flags:
-            return db.flag(value)
-        if isinstance(value, TaskStatus):
-            return value.value
-        return value
-
+    at = {name: i for i, name in enumerate(columns)}
+    blank = [_bound(db, name, _DEFAULTS[name], {}) for name in columns]
+    stamps: dict[datetime, Any] = {}  # the import's times are mostly a few: bound once each
+    times, jsons, flags = TASKS.times, TASKS.json, TASKS.flags
     rows = []
-    for task, pk in zip(tasks, pks, strict=True):
-        task.pk = pk
-        state = task.__dict__
-        rows.append([bind(c, state[c]) for c in columns])
+    for record, pk in zip(records, pks, strict=True):
+        row = blank.copy()
+        row[at["pk"]] = pk
+        for name, value in _fresh(record, now).items():  # _bound, inline: the import's inner loop
+            if value is not None:
+                if name in times:
+                    value = stamps.get(value) or stamps.setdefault(value, db.time(value))
+                elif name in jsons:
+                    value = db.json(value)
+                elif name in flags:
+                    value = db.flag(value)
+                elif type(value) is TaskStatus:
+                    value = value.value
+            row[at[name]] = value
+        rows.append(row)
     db.insert_many(TASKS.name, columns, rows, json=TASKS.json)
+    return pks
 
 
-def _insert_events(db: Db, events: list[_Event], now: datetime, actor: str) -> None:
+def _bound(db: Db, name: str, value: Any, stamps: dict[datetime, Any]) -> Any:
+    """A task column's value as the driver takes it."""
+    if value is None:
+        return None
+    if name in TASKS.times:
+        got = stamps.get(value)
+        if got is None:
+            got = stamps[value] = db.time(value)
+        return got
+    if name in TASKS.json:
+        return db.json(value)
+    if name in TASKS.flags:
+        return db.flag(value)
+    if isinstance(value, TaskStatus):
+        return value.value
+    return value
+
+
+def _insert_events(
+    db: Db, events: list[_Event], fresh: list[tuple[int, str, str]], now: datetime, actor: str
+) -> None:
     """The history entries' rows with one executemany, in order (as
-    :func:`heartbeat.db.tasks.record_event` writes each)."""
+    :func:`heartbeat.db.tasks.record_event` writes each); ``fresh``: the (pk, id, scope) of the
+    new tasks the events name by index."""
     at = db.time(now)
+    detail_json: dict[int, str | None] = {}  # one import's "created" details are one object
+    rows = []
+    for task, kind, before, detail in events:
+        pk, task_id, scope = fresh[task] if isinstance(task, int) else (task.pk, task.id, task.scope)
+        text = detail_json.get(id(detail))
+        if text is None:
+            text = detail_json[id(detail)] = db.json(detail)
+        rows.append((pk, task_id, scope, at, kind, actor, db.json(before), text))
     db.insert_many(
         TASK_EVENTS.name,
         ("task_pk", "task_id", "scope", "at", "kind", "actor", "before", "detail"),
-        [
-            (task.pk, task.id, task.scope, at, kind, actor, db.json(before), db.json(detail))
-            for task, kind, before, detail in events
-        ],
+        rows,
         json=TASK_EVENTS.json,
     )
 
 
-def remember(db: Db, kind: str, path: Path, text: str, now: datetime) -> None:
-    """Record what the file held when hb last read or wrote it (for sync and exports)."""
-    content_hash, size, skeleton = digest(text), len(text.encode("utf-8")), {"text": text}
+def remember(
+    db: Db, kind: str, path: Path, text: str, now: datetime, *, rendered: dict[str, Any] | None = None
+) -> None:
+    """Record what the file held when hb last read or wrote it (for sync and exports).
+
+    ``rendered`` (tasks.json written from the ledger): the layout ``json.dumps`` wrote the text
+    in and the stamp of the tasks it shows (:func:`_stamp`), by which the next export after a
+    queue operation rewrites only what the operation moved. The same text remembered again keeps
+    them."""
+    content_hash, size = digest(text), len(text.encode("utf-8"))
+    skeleton: dict[str, Any] = {"text": text}
     row = db.get(SyncStateRow, kind)
+    if rendered is None and row is not None and row.content_hash == content_hash and row.path == str(path):
+        rendered = (row.skeleton or {}).get("rendered")
+    if rendered is not None:
+        skeleton["rendered"] = rendered
     if row is None:
         db.add(
             SyncStateRow(
@@ -172,6 +213,24 @@ def remember(db: Db, kind: str, path: Path, text: str, now: datetime) -> None:
     row.size = size
     row.synced_at = now
     row.skeleton = skeleton
+
+
+def _stamp(tasks: Iterable[TaskRow]) -> list[int]:
+    """What tasks.json's tasks are: how many, their versions summed plainly and by pk (every
+    change of a task adds one to its version); the statement ``tasks_json_stamp`` counts the same."""
+    count = versions = weighted = 0
+    for task in tasks:
+        count += 1
+        versions += task.version
+        weighted += (task.pk or 0) * task.version
+    return [count, versions, weighted]
+
+
+def _rendered(layout: Layout | None, stamp: list[int]) -> dict[str, Any] | None:
+    """What :func:`remember` keeps of a tasks.json text hb rendered (None: not json.dumps's layout)."""
+    if layout is None:
+        return None
+    return {"layout": [layout.unit, layout.ascii_only, layout.tail], "stamp": stamp}
 
 
 def last_document(db: Db) -> tasks_json.TasksDocument:
@@ -206,12 +265,47 @@ def _current_text(path: Path | None) -> str | None:
 
 def render_tasks(ctx: Context, db: Db, path: Path | None = None) -> str:
     """tasks.json as the ledger has it now, laid over ``path``'s text when that file exists."""
+    return _render_tasks(db, _current_text(path))[0]
+
+
+def _render_tasks(db: Db, current: str | None) -> tuple[str, dict[str, Any] | None]:
+    """tasks.json as the ledger has it now, laid over ``current``; what :func:`remember` keeps of it."""
     doc = _document(db, SOURCE)
-    current = _current_text(path)
     if current is not None:
         doc = replace(doc, source=current)
     rows = db.load(TaskRow, SQL.tasks_json_tasks_in_order)
-    return tasks_json.render(doc, [record_from_row(t) for t in rows])
+    text, layout = tasks_json.render_layout(doc, [record_from_row(t) for t in rows])
+    return text, _rendered(layout, _stamp(rows))
+
+
+def _export_tasks(db: Db, path: Path, current: str | None, now: datetime, moved: Sequence[Key] | None) -> str:
+    """tasks.json after a queue operation, remembered. ``current`` is the file's text, which the
+    caller found unedited since hb last read or wrote it: when hb rendered that text and the
+    ledger changed since only in the tasks the operation ``moved`` (each changed once), those
+    tasks are spliced into it (:mod:`heartbeat.formats.tasks_splice`); else the whole file is
+    rendered."""
+    if moved is not None and current is not None:
+        row = db.get(SyncStateRow, SOURCE)
+        rendered = (row.skeleton or {}).get("rendered") if row is not None else None
+        if isinstance(rendered, dict) and row is not None:  # the file is that text (not edited)
+            tasks = [
+                t
+                for scope, task_id in moved
+                for t in db.load(TaskRow, SQL.tasks_json_task, {"scope": scope, "id": task_id})
+            ]
+            stamp = [int(v) for v in db.rows(SQL.tasks_json_stamp)[0]]
+            count, versions, weighted = rendered["stamp"]
+            expected = [count, versions + len(tasks), weighted + sum(t.pk or 0 for t in tasks)]
+            if len(tasks) == len(moved) and stamp == expected:
+                tasks.sort(key=lambda t: (t.scope, t.position, t.pk))
+                layout = Layout(*rendered["layout"])
+                text = tasks_splice.splice(current, layout, [record_from_row(t) for t in tasks])
+                if text is not None:
+                    remember(db, SOURCE, path, text, now, rendered=_rendered(layout, stamp))
+                    return text
+    text, rendered = _render_tasks(db, current)
+    remember(db, SOURCE, path, text, now, rendered=rendered)
+    return text
 
 
 # --- errors.json ------------------------------------------------------------------
@@ -338,14 +432,18 @@ RENDERERS = {"tasks-json": render_tasks, "errors-json": render_errors, "last-run
 IMPORTERS = {"tasks-json": import_tasks, "errors-json": import_errors, "last-run": import_last_run}
 
 
-def export_queue_files(ctx: Context, *, edits_only: bool = False) -> list[str]:
+def export_queue_files(
+    ctx: Context, *, edits_only: bool = False, moved: Sequence[Key] | None = None
+) -> list[str]:
     """Re-render tasks.json / errors.json / last-run.json in the workspace (sync.auto_export).
 
     A file edited since hb last read or wrote it is synced instead, as ``hb sync`` would
     (its edits imported first, conflicts going the file's way), so a re-render never
     drops a hand edit; a file that cannot be read is left as it is, with a notice in
     ``ledger.notices``. ``edits_only``: only sync the edited files (before a queue
-    operation, so that it sees them); nothing is locked when none was edited.
+    operation, so that it sees them); nothing is locked when none was edited. ``moved``: the
+    tasks the queue operation just changed, each once: tasks.json is then rewritten where they
+    are, when nothing else changed (see :func:`_export_tasks`).
 
     Serialised by a workspace file lock; each render reads the ledger inside the
     lock, so the last writer always writes the newest state.
@@ -360,7 +458,7 @@ def export_queue_files(ctx: Context, *, edits_only: bool = False) -> list[str]:
         now = ctx.now()
         for kind in RENDERERS:
             path = default_path(ctx.workspace, kind)
-            if _export_one(ctx, db, kind, path, now, edits_only=edits_only):
+            if _export_one(ctx, db, kind, path, now, edits_only=edits_only, moved=moved):
                 written.append(str(path))
     return written
 
@@ -368,7 +466,16 @@ def export_queue_files(ctx: Context, *, edits_only: bool = False) -> list[str]:
 _TRIES = 5  # renders of one file that another program keeps changing meanwhile
 
 
-def _export_one(ctx: Context, db: Db, kind: str, path: Path, now: datetime, *, edits_only: bool) -> bool:
+def _export_one(
+    ctx: Context,
+    db: Db,
+    kind: str,
+    path: Path,
+    now: datetime,
+    *,
+    edits_only: bool,
+    moved: Sequence[Key] | None = None,
+) -> bool:
     """Sync or re-render one queue file; whether it was written.
 
     The old script and people write these files without hb's lock. A file that changed
@@ -393,6 +500,9 @@ def _export_one(ctx: Context, db: Db, kind: str, path: Path, now: datetime, *, e
                 _notice(ctx, notice)
         elif edits_only:
             return False
+        elif kind == SOURCE:
+            text = _export_tasks(db, path, current, now, moved)
+            moved = None  # a second round (the file changed meanwhile) renders it all
         else:
             text = RENDERERS[kind](ctx, db, path)
             if text is None:
@@ -439,7 +549,10 @@ def _edited_kinds(ctx: Context) -> list[str]:
                 text = read_text(path) if path.exists() else None
             except (HbError, OSError):
                 continue  # reported by the export after the operation
-            if text is not None and _edited(db, kind, path, text):
+            if text is None:
+                continue
+            known = db.rows(SQL.sync_state_hash, {"kind": kind})  # not the text it keeps
+            if not known or known[0][1] != digest(text) or Path(known[0][0]) != path:
                 found.append(kind)
     return found
 
@@ -620,8 +733,10 @@ def sync_tasks(
     if doc is None and not tasks:
         return report, None
     ordered = sorted(tasks.values(), key=lambda t: (t.scope, t.position, t.pk))
-    out = tasks_json.render(doc or tasks_json.empty_document(), [record_from_row(t) for t in ordered])
-    return _written(db, SOURCE, path, text, out, now, report)
+    out, layout = tasks_json.render_layout(
+        doc or tasks_json.empty_document(), [record_from_row(t) for t in ordered]
+    )
+    return _written(db, SOURCE, path, text, out, now, report, rendered=_rendered(layout, _stamp(ordered)))
 
 
 def _claim_text(task: TaskRow) -> str:
@@ -643,13 +758,25 @@ def _same_json(a: str, b: str) -> bool:
 
 
 def _written(
-    db: Db, kind: str, path: Path, text: str | None, out: str, now: datetime, report: SyncReport
+    db: Db,
+    kind: str,
+    path: Path,
+    text: str | None,
+    out: str,
+    now: datetime,
+    report: SyncReport,
+    *,
+    rendered: dict[str, Any] | None = None,
 ) -> tuple[SyncReport, str | None]:
-    """Remember the file and say what to write: nothing when it already holds these values."""
-    if text is not None and (out == text or _same_json(out, text)):
+    """Remember the file and say what to write: nothing when it already holds these values.
+    ``rendered``: see :func:`remember` (it describes ``out``)."""
+    if text is not None and out == text:
+        remember(db, kind, path, text, now, rendered=rendered)
+        return report, None
+    if text is not None and _same_json(out, text):
         remember(db, kind, path, text, now)
         return report, None
-    remember(db, kind, path, out, now)
+    remember(db, kind, path, out, now, rendered=rendered)
     return report, out
 
 
@@ -664,20 +791,28 @@ def _new_task(
 
 def _task_of(record: tasks_json.QueueRecord, now: datetime) -> TaskRow:
     """The task of a record new in tasks.json (not inserted yet)."""
-    task = TaskRow(
+    return TaskRow(**_fresh(record, now))
+
+
+def _fresh(record: tasks_json.QueueRecord, now: datetime) -> dict[str, Any]:
+    """The columns of a task new in tasks.json that are not the row's defaults."""
+    values = _columns(record, now)
+    values.update(
         id=record.id,
         scope=record.scope,
         source=SOURCE,
         follow_up=False,
-        attempts=0,
+        # someone is (or was) working on a task the file has in progress: that is an attempt
+        attempts=1 if values["status"] is TaskStatus.DOING else 0,
         version=1,
         updated_at=now,
         last_update_at=now,
-        **_columns(record, now),
     )
-    if task.status is TaskStatus.DOING:
-        task.attempts = 1  # someone is (or was) working on it: that is an attempt
-    return task
+    return values
+
+
+# a task row's defaults, by column (what a new row holds where :func:`_fresh` says nothing)
+_DEFAULTS = {f.name: None if f.default is MISSING else f.default for f in fields(TaskRow)}
 
 
 def _error_identity(item: Mapping[str, Any]) -> tuple[str, ...]:

@@ -1,0 +1,160 @@
+"""Rewrite a few tasks of a large tasks.json without rendering the rest.
+
+A text ``json.dumps`` wrote with an indent (its :class:`~heartbeat.formats.json_edit.Layout`)
+has one member or item per line, each indented by its depth, and no string in it holds a raw
+newline. A legacy task is then the array item ``{`` at depth 2 whose member ``"id": <id>`` sits at
+depth 3, under a top-level legacy list; a scoped entry the item at depth 3 whose ``"task_id"``
+sits at depth 4, under ``"<queue>": [`` at depth 2 inside ``"_<batch>_extension": {``. Found by
+those lines, a task that changed is rewritten in place, and one whose status moved it to another
+legacy list (a pop moves it from ``pending`` to ``in_progress``) is cut from its list and appended
+to the other — where :func:`heartbeat.formats.tasks_json.render` puts an arrival, after every task
+that stayed. For a text that :func:`~heartbeat.formats.tasks_json.render` wrote from the ledger
+before the change, the result is the text it would write after it, at the cost of the few
+objects changed and a search of the text instead of the whole document dumped again.
+
+:func:`splice` answers None whenever the text is not laid out as expected (an id not found, or
+found twice, a legacy list missing): the caller then renders the whole file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from functools import cache
+
+from heartbeat.formats.json_edit import Layout
+from heartbeat.formats.tasks_json import LEGACY_LIST_OF_STATUS, QueueRecord, render_task
+
+_DECODER = json.JSONDecoder()
+
+
+def splice(text: str, layout: Layout, records: Sequence[QueueRecord]) -> str | None:
+    """``text`` with each of ``records`` rewritten as :func:`~heartbeat.formats.tasks_json.render`
+    would place it; None when the text is not laid out as expected.
+
+    ``records`` are the tasks that changed, in the ledger's order (scope, position, pk), none of
+    them new or gone and none with a new position; ``text`` is what render wrote before the
+    change, in ``layout``.
+    """
+    for record in records:
+        spliced = _legacy(text, layout, record) if not record.scope else _scoped(text, layout, record)
+        if spliced is None:
+            return None
+        text = spliced
+    return text
+
+
+def _legacy(text: str, layout: Layout, record: QueueRecord) -> str | None:
+    unit = layout.unit
+    found = _item(text, layout, "id", record.id, depth=2)
+    if found is None:
+        return None
+    start, end = found
+    home = _owner(text, unit, start, depth=1)
+    target = LEGACY_LIST_OF_STATUS[record.status]
+    if home not in LEGACY_LIST_OF_STATUS.values():
+        return None
+    item = _dumped(render_task(record), layout, depth=2)
+    if home == target:
+        return text[:start] + item + text[end:]
+    if target == "pending":
+        return None  # pending follows the queue's order, which only the ledger knows
+    at = _end_of(text, unit, target)
+    if at is None:
+        return None
+    cut = _cut(text, unit, start, end, depth=2)
+    empty = text[at - 1] == "["
+    added = (at, at, f"\n{unit * 2}{item}\n{unit}" if empty else f",\n{unit * 2}{item}")
+    first, second = sorted((cut, added))
+    return "".join((text[: first[0]], first[2], text[first[1] : second[0]], second[2], text[second[1] :]))
+
+
+def _scoped(text: str, layout: Layout, record: QueueRecord) -> str | None:
+    unit = layout.unit
+    found = _item(text, layout, "task_id", record.id, depth=3)
+    if found is None:
+        return None
+    start, end = found
+    queue = _owner(text, unit, start, depth=2)
+    at = text.rfind("\n" + unit * 2 + '"', 0, start)
+    extension = _owner(text, unit, at, depth=1) if at >= 0 else None
+    if queue is None or extension is None or f"{extension}.{queue}" != record.scope:
+        return None
+    return text[:start] + _dumped(render_task(record), layout, depth=3) + text[end:]
+
+
+def _item(text: str, layout: Layout, key: str, task_id: str, *, depth: int) -> tuple[int, int] | None:
+    """The span of the one array item at ``depth`` whose member ``key`` names ``task_id`` (None:
+    none, or more than one; the id written as a string, as hb writes it)."""
+    unit = layout.unit
+    member = "\n" + unit * (depth + 1) + json.dumps(key) + ": " + _string(task_id, layout)
+    opener, closer = "\n" + unit * depth + "{", "\n" + unit * depth + "}"
+    spans = []
+    at = text.find(member)
+    while at >= 0:
+        if text[at + len(member)] in ",\n":
+            start = text.rfind(opener, 0, at)
+            end = text.find(closer, at)
+            if start < 0 or end < 0 or _shallow(unit, depth).search(text, start + len(opener), end):
+                return None  # the member is not in an array item at that depth: not a task
+            spans.append((start + len(opener) - 1, end + len(closer)))
+        at = text.find(member, at + len(member))
+    if len(spans) != 1:
+        return None  # an object of some other list may hold the same id: only one may be a task
+    return spans[0]
+
+
+@cache
+def _shallow(unit: str, depth: int) -> re.Pattern[str]:
+    """A line indented ``depth`` units exactly: inside an item at ``depth``, only its closer."""
+    return re.compile("\n" + re.escape(unit * depth) + "(?!" + re.escape(unit) + ")")
+
+
+def _owner(text: str, unit: str, at: int, *, depth: int) -> str | None:
+    """The key of the member at ``depth`` that holds the position ``at``."""
+    lead = "\n" + unit * depth + '"'
+    line = text.rfind(lead, 0, at)
+    if line < 0:
+        return None
+    try:
+        key, _ = _DECODER.raw_decode(text, line + len(lead) - 1)
+    except ValueError:
+        return None
+    return key if isinstance(key, str) else None
+
+
+def _cut(text: str, unit: str, start: int, end: int, *, depth: int) -> tuple[int, int, str]:
+    """The edit (from, to, new text) that takes the array item at ``start:end`` out of ``text``,
+    with the separator it leaves."""
+    lead = len(unit * depth) + 1  # the newline and indent before the item
+    if text[end] == ",":  # not the last item: its line and comma go
+        return (start - lead, end + 1, "")
+    if text[start - lead - 1] == ",":  # the last of several: the comma before it goes
+        return (start - lead - 1, end, "")
+    # the only item: the list is written empty, "[]"
+    return (start - lead, text.index("]", end), "")
+
+
+def _end_of(text: str, unit: str, name: str) -> int | None:
+    """Where an item appended to the top-level list ``name`` goes: before its closing line, or
+    inside its ``[]`` (None: no such list)."""
+    key = "\n" + unit + json.dumps(name) + ": ["
+    at = text.find(key)
+    if at < 0:
+        return None
+    at += len(key)
+    if text.startswith("]", at):  # empty: "[]"
+        return at
+    close = text.find("\n" + unit + "]", at)
+    return None if close < 0 else close
+
+
+def _dumped(value: object, layout: Layout, *, depth: int) -> str:
+    """``value`` as ``json.dumps`` writes it at ``depth`` of the layout."""
+    dumped = json.dumps(value, indent=layout.unit, ensure_ascii=layout.ascii_only)
+    return dumped.replace("\n", "\n" + layout.unit * depth)
+
+
+def _string(value: str, layout: Layout) -> str:
+    return json.dumps(value, ensure_ascii=layout.ascii_only)
