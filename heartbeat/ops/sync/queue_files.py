@@ -185,15 +185,18 @@ def remember(
 ) -> None:
     """Record what the file held when hb last read or wrote it (for sync and exports).
 
-    ``rendered`` (tasks.json written from the ledger): the layout ``json.dumps`` wrote the text
-    in and the stamp of the tasks it shows (:func:`_stamp`), by which the next export after a
-    queue operation rewrites only what the operation moved. The same text remembered again keeps
-    them."""
+    ``rendered`` (tasks.json rendered from the ledger, see :func:`_rendered`): the stamp of the
+    tasks it shows, and what is known of the text itself: the layout ``json.dumps`` wrote it in
+    and the warnings reading it gives. With them the next export after a queue operation
+    rewrites only what the operation moved, and a sync that finds neither side changed reads
+    nothing. The same text remembered again keeps what was known of it."""
     content_hash, size = digest(text), len(text.encode("utf-8"))
     skeleton: dict[str, Any] = {"text": text}
     row = db.get(SyncStateRow, kind)
-    if rendered is None and row is not None and row.content_hash == content_hash and row.path == str(path):
-        rendered = (row.skeleton or {}).get("rendered")
+    if row is not None and row.content_hash == content_hash and row.path == str(path):
+        known = (row.skeleton or {}).get("rendered")
+        if isinstance(known, dict):  # facts of this text stay true; a new stamp replaces the old
+            rendered = {**known, **{k: v for k, v in (rendered or {}).items() if v is not None}}
     if rendered is not None:
         skeleton["rendered"] = rendered
     if row is None:
@@ -226,11 +229,26 @@ def _stamp(tasks: Iterable[TaskRow]) -> list[int]:
     return [count, versions, weighted]
 
 
-def _rendered(layout: Layout | None, stamp: list[int]) -> dict[str, Any] | None:
-    """What :func:`remember` keeps of a tasks.json text hb rendered (None: not json.dumps's layout)."""
-    if layout is None:
+def _rendered(layout: Layout | None, stamp: list[int], warnings: list[str] | None = None) -> dict[str, Any]:
+    """What :func:`remember` keeps of a tasks.json text rendered from the ledger whose tasks had
+    ``stamp``: its layout (None: not json.dumps's, or not known) and the warnings reading it
+    gives (None: not known)."""
+    shape = None if layout is None else [layout.unit, layout.ascii_only, layout.tail]
+    return {"layout": shape, "stamp": stamp, "warnings": warnings}
+
+
+def _unchanged(db: Db, path: Path, text: str) -> list[str] | None:
+    """The warnings of ``text`` when neither it nor the ledger's tasks changed since hb rendered
+    it (a sync has nothing to do), else None."""
+    row = db.get(SyncStateRow, SOURCE)
+    if row is None or row.path != str(path) or row.content_hash != digest(text):
         return None
-    return {"layout": [layout.unit, layout.ascii_only, layout.tail], "stamp": stamp}
+    rendered = (row.skeleton or {}).get("rendered")
+    if not isinstance(rendered, dict) or not isinstance(rendered.get("warnings"), list):
+        return None
+    if [int(v) for v in db.rows(SQL.tasks_json_stamp)[0]] != rendered.get("stamp"):
+        return None
+    return [str(w) for w in rendered["warnings"]]
 
 
 def last_document(db: Db) -> tasks_json.TasksDocument:
@@ -268,7 +286,7 @@ def render_tasks(ctx: Context, db: Db, path: Path | None = None) -> str:
     return _render_tasks(db, _current_text(path))[0]
 
 
-def _render_tasks(db: Db, current: str | None) -> tuple[str, dict[str, Any] | None]:
+def _render_tasks(db: Db, current: str | None) -> tuple[str, dict[str, Any]]:
     """tasks.json as the ledger has it now, laid over ``current``; what :func:`remember` keeps of it."""
     doc = _document(db, SOURCE)
     if current is not None:
@@ -284,10 +302,11 @@ def _export_tasks(db: Db, path: Path, current: str | None, now: datetime, moved:
     ledger changed since only in the tasks the operation ``moved`` (each changed once), those
     tasks are spliced into it (:mod:`heartbeat.formats.tasks_splice`); else the whole file is
     rendered."""
+    clean: list[str] | None = None  # the new text reads without warnings (None: not known)
     if moved is not None and current is not None:
         row = db.get(SyncStateRow, SOURCE)
         rendered = (row.skeleton or {}).get("rendered") if row is not None else None
-        if isinstance(rendered, dict) and row is not None:  # the file is that text (not edited)
+        if isinstance(rendered, dict) and isinstance(rendered.get("stamp"), list):  # the file is that text
             tasks = [
                 t
                 for scope, task_id in moved
@@ -297,13 +316,18 @@ def _export_tasks(db: Db, path: Path, current: str | None, now: datetime, moved:
             count, versions, weighted = rendered["stamp"]
             expected = [count, versions + len(tasks), weighted + sum(t.pk or 0 for t in tasks)]
             if len(tasks) == len(moved) and stamp == expected:
-                tasks.sort(key=lambda t: (t.scope, t.position, t.pk))
-                layout = Layout(*rendered["layout"])
-                text = tasks_splice.splice(current, layout, [record_from_row(t) for t in tasks])
-                if text is not None:
-                    remember(db, SOURCE, path, text, now, rendered=_rendered(layout, stamp))
-                    return text
+                # only the moved tasks changed since hb rendered the file: a text that read
+                # without warnings still does with hb's objects for them
+                clean = [] if rendered.get("warnings") == [] else None
+                if rendered.get("layout"):
+                    tasks.sort(key=lambda t: (t.scope, t.position, t.pk))
+                    layout = Layout(*rendered["layout"])
+                    text = tasks_splice.splice(current, layout, [record_from_row(t) for t in tasks])
+                    if text is not None:
+                        remember(db, SOURCE, path, text, now, rendered=_rendered(layout, stamp, clean))
+                        return text
     text, rendered = _render_tasks(db, current)
+    rendered["warnings"] = clean
     remember(db, SOURCE, path, text, now, rendered=rendered)
     return text
 
@@ -656,6 +680,10 @@ def sync_tasks(
     task (history kept); a file that is missing is written from the ledger.
     """
     report = SyncReport(kind=SOURCE, path=str(path))
+    if text is not None and (warnings := _unchanged(db, path, text)) is not None:
+        report.preserved = [f"{path}: {w}" for w in warnings]
+        remember(db, SOURCE, path, text, now)
+        return report, None
     tasks = {(t.scope, t.id): t for t in db.load(TaskRow, SQL.tasks_json_tasks)}
     doc: tasks_json.TasksDocument | None = None
     if text is not None:
@@ -736,7 +764,8 @@ def sync_tasks(
     out, layout = tasks_json.render_layout(
         doc or tasks_json.empty_document(), [record_from_row(t) for t in ordered]
     )
-    return _written(db, SOURCE, path, text, out, now, report, rendered=_rendered(layout, _stamp(ordered)))
+    rendered = _rendered(layout, _stamp(ordered), doc.warnings if doc is not None and out == text else None)
+    return _written(db, SOURCE, path, text, out, now, report, rendered=rendered)
 
 
 def _claim_text(task: TaskRow) -> str:
