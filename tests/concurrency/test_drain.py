@@ -123,3 +123,40 @@ def test_a_killed_worker_s_task_is_recovered_after_its_lease(db_url: str, worksp
     shown = hb.json("show", victim["id"])
     assert (shown["claimed_by"], shown["attempts"]) == ("w3", 2)
     hb("complete", victim["id"])
+
+
+def test_processes_draining_with_auto_export_leave_the_file_as_the_ledger_has_it(
+    db_url: str, workspace: Path, tmp_path: Path
+) -> None:
+    """sync.auto_export under concurrent workers: each export splices its own operation's task
+    when nothing else changed since the file was rendered, and renders the whole file when another
+    worker's operation came in between (or a failed task went back to pending). At the end the
+    file must hold every task exactly once, done, as a whole render writes it."""
+    tasks, processes = 150, 4
+    _seed_queue(workspace, db_url, tasks)
+    with Ledger.open(workspace=workspace, db=db_url) as ledger:
+        ledger.config_set("sync.auto_export", "true")
+        ledger.sync()  # .agent/state/tasks.json, written from the ledger
+    outs = [tmp_path / f"w{i}.json" for i in range(processes)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), str(workspace), db_url, f"w{i}", "0.1", str(i), str(out)],
+            env=_env(),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i, out in enumerate(outs)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err
+    logs = [entry for out in outs for entry in json.loads(out.read_text())]
+    assert Counter(tid for kind, tid, _ in logs if kind == "complete") == Counter(
+        f"task-{i:05d}" for i in range(tasks)
+    )
+    text_now = (workspace / ".agent" / "state" / "tasks.json").read_text()
+    doc = json.loads(text_now)
+    assert (doc["pending"], doc["in_progress"], doc["failed"]) == ([], [], [])
+    assert sorted(t["id"] for t in doc["completed"]) == [f"task-{i:05d}" for i in range(tasks)]
+    with Ledger.open(workspace=workspace, db=db_url) as ledger:
+        assert ledger.export_text("tasks-json") == text_now
