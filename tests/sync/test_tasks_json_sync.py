@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from heartbeat import Ledger
 from tests.conftest import Runner
 from tests.sync.helpers import events, report, write
 
@@ -277,3 +278,42 @@ def test_an_error_with_the_scripts_malformed_time_is_edited_not_added_again(
     rows = hb.json("sql", "SELECT task_id, resolved FROM errors ORDER BY pk")
     assert [(r["task_id"], bool(r["resolved"])) for r in rows] == [("h1", True), ("h2", False)]
     assert sync(hb)["changed"] is False
+
+
+def test_a_task_is_the_same_row_whether_imported_or_synced(tmp_path: Path) -> None:
+    """hb import tasks-json binds its new tasks' columns in bulk; hb sync inserts each task as a
+    row object. Both make the same row for the same record."""
+    doc = {
+        "pending": [
+            {"id": "a", "priority": "high", "description": "plain", "created_at": "2026-04-25T12:00:00Z"},
+            {"id": 7, "priority": "CRITICAL", "assigned_skill": "deep-research", "extra": [1, {"x": None}]},
+            {"id": "c", "description": "odd time", "created_at": "yesterday", "user_id": "matthias"},
+        ],
+        "in_progress": [{"id": "d", "description": "taken", "created_at": "2026-04-25T12:00:00+00:00Z"}],
+        "completed": [{"id": "e", "completed_at": "2026-04-26T08:00:00Z", "project_id": "p"}],
+        "failed": [],
+        "_round3_extension": {
+            "queue": [
+                {"order": 3, "task_id": "s1", "status": "in_progress", "gh_issue": 496},
+                {"task_id": "s2", "description": "unordered"},
+            ],
+            "blocked_on_client": [{"issues": [496], "task_id": "s2", "blocker": "translator"}],
+        },
+    }
+    rows = []
+    for how in ("import", "sync"):
+        ws = tmp_path / how
+        (ws / ".agent" / "state").mkdir(parents=True)
+        path = ws / ".agent" / "state" / "tasks.json"
+        path.write_text(json.dumps(doc, indent=2) + "\n")
+        with Ledger.open(workspace=ws, now="2026-05-01T10:00:00Z") as ledger:
+            if how == "import":
+                ledger.import_file("tasks-json", path)
+            else:
+                ledger.sync()
+            with ledger.ctx.read() as db:
+                found = db.dicts("SELECT * FROM tasks ORDER BY scope, id")
+        rows.append([{k: v for k, v in row.items() if k != "pk"} for row in found])
+    imported, synced = rows
+    assert len(imported) == 7
+    assert imported == synced
