@@ -32,6 +32,7 @@ from heartbeat.db.plain import Conn
 from heartbeat.db.queue import TASK_COLUMNS, record_from_row
 from heartbeat.errors import FileFormatError
 from heartbeat.formats import tasks_json
+from heartbeat.ops.sync import bookmarks
 from heartbeat.ops.sync.files import default_path, digest, read_text
 from heartbeat.ops.sync.swap import replace_if
 
@@ -90,9 +91,7 @@ def remembered(db: Conn) -> dict[str, Remembered]:
     """hb's record of each file, by kind."""
     out = {}
     for kind, path, content_hash, skeleton in db.rows(_REMEMBERED, {"a": TASKS, "b": ERRORS, "c": LAST_RUN}):
-        body = _json(db, skeleton)
-        text = body.get("text") if isinstance(body, dict) else None
-        out[kind] = Remembered(path, content_hash, text if isinstance(text, str) else None)
+        out[kind] = Remembered(path, content_hash, bookmarks.kept_text(_json(db, skeleton)))
     return out
 
 
@@ -199,7 +198,7 @@ def save(
                     "hash": digest(text),
                     "size": len(text.encode("utf-8")),
                     "now": db.time(now),
-                    "skeleton": json.dumps({"text": text}),
+                    "skeleton": json.dumps(bookmarks.keep(text)),
                 },
             )
     return written, moved

@@ -140,7 +140,8 @@ def _end_of(text: str, unit: str, name: str) -> int | None:
     """Where an item appended to the top-level list ``name`` goes: before its closing line, or
     inside its ``[]`` (None: no such list)."""
     key = "\n" + unit + json.dumps(name) + ": ["
-    at = text.find(key)
+    at = text.rfind(key)  # one such line (an object's keys are unique); the lists that take
+    # arrivals come after pending in heartbeat.py's order: near the end
     if at < 0:
         return None
     at += len(key)

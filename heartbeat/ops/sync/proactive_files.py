@@ -41,6 +41,7 @@ from heartbeat.formats import proactive
 from heartbeat.formats.proactive import MAX_OUTCOMES, ProactiveDocument, ProactiveTask, record_outcome
 from heartbeat.formats.timestamps import format_timestamp
 from heartbeat.ops.recur import DORMANT_KEY, dormant_reason
+from heartbeat.ops.sync import bookmarks
 from heartbeat.ops.sync.files import default_path, other_file, read_text
 from heartbeat.ops.sync.queue_files import remember
 from heartbeat.ops.sync.report import ImportReport, SyncReport
@@ -352,10 +353,8 @@ def import_proactive(ctx: Context, db: Db, text: str, path: Path, now: datetime)
 
 def _last_synced_text(db: Db) -> str:
     row = db.get(SyncStateRow, KIND)
-    if row is not None and row.skeleton and isinstance(row.skeleton.get("text"), str):
-        text: str = row.skeleton["text"]
-        return text
-    return ""
+    kept = bookmarks.kept_text(row.skeleton) if row is not None else None
+    return kept if kept is not None else ""
 
 
 def _from_ledger(

@@ -27,6 +27,7 @@ from heartbeat.formats import tasks_json, tasks_splice
 from heartbeat.formats.json_edit import Layout
 from heartbeat.formats.tasks_json import priority_rank
 from heartbeat.formats.timestamps import timestamp_or_none
+from heartbeat.ops.sync import bookmarks
 from heartbeat.ops.sync.files import default_path, digest, file_lock, lock_timeout, read_text
 from heartbeat.ops.sync.report import ImportReport, SyncReport
 from heartbeat.ops.sync.swap import replace_if
@@ -116,14 +117,14 @@ def _insert_records(db: Db, records: list[tasks_json.QueueRecord], now: datetime
         pks = sorted(pk for (pk,) in db.rows(SQL.next_task_pks_pg, {"n": len(records)}))
     columns = TASKS.columns
     at = {name: i for i, name in enumerate(columns)}
-    blank = [_bound(db, name, _DEFAULTS[name], {}) for name in columns]
+    blank = [_DEFAULTS[name] for name in columns]  # plain values: _fresh sets the rest
     stamps: dict[datetime, Any] = {}  # the import's times are mostly a few: bound once each
     times, jsons, flags = TASKS.times, TASKS.json, TASKS.flags
     rows = []
     for record, pk in zip(records, pks, strict=True):
         row = blank.copy()
         row[at["pk"]] = pk
-        for name, value in _fresh(record, now).items():  # _bound, inline: the import's inner loop
+        for name, value in _fresh(record, now).items():  # the import's inner loop: inline
             if value is not None:
                 if name in times:
                     value = stamps.get(value) or stamps.setdefault(value, db.time(value))
@@ -137,24 +138,6 @@ def _insert_records(db: Db, records: list[tasks_json.QueueRecord], now: datetime
         rows.append(row)
     db.insert_many(TASKS.name, columns, rows, json=TASKS.json)
     return pks
-
-
-def _bound(db: Db, name: str, value: Any, stamps: dict[datetime, Any]) -> Any:
-    """A task column's value as the driver takes it."""
-    if value is None:
-        return None
-    if name in TASKS.times:
-        got = stamps.get(value)
-        if got is None:
-            got = stamps[value] = db.time(value)
-        return got
-    if name in TASKS.json:
-        return db.json(value)
-    if name in TASKS.flags:
-        return db.flag(value)
-    if isinstance(value, TaskStatus):
-        return value.value
-    return value
 
 
 def _insert_events(
@@ -191,7 +174,7 @@ def remember(
     rewrites only what the operation moved, and a sync that finds neither side changed reads
     nothing. The same text remembered again keeps what was known of it."""
     content_hash, size = digest(text), len(text.encode("utf-8"))
-    skeleton: dict[str, Any] = {"text": text}
+    skeleton: dict[str, Any] = bookmarks.keep(text)
     row = db.get(SyncStateRow, kind)
     if row is not None and row.content_hash == content_hash and row.path == str(path):
         known = (row.skeleton or {}).get("rendered")
@@ -258,9 +241,10 @@ def last_document(db: Db) -> tasks_json.TasksDocument:
 
 
 def _skeleton_document(skeleton: dict[str, Any] | None) -> tasks_json.TasksDocument:
-    if skeleton and "text" in skeleton:
+    text = bookmarks.kept_text(skeleton)
+    if text is not None:
         try:
-            return tasks_json.parse(skeleton["text"])
+            return tasks_json.parse(text)
         except FileFormatError:
             pass
     return tasks_json.empty_document()
@@ -306,7 +290,8 @@ def _export_tasks(db: Db, path: Path, current: str | None, now: datetime, moved:
     if moved is not None and current is not None:
         row = db.get(SyncStateRow, SOURCE)
         rendered = (row.skeleton or {}).get("rendered") if row is not None else None
-        if isinstance(rendered, dict) and isinstance(rendered.get("stamp"), list):  # the file is that text
+        # the file holds the text remembered (the caller checked): did hb render it, and when?
+        if isinstance(rendered, dict) and isinstance(rendered.get("stamp"), list):
             tasks = [
                 t
                 for scope, task_id in moved
@@ -508,7 +493,7 @@ def _export_one(
     """
     for _ in range(_TRIES):
         row = db.get(SyncStateRow, kind)
-        before = None if row is None else (row.path, (row.skeleton or {}).get("text"))
+        before = None if row is None else (row.path, row.skeleton)  # its text: read if needed
         try:
             current = read_text(path) if path.exists() else None
         except (HbError, OSError) as exc:
@@ -543,10 +528,12 @@ def _export_one(
         # in the ledger now), or, when there was none, against what hb knew before
         if current is not None:
             remember(db, kind, path, current, now)
-        elif before is None or not isinstance(before[1], str):
+            continue
+        known = None if before is None else bookmarks.kept_text(before[1])
+        if before is None or known is None:
             _forget(db, kind)
         else:
-            remember(db, kind, Path(before[0]), before[1], now)
+            remember(db, kind, Path(before[0]), known, now)
     _notice(ctx, f"{path}: kept changing while hb wrote it; left as it is (run hb sync)")
     return False
 
@@ -615,12 +602,10 @@ def _record_digest(record: tasks_json.QueueRecord) -> str:
 def _base_records(db: Db, kind: str, path: Path) -> dict[tuple[str, str], str] | None:
     """The records of the file as hb last read or wrote it (None: no such text)."""
     row = db.get(SyncStateRow, kind)
-    if row is None or not row.skeleton or "text" not in row.skeleton:
+    if row is None or Path(row.path).resolve() != path.resolve():
         return None
-    if Path(row.path).resolve() != path.resolve():
-        return None
-    text = row.skeleton["text"]
-    if not isinstance(text, str):
+    text = bookmarks.kept_text(row.skeleton)
+    if text is None:
         return None
     try:
         doc = tasks_json.parse(text)

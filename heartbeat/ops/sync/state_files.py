@@ -36,6 +36,7 @@ from heartbeat.db.store import Db, statements
 from heartbeat.errors import FileFormatError, InvalidInput
 from heartbeat.formats import state as state_fmt
 from heartbeat.formats.timestamps import timestamp_or_none
+from heartbeat.ops.sync import bookmarks
 from heartbeat.ops.sync.files import digest
 from heartbeat.ops.sync.queue_files import remember
 from heartbeat.ops.sync.report import ImportReport, SyncReport
@@ -268,9 +269,10 @@ def render_state(ctx: Context, db: Db, path: Path | None = None) -> str | None:
         base = state_fmt.parse(read_text(workspace_file))
     except HbError:
         row = db.get(SyncStateRow, KIND)
-        if row is not None and row.skeleton and "text" in row.skeleton:
+        kept = bookmarks.kept_text(row.skeleton) if row is not None else None
+        if kept is not None:
             try:
-                base = state_fmt.parse(row.skeleton["text"])
+                base = state_fmt.parse(kept)
             except FileFormatError:
                 base = None
     if base is None:
@@ -325,10 +327,11 @@ def sync_state(
 
 def _baseline(last: SyncStateRow | None) -> dict[str, Any] | None:
     """The settings the file held at the last sync (None: no usable record)."""
-    if last is None or not last.skeleton or "text" not in last.skeleton:
+    kept = bookmarks.kept_text(last.skeleton) if last is not None else None
+    if kept is None:
         return None
     try:
-        return state_fmt.settings_from_state(state_fmt.parse(last.skeleton["text"]), {})
+        return state_fmt.settings_from_state(state_fmt.parse(kept), {})
     except FileFormatError:
         return None
 

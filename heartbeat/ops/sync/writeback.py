@@ -156,13 +156,13 @@ def clear(db: Conn, kinds: list[str] | tuple[str, ...]) -> None:
 
 def remembered_text(db: Conn, kind: str) -> str | None:
     """The text hb last read or wrote for ``kind`` as the JSON files and PROACTIVE.md keep it
-    (``sync_state.skeleton["text"]``, see :func:`heartbeat.ops.sync.queue_files.remember`), when
+    (:func:`heartbeat.ops.sync.bookmarks.keep`, see :func:`heartbeat.ops.sync.queue_files.remember`), when
     its digest is the recorded one."""
     row = bookmarks.load(db, kind)
     if row is None:
         return None
-    text = (row["skeleton"] or {}).get("text")
-    if not isinstance(text, str) or digest(text) != row["content_hash"]:
+    text = bookmarks.kept_text(row["skeleton"])
+    if text is None or digest(text) != row["content_hash"]:
         return None
     return text
 
@@ -180,5 +180,5 @@ def rebase(db: Conn, kind: str, path: Path, text: str | None, now: datetime) -> 
         content_hash=digest(text),
         size=len(text.encode("utf-8")),
         synced_at=now,
-        skeleton={"text": text},
+        skeleton=bookmarks.keep(text),
     )

@@ -1,0 +1,78 @@
+"""The text hb keeps of a file it last read or wrote (the next sync's baseline), compressed when
+large: a 20,000-task tasks.json is 4 MB of JSON, written again with every export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from heartbeat import Ledger
+from heartbeat.ops.sync.bookmarks import PACK_FROM, keep, kept_text
+from tests.conftest import Runner
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=300), st.integers(0, 2))
+def test_what_is_kept_is_the_text(text: str, scale: int) -> None:
+    text = text * (1 + scale * (PACK_FROM // max(len(text), 1)))  # some beyond PACK_FROM
+    skeleton = keep(text)
+    assert ("zlib" in skeleton) == (len(text) >= PACK_FROM)
+    assert kept_text(json.loads(json.dumps(skeleton))) == text
+
+
+def test_a_damaged_or_missing_text_is_none_not_an_error() -> None:
+    assert kept_text({"zlib": "not base64!"}) is None
+    assert kept_text({"zlib": "aGVsbG8="}) is None  # base64, not zlib
+    assert kept_text({"rendered": {}}) is None
+    assert kept_text(None) is None
+
+
+def test_a_large_tasks_json_is_kept_compressed_and_still_merges_hand_edits(
+    hb_db: Runner, workspace: Path, db_url: str
+) -> None:
+    path = workspace / ".agent" / "state" / "tasks.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "pending": [{"id": f"t{i:04d}", "priority": "low", "description": f"tâche {i}"} for i in range(1500)],
+        "in_progress": [],
+        "completed": [],
+        "failed": [],
+    }
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    assert len(path.read_text()) > PACK_FROM
+    hb_db("sync")
+    with Ledger.open(workspace=workspace, db=db_url) as ledger, ledger.ctx.read() as db:
+        (skeleton,) = db.rows("SELECT skeleton FROM sync_state WHERE kind = 'tasks-json'")[0]
+        kept = json.loads(skeleton) if isinstance(skeleton, str) else skeleton
+    assert "zlib" in kept and "text" not in kept
+    assert len(json.dumps(kept)) < len(path.read_text()) / 4
+    # a hand edit against that baseline: one task changed, one deleted, one added
+    hb_db("update", "t0003", "--title", "changed in the ledger")  # the ledger's side, another task
+    doc["pending"][1]["description"] = "edited by hand"
+    del doc["pending"][2]
+    doc["pending"].append({"id": "hand", "priority": "low"})
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    hb_db("sync")
+    assert hb_db.json("show", "t0001")["title"] == "edited by hand"
+    assert hb_db("show", "t0002", code=None).exit_code != 0  # deleted in the file: removed
+    assert hb_db.json("show", "hand")["status"] == "todo"
+    written = json.loads(path.read_text())["pending"]
+    assert next(t for t in written if t["id"] == "t0003")["description"] == "changed in the ledger"
+
+
+@pytest.mark.parametrize("n", [10, 1500])
+def test_the_heartbeat_py_drop_in_reads_the_kept_text(hb: Runner, workspace: Path, n: int) -> None:
+    """The drop-in compares the files with what hb kept of them, small or compressed."""
+    state = workspace / ".agent" / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    doc = {"pending": [{"id": f"t{i}", "priority": "low", "description": "x" * 60} for i in range(n)]}
+    (state / "tasks.json").write_text(json.dumps(doc, indent=2))
+    hb("sync")
+    out = hb("compat", "heartbeat-py", "pop")
+    assert json.loads(out.stdout)["id"] == "t0"
+    assert hb.json("show", "t0")["status"] == "doing"
+    assert [t["id"] for t in json.loads((state / "tasks.json").read_text())["in_progress"]] == ["t0"]
