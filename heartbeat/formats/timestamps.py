@@ -45,6 +45,13 @@ def read_iso(text: str) -> datetime:
         raise ValueError(f"{text!r} is not a valid date-time: {exc}") from None
 
 
+# What hb and most programs write (``2026-04-25T12:00:00Z``, ``...12:00:00.250+02:00``): a part
+# of the grammar ``datetime.fromisoformat`` reads to the same instant, without the full match.
+_PLAIN = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})"
+)
+
+
 def parse_timestamp(text: str) -> datetime:
     """Read an ISO 8601 date-time with an offset; return it as an aware UTC datetime.
 
@@ -52,6 +59,11 @@ def parse_timestamp(text: str) -> datetime:
     required (a time without one would be a guess at its zone). Accepts ``Z``/``+00:00``/other
     offsets, fractional seconds, and the malformed ``+HH:MMZ`` form; ValueError otherwise.
     """
+    if _PLAIN.fullmatch(text):
+        try:
+            return datetime.fromisoformat(text[:-1] + "+00:00" if text[-1] == "Z" else text).astimezone(UTC)
+        except ValueError:
+            pass  # an impossible date: the full reading says why
     m = _ISO.fullmatch(text.strip())
     if m is None or m["time"] is None or m["zone"] is None:
         raise ValueError(f"{text!r} is not an ISO 8601 date-time with a UTC offset")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from heartbeat.formats.timestamps import format_timestamp, is_malformed, parse_timestamp
@@ -116,3 +116,18 @@ def test_the_seed_scripts_malformed_form_reads_as_the_same_instant(dt: datetime)
     assert is_malformed(malformed)
     assert parse_timestamp(malformed) == dt
     assert format_timestamp(parse_timestamp(malformed)) == format_timestamp(dt)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
+    st.sampled_from(["Z", "+00:00", "+05:30", "-11:00", "+14:00"]),
+    st.sampled_from(["seconds", "milliseconds", "microseconds"]),
+)
+def test_the_common_form_reads_as_the_full_grammar_reads_it(dt: datetime, zone: str, spec: str) -> None:
+    """parse_timestamp's shortcut for the form most programs write gives what hb's grammar does."""
+    from heartbeat.formats.timestamps import read_iso
+
+    text = dt.isoformat(timespec=spec) + zone
+    assert parse_timestamp(text) == read_iso(text).astimezone(UTC)
+    assert parse_timestamp(text).tzinfo is UTC
