@@ -174,10 +174,23 @@ _LIMITS = {"gt": operator.gt, "ge": operator.ge, "lt": operator.lt, "le": operat
 
 
 def _plain(k: Key, value: Any) -> tuple[bool, Any]:
-    """(True, the value as the validator returns it) for a flag, or a whole number or hours
-    within the setting's limits, which need no pydantic (hb sync and hb heartbeat take them from
-    heartbeat-state.json); (False, None) for anything else."""
+    """(True, the value as the validator returns it) for a flag, a whole number or hours within
+    the setting's limits, or a text its check accepts, which need no pydantic (hb sync and hb
+    heartbeat take them from heartbeat-state.json, hb config set from the command line);
+    (False, None) for anything else, the refusals included (the validator words them)."""
     kind = type(k.default)
+    spec = next(f for f in dataclasses.fields(Settings) if f.name == k.field)
+    limits = spec.metadata["limits"]
+    if kind is str:
+        if type(value) is not str or limits:
+            return False, None
+        check = _CHECKS.get(k.field)
+        if check is None:
+            return True, value
+        try:
+            return True, check(value)
+        except ValueError:
+            return False, None
     if k.field in _CHECKS:
         return False, None
     if kind is bool:
@@ -190,8 +203,6 @@ def _plain(k: Key, value: Any) -> tuple[bool, Any]:
         return False, None
     if not plain:
         return False, None
-    spec = next(f for f in dataclasses.fields(Settings) if f.name == k.field)
-    limits = spec.metadata["limits"]
     if not all(name in _LIMITS and _LIMITS[name](value, bound) for name, bound in limits.items()):
         return False, None
     return True, float(value) if kind is float else value
@@ -203,6 +214,11 @@ def validate(name: str, value: Any) -> Any:
     plain, checked = _plain(k, value)
     if plain:
         return checked
+    return _validated(name, k, value)
+
+
+def _validated(name: str, k: Key, value: Any) -> Any:
+    """:func:`validate` by the setting's pydantic model."""
     from pydantic import ValidationError
 
     try:

@@ -93,7 +93,7 @@ def _item(text: str, layout: Layout, key: str, task_id: str, *, depth: int) -> t
     spans = []
     at = text.find(member)
     while at >= 0:
-        if text[at + len(member)] in ",\n":
+        if text[at + len(member) : at + len(member) + 1] in (",", "\n"):  # its line ends there
             start = text.rfind(opener, 0, at)
             end = text.find(closer, at)
             if start < 0 or end < 0 or _shallow(unit, depth).search(text, start + len(opener), end):
