@@ -173,12 +173,20 @@ def _model(name: str) -> Any:
 _LIMITS = {"gt": operator.gt, "ge": operator.ge, "lt": operator.lt, "le": operator.le}
 
 
+@functools.cache
+def _kind(name: str) -> Any:
+    """The type of the setting whose attribute is ``name`` (``str`` for ``str | None``)."""
+    hint = typing.get_type_hints(Settings)[name]
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    return args[0] if len(args) == 1 else hint
+
+
 def _plain(k: Key, value: Any) -> tuple[bool, Any]:
     """(True, the value as the validator returns it) for a flag, a whole number or hours within
     the setting's limits, or a text its check accepts, which need no pydantic (hb sync and hb
     heartbeat take them from heartbeat-state.json, hb config set from the command line);
     (False, None) for anything else, the refusals included (the validator words them)."""
-    kind = type(k.default)
+    kind = _kind(k.field)
     spec = next(f for f in dataclasses.fields(Settings) if f.name == k.field)
     limits = spec.metadata["limits"]
     if kind is str:
