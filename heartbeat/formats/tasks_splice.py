@@ -38,19 +38,22 @@ def splice(text: str, layout: Layout, records: Sequence[QueueRecord]) -> str | N
     change, in ``layout``.
     """
     for record in records:
-        spliced = _legacy(text, layout, record) if not record.scope else _scoped(text, layout, record)
+        # a scoped entry: the item at depth 3 with its "task_id"; a legacy task: at depth 2, "id"
+        key, depth = ("task_id", 3) if record.scope else ("id", 2)
+        found = _item(text, layout, key, record.id, depth=depth)
+        if found is None:
+            return None
+        spliced = (_scoped if record.scope else _legacy)(text, layout, record, *found)
         if spliced is None:
             return None
         text = spliced
     return text
 
 
-def _legacy(text: str, layout: Layout, record: QueueRecord) -> str | None:
+def _legacy(text: str, layout: Layout, record: QueueRecord, start: int, end: int) -> str | None:
+    """``text`` with the legacy task at ``start:end`` rewritten, in place or in the list its
+    status puts it in."""
     unit = layout.unit
-    found = _item(text, layout, "id", record.id, depth=2)
-    if found is None:
-        return None
-    start, end = found
     home = _owner(text, unit, start, depth=1)
     target = LEGACY_LIST_OF_STATUS[record.status]
     if home not in LEGACY_LIST_OF_STATUS.values():
@@ -70,12 +73,9 @@ def _legacy(text: str, layout: Layout, record: QueueRecord) -> str | None:
     return "".join((text[: first[0]], first[2], text[first[1] : second[0]], second[2], text[second[1] :]))
 
 
-def _scoped(text: str, layout: Layout, record: QueueRecord) -> str | None:
+def _scoped(text: str, layout: Layout, record: QueueRecord, start: int, end: int) -> str | None:
+    """``text`` with the scoped entry at ``start:end`` rewritten in place, if it is in its queue."""
     unit = layout.unit
-    found = _item(text, layout, "task_id", record.id, depth=3)
-    if found is None:
-        return None
-    start, end = found
     queue = _owner(text, unit, start, depth=2)
     at = text.rfind("\n" + unit * 2 + '"', 0, start)
     extension = _owner(text, unit, at, depth=1) if at >= 0 else None

@@ -10,6 +10,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -47,13 +48,11 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-@pytest.mark.slow
-def test_processes_drain_the_queue_exactly_once(db_url: str, workspace: Path, tmp_path: Path) -> None:
-    _seed_queue(workspace, db_url, TASKS)
-    outs = [tmp_path / f"w{i}.json" for i in range(PROCESSES)]
+def _drain(workspace: Path, db: str, outs: list[Path]) -> list[list[Any]]:
+    """One drain_worker process per ``outs`` file (10% of attempts fail); their logs, together."""
     procs = [
         subprocess.Popen(
-            [sys.executable, str(WORKER), str(workspace), db_url, f"w{i}", "0.1", str(i), str(out)],
+            [sys.executable, str(WORKER), str(workspace), db, f"w{i}", "0.1", str(i), str(out)],
             env=_env(),
             stderr=subprocess.PIPE,
             text=True,
@@ -63,7 +62,14 @@ def test_processes_drain_the_queue_exactly_once(db_url: str, workspace: Path, tm
     for p in procs:
         _, err = p.communicate(timeout=600)
         assert p.returncode == 0, err
-    logs = [entry for out in outs for entry in json.loads(out.read_text())]
+    return [entry for out in outs for entry in json.loads(out.read_text())]
+
+
+@pytest.mark.slow
+def test_processes_drain_the_queue_exactly_once(db_url: str, workspace: Path, tmp_path: Path) -> None:
+    _seed_queue(workspace, db_url, TASKS)
+    outs = [tmp_path / f"w{i}.json" for i in range(PROCESSES)]
+    logs = _drain(workspace, db_url, outs)
     completes = Counter(tid for kind, tid, _ in logs if kind == "complete")
     fails = Counter(tid for kind, tid, _ in logs if kind == "fail")
     assert len(completes) == TASKS and set(completes.values()) == {1}, "a task was completed twice or lost"
@@ -137,20 +143,7 @@ def test_processes_draining_with_auto_export_leave_the_file_as_the_ledger_has_it
     with Ledger.open(workspace=workspace, db=db_url) as ledger:
         ledger.config_set("sync.auto_export", "true")
         ledger.sync()  # .agent/state/tasks.json, written from the ledger
-    outs = [tmp_path / f"w{i}.json" for i in range(processes)]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(WORKER), str(workspace), db_url, f"w{i}", "0.1", str(i), str(out)],
-            env=_env(),
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i, out in enumerate(outs)
-    ]
-    for p in procs:
-        _, err = p.communicate(timeout=600)
-        assert p.returncode == 0, err
-    logs = [entry for out in outs for entry in json.loads(out.read_text())]
+    logs = _drain(workspace, db_url, [tmp_path / f"w{i}.json" for i in range(processes)])
     assert Counter(tid for kind, tid, _ in logs if kind == "complete") == Counter(
         f"task-{i:05d}" for i in range(tasks)
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,15 @@ def recur_text(*lines: str) -> str:
 def write(path: Path, text: str) -> None:
     with open(path, "w", encoding="utf-8", newline="") as fh:
         fh.write(text)
+
+
+def dumped_tasks_json(workspace: Path, doc: Any) -> Path:
+    """The workspace's tasks.json holding ``doc`` as ``json.dumps(indent=2)`` writes it (the
+    claude-skills heartbeat.py's layout, and hb's own)."""
+    path = workspace / ".agent" / "state" / "tasks.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    return path
 
 
 def read(path: Path) -> str:

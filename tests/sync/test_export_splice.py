@@ -17,6 +17,7 @@ import pytest
 from heartbeat import Ledger
 from heartbeat.formats import tasks_json
 from tests.conftest import Runner
+from tests.sync.helpers import dumped_tasks_json
 
 DOC = {
     "pending": [
@@ -49,9 +50,7 @@ def renders(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 @pytest.fixture
 def ledger(hb_db: Runner, workspace: Path, db_url: str) -> Iterator[Ledger]:
     hb_db("config", "set", "sync.auto_export", "true")
-    path = workspace / ".agent" / "state" / "tasks.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(DOC, indent=2) + "\n")
+    dumped_tasks_json(workspace, DOC)
     hb_db("sync")
     with Ledger.open(workspace=workspace, db=db_url) as opened:
         yield opened

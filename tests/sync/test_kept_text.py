@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from heartbeat import Ledger
 from heartbeat.ops.sync.bookmarks import PACK_FROM, keep, kept_text
 from tests.conftest import Runner
+from tests.sync.helpers import dumped_tasks_json
 
 
 @settings(max_examples=60, deadline=None)
@@ -34,15 +35,13 @@ def test_a_damaged_or_missing_text_is_none_not_an_error() -> None:
 def test_a_large_tasks_json_is_kept_compressed_and_still_merges_hand_edits(
     hb_db: Runner, workspace: Path, db_url: str
 ) -> None:
-    path = workspace / ".agent" / "state" / "tasks.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
     doc = {
         "pending": [{"id": f"t{i:04d}", "priority": "low", "description": f"tâche {i}"} for i in range(1500)],
         "in_progress": [],
         "completed": [],
         "failed": [],
     }
-    path.write_text(json.dumps(doc, indent=2) + "\n")
+    path = dumped_tasks_json(workspace, doc)
     assert len(path.read_text()) > PACK_FROM
     hb_db("sync")
     with Ledger.open(workspace=workspace, db=db_url) as ledger, ledger.ctx.read() as db:

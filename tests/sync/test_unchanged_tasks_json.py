@@ -17,6 +17,7 @@ import pytest
 from heartbeat import Ledger
 from heartbeat.formats import tasks_json
 from tests.conftest import Runner
+from tests.sync.helpers import dumped_tasks_json
 
 DOC = {
     "pending": [{"id": f"t{i}", "priority": "low", "description": f"job {i}"} for i in range(4)],
@@ -43,9 +44,7 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 @pytest.fixture
 def ledger(hb_db: Runner, workspace: Path, db_url: str) -> Iterator[Ledger]:
-    path = workspace / ".agent" / "state" / "tasks.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(DOC, indent=2) + "\n")
+    dumped_tasks_json(workspace, DOC)
     hb_db("sync")
     with Ledger.open(workspace=workspace, db=db_url) as opened:
         yield opened
@@ -90,10 +89,8 @@ def test_after_spliced_exports_a_sync_still_reads_nothing(
     hb_db: Runner, workspace: Path, db_url: str, parses: list[int]
 ) -> None:
     """A text that read without warnings still does after hb splices a moved task into it."""
-    path = workspace / ".agent" / "state" / "tasks.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
     clean = {key: value for key, value in DOC.items() if not key.startswith("_")}
-    path.write_text(json.dumps(clean, indent=2) + "\n")
+    path = dumped_tasks_json(workspace, clean)
     hb_db("config", "set", "sync.auto_export", "true")
     hb_db("sync")
     with Ledger.open(workspace=workspace, db=db_url) as ledger:

@@ -220,16 +220,28 @@ def _rendered(layout: Layout | None, stamp: list[int], warnings: list[str] | Non
     return {"layout": shape, "stamp": stamp, "warnings": warnings}
 
 
+def _kept_rendered(db: Db) -> dict[str, Any] | None:
+    """What :func:`remember` keeps of the tasks.json text hb last rendered (None: hb did not
+    render the text it keeps, or it has none)."""
+    row = db.get(SyncStateRow, SOURCE)
+    rendered = (row.skeleton or {}).get("rendered") if row is not None else None
+    return rendered if isinstance(rendered, dict) and isinstance(rendered.get("stamp"), list) else None
+
+
+def _ledger_stamp(db: Db) -> list[int]:
+    """:func:`_stamp` of the ledger's tasks.json tasks now, counted by the database."""
+    return [int(v) for v in db.rows(SQL.tasks_json_stamp)[0]]
+
+
 def _unchanged(db: Db, path: Path, text: str) -> list[str] | None:
     """The warnings of ``text`` when neither it nor the ledger's tasks changed since hb rendered
     it (a sync has nothing to do), else None."""
-    row = db.get(SyncStateRow, SOURCE)
-    if row is None or row.path != str(path) or row.content_hash != digest(text):
+    if _edited(db, SOURCE, path, text):
         return None
-    rendered = (row.skeleton or {}).get("rendered")
-    if not isinstance(rendered, dict) or not isinstance(rendered.get("warnings"), list):
+    rendered = _kept_rendered(db)
+    if rendered is None or not isinstance(rendered.get("warnings"), list):
         return None
-    if [int(v) for v in db.rows(SQL.tasks_json_stamp)[0]] != rendered.get("stamp"):
+    if _ledger_stamp(db) != rendered["stamp"]:
         return None
     return [str(w) for w in rendered["warnings"]]
 
@@ -287,30 +299,30 @@ def _export_tasks(db: Db, path: Path, current: str | None, now: datetime, moved:
     tasks are spliced into it (:mod:`heartbeat.formats.tasks_splice`); else the whole file is
     rendered."""
     clean: list[str] | None = None  # the new text reads without warnings (None: not known)
-    if moved is not None and current is not None:
-        row = db.get(SyncStateRow, SOURCE)
-        rendered = (row.skeleton or {}).get("rendered") if row is not None else None
-        # the file holds the text remembered (the caller checked): did hb render it, and when?
-        if isinstance(rendered, dict) and isinstance(rendered.get("stamp"), list):
-            tasks = [
-                t
-                for scope, task_id in moved
-                for t in db.load(TaskRow, SQL.tasks_json_task, {"scope": scope, "id": task_id})
-            ]
-            stamp = [int(v) for v in db.rows(SQL.tasks_json_stamp)[0]]
-            count, versions, weighted = rendered["stamp"]
-            expected = [count, versions + len(tasks), weighted + sum(t.pk or 0 for t in tasks)]
-            if len(tasks) == len(moved) and stamp == expected:
-                # only the moved tasks changed since hb rendered the file: a text that read
-                # without warnings still does with hb's objects for them
-                clean = [] if rendered.get("warnings") == [] else None
-                if rendered.get("layout"):
-                    tasks.sort(key=lambda t: (t.scope, t.position, t.pk))
-                    layout = Layout(*rendered["layout"])
-                    text = tasks_splice.splice(current, layout, [record_from_row(t) for t in tasks])
-                    if text is not None:
-                        remember(db, SOURCE, path, text, now, rendered=_rendered(layout, stamp, clean))
-                        return text
+    # the file holds the text remembered (the caller checked): did hb render it, and when?
+    rendered = _kept_rendered(db) if moved is not None and current is not None else None
+    if rendered is not None and moved is not None and current is not None:
+        tasks = [
+            t
+            for scope, task_id in moved
+            for t in db.load(TaskRow, SQL.tasks_json_task, {"scope": scope, "id": task_id})
+        ]
+        stamp = _ledger_stamp(db)
+        count, versions, weighted = rendered["stamp"]
+        only_moved = len(tasks) == len(moved) and stamp == [
+            count,
+            versions + len(tasks),
+            weighted + sum(t.pk or 0 for t in tasks),
+        ]
+        if only_moved and rendered.get("warnings") == []:
+            clean = []  # a text that read without warnings still does with hb's objects for them
+        if only_moved and rendered.get("layout"):
+            tasks.sort(key=lambda t: (t.scope, t.position, t.pk))
+            layout = Layout(*rendered["layout"])
+            text = tasks_splice.splice(current, layout, [record_from_row(t) for t in tasks])
+            if text is not None:
+                remember(db, SOURCE, path, text, now, rendered=_rendered(layout, stamp, clean))
+                return text
     text, rendered = _render_tasks(db, current)
     rendered["warnings"] = clean
     remember(db, SOURCE, path, text, now, rendered=rendered)
@@ -545,9 +557,10 @@ def _forget(db: Db, kind: str) -> None:
 
 
 def _edited(db: Db, kind: str, path: Path, text: str) -> bool:
-    """Whether ``text`` is not what hb last read or wrote at ``path``."""
-    row = db.get(SyncStateRow, kind)
-    return row is None or row.content_hash != digest(text) or Path(row.path) != path
+    """Whether ``text`` is not what hb last read or wrote at ``path`` (its record's hash, not
+    the text it keeps, is read)."""
+    known = db.rows(SQL.sync_state_hash, {"kind": kind})
+    return not known or known[0][1] != digest(text) or Path(known[0][0]) != path
 
 
 def _edited_kinds(ctx: Context) -> list[str]:
@@ -560,10 +573,7 @@ def _edited_kinds(ctx: Context) -> list[str]:
                 text = read_text(path) if path.exists() else None
             except (HbError, OSError):
                 continue  # reported by the export after the operation
-            if text is None:
-                continue
-            known = db.rows(SQL.sync_state_hash, {"kind": kind})  # not the text it keeps
-            if not known or known[0][1] != digest(text) or Path(known[0][0]) != path:
+            if text is not None and _edited(db, kind, path, text):
                 found.append(kind)
     return found
 
