@@ -75,3 +75,26 @@ def test_the_heartbeat_py_drop_in_reads_the_kept_text(hb: Runner, workspace: Pat
     assert json.loads(out.stdout)["id"] == "t0"
     assert hb.json("show", "t0")["status"] == "doing"
     assert [t["id"] for t in json.loads((state / "tasks.json").read_text())["in_progress"]] == ["t0"]
+
+
+def test_the_same_large_text_remembered_again_is_not_compressed_again(
+    hb_db: Runner, workspace: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sync that finds tasks.json as hb kept it (the ledger moved elsewhere: a TODO.md entry)
+    keeps the stored text as it is."""
+    from heartbeat.ops.sync import bookmarks
+
+    doc = {"pending": [{"id": f"t{i:04d}", "priority": "low"} for i in range(3000)], "failed": []}
+    path = dumped_tasks_json(workspace, doc)
+    assert len(path.read_text()) > PACK_FROM
+    hb_db("sync")
+    hb_db("sync")  # the warnings of the text hb kept are known from here on
+    packed: list[int] = []
+    real = bookmarks.keep
+    monkeypatch.setattr(bookmarks, "keep", lambda text: packed.append(1) or real(text))
+    hb_db("add", "a checklist entry", "--source", "todo")  # the ledger moved: the sync runs
+    with Ledger.open(workspace=workspace, db=db_url) as ledger:
+        result = ledger.sync()
+        assert "tasks-json" in [r["kind"] for r in result["reports"]]
+        assert packed == []
+        assert path.read_text() == ledger.export_text("tasks-json")

@@ -174,12 +174,15 @@ def remember(
     rewrites only what the operation moved, and a sync that finds neither side changed reads
     nothing. The same text remembered again keeps what was known of it."""
     content_hash, size = digest(text), len(text.encode("utf-8"))
-    skeleton: dict[str, Any] = bookmarks.keep(text)
     row = db.get(SyncStateRow, kind)
-    if row is not None and row.content_hash == content_hash and row.path == str(path):
-        known = (row.skeleton or {}).get("rendered")
-        if isinstance(known, dict):  # facts of this text stay true; a new stamp replaces the old
-            rendered = {**known, **{k: v for k, v in (rendered or {}).items() if v is not None}}
+    same = row is not None and row.content_hash == content_hash and row.path == str(path)
+    old = (row.skeleton or {}) if same and row is not None else {}
+    # the same text again: kept as it was (a large one is not compressed a second time)
+    kept = {k: old[k] for k in ("text", "zlib") if isinstance(old.get(k), str)}
+    skeleton: dict[str, Any] = kept if len(kept) == 1 else bookmarks.keep(text)
+    known = old.get("rendered")
+    if isinstance(known, dict):  # facts of this text stay true; a new stamp replaces the old
+        rendered = {**known, **{k: v for k, v in (rendered or {}).items() if v is not None}}
     if rendered is not None:
         skeleton["rendered"] = rendered
     if row is None:
