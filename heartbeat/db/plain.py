@@ -25,7 +25,8 @@ def stamp(value: datetime) -> str:
     """The text UTCDateTime stores on SQLite: naive UTC, microseconds, sorts as time."""
     if value.tzinfo is not UTC:
         value = value.astimezone(UTC)
-    return value.replace(tzinfo=None).isoformat(" ", "microseconds")
+    # the aware text without its "+00:00" (datetime.replace costs more than the whole format)
+    return value.isoformat(" ", "microseconds")[:26]
 
 
 def bind_time(value: datetime | None, *, sqlite: bool) -> Any:
@@ -40,6 +41,11 @@ def read_time(value: Any) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, str):
+        if len(value) > 10:  # a time of day: (a date alone would read "+00:00" as nothing)
+            try:  # stored naive UTC: read with its offset written on, a sixth of .replace()'s cost
+                return datetime.fromisoformat(value + "+00:00")
+            except ValueError:  # a text that names an offset already
+                pass
         return datetime.fromisoformat(value).replace(tzinfo=UTC)
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
@@ -61,6 +67,30 @@ def _scalar(value: Any) -> str:
     if kind is int:
         return int.__repr__(value)
     raise TypeError(kind)
+
+
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# json.dumps(value, ensure_ascii=False)'s text from one encoder made once (json.dumps makes one per
+# call, which costs more than encoding a small object); without the circular-reference check
+_c_encoder = getattr(json.encoder, "c_make_encoder", None)
+_chunks = (
+    _c_encoder(None, _not_json, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+    if _c_encoder is not None
+    else None
+)
+
+
+def json_text(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False)``, at a third of its cost for a small object."""
+    if _chunks is not None:
+        try:
+            return "".join(_chunks(value, 0))
+        except RecursionError:  # a structure that contains itself: json.dumps says so plainly
+            pass
+    return json.dumps(value, ensure_ascii=False)
 
 
 _JSON_PARAM = re.compile(r"\{json:(\w+)\}")

@@ -31,8 +31,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
@@ -309,8 +308,7 @@ class Dialect:
         return None if value is None else _encode(value)
 
 
-# json.dumps(value, ensure_ascii=False) without building an encoder per call
-_encode = json.JSONEncoder(ensure_ascii=False).encode
+_encode = plain.json_text
 _TIMES = ("created_at", "completed_at", "claimed_at", "lease_expires_at", "not_before")
 
 
@@ -369,33 +367,42 @@ class Tx:
         return row
 
 
-@contextmanager
-def transaction(raw: Any, dialect: Dialect, zone: Zone = None, *, lazy: bool = False) -> Iterator[Tx]:
+class transaction:  # noqa: N801 - a context manager used as a function: ``with transaction(...) as tx``
     """A write transaction on ``raw`` (SQLite: BEGIN IMMEDIATE; PostgreSQL: implicit BEGIN).
 
     ``lazy`` (PostgreSQL): the statements run in autocommit, each its own transaction, until
     the operation calls :meth:`Tx.begin`: an operation that is one statement costs one round
-    trip (no BEGIN, no COMMIT). On SQLite ``lazy`` changes nothing.
+    trip (no BEGIN, no COMMIT). On SQLite ``lazy`` changes nothing. (A class, not a generator:
+    this wraps every queue operation, and a generator's machinery costs more than the rest.)
     """
-    tx = Tx(raw, dialect, zone)
-    if dialect.sqlite:
-        tx.cur.execute("BEGIN IMMEDIATE")
-    elif lazy:
-        _driver(raw).autocommit = True
-        tx.autocommit = True
-    try:
-        yield tx
-    except BaseException:
-        if not tx.autocommit:
-            raw.rollback()
-        raise
-    else:
-        if not tx.autocommit:
-            raw.commit()
-    finally:
-        tx.cur.close()
-        if tx.autocommit:
-            _driver(raw).autocommit = False
+
+    __slots__ = ("tx", "lazy")
+
+    def __init__(self, raw: Any, dialect: Dialect, zone: Zone = None, *, lazy: bool = False) -> None:
+        self.tx = Tx(raw, dialect, zone)
+        self.lazy = lazy
+
+    def __enter__(self) -> Tx:
+        tx = self.tx
+        if tx.d.sqlite:
+            tx.cur.execute("BEGIN IMMEDIATE")
+        elif self.lazy:
+            _driver(tx.raw).autocommit = True
+            tx.autocommit = True
+        return tx
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        tx = self.tx
+        try:
+            if not tx.autocommit:
+                if kind is None:
+                    tx.raw.commit()
+                else:
+                    tx.raw.rollback()
+        finally:
+            tx.cur.close()
+            if tx.autocommit:
+                _driver(tx.raw).autocommit = False
 
 
 def _driver(raw: Any) -> Any:

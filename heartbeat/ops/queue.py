@@ -8,7 +8,7 @@ setting ``sync.auto_export``, by the export of the queue files it changed.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import timedelta
 from functools import cache
 from typing import Any
@@ -26,22 +26,30 @@ def _dialect(sqlite: bool) -> queue_db.Dialect:
     return queue_db.Dialect("sqlite" if sqlite else "postgresql")
 
 
-@contextmanager
-def transaction(ctx: Context, *, export: bool = True, lazy: bool = False) -> Iterator[queue_db.Tx]:
+def transaction(
+    ctx: Context, *, export: bool = True, lazy: bool = False
+) -> AbstractContextManager[queue_db.Tx]:
     """A queue transaction, then (``sync.auto_export``) the queue files re-rendered.
     ``lazy``: see :func:`heartbeat.db.queue.transaction` (one-statement operations on PostgreSQL)."""
-    export = export and ctx.settings.sync_auto_export
-    if export:
-        from heartbeat.ops.sync.queue_files import export_queue_files
+    if export and ctx.settings.sync_auto_export:
+        return _exporting(ctx, lazy)
+    return queue_db.transaction(ctx.raw, _dialect(ctx.sqlite), lambda: ctx.zone, lazy=lazy)
 
-        export_queue_files(ctx, edits_only=True)  # the operation sees the files' hand edits
+
+@contextmanager
+def _exporting(ctx: Context, lazy: bool) -> Iterator[queue_db.Tx]:
+    """The transaction between two exports of the queue files: the one before reads their hand
+    edits, the one after the commit writes what the operation moved."""
+    from heartbeat.ops.sync.queue_files import export_queue_files
+
+    export_queue_files(ctx, edits_only=True)  # the operation sees the files' hand edits
     with queue_db.transaction(ctx.raw, _dialect(ctx.sqlite), lambda: ctx.zone, lazy=lazy) as tx:
         yield tx
-    if export:  # after the commit: the operation stands, whatever writing the files does
-        try:
-            export_queue_files(ctx, moved=tx.moved)
-        except (HbError, OSError) as exc:
-            ctx.notices.append(f"the queue files were not re-rendered ({one_line(exc)}); hb sync retries")
+    # after the commit: the operation stands, whatever writing the files does
+    try:
+        export_queue_files(ctx, moved=tx.moved)
+    except (HbError, OSError) as exc:
+        ctx.notices.append(f"the queue files were not re-rendered ({one_line(exc)}); hb sync retries")
 
 
 def _key(row: Mapping[str, Any]) -> tuple[str, str]:

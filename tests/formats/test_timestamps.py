@@ -85,6 +85,11 @@ def test_format_refuses_naive_datetime() -> None:
         ("2026-04-25T12:00:00+00:00Z", True),
         ("2026-04-25T12:00:00.123+05:30Z", True),
         ("2026-04-25T12:00:00-03:00Z", True),
+        ("2026-04-25T12:00:00-0300Z", True),
+        ("2026-04-25T12:00:00+05Z", True),
+        (" 2026-04-25T12:00:00+00:00z ", True),
+        ("2026-04-25T12:00:00ZZ", False),
+        ("task-2026-04-25Z", False),
         ("2026-04-25T12:00:00Z", False),
         ("2026-04-25T12:00:00+00:00", False),
         ("2026-02-30T12:00:00+00:00Z", False),  # impossible date: not ours to rewrite
@@ -108,6 +113,12 @@ def test_format_then_parse_is_the_same_instant(dt: datetime) -> None:
     text = format_timestamp(dt)
     assert text.endswith("Z")
     assert parse_timestamp(text) == dt
+
+
+@given(aware_datetimes)
+def test_format_writes_the_utc_isoformat_with_z(dt: datetime) -> None:
+    utc = dt.astimezone(UTC).replace(tzinfo=None)
+    assert format_timestamp(dt) == utc.isoformat(timespec="microseconds" if utc.microsecond else "seconds") + "Z"
 
 
 @given(aware_datetimes)
