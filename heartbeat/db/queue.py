@@ -367,7 +367,7 @@ class Tx:
         return row
 
 
-class transaction:  # noqa: N801 - a context manager used as a function: ``with transaction(...) as tx``
+class transaction:  # a context manager named as the function it replaced: ``with transaction(...) as tx``
     """A write transaction on ``raw`` (SQLite: BEGIN IMMEDIATE; PostgreSQL: implicit BEGIN).
 
     ``lazy`` (PostgreSQL): the statements run in autocommit, each its own transaction, until
@@ -376,7 +376,7 @@ class transaction:  # noqa: N801 - a context manager used as a function: ``with 
     this wraps every queue operation, and a generator's machinery costs more than the rest.)
     """
 
-    __slots__ = ("tx", "lazy")
+    __slots__ = ("lazy", "tx")
 
     def __init__(self, raw: Any, dialect: Dialect, zone: Zone = None, *, lazy: bool = False) -> None:
         self.tx = Tx(raw, dialect, zone)

@@ -118,7 +118,8 @@ def test_format_then_parse_is_the_same_instant(dt: datetime) -> None:
 @given(aware_datetimes)
 def test_format_writes_the_utc_isoformat_with_z(dt: datetime) -> None:
     utc = dt.astimezone(UTC).replace(tzinfo=None)
-    assert format_timestamp(dt) == utc.isoformat(timespec="microseconds" if utc.microsecond else "seconds") + "Z"
+    spec = "microseconds" if utc.microsecond else "seconds"
+    assert format_timestamp(dt) == utc.isoformat(timespec=spec) + "Z"
 
 
 @given(aware_datetimes)
