@@ -91,7 +91,7 @@ def remembered(db: Conn) -> dict[str, Remembered]:
     """hb's record of each file, by kind."""
     out = {}
     for kind, path, content_hash, skeleton in db.rows(_REMEMBERED, {"a": TASKS, "b": ERRORS, "c": LAST_RUN}):
-        out[kind] = Remembered(path, content_hash, bookmarks.kept_text(_json(db, skeleton)))
+        out[kind] = Remembered(path, content_hash, bookmarks.kept_text(_json(db, skeleton), db))
     return out
 
 

@@ -29,6 +29,11 @@ from heartbeat.formats.tasks_json import LEGACY_LIST_OF_STATUS, QueueRecord, ren
 _DECODER = json.JSONDecoder()
 
 
+# One edit of a text: the characters ``start:end`` become ``new``. A list of them is applied in
+# its order, each to the text the ones before it left (see :func:`apply`).
+Edit = tuple[int, int, str]
+
+
 def splice(text: str, layout: Layout, records: Sequence[QueueRecord]) -> str | None:
     """``text`` with each of ``records`` rewritten as :func:`~heartbeat.formats.tasks_json.render`
     would place it; None when the text is not laid out as expected.
@@ -37,22 +42,39 @@ def splice(text: str, layout: Layout, records: Sequence[QueueRecord]) -> str | N
     them new or gone and none with a new position; ``text`` is what render wrote before the
     change, in ``layout``.
     """
+    found = splice_edits(text, layout, records)
+    return None if found is None else found[0]
+
+
+def splice_edits(text: str, layout: Layout, records: Sequence[QueueRecord]) -> tuple[str, list[Edit]] | None:
+    """:func:`splice`'s text and the edits that make it from ``text`` (``apply(text, edits)``
+    gives it back): what changed, to keep beside an older text instead of the whole new one."""
+    edits: list[Edit] = []
     for record in records:
         # a scoped entry: the item at depth 3 with its "task_id"; a legacy task: at depth 2, "id"
         key, depth = ("task_id", 3) if record.scope else ("id", 2)
         found = _item(text, layout, key, record.id, depth=depth)
         if found is None:
             return None
-        spliced = (_scoped if record.scope else _legacy)(text, layout, record, *found)
-        if spliced is None:
+        step = (_scoped if record.scope else _legacy)(text, layout, record, *found)
+        if step is None:
             return None
-        text = spliced
+        step.sort(reverse=True)  # the last first: each leaves the places of the ones before it
+        text = apply(text, step)
+        edits.extend(step)
+    return text, edits
+
+
+def apply(text: str, edits: Sequence[Edit]) -> str:
+    """``text`` with ``edits`` made one after the other."""
+    for start, end, new in edits:
+        text = text[:start] + new + text[end:]
     return text
 
 
-def _legacy(text: str, layout: Layout, record: QueueRecord, start: int, end: int) -> str | None:
-    """``text`` with the legacy task at ``start:end`` rewritten, in place or in the list its
-    status puts it in."""
+def _legacy(text: str, layout: Layout, record: QueueRecord, start: int, end: int) -> list[Edit] | None:
+    """The edits that rewrite the legacy task at ``start:end``, in place or in the list its status
+    puts it in (disjoint, each on ``text`` as it is)."""
     unit = layout.unit
     home = _owner(text, unit, start, depth=1)
     target = LEGACY_LIST_OF_STATUS[record.status]
@@ -60,28 +82,26 @@ def _legacy(text: str, layout: Layout, record: QueueRecord, start: int, end: int
         return None
     item = _dumped(render_task(record), layout, depth=2)
     if home == target:
-        return text[:start] + item + text[end:]
+        return [(start, end, item)]
     if target == "pending":
         return None  # pending follows the queue's order, which only the ledger knows
     at = _end_of(text, unit, target)
     if at is None:
         return None
-    cut = _cut(text, unit, start, end, depth=2)
     empty = text[at - 1] == "["
     added = (at, at, f"\n{unit * 2}{item}\n{unit}" if empty else f",\n{unit * 2}{item}")
-    first, second = sorted((cut, added))
-    return "".join((text[: first[0]], first[2], text[first[1] : second[0]], second[2], text[second[1] :]))
+    return [_cut(text, unit, start, end, depth=2), added]
 
 
-def _scoped(text: str, layout: Layout, record: QueueRecord, start: int, end: int) -> str | None:
-    """``text`` with the scoped entry at ``start:end`` rewritten in place, if it is in its queue."""
+def _scoped(text: str, layout: Layout, record: QueueRecord, start: int, end: int) -> list[Edit] | None:
+    """The edit that rewrites the scoped entry at ``start:end`` in place, if it is in its queue."""
     unit = layout.unit
     queue = _owner(text, unit, start, depth=2)
     at = text.rfind("\n" + unit * 2 + '"', 0, start)
     extension = _owner(text, unit, at, depth=1) if at >= 0 else None
     if queue is None or extension is None or f"{extension}.{queue}" != record.scope:
         return None
-    return text[:start] + _dumped(render_task(record), layout, depth=3) + text[end:]
+    return [(start, end, _dumped(render_task(record), layout, depth=3))]
 
 
 def _item(text: str, layout: Layout, key: str, task_id: str, *, depth: int) -> tuple[int, int] | None:
@@ -124,7 +144,7 @@ def _owner(text: str, unit: str, at: int, *, depth: int) -> str | None:
     return key if isinstance(key, str) else None
 
 
-def _cut(text: str, unit: str, start: int, end: int, *, depth: int) -> tuple[int, int, str]:
+def _cut(text: str, unit: str, start: int, end: int, *, depth: int) -> Edit:
     """The edit (from, to, new text) that takes the array item at ``start:end`` out of ``text``,
     with the separator it leaves."""
     lead = len(unit * depth) + 1  # the newline and indent before the item

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from heartbeat.formats import tasks_json
 from heartbeat.formats.json_edit import Layout, edit_layout
-from heartbeat.formats.tasks_splice import splice
+from heartbeat.formats.tasks_splice import apply, splice, splice_edits
 
 NOW = datetime(2026, 12, 3, 9, 30, tzinfo=UTC)
 MOVES = {
@@ -116,6 +116,10 @@ def test_a_splice_writes_what_the_whole_render_writes(
             assert missing or (decoy and after.id == "t0")
         else:
             assert spliced == whole
+            # the edits it reports make the same text from the old one, one after the other
+            found = splice_edits(text, layout, [after])
+            assert found is not None and found[0] == spliced
+            assert apply(text, found[1]) == spliced
         assert whole_layout is not None  # what the next splice goes by
         text, layout = whole, whole_layout
 

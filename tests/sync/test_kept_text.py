@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -98,3 +99,103 @@ def test_the_same_large_text_remembered_again_is_not_compressed_again(
         assert "tasks-json" in [r["kind"] for r in result["reports"]]
         assert packed == []
         assert path.read_text() == ledger.export_text("tasks-json")
+
+
+def _kept(ledger: Ledger) -> tuple[dict[str, Any], str | None, str]:
+    """tasks.json's sync_state skeleton, the text it keeps, and the recorded hash."""
+    from heartbeat.ops.sync.files import digest
+
+    with ledger.ctx.read() as db:
+        skeleton, content_hash = db.rows(
+            "SELECT skeleton, content_hash FROM sync_state WHERE kind = 'tasks-json'"
+        )[0]
+        kept = json.loads(skeleton) if isinstance(skeleton, str) else skeleton
+        text = kept_text(kept, db)
+    assert text is None or digest(text) == content_hash
+    return kept, text, content_hash
+
+
+def test_auto_exported_pops_keep_a_large_text_as_edits_beside_the_older_one(
+    hb_db: Runner, workspace: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a spliced export the baseline is the older text plus the few edits (no compression
+    of the whole text, no rewrite of it in the ledger); it reads as the file hb wrote, and after
+    EDITS_UP_TO edits it is kept whole again."""
+    from heartbeat.ops.sync import bookmarks
+
+    doc = {
+        "pending": [{"id": f"t{i:04d}", "priority": "low", "description": f"tâche {i}"} for i in range(1500)],
+        "in_progress": [],
+        "completed": [],
+        "failed": [],
+    }
+    path = dumped_tasks_json(workspace, doc)
+    hb_db("config", "set", "sync.auto_export", "true")
+    hb_db("sync")
+    packed: list[int] = []
+    real = bookmarks.keep
+    monkeypatch.setattr(
+        bookmarks, "keep", lambda text: (len(text) >= PACK_FROM and packed.append(1)) or real(text)
+    )
+    forms = []
+    with Ledger.open(workspace=workspace, db=db_url) as ledger:
+        for _ in range(bookmarks.EDITS_UP_TO // 2 + 3):
+            task = ledger.pop(scope="")  # a pop and a completion: two edits each (a cut, an insert)
+            assert task is not None
+            for step in ("pop", "complete"):
+                if step == "complete":
+                    ledger.complete(task["id"], scope="", claim=task["claim"])
+                kept, text, _ = _kept(ledger)
+                assert text == path.read_text()
+                forms.append("edits" if "edits" in kept else "whole")
+                assert len(kept.get("edits", {}).get("steps", [])) <= bookmarks.EDITS_UP_TO
+    # the first export after hb sync renders the file whole; then spliced exports keep edits, and
+    # once there are too many the text is kept whole (compressed once) and the next export starts
+    # a new list of edits beside it
+    assert forms[:2] == ["whole", "edits"]
+    assert forms.count("whole") >= 2 and forms[-1] == "edits"
+    assert len(packed) == forms.count("whole")
+    with Ledger.open(workspace=workspace, db=db_url) as ledger, ledger.ctx.read() as db:
+        (row,) = db.rows("SELECT skeleton FROM sync_state WHERE kind = 'tasks-json'")
+        assert len(row[0] if isinstance(row[0], str) else json.dumps(row[0])) < 20_000
+    # a hand edit against that baseline merges as against any other: one task changed by hand,
+    # another in the ledger; neither is lost and nothing is a conflict
+    hb_db("update", "t1400", "--title", "changed in the ledger")
+    edited = json.loads(path.read_text())
+    edited["pending"][5]["description"] = "edited by hand"
+    path.write_text(json.dumps(edited, indent=2) + "\n")
+    out = hb_db.json("sync")
+    assert not [r for r in out["reports"] if r.get("conflicts")]
+    assert hb_db.json("show", edited["pending"][5]["id"])["title"] == "edited by hand"
+    written = json.loads(path.read_text())["pending"]
+    assert next(t for t in written if t["id"] == "t1400")["description"] == "changed in the ledger"
+
+
+def test_edits_whose_older_text_is_gone_or_another_read_as_none(
+    hb_db: Runner, workspace: Path, db_url: str
+) -> None:
+    """A baseline that cannot be rebuilt is no baseline (the sync then reads the file as new),
+    never a wrong text."""
+    from heartbeat.ops.sync import bookmarks
+
+    doc = {"pending": [{"id": f"t{i:04d}", "priority": "low"} for i in range(3000)], "in_progress": []}
+    dumped_tasks_json(workspace, doc)
+    hb_db("config", "set", "sync.auto_export", "true")
+    hb_db("sync")
+    hb_db("pop", "--scope", "")  # the first export after hb sync renders the file whole
+    hb_db("pop", "--scope", "")  # the next one splices it: the baseline is kept as edits
+    with Ledger.open(workspace=workspace, db=db_url) as ledger:
+        kept, text, _ = _kept(ledger)
+        assert "edits" in kept and text is not None
+        steps = kept["edits"]["steps"]
+        with ledger.ctx.read() as db:
+            assert kept_text({"edits": {**kept["edits"], "hash": "0" * 64}}, db) is None
+            assert kept_text({"edits": {**kept["edits"], "steps": [[5, 2, "x"]]}}, db) is None
+            assert kept_text({"edits": {**kept["edits"], "steps": [[0, 10**9, "x"]]}}, db) is None
+            assert kept_text({"edits": {**kept["edits"], "steps": "no"}}, db) is None
+            assert kept_text({"edits": {**kept["edits"], "steps": steps}}) is None  # no db to read it from
+        with ledger.ctx.write() as db:
+            db.execute(
+                "DELETE FROM sync_state WHERE kind = :kind", {"kind": bookmarks.base_kind("tasks-json")}
+            )
+        assert _kept(ledger)[1] is None

@@ -39,10 +39,61 @@ def keep(text: str) -> dict[str, Any]:
     return {"zlib": base64.b64encode(zlib.compress(text.encode("utf-8"), 1)).decode("ascii")}
 
 
-def kept_text(skeleton: Any) -> str | None:
-    """The text a skeleton keeps (see :func:`keep`), or None (none kept, or not readable)."""
+# A large text a queue operation changed in a few places is kept as the text before them plus the
+# edits since: ``{"edits": {"base": <kind of the row keeping the older text>, "hash": <that row's
+# content hash>, "steps": [[start, end, new], ...]}}``. The older text has a row of its own, so an
+# export rewrites a few hundred bytes of edits instead of compressing and storing the whole text
+# again. Reading applies each edit (a copy of the text each), so after this many the text is
+# kept whole again.
+EDITS_UP_TO = 32
+
+
+def base_kind(kind: str) -> str:
+    """The ``sync_state`` row that keeps the older text of ``kind``'s edits."""
+    return f"{kind}:base"
+
+
+def keep_edits(
+    db: Conn,
+    kind: str,
+    old: dict[str, Any],
+    old_hash: str | None,
+    edits: list[Any],
+    *,
+    path: str,
+    now: datetime,
+) -> dict[str, Any] | None:
+    """The skeleton of a text that is the text ``old`` keeps (whose hash is ``old_hash``) with
+    ``edits`` made (:func:`heartbeat.formats.tasks_splice.apply`); None when it is better kept
+    whole (``old`` keeps no large text, or enough edits are kept already)."""
+    known = old.get("edits")
+    if isinstance(known, dict) and isinstance(known.get("steps"), list):
+        steps = [*known["steps"], *edits]
+        return {"edits": {**known, "steps": steps}} if len(steps) <= EDITS_UP_TO else None
+    packed = old.get("zlib")
+    if not isinstance(packed, str) or old_hash is None or len(edits) > EDITS_UP_TO:
+        return None
+    # the older text moves to a row of its own as it is stored (not compressed again)
+    save(
+        db,
+        base_kind(kind),
+        path=path,
+        content_hash=old_hash,
+        size=None,
+        synced_at=now,
+        skeleton={"zlib": packed},
+    )
+    return {"edits": {"base": base_kind(kind), "hash": old_hash, "steps": list(edits)}}
+
+
+def kept_text(skeleton: Any, db: Conn | None = None) -> str | None:
+    """The text a skeleton keeps (see :func:`keep`, :func:`keep_edits`: those need ``db``), or
+    None (none kept, or not readable)."""
     if not isinstance(skeleton, dict):
         return None
+    edits = skeleton.get("edits")
+    if isinstance(edits, dict):
+        return None if db is None else _edited_text(db, edits)
     text = skeleton.get("text")
     if isinstance(text, str):
         return text
@@ -83,3 +134,27 @@ def save(
             "skeleton": db.json(skeleton),
         },
     )
+
+
+def _edited_text(db: Conn, edits: dict[str, Any]) -> str | None:
+    """The older text :func:`keep_edits` points to, with its edits made (None: that text is gone
+    or is another one, or the edits do not read)."""
+    base = edits.get("base")
+    row = load(db, base) if isinstance(base, str) else None
+    if row is None or row["content_hash"] != edits.get("hash"):
+        return None
+    skeleton = row["skeleton"]
+    text = kept_text(skeleton) if isinstance(skeleton, dict) and "edits" not in skeleton else None
+    steps = edits.get("steps")
+    if text is None or not isinstance(steps, list):
+        return None
+    for step in steps:
+        if not (isinstance(step, list) and len(step) == 3):
+            return None
+        start, end, new = step
+        if not (type(start) is int and type(end) is int and isinstance(new, str)):
+            return None
+        if not 0 <= start <= end <= len(text):
+            return None
+        text = text[:start] + new + text[end:]
+    return text

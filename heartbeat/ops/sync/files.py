@@ -34,7 +34,29 @@ def default_path(workspace: Path, kind: str) -> Path:
 
 
 def digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """The SHA-256 of the text's UTF-8, as ``sync_state.content_hash`` records it."""
+    return measure(text)[0]
+
+
+# The last large text measured, with its hash and size: one queue operation with sync.auto_export
+# hashes the same tasks.json up to three times (the edit check before it, the one after it, the
+# text it wrote, which the next operation's check finds again); a text equal to this one (a
+# comparison of its characters, a tenth of hashing them) is not hashed again.
+_MEMO_FROM = 64 * 1024
+_memo: tuple[str, str, int] | None = None
+
+
+def measure(text: str) -> tuple[str, int]:
+    """:func:`digest` and the length in bytes of the text's UTF-8."""
+    global _memo
+    last = _memo  # one read: another thread may replace it meanwhile
+    if last is not None and (text is last[0] or text == last[0]):
+        return last[1], last[2]
+    encoded = text.encode("utf-8")
+    found = hashlib.sha256(encoded).hexdigest(), len(encoded)
+    if len(text) >= _MEMO_FROM:
+        _memo = (text, *found)
+    return found
 
 
 def other_file(target: Path | None, workspace_file: Path) -> Path | None:

@@ -26,9 +26,10 @@ from heartbeat.errors import FileFormatError, HbError, one_line
 from heartbeat.formats import tasks_json, tasks_splice
 from heartbeat.formats.json_edit import Layout
 from heartbeat.formats.tasks_json import priority_rank
+from heartbeat.formats.tasks_splice import Edit
 from heartbeat.formats.timestamps import timestamp_or_none
 from heartbeat.ops.sync import bookmarks
-from heartbeat.ops.sync.files import default_path, digest, file_lock, lock_timeout, read_text
+from heartbeat.ops.sync.files import default_path, digest, file_lock, lock_timeout, measure, read_text
 from heartbeat.ops.sync.report import ImportReport, SyncReport
 from heartbeat.ops.sync.swap import replace_if
 
@@ -164,7 +165,14 @@ def _insert_events(
 
 
 def remember(
-    db: Db, kind: str, path: Path, text: str, now: datetime, *, rendered: dict[str, Any] | None = None
+    db: Db,
+    kind: str,
+    path: Path,
+    text: str,
+    now: datetime,
+    *,
+    rendered: dict[str, Any] | None = None,
+    edits: list[Edit] | None = None,
 ) -> None:
     """Record what the file held when hb last read or wrote it (for sync and exports).
 
@@ -172,14 +180,22 @@ def remember(
     tasks it shows, and what is known of the text itself: the layout ``json.dumps`` wrote it in
     and the warnings reading it gives. With them the next export after a queue operation
     rewrites only what the operation moved, and a sync that finds neither side changed reads
-    nothing. The same text remembered again keeps what was known of it."""
-    content_hash, size = digest(text), len(text.encode("utf-8"))
+    nothing. The same text remembered again keeps what was known of it. ``edits``: ``text`` is
+    the text remembered now with these edits made (:func:`tasks_splice.apply`); a large one is
+    then kept as those edits beside the older text (:func:`bookmarks.keep_edits`)."""
+    content_hash, size = measure(text)
     row = db.get(SyncStateRow, kind)
     same = row is not None and row.content_hash == content_hash and row.path == str(path)
     old = (row.skeleton or {}) if same and row is not None else {}
     # the same text again: kept as it was (a large one is not compressed a second time)
-    kept = {k: old[k] for k in ("text", "zlib") if isinstance(old.get(k), str)}
-    skeleton: dict[str, Any] = kept if len(kept) == 1 else bookmarks.keep(text)
+    kept = {k: v for k in ("text", "zlib", "edits") if isinstance(v := old.get(k), str | dict)}
+    skeleton = kept if len(kept) == 1 else None
+    if skeleton is None and edits is not None and row is not None and row.path == str(path):
+        skeleton = bookmarks.keep_edits(
+            db, kind, row.skeleton or {}, row.content_hash, edits, path=str(path), now=now
+        )
+    if skeleton is None:
+        skeleton = bookmarks.keep(text)
     known = old.get("rendered")
     if isinstance(known, dict):  # facts of this text stay true; a new stamp replaces the old
         rendered = {**known, **{k: v for k, v in (rendered or {}).items() if v is not None}}
@@ -252,11 +268,11 @@ def _unchanged(db: Db, path: Path, text: str) -> list[str] | None:
 def last_document(db: Db) -> tasks_json.TasksDocument:
     """tasks.json as hb last read or wrote it (the four empty legacy lists when never)."""
     row = db.get(SyncStateRow, SOURCE)
-    return _skeleton_document(row.skeleton if row is not None else None)
+    return _skeleton_document(db, row.skeleton if row is not None else None)
 
 
-def _skeleton_document(skeleton: dict[str, Any] | None) -> tasks_json.TasksDocument:
-    text = bookmarks.kept_text(skeleton)
+def _skeleton_document(db: Db, skeleton: dict[str, Any] | None) -> tasks_json.TasksDocument:
+    text = bookmarks.kept_text(skeleton, db)
     if text is not None:
         try:
             return tasks_json.parse(text)
@@ -267,7 +283,7 @@ def _skeleton_document(skeleton: dict[str, Any] | None) -> tasks_json.TasksDocum
 
 def _document(db: Db, kind: str) -> tasks_json.TasksDocument:
     row = db.get(SyncStateRow, kind)
-    return _skeleton_document(row.skeleton if row is not None else None)
+    return _skeleton_document(db, row.skeleton if row is not None else None)
 
 
 def _current_text(path: Path | None) -> str | None:
@@ -322,9 +338,10 @@ def _export_tasks(db: Db, path: Path, current: str | None, now: datetime, moved:
         if only_moved and rendered.get("layout"):
             tasks.sort(key=lambda t: (t.scope, t.position, t.pk))
             layout = Layout(*rendered["layout"])
-            text = tasks_splice.splice(current, layout, [record_from_row(t) for t in tasks])
-            if text is not None:
-                remember(db, SOURCE, path, text, now, rendered=_rendered(layout, stamp, clean))
+            found = tasks_splice.splice_edits(current, layout, [record_from_row(t) for t in tasks])
+            if found is not None:
+                text, edits = found
+                remember(db, SOURCE, path, text, now, rendered=_rendered(layout, stamp, clean), edits=edits)
                 return text
     text, rendered = _render_tasks(db, current)
     rendered["warnings"] = clean
@@ -544,7 +561,7 @@ def _export_one(
         if current is not None:
             remember(db, kind, path, current, now)
             continue
-        known = None if before is None else bookmarks.kept_text(before[1])
+        known = None if before is None else bookmarks.kept_text(before[1], db)
         if before is None or known is None:
             _forget(db, kind)
         else:
@@ -557,6 +574,7 @@ def _forget(db: Db, kind: str) -> None:
     row = db.get(SyncStateRow, kind)
     if row is not None:
         db.delete(row)
+    db.execute("DELETE FROM sync_state WHERE kind = :kind", {"kind": bookmarks.base_kind(kind)})
 
 
 def _edited(db: Db, kind: str, path: Path, text: str) -> bool:
@@ -617,7 +635,7 @@ def _base_records(db: Db, kind: str, path: Path) -> dict[tuple[str, str], str] |
     row = db.get(SyncStateRow, kind)
     if row is None or Path(row.path).resolve() != path.resolve():
         return None
-    text = bookmarks.kept_text(row.skeleton)
+    text = bookmarks.kept_text(row.skeleton, db)
     if text is None:
         return None
     try:

@@ -161,7 +161,7 @@ def remembered_text(db: Conn, kind: str) -> str | None:
     row = bookmarks.load(db, kind)
     if row is None:
         return None
-    text = bookmarks.kept_text(row["skeleton"])
+    text = bookmarks.kept_text(row["skeleton"], db)
     if text is None or digest(text) != row["content_hash"]:
         return None
     return text
