@@ -199,3 +199,20 @@ def test_edits_whose_older_text_is_gone_or_another_read_as_none(
                 "DELETE FROM sync_state WHERE kind = :kind", {"kind": bookmarks.base_kind("tasks-json")}
             )
         assert _kept(ledger)[1] is None
+
+
+def test_a_text_measured_again_gets_its_own_hash_and_size() -> None:
+    """The hash of the last large text is reused only for an equal text."""
+    import hashlib
+
+    from heartbeat.ops.sync.files import digest, measure
+
+    def expected(text: str) -> tuple[str, int]:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest(), len(text.encode("utf-8"))
+
+    big = "é" * PACK_FROM
+    same = "".join(["é" * (PACK_FROM // 2)] * 2)  # equal, another object
+    last_differs = big[:-1] + "e"  # as long, one character apart
+    for text in (big, same, last_differs, big, "small", big):
+        assert measure(text) == expected(text)
+        assert digest(text) == expected(text)[0]
