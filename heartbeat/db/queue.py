@@ -268,6 +268,37 @@ SQL["done_run_pg"] = (
     "SELECT * FROM c"
 )
 
+
+# SQLite (3.38 on: the JSON ``->`` operator): the runs row of a pop or a completion and the
+# completion's outcome row are built by the database from the task's row, as PostgreSQL's CTEs
+# above build them, instead of from values read back into Python and bound again. The record is
+# the object last_run_record builds (a JSON null for a missing or null trace id or decision log).
+def _sqlite_record(status: str, outcome: str) -> str:
+    return (
+        f"json_object('timestamp', :stamp, 'task_id', id, 'status', '{status}', 'description', title, "
+        "'assigned_skill', skill, 'project_id', project_id, 'agent_id', agent_id, 'user_id', user_id, "
+        f"'outcome', {outcome}, 'trace_id', extra -> '$.trace_id', "
+        "'decision_log', extra -> '$.decision_log', 'scope', NULLIF(scope, ''))"
+    )
+
+
+_RUN_OF_TASK = (
+    f"INSERT INTO runs ({_RUN_COLUMNS}) SELECT :kind, NULLIF(scope, ''), :status, :now, :now, id, "
+    "claimed_by, {record}, :detail FROM tasks WHERE pk = :pk"
+)
+SQL["pop_run_sqlite"] = _RUN_OF_TASK.replace("{record}", _sqlite_record("in_progress", "NULL"))
+SQL["complete_run_sqlite"] = _RUN_OF_TASK.replace("{record}", _sqlite_record("completed", "json(:result)"))
+SQL["outcome_of_task_sqlite"] = (
+    "INSERT INTO outcomes (task_pk, task_id, scope, source, skill, success, result, claimed_at, "
+    "completed_at, duration_s, attempt, worker, claim) SELECT pk, id, scope, source, skill, 1, :result, "
+    "claimed_at, :now, :duration_s, attempts, claimed_by, claim FROM tasks WHERE pk = :pk"
+)
+# the completion whose rows the database builds: the few columns the caller still needs
+SQL["done_sqlite"] = (
+    f"UPDATE tasks SET status = 'done', completed_at = :now, {_RELEASE} "
+    "WHERE {target} RETURNING pk, id, scope, claim, claimed_at"
+)
+
 for _key in [k for k, v in SQL.items() if "{target}" in v]:
     _text = SQL.pop(_key)
     for _suffix, _target in (("_by_id", _TARGET_ID), ("_by_scope_id", _TARGET_SCOPE_ID)):
@@ -286,6 +317,8 @@ class Dialect:
     def __init__(self, name: str) -> None:
         self.name = name
         self.sqlite = name == "sqlite"
+        # the database builds the queue's runs and outcome rows (see _sqlite_record): SQLite 3.38+
+        self.rows_in_sql = self.sqlite and _sqlite_version() >= (3, 38, 0)
         self._sql: dict[str, str] = {key: self._adapt(text) for key, text in SQL.items()}
         self.names: dict[str, list[str]] = {}  # the column names of each statement's rows
 
@@ -408,6 +441,12 @@ class transaction:  # a context manager named as the function it replaced: ``wit
 def _driver(raw: Any) -> Any:
     """The psycopg connection (behind a pool's proxy of it)."""
     return getattr(raw, "driver_connection", raw)
+
+
+def _sqlite_version() -> tuple[int, ...]:
+    import sqlite3
+
+    return sqlite3.sqlite_version_info
 
 
 # Builds a finished task's last-run.json object from its row (the row as the operation left it).
@@ -639,13 +678,23 @@ def _popped(
     # a claimed task is this run's last-run.json (heartbeat.py records every run that
     # handled a task); a pop that took nothing leaves the last one as it is
     if run:
-        record = last_run_record(result.task, now, "in_progress", None) if result.task else None
         detail = None
         if result.task is not None:
             detail = {"claim": result.task["claim"]}
             if got in result.adopted_from:
                 detail["took_over_from"] = result.adopted_from[got]
-        _run(tx, "pop", scope, at, status=status, worker=worker, task_id=got, record=record, detail=detail)
+        if result.task is not None and tx.d.rows_in_sql:  # the database builds the record
+            from heartbeat.formats.timestamps import format_timestamp
+
+            params = {"kind": "pop", "status": status, "now": at, "pk": result.task["pk"]}
+            tx.execute(
+                "pop_run_sqlite", {**params, "stamp": format_timestamp(now), "detail": tx.d.json(detail)}
+            )
+        else:
+            record = last_run_record(result.task, now, "in_progress", None) if result.task else None
+            _run(
+                tx, "pop", scope, at, status=status, worker=worker, task_id=got, record=record, detail=detail
+            )
     if got is None and scope != LEGACY and task_id is None:
         result.exhausted = QueueExhausted(f"queue {scope} is exhausted: write the evidence report and stop")
         result.exhausted.skipped = result.skipped
@@ -793,6 +842,18 @@ def complete(
         row = _finish(tx, "done_run_pg", task_id, scope, params, claim)
         return {**row, "status": "done", "completed_at": now}
     tx.begin()
+    if last_run is None and tx.d.rows_in_sql:  # SQLite: the database builds the two rows
+        from heartbeat.formats.timestamps import format_timestamp
+
+        row = _finish(tx, "done_sqlite", task_id, scope, {"now": at}, claim)
+        claimed_at = row["claimed_at"]
+        result = tx.d.json(outcome)
+        params = {"now": at, "pk": row["pk"], "result": result}
+        duration = (now - claimed_at).total_seconds() if claimed_at else None
+        tx.execute("outcome_of_task_sqlite", {**params, "duration_s": duration})
+        params.update(kind="complete", status="ok", stamp=format_timestamp(now), detail=None)
+        tx.execute("complete_run_sqlite", params)
+        return {**row, "status": "done", "completed_at": now}
     row = _finish(tx, "done", task_id, scope, {"now": at}, claim)
     _outcome(tx, row, at, now, success=True, result=outcome)
     record = last_run(row) if last_run is not None else last_run_record(row, now, "completed", outcome)

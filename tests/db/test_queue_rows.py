@@ -79,3 +79,103 @@ def test_a_pop_and_a_completion_write_their_runs_and_outcome_rows(ledger: Ledger
         }
     ]
     assert ledger.get(added["id"])["status"] == "done"
+
+
+TRACES = [
+    {"trace_id": "t-1", "decision_log": ["read", {"score": 1}]},
+    {"trace_id": None, "decision_log": True},
+    {},
+    {"trace_id": 7, "decision_log": {"nested": [1, 2.5, "é", None, False]}},
+    {"trace_id": "", "decision_log": "plain text"},
+]
+
+
+@pytest.fixture(params=["database", "python"])
+def records_by(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Who builds the runs and outcome rows on SQLite: the database (3.38+), or Python (what an
+    older SQLite gets). PostgreSQL's one-statement pop and completion build them in SQL always."""
+    from heartbeat.db import queue
+    from heartbeat.ops import queue as queue_ops
+
+    if request.param == "python":
+        monkeypatch.setattr(queue, "_sqlite_version", lambda: (3, 37, 2))
+    queue_ops._dialect.cache_clear()
+    yield request.param
+    queue_ops._dialect.cache_clear()
+
+
+def test_the_last_run_records_carry_each_tasks_trace_as_it_is(
+    ledger: Ledger, workspace: Path, records_by: str
+) -> None:
+    """The runs rows' last-run.json objects hold the task's trace_id and decision_log as the
+    task's object has them (any JSON value, null when missing), whoever builds them; a scoped
+    task's record names its queue."""
+    import json
+
+    from heartbeat.ops.queue import _dialect
+
+    assert _dialect(True).rows_in_sql is (records_by == "database")
+
+    from heartbeat.formats.timestamps import format_timestamp
+
+    pending = [
+        {"id": f"t{i}", "priority": "high", "description": f"job {i}", **trace}
+        for i, trace in enumerate(TRACES)
+    ]
+    scoped = {"order": 0, "task_id": "s0", "description": "scoped", **TRACES[0]}
+    doc = {
+        "pending": pending,
+        "in_progress": [],
+        "completed": [],
+        "failed": [],
+        "_b_extension": {"q": [scoped]},
+    }
+    src = workspace / "seed.json"
+    src.write_text(json.dumps(doc))
+    ledger.import_file("tasks-json", src)
+    expected = []
+    for scope, item in [("", t) for t in pending] + [("_b_extension.q", scoped)]:
+        task_id = item.get("id") or item["task_id"]
+        got = ledger.pop(scope=scope, worker="w1")
+        assert got is not None and got.get("id", got.get("task_id")) == task_id
+        ledger.complete(task_id, scope=scope, outcome={"ok": task_id}, claim=got["claim"])
+        fields = {
+            "timestamp": START,  # replaced below by each run's own time
+            "task_id": task_id,
+            "description": item["description"],
+            "trace_id": item.get("trace_id"),
+            "decision_log": item.get("decision_log"),
+            "scope": scope or None,
+        }
+        expected.append(last_run_entry(status="in_progress", **fields))
+        expected.append(last_run_entry(status="completed", outcome={"ok": task_id}, **fields))
+    with ledger.ctx.read() as db:
+        runs = db.rows("SELECT record, started_at FROM runs WHERE kind IN ('pop', 'complete') ORDER BY pk")
+        records = [db.read_json(r) for r, _ in runs]
+        times = [format_timestamp(db.read_time(t)) for _, t in runs]
+    for record, at in zip(records, times, strict=True):
+        assert record["timestamp"] == at
+    expected = [{**e, "timestamp": at} for e, at in zip(expected, times, strict=True)]
+    assert records == expected
+    assert [list(r) for r in records] == [list(e) for e in expected]  # key order too
+
+
+def test_every_queue_statement_prepares_against_the_schema_at_head(ledger: Ledger) -> None:
+    """The queue's own statements (heartbeat/db/queue.py), each EXPLAINed on a fresh ledger at head
+    on the backend it is for: their tables and columns exist and they parse."""
+    import re
+
+    from heartbeat.db import queue
+
+    with ledger.ctx.read() as db:
+        dialect = queue.Dialect("sqlite" if db.sqlite else "postgresql")
+        other = "_pg" if db.sqlite else "_sqlite"
+        names = [k for k in queue.SQL if other + "_" not in k + "_"]
+        assert any(k.endswith("_sqlite" if db.sqlite else "_pg") for k in names)
+        for name in names:
+            sql = dialect.sql(name)
+            params = {a or b: None for a, b in re.findall(r"(?<![:\w]):(\w+)|%\((\w+)\)s", sql)}
+            try:
+                db.raw.cursor().execute("EXPLAIN " + sql, params)
+            except Exception as exc:
+                raise AssertionError(f"queue statement {name}: {exc}") from exc
