@@ -52,45 +52,34 @@ def read_time(value: Any) -> datetime | None:
     return value.astimezone(UTC)  # type: ignore[no-any-return]
 
 
-_string = json.encoder.encode_basestring_ascii
-
-
-def _scalar(value: Any) -> str:
-    """A string, integer, boolean or null as ``json.dumps`` writes it (TypeError: anything else)."""
-    kind = type(value)
-    if kind is str:
-        return _string(value)
-    if value is None:
-        return "null"
-    if kind is bool:
-        return "true" if value else "false"
-    if kind is int:
-        return int.__repr__(value)
-    raise TypeError(kind)
-
-
 def _not_json(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-# json.dumps(value, ensure_ascii=False)'s text from one encoder made once (json.dumps makes one per
-# call, which costs more than encoding a small object); without the circular-reference check
+# json.dumps's text from encoders made once (json.dumps makes one per call, which costs more than
+# encoding a small object); without the circular-reference check, which the fallback makes
 _c_encoder = getattr(json.encoder, "c_make_encoder", None)
-_chunks = (
-    _c_encoder(None, _not_json, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
-    if _c_encoder is not None
-    else None
-)
 
 
-def json_text(value: Any) -> str:
-    """``json.dumps(value, ensure_ascii=False)``, at a third of its cost for a small object."""
-    if _chunks is not None:
+def _encoder(escape: Callable[[str], str]) -> Callable[[Any, int], Any] | None:
+    if _c_encoder is None:
+        return None
+    return _c_encoder(None, _not_json, escape, None, ": ", ", ", False, False, True)  # type: ignore[no-any-return]
+
+
+_chunks = _encoder(json.encoder.encode_basestring)  # ensure_ascii=False
+_ascii_chunks = _encoder(json.encoder.encode_basestring_ascii)  # json.dumps's default
+
+
+def json_text(value: Any, *, ascii_only: bool = False) -> str:
+    """``json.dumps(value, ensure_ascii=ascii_only)``, at a third of its cost for a small object."""
+    chunks = _ascii_chunks if ascii_only else _chunks
+    if chunks is not None:
         try:
-            return "".join(_chunks(value, 0))
+            return "".join(chunks(value, 0))
         except RecursionError:  # a structure that contains itself: json.dumps says so plainly
             pass
-    return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=ascii_only)
 
 
 _JSON_PARAM = re.compile(r"\{json:(\w+)\}")
@@ -204,21 +193,8 @@ class Conn:
 
     @staticmethod
     def json(value: Any) -> str | None:
-        """JSON text as ``json.dumps`` writes it; a flat object of strings, integers, booleans
-        and nulls (most of what hb stores per row: a tasks.json object) is written directly,
-        which is the same text at half the cost."""
-        if value is None:
-            return None
-        if type(value) is dict:
-            try:
-                return "{" + ", ".join([_string(k) + ": " + _string(v) for k, v in value.items()]) + "}"
-            except TypeError:  # a value that is not a string
-                pass
-            try:
-                return "{" + ", ".join([_string(k) + ": " + _scalar(v) for k, v in value.items()]) + "}"
-            except TypeError:  # a list, an object, a number with a fraction: the encoder's job
-                pass
-        return json.dumps(value)
+        """JSON text as ``json.dumps`` writes it (:func:`json_text`'s encoder made once)."""
+        return None if value is None else json_text(value, ascii_only=True)
 
     read_time = staticmethod(read_time)
 

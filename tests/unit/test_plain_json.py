@@ -1,4 +1,4 @@
-"""The plain-SQL layer writes JSON exactly as json.dumps does, its shortcut for flat objects included."""
+"""The plain-SQL layer writes JSON exactly as json.dumps does, from encoders it makes once."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -65,4 +65,14 @@ class ImportReport:
     preserved: list[str] = field(default_factory=list)  # "path:line: reason", kept verbatim
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # by hand, as SyncReport's: dataclasses.asdict deep-copies every id of a large import
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "added": list(self.added),
+            "updated": list(self.updated),
+            "removed": list(self.removed),
+            "unchanged": self.unchanged,
+            "warnings": list(self.warnings),
+            "preserved": list(self.preserved),
+        }
