@@ -49,7 +49,7 @@ from heartbeat.errors import (
     StaleClaims,
 )
 from heartbeat.formats import tasks_json
-from heartbeat.formats.timestamps import timestamp_or_none
+from heartbeat.formats.timestamps import format_timestamp, timestamp_or_none
 
 LEGACY = ""
 
@@ -569,8 +569,6 @@ def pop(
         claim["scope"] = scope or LEGACY
         key = ("claim_checked" if scope is not None else "claim_checked_legacy") + order
         if tx.autocommit and not order:  # PostgreSQL: the claim and its runs row, one round trip
-            from heartbeat.formats.timestamps import format_timestamp
-
             rows = tx.rows(f"{key}_run_pg", {**claim, "stamp": format_timestamp(now)})
             if rows:
                 result.task = tx.task(rows[0])
@@ -684,8 +682,6 @@ def _popped(
             if got in result.adopted_from:
                 detail["took_over_from"] = result.adopted_from[got]
         if result.task is not None and tx.d.rows_in_sql:  # the database builds the record
-            from heartbeat.formats.timestamps import format_timestamp
-
             params = {"kind": "pop", "status": status, "now": at, "pk": result.task["pk"]}
             tx.execute(
                 "pop_run_sqlite", {**params, "stamp": format_timestamp(now), "detail": tx.d.json(detail)}
@@ -836,15 +832,11 @@ def complete(
     """
     at = tx.d.time(now)
     if tx.autocommit and last_run is None:  # PostgreSQL: the completion, its outcome and runs rows
-        from heartbeat.formats.timestamps import format_timestamp
-
         params = {"now": at, "stamp": format_timestamp(now), "result": tx.d.json(outcome)}
         row = _finish(tx, "done_run_pg", task_id, scope, params, claim)
         return {**row, "status": "done", "completed_at": now}
     tx.begin()
     if last_run is None and tx.d.rows_in_sql:  # SQLite: the database builds the two rows
-        from heartbeat.formats.timestamps import format_timestamp
-
         row = _finish(tx, "done_sqlite", task_id, scope, {"now": at}, claim)
         claimed_at = row["claimed_at"]
         result = tx.d.json(outcome)

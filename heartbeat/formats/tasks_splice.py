@@ -66,8 +66,11 @@ def splice_edits(text: str, layout: Layout, records: Sequence[QueueRecord]) -> t
 
 
 def apply(text: str, edits: Sequence[Edit]) -> str:
-    """``text`` with ``edits`` made one after the other."""
+    """``text`` with ``edits`` made one after the other; ValueError for an edit outside the text
+    it is made on (kept edits are read back from the ledger)."""
     for start, end, new in edits:
+        if not 0 <= start <= end <= len(text):
+            raise ValueError(f"edit {start}:{end} outside a text of {len(text)} characters")
         text = text[:start] + new + text[end:]
     return text
 

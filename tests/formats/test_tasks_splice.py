@@ -180,3 +180,10 @@ def test_an_id_inside_some_other_object_is_not_taken_for_a_task() -> None:
     text, layout = _written(doc, False)
     record = tasks_json.QueueRecord(id="t0", status="doing", title="t0")
     assert splice(text, layout, [record]) is None
+
+
+def test_an_edit_outside_its_text_is_refused() -> None:
+    assert apply("abcdef", [(1, 3, "XY"), (6, 6, "!")]) == "aXYdef!"
+    for edits in ([(2, 1, "x")], [(0, 7, "")], [(-1, 0, "")], [(0, 6, ""), (0, 1, "")]):
+        with pytest.raises(ValueError, match="outside"):
+            apply("abcdef", edits)

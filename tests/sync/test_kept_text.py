@@ -17,6 +17,30 @@ from tests.conftest import Runner
 from tests.sync.helpers import dumped_tasks_json
 
 
+def _large_doc() -> dict[str, Any]:
+    """A tasks.json of 1,500 legacy tasks: well over PACK_FROM characters."""
+    return {
+        "pending": [{"id": f"t{i:04d}", "priority": "low", "description": f"tâche {i}"} for i in range(1500)],
+        "in_progress": [],
+        "completed": [],
+        "failed": [],
+    }
+
+
+def _kept(ledger: Ledger) -> tuple[dict[str, Any], str | None, str]:
+    """tasks.json's sync_state skeleton, the text it keeps, and the recorded hash."""
+    from heartbeat.ops.sync.files import digest
+
+    with ledger.ctx.read() as db:
+        skeleton, content_hash = db.rows(
+            "SELECT skeleton, content_hash FROM sync_state WHERE kind = 'tasks-json'"
+        )[0]
+        kept = json.loads(skeleton) if isinstance(skeleton, str) else skeleton
+        text = kept_text(kept, db)
+    assert text is None or digest(text) == content_hash
+    return kept, text, content_hash
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.text(max_size=300), st.integers(0, 2))
 def test_what_is_kept_is_the_text(text: str, scale: int) -> None:
@@ -36,18 +60,13 @@ def test_a_damaged_or_missing_text_is_none_not_an_error() -> None:
 def test_a_large_tasks_json_is_kept_compressed_and_still_merges_hand_edits(
     hb_db: Runner, workspace: Path, db_url: str
 ) -> None:
-    doc = {
-        "pending": [{"id": f"t{i:04d}", "priority": "low", "description": f"tâche {i}"} for i in range(1500)],
-        "in_progress": [],
-        "completed": [],
-        "failed": [],
-    }
+    doc = _large_doc()
     path = dumped_tasks_json(workspace, doc)
     assert len(path.read_text()) > PACK_FROM
     hb_db("sync")
-    with Ledger.open(workspace=workspace, db=db_url) as ledger, ledger.ctx.read() as db:
-        (skeleton,) = db.rows("SELECT skeleton FROM sync_state WHERE kind = 'tasks-json'")[0]
-        kept = json.loads(skeleton) if isinstance(skeleton, str) else skeleton
+    with Ledger.open(workspace=workspace, db=db_url) as ledger:
+        kept, text, _ = _kept(ledger)
+    assert text == path.read_text()
     assert "zlib" in kept and "text" not in kept
     assert len(json.dumps(kept)) < len(path.read_text()) / 4
     # a hand edit against that baseline: one task changed, one deleted, one added
@@ -101,20 +120,6 @@ def test_the_same_large_text_remembered_again_is_not_compressed_again(
         assert path.read_text() == ledger.export_text("tasks-json")
 
 
-def _kept(ledger: Ledger) -> tuple[dict[str, Any], str | None, str]:
-    """tasks.json's sync_state skeleton, the text it keeps, and the recorded hash."""
-    from heartbeat.ops.sync.files import digest
-
-    with ledger.ctx.read() as db:
-        skeleton, content_hash = db.rows(
-            "SELECT skeleton, content_hash FROM sync_state WHERE kind = 'tasks-json'"
-        )[0]
-        kept = json.loads(skeleton) if isinstance(skeleton, str) else skeleton
-        text = kept_text(kept, db)
-    assert text is None or digest(text) == content_hash
-    return kept, text, content_hash
-
-
 def test_auto_exported_pops_keep_a_large_text_as_edits_beside_the_older_one(
     hb_db: Runner, workspace: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -123,12 +128,7 @@ def test_auto_exported_pops_keep_a_large_text_as_edits_beside_the_older_one(
     EDITS_UP_TO edits it is kept whole again."""
     from heartbeat.ops.sync import bookmarks
 
-    doc = {
-        "pending": [{"id": f"t{i:04d}", "priority": "low", "description": f"tâche {i}"} for i in range(1500)],
-        "in_progress": [],
-        "completed": [],
-        "failed": [],
-    }
+    doc = _large_doc()
     path = dumped_tasks_json(workspace, doc)
     hb_db("config", "set", "sync.auto_export", "true")
     hb_db("sync")

@@ -15,6 +15,7 @@ from typing import Any
 
 from heartbeat.db.plain import Conn
 from heartbeat.db.shape import SYNC_STATE
+from heartbeat.formats import tasks_splice
 
 _LOAD = f"SELECT {SYNC_STATE.select()} FROM sync_state WHERE kind = :kind"
 _SAVE = (
@@ -148,13 +149,16 @@ def _edited_text(db: Conn, edits: dict[str, Any]) -> str | None:
     steps = edits.get("steps")
     if text is None or not isinstance(steps, list):
         return None
-    for step in steps:
-        if not (isinstance(step, list) and len(step) == 3):
-            return None
-        start, end, new = step
-        if not (type(start) is int and type(end) is int and isinstance(new, str)):
-            return None
-        if not 0 <= start <= end <= len(text):
-            return None
-        text = text[:start] + new + text[end:]
-    return text
+    if not all(
+        isinstance(step, list)
+        and len(step) == 3
+        and type(step[0]) is int
+        and type(step[1]) is int
+        and isinstance(step[2], str)
+        for step in steps
+    ):
+        return None
+    try:
+        return tasks_splice.apply(text, steps)
+    except ValueError:  # an edit outside its text
+        return None
