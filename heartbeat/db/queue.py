@@ -238,14 +238,33 @@ SQL = {
 # PostgreSQL: the common pop and every completion are ONE statement each, sent in autocommit (one
 # round trip, like a bare SKIP LOCKED queue): data-modifying CTEs write the runs row (and the
 # outcome row) with the claim. The last-run.json object is built as last_run_record builds it.
-def _pg_record(status: str, outcome: str) -> str:
-    return (
-        "json_build_object('timestamp', CAST(:stamp AS text), 'task_id', c.id, 'status', "
-        f"CAST('{status}' AS text), 'description', c.title, 'assigned_skill', c.skill, 'project_id', "
-        "c.project_id, 'agent_id', c.agent_id, 'user_id', c.user_id, "
-        f"'outcome', {outcome}, 'trace_id', c.extra->'trace_id', 'decision_log', "
-        "c.extra->'decision_log', 'scope', NULLIF(c.scope, ''))"
+def _record(status: str, outcome: str, *, pg: bool) -> str:
+    """SQL that builds a task's last-run.json object as last_run_record does, from the claimed
+    row (PostgreSQL: the CTE ``c``; SQLite 3.38+: the ``tasks`` row itself, see below)."""
+    row = "c." if pg else ""
+
+    def text(value: str) -> str:  # PostgreSQL types a literal or a parameter only when told
+        return f"CAST({value} AS text)" if pg else value
+
+    def member(key: str) -> str:  # the task object's value, as JSON (null when missing)
+        return f"{row}extra->'{key}'" if pg else f"extra -> '$.{key}'"
+
+    fields = (
+        ("timestamp", text(":stamp")),
+        ("task_id", f"{row}id"),
+        ("status", text(f"'{status}'")),
+        ("description", f"{row}title"),
+        ("assigned_skill", f"{row}skill"),
+        ("project_id", f"{row}project_id"),
+        ("agent_id", f"{row}agent_id"),
+        ("user_id", f"{row}user_id"),
+        ("outcome", outcome),
+        ("trace_id", member("trace_id")),
+        ("decision_log", member("decision_log")),
+        ("scope", f"NULLIF({row}scope, '')"),
     )
+    build = "json_build_object" if pg else "json_object"
+    return f"{build}(" + ", ".join(f"'{key}', {value}" for key, value in fields) + ")"
 
 
 _RUN_COLUMNS = "kind, scope, status, started_at, finished_at, task_id, worker, record, detail"
@@ -253,7 +272,8 @@ for _key in ("claim_checked", "claim_checked_legacy"):
     SQL[f"{_key}_run_pg"] = (
         f"WITH c AS ({SQL[_key]}), run AS (INSERT INTO runs ({_RUN_COLUMNS}) "
         f"SELECT 'pop', NULLIF(c.scope, ''), 'ok', :now, :now, c.id, c.claimed_by, "
-        f"{_pg_record('in_progress', 'CAST(NULL AS json)')}, json_build_object('claim', c.claim) FROM c) "
+        f"{_record('in_progress', 'CAST(NULL AS json)', pg=True)}, "
+        "json_build_object('claim', c.claim) FROM c) "
         "SELECT * FROM c"
     )
 SQL["done_run_pg"] = (
@@ -264,30 +284,20 @@ SQL["done_run_pg"] = (
     "EXTRACT(EPOCH FROM CAST(:now AS timestamptz) - c.claimed_at), c.attempts, c.claimed_by, c.claim "
     "FROM c), "
     f"run AS (INSERT INTO runs ({_RUN_COLUMNS}) SELECT 'complete', NULLIF(c.scope, ''), 'ok', :now, :now, "
-    f"c.id, c.claimed_by, {_pg_record('completed', 'CAST(:result AS json)')}, NULL FROM c) "
+    f"c.id, c.claimed_by, {_record('completed', 'CAST(:result AS json)', pg=True)}, NULL FROM c) "
     "SELECT * FROM c"
 )
 
 
 # SQLite (3.38 on: the JSON ``->`` operator): the runs row of a pop or a completion and the
 # completion's outcome row are built by the database from the task's row, as PostgreSQL's CTEs
-# above build them, instead of from values read back into Python and bound again. The record is
-# the object last_run_record builds (a JSON null for a missing or null trace id or decision log).
-def _sqlite_record(status: str, outcome: str) -> str:
-    return (
-        f"json_object('timestamp', :stamp, 'task_id', id, 'status', '{status}', 'description', title, "
-        "'assigned_skill', skill, 'project_id', project_id, 'agent_id', agent_id, 'user_id', user_id, "
-        f"'outcome', {outcome}, 'trace_id', extra -> '$.trace_id', "
-        "'decision_log', extra -> '$.decision_log', 'scope', NULLIF(scope, ''))"
-    )
-
-
+# above build them, instead of from values read back into Python and bound again.
 _RUN_OF_TASK = (
     f"INSERT INTO runs ({_RUN_COLUMNS}) SELECT :kind, NULLIF(scope, ''), :status, :now, :now, id, "
     "claimed_by, {record}, :detail FROM tasks WHERE pk = :pk"
 )
-SQL["pop_run_sqlite"] = _RUN_OF_TASK.replace("{record}", _sqlite_record("in_progress", "NULL"))
-SQL["complete_run_sqlite"] = _RUN_OF_TASK.replace("{record}", _sqlite_record("completed", "json(:result)"))
+SQL["pop_run_sqlite"] = _RUN_OF_TASK.replace("{record}", _record("in_progress", "NULL", pg=False))
+SQL["complete_run_sqlite"] = _RUN_OF_TASK.replace("{record}", _record("completed", "json(:result)", pg=False))
 SQL["outcome_of_task_sqlite"] = (
     "INSERT INTO outcomes (task_pk, task_id, scope, source, skill, success, result, claimed_at, "
     "completed_at, duration_s, attempt, worker, claim) SELECT pk, id, scope, source, skill, 1, :result, "
@@ -317,7 +327,7 @@ class Dialect:
     def __init__(self, name: str) -> None:
         self.name = name
         self.sqlite = name == "sqlite"
-        # the database builds the queue's runs and outcome rows (see _sqlite_record): SQLite 3.38+
+        # the database builds the queue's runs and outcome rows (see _record): SQLite 3.38+
         self.rows_in_sql = self.sqlite and _sqlite_version() >= (3, 38, 0)
         self._sql: dict[str, str] = {key: self._adapt(text) for key, text in SQL.items()}
         self.names: dict[str, list[str]] = {}  # the column names of each statement's rows
