@@ -179,3 +179,29 @@ def test_every_queue_statement_prepares_against_the_schema_at_head(ledger: Ledge
                 db.raw.cursor().execute("EXPLAIN " + sql, params)
             except Exception as exc:
                 raise AssertionError(f"queue statement {name}: {exc}") from exc
+
+
+def test_the_claim_reads_no_task_it_does_not_need(ledger: Ledger, workspace: Path) -> None:
+    """The common pop's claim (legacy and scoped) reads the ledger through its indexes only: no
+    plan step scans the tasks table, however many tasks it holds. PostgreSQL read the old
+    "no scoped queue exists" condition (``scope > ''``) with a sequential scan of every task."""
+    from heartbeat.db import queue
+
+    import json
+
+    pending = [{"id": f"t{i}", "priority": "high", "description": f"job {i}"} for i in range(3000)]
+    source = workspace / "seed-tasks.json"
+    source.write_text(json.dumps({"pending": pending, "in_progress": [], "completed": [], "failed": []}))
+    ledger.import_file("tasks-json", source)
+    with ledger.ctx.read() as db:
+        dialect = queue.Dialect("sqlite" if db.sqlite else "postgresql")
+        params = {"scope": "", "now": START, "worker": "w", "lease_until": START, "claim": "c" * 24}
+        for name in ("claim_checked_legacy", "claim_checked", "preflight", "any_scoped"):
+            cur = db.raw.cursor()
+            explain = "EXPLAIN QUERY PLAN " if db.sqlite else "EXPLAIN "
+            cur.execute(explain + dialect.sql(name), params)
+            plan = "\n".join(str(row[-1]) for row in cur.fetchall())
+            if db.sqlite:
+                assert "SCAN tasks" not in plan, f"{name}:\n{plan}"
+            else:
+                assert "Seq Scan on tasks" not in plan, f"{name}:\n{plan}"
