@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 
 from heartbeat import settings as settings_mod
 from heartbeat.context import Context, NowArg
+from heartbeat.db.queue import popped_object
 from heartbeat.db.status import TaskStatus
 from heartbeat.errors import NotFound
 from heartbeat.ops import config as config_ops
@@ -362,12 +363,10 @@ class Ledger:
         StaleClaims (12), BlockedEntry (13), ScopeNotFound (14), QueueExhausted (10) from
         :mod:`heartbeat.errors`.
         """
-        from heartbeat.db.queue import popped_object
-
-        result = self.pop_result(
-            scope=scope, task_id=task_id, worker=worker, lease=lease, accept_stale=accept_stale
-        )
-        return popped_object(result.task) if result.task else None
+        task = queue_ops.pop(
+            self.ctx, scope=scope, task_id=task_id, worker=worker, lease=lease, accept_stale=accept_stale
+        ).task
+        return popped_object(task) if task else None
 
     def complete(
         self, task_id: str, scope: str | None = None, outcome: Any = None, *, claim: str | None = None

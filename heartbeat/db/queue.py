@@ -24,7 +24,9 @@ probe of the dependency table's primary key per candidate.
 
 Every index a queue operation touches is a page written per commit, so the
 indexes the reports read leave the queue's rows out where they can (see
-migration 0003): a pop writes four pages, a completion about nine.
+migration 0003), and a claim writes nothing but its task row (its token,
+holder and lease are there, and then on the outcome or error row that ends
+it): a pop writes about four pages, a completion about nine.
 """
 
 from __future__ import annotations
@@ -240,8 +242,9 @@ SQL = {
 
 
 # PostgreSQL: the common pop and every completion are ONE statement each, sent in autocommit (one
-# round trip, like a bare SKIP LOCKED queue): data-modifying CTEs write the runs row (and the
-# outcome row) with the claim. The last-run.json object is built as last_run_record builds it.
+# round trip, like a bare SKIP LOCKED queue): a pop is its claim alone (the claim lives on the task
+# row), and data-modifying CTEs write a completion's outcome and runs rows with it. The last-run.json
+# object is built as last_run_record builds it.
 def _record(status: str, outcome: str, *, pg: bool) -> str:
     """SQL that builds a task's last-run.json object as last_run_record does, from the claimed
     row (PostgreSQL: the CTE ``c``; SQLite 3.38+: the ``tasks`` row itself, see below)."""
@@ -272,14 +275,6 @@ def _record(status: str, outcome: str, *, pg: bool) -> str:
 
 
 _RUN_COLUMNS = "kind, scope, status, started_at, finished_at, task_id, worker, record, detail"
-for _key in ("claim_checked", "claim_checked_legacy"):
-    SQL[f"{_key}_run_pg"] = (
-        f"WITH c AS ({SQL[_key]}), run AS (INSERT INTO runs ({_RUN_COLUMNS}) "
-        f"SELECT 'pop', NULLIF(c.scope, ''), 'ok', :now, :now, c.id, c.claimed_by, "
-        f"{_record('in_progress', 'CAST(NULL AS json)', pg=True)}, "
-        "json_build_object('claim', c.claim) FROM c) "
-        "SELECT * FROM c"
-    )
 SQL["done_run_pg"] = (
     f"WITH c AS ({SQL['done']}), "
     "outcome AS (INSERT INTO outcomes (task_pk, task_id, scope, source, skill, success, result, claimed_at, "
@@ -293,14 +288,13 @@ SQL["done_run_pg"] = (
 )
 
 
-# SQLite (3.38 on: the JSON ``->`` operator): the runs row of a pop or a completion and the
-# completion's outcome row are built by the database from the task's row, as PostgreSQL's CTEs
-# above build them, instead of from values read back into Python and bound again.
+# SQLite (3.38 on: the JSON ``->`` operator): the runs row and the outcome row of a completion are
+# built by the database from the task's row, as PostgreSQL's CTEs above build them, instead of from
+# values read back into Python and bound again.
 _RUN_OF_TASK = (
     f"INSERT INTO runs ({_RUN_COLUMNS}) SELECT :kind, NULLIF(scope, ''), :status, :now, :now, id, "
     "claimed_by, {record}, :detail FROM tasks WHERE pk = :pk"
 )
-SQL["pop_run_sqlite"] = _RUN_OF_TASK.replace("{record}", _record("in_progress", "NULL", pg=False))
 SQL["complete_run_sqlite"] = _RUN_OF_TASK.replace("{record}", _record("completed", "json(:result)", pg=False))
 SQL["outcome_of_task_sqlite"] = (
     "INSERT INTO outcomes (task_pk, task_id, scope, source, skill, success, result, claimed_at, "
@@ -402,6 +396,17 @@ class Tx:
         if names is None:  # a statement's columns never change: psycopg builds them at a cost
             names = self.d.names[key] = [c[0] for c in cur.description]
         return [dict(zip(names, row, strict=True)) for row in found]
+
+    def row(self, key: str, params: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+        """The first row of statement ``key`` as a dict (None: no row)."""
+        cur = self.execute(key, params)
+        found = cur.fetchone()
+        if found is None:
+            return None
+        names = self.d.names.get(key)
+        if names is None:
+            names = self.d.names[key] = [c[0] for c in cur.description]
+        return dict(zip(names, found, strict=True))
 
     def task(self, row: dict[str, Any]) -> dict[str, Any]:
         """Normalise a task row read through this module (times aware UTC, JSON decoded)."""
@@ -574,24 +579,26 @@ def pop(
     the task this pop returns, and a ready task is popped only when no stale claim is left.
     """
     at = tx.d.time(now)
-    lease_until = tx.d.time(now + lease)
-    result = PopResult(task=None)
     order = "_in_file_order" if file_order else ""
-    claim = {"now": at, "worker": worker, "lease_until": lease_until, "claim": new_claim()}
+    claim = {
+        "scope": scope or LEGACY,
+        "now": at,
+        "worker": worker,
+        "lease_until": tx.d.time(now + lease),
+        "claim": new_claim(),
+    }
     if task_id is None and not accept_stale:
-        # the common pop: one statement that claims only when no check would fail
-        claim["scope"] = scope or LEGACY
+        # the common pop: one statement that claims only when no check would fail (PostgreSQL:
+        # in autocommit, one round trip); the claim lives on the task row, so nothing else is written
         key = ("claim_checked" if scope is not None else "claim_checked_legacy") + order
-        if tx.autocommit and not order:  # PostgreSQL: the claim and its runs row, one round trip
-            rows = tx.rows(f"{key}_run_pg", {**claim, "stamp": format_timestamp(now)})
-            if rows:
-                result.task = tx.task(rows[0])
-                return _popped(tx, result, claim["scope"], now, at, worker, None, run=False)
-        else:
-            rows = tx.rows(key, claim)
-            if rows:
-                result.task = tx.task(rows[0])
-                return _popped(tx, result, claim["scope"], now, at, worker, None)
+        row = tx.row(key, claim)
+        if row is not None:
+            task = tx.task(row)
+            result = PopResult(task=task)
+            if scope:
+                result.skipped = _skipped(tx, scope, task["position"])
+            return result
+    result = PopResult(task=None)
     tx.begin()
     scope = _preflight(tx, scope, at, accept_stale)
     claim["scope"] = scope
@@ -599,7 +606,7 @@ def pop(
         taken = _take_over(tx, result, claim, task_id=task_id, adopt=adopt)
         if taken is not None:
             result.task = taken
-            return _popped(tx, result, scope, now, at, worker, taken["id"])
+            return _popped(tx, result, scope, at, worker, taken["id"])
 
     if task_id is not None:
         found = tx.rows("lookup", {"scope": scope, "id": task_id})
@@ -616,7 +623,7 @@ def pop(
         rows = tx.rows("claim" + order, claim)
     if rows:
         result.task = tx.task(rows[0])
-    return _popped(tx, result, scope, now, at, worker, task_id)
+    return _popped(tx, result, scope, at, worker, task_id)
 
 
 def _take_over(
@@ -665,46 +672,38 @@ def _check_poppable(tx: Tx, task_id: str, row: Mapping[str, Any], now: datetime)
         raise BlockedEntry(f"task {task_id!r} waits for {names}")
 
 
+def _skipped(tx: Tx, scope: str, upto: int | None) -> list[tuple[str, str]]:
+    """The blocked entries of a scoped queue a pop passed over (up to the position it took)."""
+    return [
+        (r["id"], r["blocked_by"])
+        for r in tx.rows("blocked", {"scope": scope})
+        if upto is None or r["position"] <= upto
+    ]
+
+
 def _popped(
-    tx: Tx,
-    result: PopResult,
-    scope: str,
-    now: datetime,
-    at: Any,
-    worker: str | None,
-    task_id: str | None,
-    *,
-    run: bool = True,
+    tx: Tx, result: PopResult, scope: str, at: Any, worker: str | None, task_id: str | None
 ) -> PopResult:
-    """After the claim: the blocked entries passed over, the runs row (unless the claim wrote it:
-    ``run``), exit 10 when exhausted."""
+    """After a claim that was not the common one: the blocked entries passed over, a runs row
+    when the pop took nothing or took stale claims over, exit 10 when exhausted.
+
+    A claim needs no runs row of its own: its token, holder and time live on the task row, then on
+    the outcome or error row that ends it. last-run.json is not a pop's to change (heartbeat.py's
+    pop does not log a run either)."""
     if scope != LEGACY:
-        upto = result.task["position"] if result.task else None
-        result.skipped = [
-            (r["id"], r["blocked_by"])
-            for r in tx.rows("blocked", {"scope": scope})
-            if upto is None or r["position"] <= upto
-        ]
+        result.skipped = _skipped(tx, scope, result.task["position"] if result.task else None)
     got = result.task["id"] if result.task else None
-    status = "ok" if got else ("exhausted" if scope else "empty")
-    # a claimed task is this run's last-run.json (heartbeat.py records every run that
-    # handled a task); a pop that took nothing leaves the last one as it is
-    if run:
-        detail = None
+    if got is None or result.adopted:
+        detail: dict[str, Any] | None = None
         if result.task is not None:
             detail = {"claim": result.task["claim"]}
             if got in result.adopted_from:
                 detail["took_over_from"] = result.adopted_from[got]
-        if result.task is not None and tx.d.rows_in_sql:  # the database builds the record
-            params = {"kind": "pop", "status": status, "now": at, "pk": result.task["pk"]}
-            tx.execute(
-                "pop_run_sqlite", {**params, "stamp": format_timestamp(now), "detail": tx.d.json(detail)}
-            )
-        else:
-            record = last_run_record(result.task, now, "in_progress", None) if result.task else None
-            _run(
-                tx, "pop", scope, at, status=status, worker=worker, task_id=got, record=record, detail=detail
-            )
+        others = {tid: held for tid, held in result.adopted_from.items() if tid != got}
+        if others:
+            detail = {**(detail or {}), "adopted": others}
+        status = "ok" if got else ("exhausted" if scope else "empty")
+        _run(tx, "pop", scope, at, status=status, worker=worker, task_id=got, detail=detail)
     if got is None and scope != LEGACY and task_id is None:
         result.exhausted = QueueExhausted(f"queue {scope} is exhausted: write the evidence report and stop")
         result.exhausted.skipped = result.skipped
@@ -1056,7 +1055,7 @@ def ready(
 
 def record_from_row(row: Any) -> tasks_json.QueueRecord:
     """A task row (ORM object or column mapping) as a tasks.json record."""
-    get = row.get if isinstance(row, Mapping) else lambda k: getattr(row, k)
+    get = row.get if type(row) is dict or isinstance(row, Mapping) else lambda k: getattr(row, k)
     status = get("status")
     fields = dict(get("extra") or {})
     created_at, completed_at = get("created_at"), get("completed_at")
@@ -1085,7 +1084,27 @@ def record_from_row(row: Any) -> tasks_json.QueueRecord:
 
 def task_object(row: Any) -> dict[str, Any]:
     """The task as ``hb pop`` prints it: its tasks.json object, current status included."""
-    return tasks_json.render_task(record_from_row(row))
+    fields = row.get("extra") if type(row) is dict else None
+    if not fields:
+        return tasks_json.render_task(record_from_row(row))
+    # what render_task(record_from_row(row)) gives, without the record: a row with its file's
+    # object keeps that object's created_at (record_from_row takes it from there)
+    scope = row["scope"]
+    completed_at = row["completed_at"]
+    if scope and "completed_at" not in fields:
+        completed_at = None
+    status = row["status"]
+    return tasks_json.render_over(
+        fields,
+        scoped=bool(scope),
+        task_id=str(row["id"]),
+        title=str(row["title"]),
+        priority=row["priority"],
+        status=str(getattr(status, "value", status)),
+        position=row["position"] or 0,
+        assigned=(row["skill"], row["project_id"], row["agent_id"], row["user_id"]),
+        completed_at=completed_at,
+    )
 
 
 def popped_object(row: Mapping[str, Any]) -> dict[str, Any]:

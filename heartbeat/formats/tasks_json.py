@@ -631,32 +631,78 @@ def render_task(record: QueueRecord) -> dict[str, Any]:
     scoped = bool(record.scope)
     if not record.fields:
         return _new_scoped(record) if scoped else _new_legacy(record)
-    out = dict(record.fields)
+    return render_over(
+        record.fields,
+        scoped=scoped,
+        task_id=record.id,
+        title=record.title,
+        priority=record.priority,
+        status=record.status,
+        position=record.position,
+        assigned=(record.skill, record.project_id, record.agent_id, record.user_id),
+        completed_at=record.completed_at,
+        created_at=record.created_at,
+    )
+
+
+_UNCHANGED: Any = object()  # render_over's created_at: the object's own stamp, kept as it is
+
+
+def render_over(
+    fields: Mapping[str, Any],
+    *,
+    scoped: bool,
+    task_id: str,
+    title: str,
+    priority: str | None,
+    status: str,
+    position: int,
+    assigned: tuple[str | None, str | None, str | None, str | None],
+    completed_at: datetime | None,
+    created_at: datetime | None = _UNCHANGED,
+) -> dict[str, Any]:
+    """A task's original object ``fields`` with each known field rewritten where the value
+    differs from what the object reads as (the rules of :func:`render_task`, which calls it with a
+    record's attributes). ``assigned``: skill, project, agent and user ids. ``created_at`` left
+    out: the object's own ``created_at`` stands (a row read back from the ledger carries it so).
+
+    Each known field is read from the object as it was before any rewrite: the keys written never
+    overlap the keys read after them."""
+    out = dict(fields)
     id_key = "task_id" if scoped else "id"
-    before = _reading(out, _id_text(out.get(id_key)) or "", scoped=scoped)
-    if record.id != _id_text(out.get(id_key)):
-        out[id_key] = record.id
-    if record.title != before.title:
-        out[before.title_key] = record.title
+    current = _id_text(out.get(id_key))
+    if task_id != current:
+        out[id_key] = task_id
+    title_key, was = "description", current or ""
+    for key in ("description", "title"):
+        value = out.get(key)
+        if isinstance(value, str):
+            title_key, was = key, value
+            break
+    if title != was:
+        out[title_key] = title
     if scoped:
-        _write_scoped_status(out, record, before)
-        if before.order is not None and record.position != before.order:
-            out["order"] = record.position
-    elif record.priority != before.priority:
-        out["priority"] = record.priority
-    for attribute, key in _ASSIGNMENT_KEYS:
-        if getattr(record, attribute) != getattr(before, attribute):
-            out[key] = getattr(record, attribute)
-    for key in _TIMESTAMP_KEYS:
-        if getattr(record, key) != getattr(before, key):
-            out[key] = _timestamp_text(getattr(record, key))
-    return fix_malformed(out)
+        _write_scoped_status(out, status, _scoped_status(out.get("status")))
+        order = out.get("order")
+        if isinstance(order, int) and not isinstance(order, bool) and position != order:
+            out["order"] = position
+    elif priority != _text_or_none(out.get("priority"), numbers=False):
+        out["priority"] = priority
+    for (_attribute, key), value in zip(_ASSIGNMENT_KEYS, assigned, strict=True):
+        if value != _text_or_none(out.get(key)):
+            out[key] = value
+    if created_at is not _UNCHANGED and created_at != timestamp_or_none(out.get("created_at")):
+        out["created_at"] = _timestamp_text(created_at)
+    if completed_at != timestamp_or_none(out.get("completed_at")):
+        out["completed_at"] = _timestamp_text(completed_at)
+    _fix_malformed_in_place(out)
+    return out
 
 
-def _write_scoped_status(out: dict[str, Any], record: QueueRecord, before: _Reading) -> None:
-    if record.status == (before.status or "todo"):
+def _write_scoped_status(out: dict[str, Any], status: str, was: str | None) -> None:
+    if status == (was or "todo"):
         return  # unchanged: the original value (or its absence) stays
-    value = _SCOPED_VALUE_OF_STATUS[record.status]
+    value = _SCOPED_VALUE_OF_STATUS[status]
     if value is None:
         out.pop("status", None)
     else:
@@ -703,11 +749,15 @@ def fix_malformed(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The object with every malformed ``+HH:MMZ`` string value rewritten as ``...Z``
     (as hb writes it back)."""
     fixed = dict(obj)
+    _fix_malformed_in_place(fixed)
+    return fixed
+
+
+def _fix_malformed_in_place(obj: dict[str, Any]) -> None:
     for key, value in obj.items():
         # only a text that ends in Z can be one (is_malformed reads the rest)
         if isinstance(value, str) and value.rstrip()[-1:] in ("Z", "z") and is_malformed(value):
-            fixed[key] = format_timestamp(parse_timestamp(value))
-    return fixed
+            obj[key] = format_timestamp(parse_timestamp(value))  # a value replaced: the keys stay
 
 
 # --- errors.json and last-run.json -----------------------------------------------

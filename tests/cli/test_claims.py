@@ -169,10 +169,12 @@ def test_accept_stale_takes_over_one_claim_per_pop_in_queue_order(hb_db: Runner)
     assert len({t["claim"] for t in taken}) == 3
     for t in taken:
         assert hb_db.json("show", t["id"])["claim"] == t["claim"]
+    # a claim writes no runs row; a takeover does, naming whose claim it took
     pops = sql(hb_db, "SELECT task_id, detail FROM runs WHERE kind = 'pop' ORDER BY pk")
-    details = [json.loads(p["detail"]) if isinstance(p["detail"], str) else p["detail"] for p in pops[2:]]
-    assert [d.get("took_over_from") for d in details] == ["A", "A", None]
-    assert [d["claim"] for d in details] == [t["claim"] for t in taken]
+    details = [json.loads(p["detail"]) if isinstance(p["detail"], str) else p["detail"] for p in pops]
+    assert [p["task_id"] for p in pops] == ["s1", "s2"]
+    assert [d["took_over_from"] for d in details] == ["A", "A"]
+    assert [d["claim"] for d in details] == [t["claim"] for t in taken[:2]]
 
 
 def test_exit_15_from_the_python_api(db_url: str, workspace: Path) -> None:
@@ -231,10 +233,14 @@ def test_a_renewing_holder_keeps_its_task_then_loses_it_when_it_stops(db_url: st
 
 def test_renew_extends_from_now_and_keeps_last_run(hb_db: Runner, workspace: Path) -> None:
     hb_db("config", "set", "sync.auto_export", "true")
+    hb_db("add", "earlier", "--id", "earlier", "--priority", "critical")
     hb_db("add", "job", "--id", "job")
-    a = pop(hb_db, 0, "--lease", "1m")
+    hb_db("--now", at(0), "complete", "earlier", "--claim", pop(hb_db, 0)["claim"])
     last_run = workspace / ".agent" / "state" / "last-run.json"
     before = last_run.read_text()
+    assert json.loads(before)["task_id"] == "earlier"
+    a = pop(hb_db, 0, "--lease", "1m")
+    assert last_run.read_text() == before  # nor does a pop (heartbeat.py's does not log a run)
     got = hb_db.json("--now", at(50), "renew", "job", "--claim", a["claim"], "--lease", "10m")
     assert got["lease_expires_at"] == "2026-05-01T10:10:50+00:00"
     assert hb_db.json("show", "job")["lease_expires_at"] == "2026-05-01T10:10:50+00:00"

@@ -108,8 +108,9 @@ def test_scoped_pop_order_skips_blocked_then_exhausts(scoped: Runner) -> None:
     assert third.stdout == ""
     assert "exhausted" in third.stderr and "round3-spanish-pdfs" in third.stderr
     assert scoped.json("scopes")[0]["in_progress"] == 2
+    # the claims are on their task rows; the pop that found the queue exhausted leaves a runs row
     runs = scoped.json("sql", "SELECT kind, scope, status, task_id FROM runs WHERE kind = 'pop' ORDER BY pk")
-    assert [(r["scope"], r["status"]) for r in runs] == [(Q, "ok"), (Q, "ok"), (Q, "exhausted")]
+    assert [(r["scope"], r["status"], r["task_id"]) for r in runs] == [(Q, "exhausted", None)]
 
 
 def test_pop_blocked_entry_by_id_exits_13(scoped: Runner) -> None:
@@ -250,10 +251,15 @@ def test_runs_and_outcomes_rows(hb: Runner, workspace: Path) -> None:
     hb("clear-stale", "--scope", Q)
     with closing(sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db")) as con:
         runs = con.execute("SELECT kind, scope FROM runs WHERE kind != 'import' ORDER BY pk").fetchall()
-        outcome = con.execute("SELECT task_id, success, duration_s, worker, attempt FROM outcomes").fetchall()
+        outcome = con.execute(
+            "SELECT task_id, success, claimed_at, duration_s, worker, attempt FROM outcomes"
+        ).fetchall()
         err = con.execute("SELECT task_id, reason, attempt, final, trace_id FROM errors").fetchall()
-    assert runs == [("pop", Q), ("complete", Q), ("pop", Q), ("fail", Q), ("clear-stale", Q)]
-    assert outcome == [("round3-edit-item-33-southern-qualifier", 1, 300.0, "w1", 1)]
+    # the pops' claims are on their task rows, then on the outcome and error rows that end them
+    assert runs == [("complete", Q), ("fail", Q), ("clear-stale", Q)]
+    assert outcome == [
+        ("round3-edit-item-33-southern-qualifier", 1, "2026-05-01 10:00:00.000000", 300.0, "w1", 1)
+    ]
     assert err == [("round3-glossary", "no network", 1, 0, "tr-77")]
 
 
@@ -531,18 +537,19 @@ def test_last_run_is_the_last_run_that_handled_a_task(hb: Runner, workspace: Pat
     hb("add", "job", "--id", "j1", "--skill", "osint")
     hb("--now", "2026-05-01T10:00:00Z", "pop")
     last_run = workspace / ".agent" / "state" / "last-run.json"
-    popped = json.loads(last_run.read_text())
-    assert (popped["task_id"], popped["status"], popped["timestamp"]) == (
-        "j1",
-        "in_progress",
-        "2026-05-01T10:00:00Z",
-    )
-    assert (popped["assigned_skill"], popped["outcome"]) == ("osint", None)
+    assert not last_run.exists()  # heartbeat.py's pop does not log a run, nor does hb's
     hb("--now", "2026-05-01T10:05:00Z", "complete", "j1", "--outcome", "done")
     completed = json.loads(last_run.read_text())
-    assert (completed["status"], completed["outcome"]) == ("completed", {"result": "done"})
-    hb("clear-stale")  # no task handled: last-run.json stays a task's record
-    hb("pop")  # nothing to pop: the same
+    assert (completed["task_id"], completed["status"], completed["timestamp"]) == (
+        "j1",
+        "completed",
+        "2026-05-01T10:05:00Z",
+    )
+    assert (completed["assigned_skill"], completed["outcome"]) == ("osint", {"result": "done"})
+    hb("add", "next", "--id", "j2")
+    hb("--now", "2026-05-01T10:06:00Z", "pop")  # a claim: last-run.json stays the completion's
+    hb("--now", "2026-05-01T10:06:00Z", "clear-stale")  # no task handled: last-run.json stays
+    hb("--now", "2026-05-01T10:07:00Z", "pop")  # nothing to pop (j2 is claimed): the same
     assert json.loads(last_run.read_text()) == completed
     assert json.loads(hb("export", "last-run", "-").stdout) == completed
 

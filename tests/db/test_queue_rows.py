@@ -1,5 +1,5 @@
 """What a pop and a completion leave in the ledger, the same on both backends (PostgreSQL writes
-them in one statement each: the claim or completion with its runs and outcome rows)."""
+them in one statement each: the claim alone, the completion with its runs and outcome rows)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def ledger(db_url: str, workspace: Path) -> Iterator[Ledger]:
         yield opened
 
 
-def test_a_pop_and_a_completion_write_their_runs_and_outcome_rows(ledger: Ledger) -> None:
+def test_a_pop_writes_its_claim_and_a_completion_its_runs_and_outcome_rows(ledger: Ledger) -> None:
     added = ledger.add("Write the report", skill="writer", project_id="p1", agent_id="a1", user_id="u1")
     got = ledger.pop(worker="w1")  # at START + 90 s
     assert got is not None and got["id"] == added["id"]
@@ -42,20 +42,11 @@ def test_a_pop_and_a_completion_write_their_runs_and_outcome_rows(ledger: Ledger
         "agent_id": "a1",
         "user_id": "u1",
     }
-    popped = last_run_entry(timestamp=START + timedelta(seconds=90), status="in_progress", **fields)
     completed = last_run_entry(
         timestamp=START + timedelta(seconds=180), status="completed", outcome={"pages": 3}, **fields
     )
+    # the claim is on the task row (then on the outcome row that ends it): no runs row of its own
     assert runs == [
-        {
-            "kind": "pop",
-            "scope": None,
-            "status": "ok",
-            "task_id": added["id"],
-            "worker": "w1",
-            "record": popped,
-            "detail": {"claim": got["claim"]},
-        },
         {
             "kind": "complete",
             "scope": None,
@@ -66,7 +57,7 @@ def test_a_pop_and_a_completion_write_their_runs_and_outcome_rows(ledger: Ledger
             "detail": None,
         },
     ]
-    assert list(runs[1]["record"]) == list(completed)  # key order too: last-run.json is written from it
+    assert list(runs[0]["record"]) == list(completed)  # key order too: last-run.json is written from it
     assert [{**o, "result": db.read_json(o["result"]), "success": bool(o["success"])} for o in outcomes] == [
         {
             "success": True,
@@ -107,9 +98,9 @@ def records_by(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
 def test_the_last_run_records_carry_each_tasks_trace_as_it_is(
     ledger: Ledger, workspace: Path, records_by: str
 ) -> None:
-    """The runs rows' last-run.json objects hold the task's trace_id and decision_log as the
-    task's object has them (any JSON value, null when missing), whoever builds them; a scoped
-    task's record names its queue."""
+    """The completions' last-run.json objects (their runs rows; a pop writes none) hold the task's
+    trace_id and decision_log as the task's object has them (any JSON value, null when missing),
+    whoever builds them; a scoped task's record names its queue."""
     import json
 
     from heartbeat.ops.queue import _dialect
@@ -147,10 +138,9 @@ def test_the_last_run_records_carry_each_tasks_trace_as_it_is(
             "decision_log": item.get("decision_log"),
             "scope": scope or None,
         }
-        expected.append(last_run_entry(status="in_progress", **fields))
         expected.append(last_run_entry(status="completed", outcome={"ok": task_id}, **fields))
     with ledger.ctx.read() as db:
-        runs = db.rows("SELECT record, started_at FROM runs WHERE kind IN ('pop', 'complete') ORDER BY pk")
+        runs = db.rows("SELECT record, started_at FROM runs WHERE record IS NOT NULL ORDER BY pk")
         records = [db.read_json(r) for r, _ in runs]
         times = [format_timestamp(db.read_time(t)) for _, t in runs]
     for record, at in zip(records, times, strict=True):
@@ -171,7 +161,8 @@ def test_every_queue_statement_prepares_against_the_schema_at_head(ledger: Ledge
         dialect = queue.Dialect("sqlite" if db.sqlite else "postgresql")
         other = "_pg" if db.sqlite else "_sqlite"
         names = [k for k in queue.SQL if other + "_" not in k + "_"]
-        assert any(k.endswith("_sqlite" if db.sqlite else "_pg") for k in names)
+        mine = "_sqlite_" if db.sqlite else "_pg_"
+        assert any(mine in k + "_" for k in names)
         for name in names:
             sql = dialect.sql(name)
             params = {a or b: None for a, b in re.findall(r"(?<![:\w]):(\w+)|%\((\w+)\)s", sql)}
@@ -185,9 +176,9 @@ def test_the_claim_reads_no_task_it_does_not_need(ledger: Ledger, workspace: Pat
     """The common pop's claim (legacy and scoped) reads the ledger through its indexes only: no
     plan step scans the tasks table, however many tasks it holds. PostgreSQL read the old
     "no scoped queue exists" condition (``scope > ''``) with a sequential scan of every task."""
-    from heartbeat.db import queue
-
     import json
+
+    from heartbeat.db import queue
 
     pending = [{"id": f"t{i}", "priority": "high", "description": f"job {i}"} for i in range(3000)]
     source = workspace / "seed-tasks.json"
