@@ -10,30 +10,33 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, tzinfo
+from functools import partial
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from heartbeat.errors import InvalidInput
 
 
 class Clock:
-    """Where ``now`` comes from: a fixed instant, a callable, or the system clock."""
+    """Where ``now`` comes from: a fixed instant, a callable, or the system clock.
+
+    ``now()``: the current instant, aware, in UTC (an attribute set once: for the system clock
+    it is datetime.now(UTC) itself, with no call of Python's in between)."""
+
+    now: Callable[[], datetime]
 
     def __init__(self, now: datetime | Callable[[], datetime] | None = None) -> None:
         if isinstance(now, datetime):
             fixed = to_utc(now)
-            self._source: Callable[[], datetime] = lambda: fixed
+            self.now = lambda: fixed
         elif now is not None:
-            self._source = now
+            source = now
+            self.now = lambda: to_utc(source())
         else:
-            self._source = _system_now
-
-    def now(self) -> datetime:
-        """The current instant, aware, in UTC."""
-        return to_utc(self._source())
+            self.now = _system_now
 
 
-def _system_now() -> datetime:
-    return datetime.now(UTC)  # the one place hb reads the machine's clock
+# the one place hb reads the machine's clock: datetime.now(UTC) (aware, in UTC already)
+_system_now = partial(datetime.now, UTC)
 
 
 def to_utc(value: datetime) -> datetime:

@@ -35,10 +35,14 @@ class Context:
         self.sqlite = sqlite
         self._connect = connect
         self._raw: Any = None
+        # what is made once per connection and used by every operation on it (a queue's cursor
+        # and its statements): forgotten with the connection
+        self.kept: dict[str, Any] = {}
         self._settings: settings_mod.Settings | None = None
         self._zone: ZoneInfo | None = None
         self._lease: timedelta | None = None
         self.clock = self._make_clock(now)
+        self.now = self.clock.now  # the current instant, aware UTC (the clock's, called directly)
         # what an operation did besides its result that the caller should hear of (the CLI
         # prints each as a warning), e.g. a workspace file auto_export left as it was
         self.notices: list[str] = []
@@ -50,11 +54,13 @@ class Context:
         """The driver connection (opened on first use, one per context)."""
         if self._raw is None:
             self._raw = self._connect()
+            self.kept.clear()
         return self._raw
 
     @raw.setter
     def raw(self, connection: Any) -> None:
         self._raw = connection
+        self.kept.clear()
 
     def connect(self) -> Any:
         """A new driver connection of its own, for work beside the operation's (a thread); the
@@ -74,6 +80,7 @@ class Context:
             yield db
 
     def close(self) -> None:
+        self.kept.clear()
         if self._raw is not None:
             self._raw.close()
             self._raw = None
@@ -122,10 +129,6 @@ class Context:
         if self._lease is None:
             self._lease = parse_duration(self.settings.queue_lease, what="queue.lease")
         return self._lease
-
-    def now(self) -> datetime:
-        """The current instant, aware UTC, from the clock."""
-        return self.clock.now()
 
     def _make_clock(self, now: NowArg) -> Clock:
         if isinstance(now, str):

@@ -281,7 +281,7 @@ def _transaction(ledger: Ledger) -> Iterator[tuple[Tx, Conn]]:
     dialect = _DIALECTS.get(name)
     if dialect is None:
         dialect = _DIALECTS[name] = queue.Dialect(name)
-    with queue.transaction(ledger.raw, dialect) as tx:
+    with queue.transaction(queue.Tx(ledger.raw, dialect)) as tx:
         yield tx, Conn(ledger.raw, sqlite=dialect.sqlite)
 
 

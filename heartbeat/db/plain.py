@@ -13,6 +13,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from heartbeat.formats.timestamps import date_time_text
+
 _PARAM = re.compile(r"(?<![:\w]):(\w+)")
 
 
@@ -25,15 +27,22 @@ def stamp(value: datetime) -> str:
     """The text UTCDateTime stores on SQLite: naive UTC, microseconds, sorts as time."""
     if value.tzinfo is not UTC:
         value = value.astimezone(UTC)
-    # the aware text without its "+00:00" (datetime.replace costs more than the whole format)
-    return value.isoformat(" ", "microseconds")[:26]
+    return f"{date_time_text(value)}.{value.microsecond:06d}"
 
 
 def bind_time(value: datetime | None, *, sqlite: bool) -> Any:
     """A time parameter: SQLite's stored text, or an aware datetime for PostgreSQL."""
-    if value is None:
-        return None
-    return stamp(value) if sqlite else value.astimezone(UTC)
+    return sqlite_time(value) if sqlite else postgres_time(value)
+
+
+def sqlite_time(value: datetime | None) -> str | None:
+    """A time parameter for SQLite: its stored text (:func:`bind_time`)."""
+    return None if value is None else stamp(value)
+
+
+def postgres_time(value: datetime | None) -> datetime | None:
+    """A time parameter for PostgreSQL: the aware instant in UTC (:func:`bind_time`)."""
+    return None if value is None else value.astimezone(UTC)
 
 
 def read_time(value: Any) -> datetime | None:

@@ -32,9 +32,9 @@ it): a pop writes about four pages, a completion about nine.
 from __future__ import annotations
 
 import json
-import secrets
+import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
@@ -329,6 +329,10 @@ class Dialect:
         self.rows_in_sql = self.sqlite and _sqlite_version() >= (3, 38, 0)
         self._sql: dict[str, str] = {key: self._adapt(text) for key, text in SQL.items()}
         self.names: dict[str, list[str]] = {}  # the column names of each statement's rows
+        # a time parameter (plain.bind_time for this backend)
+        self.time: Callable[[datetime | None], Any] = plain.postgres_time
+        if self.sqlite:
+            self.time = plain.sqlite_time
 
     def _adapt(self, text: str) -> str:
         text = text.replace("{lock}", "" if self.sqlite else " FOR UPDATE SKIP LOCKED")
@@ -336,9 +340,6 @@ class Dialect:
 
     def sql(self, key: str) -> str:
         return self._sql[key]
-
-    def time(self, value: datetime | None) -> Any:
-        return plain.bind_time(value, sqlite=self.sqlite)
 
     read_time = staticmethod(plain.read_time)
 
@@ -351,6 +352,7 @@ class Dialect:
 
 _encode = plain.json_text
 _TIMES = ("created_at", "completed_at", "claimed_at", "lease_expires_at", "not_before")
+_CLAIMED_TIMES = ("created_at", "completed_at", "not_before")  # a claim set the other two
 
 
 # The workspace's zone, asked for only when a message names a time (a pop need not load it).
@@ -358,7 +360,11 @@ Zone = Callable[[], tzinfo] | None
 
 
 class Tx:
-    """One transaction on a driver connection, speaking :data:`SQL` by key."""
+    """The queue's statements on one driver connection, by key, one transaction at a time
+    (:class:`transaction` opens and ends each): a Tx and its cursor can serve every transaction of
+    their connection in turn."""
+
+    __slots__ = ("_zone", "autocommit", "cur", "d", "moved", "raw")
 
     def __init__(self, raw: Any, dialect: Dialect, zone: Zone = None) -> None:
         self.raw = raw
@@ -398,20 +404,22 @@ class Tx:
         return [dict(zip(names, row, strict=True)) for row in found]
 
     def row(self, key: str, params: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
-        """The first row of statement ``key`` as a dict (None: no row)."""
+        """The one row of statement ``key`` as a dict (None: no row). The statement is read to its
+        end, so that nothing of it stays open on the cursor after the transaction."""
         cur = self.execute(key, params)
-        found = cur.fetchone()
-        if found is None:
+        found = cur.fetchall()
+        if not found:
             return None
         names = self.d.names.get(key)
         if names is None:
             names = self.d.names[key] = [c[0] for c in cur.description]
-        return dict(zip(names, found, strict=True))
+        return dict(zip(names, found[0], strict=True))
 
-    def task(self, row: dict[str, Any]) -> dict[str, Any]:
-        """Normalise a task row read through this module (times aware UTC, JSON decoded)."""
+    def task(self, row: dict[str, Any], times: tuple[str, ...] = ()) -> dict[str, Any]:
+        """Normalise a task row read through this module (times aware UTC, JSON decoded);
+        ``times``: only these time columns are still as stored (the caller set the others)."""
         read_time = self.d.read_time
-        for name in _TIMES:
+        for name in times or _TIMES:
             value = row.get(name)
             if value is not None:
                 row[name] = read_time(value)
@@ -420,7 +428,7 @@ class Tx:
 
 
 class transaction:  # a context manager named as the function it replaced: ``with transaction(...) as tx``
-    """A write transaction on ``raw`` (SQLite: BEGIN IMMEDIATE; PostgreSQL: implicit BEGIN).
+    """A write transaction of ``tx`` (SQLite: BEGIN IMMEDIATE; PostgreSQL: implicit BEGIN).
 
     ``lazy`` (PostgreSQL): the statements run in autocommit, each its own transaction, until
     the operation calls :meth:`Tx.begin`: an operation that is one statement costs one round
@@ -430,12 +438,13 @@ class transaction:  # a context manager named as the function it replaced: ``wit
 
     __slots__ = ("lazy", "tx")
 
-    def __init__(self, raw: Any, dialect: Dialect, zone: Zone = None, *, lazy: bool = False) -> None:
-        self.tx = Tx(raw, dialect, zone)
+    def __init__(self, tx: Tx, *, lazy: bool = False) -> None:
+        self.tx = tx
         self.lazy = lazy
 
     def __enter__(self) -> Tx:
         tx = self.tx
+        tx.moved = None
         if tx.d.sqlite:
             tx.cur.execute("BEGIN IMMEDIATE")
         elif self.lazy:
@@ -445,16 +454,13 @@ class transaction:  # a context manager named as the function it replaced: ``wit
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
         tx = self.tx
-        try:
-            if not tx.autocommit:
-                if kind is None:
-                    tx.raw.commit()
-                else:
-                    tx.raw.rollback()
-        finally:
-            tx.cur.close()
-            if tx.autocommit:
-                _driver(tx.raw).autocommit = False
+        if tx.autocommit:
+            tx.autocommit = False
+            _driver(tx.raw).autocommit = False
+        elif kind is None:
+            tx.raw.commit()
+        else:
+            tx.raw.rollback()
 
 
 def _driver(raw: Any) -> Any:
@@ -481,18 +487,23 @@ class Trace:
     decision_log: Any = None
 
 
-@dataclass
 class PopResult:
-    task: dict[str, Any] | None  # the claimed row (its ``claim`` is the token), None = nothing to pop
-    skipped: list[tuple[str, str]] = field(default_factory=list)  # (id, blocker) passed over
-    adopted: list[str] = field(default_factory=list)  # stale claims re-leased to this worker
-    adopted_from: dict[str, str | None] = field(default_factory=dict)  # adopted id -> its last holder
-    exhausted: QueueExhausted | None = None  # exit 10, raised once the pop (and its runs row) committed
+    """What a pop did. (A plain class: one is made for every pop.)"""
+
+    __slots__ = ("adopted", "adopted_from", "exhausted", "skipped", "task")
+
+    def __init__(self, task: dict[str, Any] | None) -> None:
+        self.task = task  # the claimed row (its ``claim`` is the token), None = nothing to pop
+        self.skipped: list[tuple[str, str]] = []  # (id, blocker) passed over
+        self.adopted: list[str] = []  # stale claims re-leased to this worker
+        self.adopted_from: dict[str, str | None] = {}  # adopted id -> its last holder
+        self.exhausted: QueueExhausted | None = None  # exit 10, raised once the pop committed
 
 
 def new_claim() -> str:
-    """A fresh claim token: 96 random bits as hex (no character a shell or an option parser minds)."""
-    return secrets.token_hex(12)
+    """A fresh claim token: 96 random bits as hex (no character a shell or an option parser minds),
+    from the system's randomness as secrets.token_hex(12) draws it."""
+    return os.urandom(12).hex()
 
 
 def default_worker() -> str:
@@ -578,27 +589,26 @@ def pop(
     then the pop goes on; with ``adopt="first"`` (hb's own pop) the first one in queue order is
     the task this pop returns, and a ready task is popped only when no stale claim is left.
     """
-    at = tx.d.time(now)
+    time = tx.d.time
+    at = time(now)
+    until = now + lease
     order = "_in_file_order" if file_order else ""
-    claim = {
-        "scope": scope or LEGACY,
-        "now": at,
-        "worker": worker,
-        "lease_until": tx.d.time(now + lease),
-        "claim": new_claim(),
-    }
+    claim = {"scope": scope or LEGACY, "now": at, "worker": worker, "lease_until": time(until)}
+    claim["claim"] = new_claim()
     if task_id is None and not accept_stale:
         # the common pop: one statement that claims only when no check would fail (PostgreSQL:
         # in autocommit, one round trip); the claim lives on the task row, so nothing else is written
         key = ("claim_checked" if scope is not None else "claim_checked_legacy") + order
         row = tx.row(key, claim)
         if row is not None:
-            task = tx.task(row)
-            result = PopResult(task=task)
+            # the claim's times are the ones it was given (the stored text of these instants)
+            row["claimed_at"], row["lease_expires_at"] = now, until
+            task = tx.task(row, _CLAIMED_TIMES)
+            result = PopResult(task)
             if scope:
                 result.skipped = _skipped(tx, scope, task["position"])
             return result
-    result = PopResult(task=None)
+    result = PopResult(None)
     tx.begin()
     scope = _preflight(tx, scope, at, accept_stale)
     claim["scope"] = scope
@@ -746,15 +756,23 @@ def _finish(
 
     With ``claim``, the statement's own condition is that the token is still the task's claim.
     """
-    fenced = "_claimed" if claim is not None else ""
+    return tx.task(_finish_row(tx, key, task_id, scope, params, claim))
+
+
+def _finish_row(
+    tx: Tx, key: str, task_id: str, scope: str | None, params: dict[str, Any], claim: str | None = None
+) -> dict[str, Any]:
+    """:func:`_finish`'s row as the statement returned it (``params`` gain the id, scope and claim)."""
+    params["id"] = task_id
     if claim is not None:
-        params = {**params, "claim": claim}
+        params["claim"] = claim
     if scope is None:
-        rows = tx.rows(f"{key}_by_id{fenced}", {**params, "id": task_id})
+        row = tx.row(f"{key}_by_id_claimed" if claim is not None else f"{key}_by_id", params)
     else:
-        rows = tx.rows(f"{key}_by_scope_id{fenced}", {**params, "id": task_id, "scope": scope})
-    if rows:
-        return tx.task(rows[0])
+        params["scope"] = scope
+        row = tx.row(f"{key}_by_scope_id_claimed" if claim is not None else f"{key}_by_scope_id", params)
+    if row is not None:
+        return row
     found = (
         tx.rows("by_id", {"id": task_id})
         if scope is None
@@ -850,15 +868,22 @@ def complete(
         return {**row, "status": "done", "completed_at": now}
     tx.begin()
     if last_run is None and tx.d.rows_in_sql:  # SQLite: the database builds the two rows
-        row = _finish(tx, "done_sqlite", task_id, scope, {"now": at}, claim)
-        claimed_at = row["claimed_at"]
-        result = tx.d.json(outcome)
-        params = {"now": at, "pk": row["pk"], "result": result}
-        duration = (now - claimed_at).total_seconds() if claimed_at else None
-        tx.execute("outcome_of_task_sqlite", {**params, "duration_s": duration})
-        params.update(kind="complete", status="ok", stamp=format_timestamp(now), detail=None)
+        row = _finish_row(tx, "done_sqlite", task_id, scope, {"now": at}, claim)
+        claimed_at = row["claimed_at"] = tx.d.read_time(row["claimed_at"])
+        params = {
+            "now": at,
+            "pk": row["pk"],
+            "result": tx.d.json(outcome),
+            "duration_s": (now - claimed_at).total_seconds() if claimed_at else None,
+            "kind": "complete",
+            "status": "ok",
+            "stamp": format_timestamp(now),
+            "detail": None,
+        }
+        tx.execute("outcome_of_task_sqlite", params)  # (sqlite3 binds the names each one uses)
         tx.execute("complete_run_sqlite", params)
-        return {**row, "status": "done", "completed_at": now}
+        row["status"], row["completed_at"] = "done", now
+        return row
     row = _finish(tx, "done", task_id, scope, {"now": at}, claim)
     _outcome(tx, row, at, now, success=True, result=outcome)
     record = last_run(row) if last_run is not None else last_run_record(row, now, "completed", outcome)
@@ -1111,4 +1136,6 @@ def popped_object(row: Mapping[str, Any]) -> dict[str, Any]:
     """What ``hb pop`` prints: the task's tasks.json object, then ``claim``, its claim token (the
     token ``complete`` / ``fail`` / ``renew --claim`` take). The heartbeat.py drop-in prints
     :func:`task_object` alone, as the script does."""
-    return {**task_object(row), "claim": row["claim"]}
+    obj = task_object(row)  # a new object, ours to add to
+    obj["claim"] = row["claim"]
+    return obj

@@ -673,23 +673,29 @@ def render_over(
     current = _id_text(out.get(id_key))
     if task_id != current:
         out[id_key] = task_id
-    title_key, was = "description", current or ""
+    title_key, title_was = "description", current or ""
     for key in ("description", "title"):
         value = out.get(key)
         if isinstance(value, str):
-            title_key, was = key, value
+            title_key, title_was = key, value
             break
-    if title != was:
+    if title != title_was:
         out[title_key] = title
     if scoped:
         _write_scoped_status(out, status, _scoped_status(out.get("status")))
         order = out.get("order")
         if isinstance(order, int) and not isinstance(order, bool) and position != order:
             out["order"] = position
-    elif priority != _text_or_none(out.get("priority"), numbers=False):
-        out["priority"] = priority
+    else:
+        was = out.get("priority")
+        same = was == priority and (was is None or type(was) is str)  # equal text, or both unset
+        if not same and priority != _text_or_none(was, numbers=False):
+            out["priority"] = priority
     for (_attribute, key), value in zip(_ASSIGNMENT_KEYS, assigned, strict=True):
-        if value != _text_or_none(out.get(key)):
+        was = out.get(key)
+        if was == value and (was is None or type(was) is str):
+            continue  # the same text, or unset in both: the common case, read without a call
+        if value != _text_or_none(was):
             out[key] = value
     if created_at is not _UNCHANGED and created_at != timestamp_or_none(out.get("created_at")):
         out["created_at"] = _timestamp_text(created_at)
@@ -755,8 +761,13 @@ def fix_malformed(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def _fix_malformed_in_place(obj: dict[str, Any]) -> None:
     for key, value in obj.items():
-        # only a text that ends in Z can be one (is_malformed reads the rest)
-        if isinstance(value, str) and value.rstrip()[-1:] in ("Z", "z") and is_malformed(value):
+        # only a text that ends in Z (perhaps before spaces) can be one (is_malformed reads the rest)
+        if type(value) is not str and not isinstance(value, str):
+            continue
+        last = value[-1:]
+        if last not in ("Z", "z") and not (last.isspace() and value.rstrip()[-1:] in ("Z", "z")):
+            continue
+        if is_malformed(value):
             obj[key] = format_timestamp(parse_timestamp(value))  # a value replaced: the keys stay
 
 

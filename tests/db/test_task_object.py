@@ -16,6 +16,7 @@ from heartbeat.formats.tasks_json import render_task
 STAMPS = [
     "2026-04-25T12:00:00Z",
     "2026-04-25T12:00:00+00:00Z",  # heartbeat.py's malformed form: written back as ...Z
+    "2026-04-25T12:00:00+00:00Z \n",  # the same, before spaces
     "2026-04-25T14:00:00.250000+02:00",
     "2026-02-30T12:00:00Z",  # an impossible date: kept verbatim
     "yesterday",

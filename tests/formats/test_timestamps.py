@@ -143,3 +143,17 @@ def test_the_common_form_reads_as_the_full_grammar_reads_it(dt: datetime, zone: 
     text = dt.isoformat(timespec=spec) + zone
     assert parse_timestamp(text) == read_iso(text).astimezone(UTC)
     assert parse_timestamp(text).tzinfo is UTC
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59)))
+def test_the_written_text_is_isoformat_s(value: datetime) -> None:
+    """hb puts a time's text together from looked-up digits; it is exactly what isoformat writes,
+    every year from 1 to 9999 (padded to four digits), with and without microseconds."""
+    from heartbeat.formats.timestamps import date_time_text
+
+    assert date_time_text(value) == value.isoformat(" ")[:19]
+    assert date_time_text(value, "T") == value.isoformat()[:19]
+    aware = value.replace(tzinfo=UTC)
+    spec = "microseconds" if value.microsecond else "seconds"
+    assert format_timestamp(aware) == aware.isoformat(timespec=spec)[:-6] + "Z"
