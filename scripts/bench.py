@@ -173,9 +173,9 @@ def _fenced_rates(n: int, rounds: int = 2) -> tuple[float, float]:
 def floor_drain(workspace: str, worker: str) -> list[str]:
     """hb's own statements for pop+complete, replayed on raw sqlite3 with no Python logic between.
 
-    The same SQL text :mod:`heartbeat.db.queue` runs (the checked claim and its runs row; the
-    completing update, the outcome row and its runs row), on a connection with hb's pragmas and
-    constant parameters: what the ledger's write set costs the database alone.
+    The same SQL text :mod:`heartbeat.db.queue` runs (the checked claim; the completing update,
+    the outcome row and its runs row), on a connection with hb's pragmas and constant
+    parameters: what the ledger's write set costs the database alone.
     """
     from heartbeat.db.queue import Dialect
     from heartbeat.db.sqlite import connect
@@ -195,11 +195,11 @@ def floor_drain(workspace: str, worker: str) -> list[str]:
     while True:
         con.execute("BEGIN IMMEDIATE")
         row = con.execute(claim, claim_p).fetchone()
-        pop_record = row and json.dumps({"timestamp": at, "task_id": row[1], "status": "in_progress"})
-        con.execute(run, {**run_p, "kind": "pop", "task_id": row and row[1], "record": pop_record})
-        con.execute("COMMIT")
         if row is None:
+            con.execute(run, {**run_p, "kind": "pop", "status": "empty", "task_id": None, "record": None})
+            con.execute("COMMIT")
             break
+        con.execute("COMMIT")
         con.execute("BEGIN IMMEDIATE")
         con.execute(done, {"now": at, "id": row[1]}).fetchone()
         con.execute(
@@ -274,22 +274,57 @@ def recorded_drain(workspace: str, worker: str) -> list[Any]:
     return log
 
 
-def replay_drain(workspace: str, log: Sequence[Any]) -> int:
+def replay_drain(
+    workspace: str, log: Sequence[Any], skip: tuple[str, ...] = (), drop: tuple[str, ...] = ()
+) -> int:
     """``log`` (from :func:`recorded_drain` on an identical ledger) replayed on raw sqlite3 with
     hb's pragmas and nothing between the statements: what the API's own write set costs the
-    database alone. Returns how many tasks were completed."""
+    database alone. Returns how many tasks were completed. ``skip``: statements that start so are
+    left out; ``drop``: indexes dropped first (what the floor would be without them)."""
     from heartbeat.db.sqlite import connect
 
     con = connect(Path(workspace) / ".agent" / "state" / "heartbeat.db")
+    for index in drop:
+        con.execute(f"DROP INDEX {index}")
     cur = con.cursor()
     for entry in log:
         if entry is None:
             con.commit()
-        else:
+        elif not entry[0].startswith(skip):
             cur.execute(*entry).fetchall()
     done = con.execute("SELECT count(*) FROM tasks WHERE status = 'done'").fetchone()[0]
     con.close()
     return int(done)
+
+
+_REPORTING_INDEXES = (
+    "ix_outcomes_task_pk",
+    "ix_outcomes_completed_at_duration_s",
+    "ix_outcomes_scope_skill_source_duration_s",
+)
+FLOOR_PARTS = (
+    ("without the completion's runs row", ("INSERT INTO runs",), ()),
+    ("without the outcome's three indexes", (), _REPORTING_INDEXES),
+    ("without the outcome row", ("INSERT INTO outcomes",), ()),
+    ("with only the claim and the completing update", ("INSERT",), ()),
+)
+
+
+def _floor_parts(n: int, log: Sequence[Any], raw_rate: float) -> list[tuple[str, str, str, str]]:
+    """Where the floor goes: the same replay with parts of the write set left out, each on a
+    fresh ledger of ``n`` tasks. With no Python at all, what would each design reach of raw?"""
+    rows = []
+    for name, skip, drop in FLOOR_PARTS:
+        ws = make_ledger(n)
+        start = time.perf_counter()
+        done = replay_drain(str(ws), log, skip, drop)
+        rate = done / (time.perf_counter() - start)
+        shutil.rmtree(ws, ignore_errors=True)
+        assert done == n, "a replay lost tasks"
+        key = name.replace("'", "").replace(" ", "_")
+        record("queue", f"floor_{key}_pairs_per_s", rate, "pairs/s", vs_raw=round(rate / raw_rate, 3))
+        rows.append((f"  the floor {name}", f"{rate:,.0f}", f"{rate / raw_rate:.2f}", ""))
+    return rows
 
 
 def _pool_drain(fn: Callable[[str, str], list[str]], target: str, workers: int) -> tuple[float, list[str]]:
@@ -327,6 +362,7 @@ def bench_queue(n: int) -> None:
     replayed = replay_drain(str(replay_ws), log)
     replay_rate = replayed / (time.perf_counter() - start)
     shutil.rmtree(replay_ws, ignore_errors=True)
+    parts = _floor_parts(n, log, raw_rate)
     # the same statements with small constant parameters (a one-key record, one time)
     floor_ws = make_ledger(n)
     start = time.perf_counter()
@@ -372,8 +408,9 @@ def bench_queue(n: int) -> None:
                 f"{replay_rate / raw_rate:.2f}",
                 f"{pop_pages + complete_pages:.1f}",
             ),
+            *parts,
             (
-                "hb Ledger API (claim + outcome + runs rows)",
+                "hb Ledger API (claim; completion + outcome + runs rows)",
                 f"{hb_rate:,.0f}",
                 f"{ratio:.2f}",
                 f"{pop_pages:.1f} + {complete_pages:.1f}; "
