@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 
 from heartbeat import settings as settings_mod
 from heartbeat.clock import Clock, load_zone, machine_zone_name, parse_duration, parse_when
+from heartbeat.db.plain import driver
 from heartbeat.db.store import Db, read_transaction, write_transaction
 from heartbeat.errors import InvalidInput
 
@@ -38,6 +39,9 @@ class Context:
         # what is made once per connection and used by every operation on it (a queue's cursor
         # and its statements): forgotten with the connection
         self.kept: dict[str, Any] = {}
+        # PostgreSQL: the queue's one-statement operations leave the connection in autocommit for
+        # the next one; any other use takes it back in transaction mode first (see raw)
+        self._in_autocommit = False
         self._settings: settings_mod.Settings | None = None
         self._zone: ZoneInfo | None = None
         self._lease: timedelta | None = None
@@ -55,12 +59,23 @@ class Context:
         if self._raw is None:
             self._raw = self._connect()
             self.kept.clear()
+        elif self._in_autocommit:
+            self._in_autocommit = False
+            connection = driver(self._raw)
+            if connection.autocommit:
+                connection.autocommit = False
         return self._raw
 
     @raw.setter
     def raw(self, connection: Any) -> None:
         self._raw = connection
         self.kept.clear()
+        self._in_autocommit = False
+
+    def lent_in_autocommit(self) -> None:
+        """A queue operation left PostgreSQL's connection in autocommit (for the next one): the
+        next other use of :attr:`raw` switches it back to transaction mode."""
+        self._in_autocommit = True
 
     def connect(self) -> Any:
         """A new driver connection of its own, for work beside the operation's (a thread); the

@@ -18,6 +18,11 @@ from heartbeat.formats.timestamps import date_time_text
 _PARAM = re.compile(r"(?<![:\w]):(\w+)")
 
 
+def driver(raw: Any) -> Any:
+    """The driver's own connection (psycopg's behind a pool's proxy of it; sqlite3's is itself)."""
+    return getattr(raw, "driver_connection", raw)
+
+
 def pyformat(sql: str) -> str:
     """``:name`` parameters as psycopg's ``%(name)s`` (literal ``%`` doubled)."""
     return _PARAM.sub(r"%(\1)s", sql.replace("%", "%%"))

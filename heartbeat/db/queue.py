@@ -284,7 +284,7 @@ SQL["done_run_pg"] = (
     "FROM c), "
     f"run AS (INSERT INTO runs ({_RUN_COLUMNS}) SELECT 'complete', NULLIF(c.scope, ''), 'ok', :now, :now, "
     f"c.id, c.claimed_by, {_record('completed', 'CAST(:result AS json)', pg=True)}, NULL FROM c) "
-    "SELECT * FROM c"
+    "SELECT c.pk, c.id, c.scope, c.claim, c.claimed_at FROM c"  # what the caller still needs
 )
 
 
@@ -364,16 +364,21 @@ class Tx:
     (:class:`transaction` opens and ends each): a Tx and its cursor can serve every transaction of
     their connection in turn."""
 
-    __slots__ = ("_zone", "autocommit", "cur", "d", "moved", "raw")
+    __slots__ = ("_zone", "autocommit", "cur", "d", "driver", "left_in_autocommit", "moved", "raw")
 
     def __init__(self, raw: Any, dialect: Dialect, zone: Zone = None) -> None:
         self.raw = raw
         self.d = dialect
         self.cur = raw.cursor()
+        self.driver: Any = None if dialect.sqlite else plain.driver(raw)  # psycopg's connection itself
         self._zone = zone
         # PostgreSQL in autocommit: each statement its own transaction until begin() (see
         # transaction(lazy=True)); False once a transaction is open (always on SQLite)
         self.autocommit = False
+        # called when a lazy transaction ends with the connection still in autocommit, where it is
+        # left for the next one: the connection's other users must take it back first (None: the
+        # connection is put back in transaction mode at once)
+        self.left_in_autocommit: Callable[[], None] | None = None
         # the (scope, id) of the tasks the operation changed, each once, when it says so: the
         # export after it then rewrites only those (None: it does not say; all is rendered)
         self.moved: list[tuple[str, str]] | None = None
@@ -381,7 +386,7 @@ class Tx:
     def begin(self) -> None:
         """Open the transaction now (after statements that each stood alone in autocommit)."""
         if self.autocommit:
-            _driver(self.raw).autocommit = False  # the next statement begins a transaction
+            self.driver.autocommit = False  # the next statement begins a transaction
             self.autocommit = False
 
     @property
@@ -448,24 +453,25 @@ class transaction:  # a context manager named as the function it replaced: ``wit
         if tx.d.sqlite:
             tx.cur.execute("BEGIN IMMEDIATE")
         elif self.lazy:
-            _driver(tx.raw).autocommit = True
+            if not tx.driver.autocommit:  # (a lazy transaction before this one may have left it so)
+                tx.driver.autocommit = True
             tx.autocommit = True
+        elif tx.driver.autocommit:
+            tx.driver.autocommit = False
         return tx
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
         tx = self.tx
-        if tx.autocommit:
+        if tx.autocommit:  # every statement stood alone: nothing to commit
             tx.autocommit = False
-            _driver(tx.raw).autocommit = False
+            if tx.left_in_autocommit is None:
+                tx.driver.autocommit = False
+            else:
+                tx.left_in_autocommit()
         elif kind is None:
             tx.raw.commit()
         else:
             tx.raw.rollback()
-
-
-def _driver(raw: Any) -> Any:
-    """The psycopg connection (behind a pool's proxy of it)."""
-    return getattr(raw, "driver_connection", raw)
 
 
 def _sqlite_version() -> tuple[int, ...]:
@@ -864,8 +870,10 @@ def complete(
     at = tx.d.time(now)
     if tx.autocommit and last_run is None:  # PostgreSQL: the completion, its outcome and runs rows
         params = {"now": at, "stamp": format_timestamp(now), "result": tx.d.json(outcome)}
-        row = _finish(tx, "done_run_pg", task_id, scope, params, claim)
-        return {**row, "status": "done", "completed_at": now}
+        row = _finish_row(tx, "done_run_pg", task_id, scope, params, claim)
+        row["claimed_at"] = tx.d.read_time(row["claimed_at"])
+        row["status"], row["completed_at"] = "done", now
+        return row
     tx.begin()
     if last_run is None and tx.d.rows_in_sql:  # SQLite: the database builds the two rows
         row = _finish_row(tx, "done_sqlite", task_id, scope, {"now": at}, claim)

@@ -41,6 +41,10 @@ def _tx(ctx: Context) -> queue_db.Tx:
     tx = ctx.kept.get("queue")
     if tx is None:
         tx = ctx.kept["queue"] = queue_db.Tx(ctx.raw, _dialect(ctx.sqlite), lambda: ctx.zone)
+        # PostgreSQL: a one-statement operation leaves the connection in autocommit for the next
+        # one (switching costs a round of psycopg's own); the context switches it back for any
+        # other use
+        tx.left_in_autocommit = ctx.lent_in_autocommit
     return tx
 
 

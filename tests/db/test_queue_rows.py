@@ -196,3 +196,22 @@ def test_the_claim_reads_no_task_it_does_not_need(ledger: Ledger, workspace: Pat
                 assert "SCAN tasks" not in plan, f"{name}:\n{plan}"
             else:
                 assert "Seq Scan on tasks" not in plan, f"{name}:\n{plan}"
+
+
+def test_after_a_pop_the_ledgers_other_work_is_a_transaction_again(ledger: Ledger) -> None:
+    """On PostgreSQL a pop and a completion are one statement each in autocommit, and leave the
+    connection so for the next one; every other use of the ledger's connection gets it back in
+    transaction mode: a write that fails half-way leaves nothing behind."""
+    first = ledger.add("first")["id"]
+    ledger.add("second")
+    for _ in range(2):  # a pop, a completion, and a pop again: all lazy
+        got = ledger.pop(worker="w")
+        assert got is not None
+        if got["id"] == first:
+            ledger.complete(first, claim=got["claim"])
+    with pytest.raises(RuntimeError, match="half-way"), ledger.ctx.write() as db:
+        db.rows("UPDATE tasks SET title = 'changed' RETURNING pk")
+        raise RuntimeError("half-way")
+    with ledger.ctx.read() as db:
+        assert sorted(r[0] for r in db.rows("SELECT title FROM tasks")) == ["first", "second"]
+    assert ledger.fail(ledger.list()[0]["id"], reason="retried later")["retry"] is True
