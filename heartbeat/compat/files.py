@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from heartbeat.db.plain import Conn
-from heartbeat.db.queue import TASK_COLUMNS, record_from_row
+from heartbeat.db.queue import TASK_COLUMNS, last_run_of, record_from_row
 from heartbeat.errors import FileFormatError
 from heartbeat.formats import tasks_json
 from heartbeat.ops.sync import bookmarks
@@ -48,7 +48,6 @@ _TASKS = (
     "ORDER BY scope, position, pk"
 )
 _ERRORS = "SELECT at, task_id, skill, reason, trace_id, decision_log, resolved, extra FROM errors ORDER BY pk"
-_LAST_RUN = "SELECT record FROM runs WHERE record IS NOT NULL ORDER BY pk DESC LIMIT 1"
 _REMEMBERED = "SELECT kind, path, content_hash, skeleton FROM sync_state WHERE kind IN (:a, :b, :c)"
 _REMEMBER = (
     "INSERT INTO sync_state (kind, path, content_hash, size, synced_at, skeleton) "
@@ -160,8 +159,7 @@ def render(
             items = [_error_item(db, row) for row in db.dicts(_ERRORS)]
             text = None if not items and file.text is None else tasks_json.render_errors(items, file.text)
         else:
-            found = db.one(_LAST_RUN)
-            record = _json(db, found[0]) if found is not None else None
+            record = last_run_of(db)
             text = None if record is None else tasks_json.render_last_run(record, file.text)
         if text is not None:
             out[kind] = in_script_layout(text, file.text)

@@ -155,7 +155,15 @@ class Task(Base):
             sqlite_where=text("idempotency_key IS NOT NULL"),
             postgresql_where=text("idempotency_key IS NOT NULL"),
         ),
-        Index("ix_tasks_source_external_key", "source", "external_key"),
+        # the Markdown entries' keys (0008: only tasks with one, so a queue task's claim and
+        # completion write no entry of it on PostgreSQL)
+        Index(
+            "ix_tasks_source_external_key",
+            "source",
+            "external_key",
+            sqlite_where=text("external_key IS NOT NULL"),
+            postgresql_where=text("external_key IS NOT NULL"),
+        ),
         Index("ix_tasks_id", "id"),  # ids are unique per scope; commands find them without one
         # hb report queue (0002); since 0003 without the ready and claimed tasks (read through the
         # two indexes above), so that a pop does not move it
@@ -273,9 +281,19 @@ class Outcome(Base):
     attempt: Mapped[int | None] = mapped_column(Integer)
     worker: Mapped[str | None] = mapped_column(String(255))
     claim: Mapped[str | None] = mapped_column(String(32))  # the claim the completion closed
+    # a completion that is a last-run.json record (hb's own complete; it writes no runs row): the
+    # newest runs row when it was written, which orders it among the runs rows' records (0008)
+    after_run: Mapped[int | None] = mapped_column(Integer)
 
     __table_args__ = (
         Index("ix_outcomes_task_pk", "task_pk"),
+        # the newest completion that is a last-run.json record, one index step away (0008)
+        Index(
+            "ix_outcomes_last_run",
+            "pk",
+            sqlite_where=text("after_run IS NOT NULL"),
+            postgresql_where=text("after_run IS NOT NULL"),
+        ),
         # hb report: covering indexes (revision 0002, the second one 0003). Per local day: a
         # range of the first (it replaces 0001's ix_outcomes_completed_at, its prefix). Per
         # skill, scope or source: the (scope, skill, source) groups of the second, each

@@ -51,7 +51,7 @@ from heartbeat.errors import (
     StaleClaims,
 )
 from heartbeat.formats import tasks_json
-from heartbeat.formats.timestamps import format_timestamp, timestamp_or_none
+from heartbeat.formats.timestamps import timestamp_or_none
 
 LEGACY = ""
 
@@ -241,71 +241,50 @@ SQL = {
 }
 
 
-# PostgreSQL: the common pop and every completion are ONE statement each, sent in autocommit (one
-# round trip, like a bare SKIP LOCKED queue): a pop is its claim alone (the claim lives on the task
-# row), and data-modifying CTEs write a completion's outcome and runs rows with it. The last-run.json
-# object is built as last_run_record builds it.
-def _record(status: str, outcome: str, *, pg: bool) -> str:
-    """SQL that builds a task's last-run.json object as last_run_record does, from the claimed
-    row (PostgreSQL: the CTE ``c``; SQLite 3.38+: the ``tasks`` row itself, see below)."""
-    row = "c." if pg else ""
-
-    def text(value: str) -> str:  # PostgreSQL types a literal or a parameter only when told
-        return f"CAST({value} AS text)" if pg else value
-
-    def member(key: str) -> str:  # the task object's value, as JSON (null when missing)
-        return f"{row}extra->'{key}'" if pg else f"extra -> '$.{key}'"
-
-    fields = (
-        ("timestamp", text(":stamp")),
-        ("task_id", f"{row}id"),
-        ("status", text(f"'{status}'")),
-        ("description", f"{row}title"),
-        ("assigned_skill", f"{row}skill"),
-        ("project_id", f"{row}project_id"),
-        ("agent_id", f"{row}agent_id"),
-        ("user_id", f"{row}user_id"),
-        ("outcome", outcome),
-        ("trace_id", member("trace_id")),
-        ("decision_log", member("decision_log")),
-        ("scope", f"NULLIF({row}scope, '')"),
-    )
-    build = "json_build_object" if pg else "json_object"
-    return f"{build}(" + ", ".join(f"'{key}', {value}" for key, value in fields) + ")"
-
-
-_RUN_COLUMNS = "kind, scope, status, started_at, finished_at, task_id, worker, record, detail"
-SQL["done_run_pg"] = (
-    f"WITH c AS ({SQL['done']}), "
-    "outcome AS (INSERT INTO outcomes (task_pk, task_id, scope, source, skill, success, result, claimed_at, "
-    "completed_at, duration_s, attempt, worker, claim) SELECT c.pk, c.id, c.scope, c.source, c.skill, true, "
-    "CAST(:result AS json), c.claimed_at, :now, "
-    "EXTRACT(EPOCH FROM CAST(:now AS timestamptz) - c.claimed_at), c.attempts, c.claimed_by, c.claim "
-    "FROM c), "
-    f"run AS (INSERT INTO runs ({_RUN_COLUMNS}) SELECT 'complete', NULLIF(c.scope, ''), 'ok', :now, :now, "
-    f"c.id, c.claimed_by, {_record('completed', 'CAST(:result AS json)', pg=True)}, NULL FROM c) "
-    "SELECT c.pk, c.id, c.scope, c.claim, c.claimed_at FROM c"  # what the caller still needs
+# hb's own completion is its outcome row: the last-run.json record is read from it (with its task)
+# when last-run.json is rendered, so no runs row is written. after_run, the newest runs row when the
+# completion was written, orders it among the records the runs rows hold (see LAST_RUN).
+_AFTER_RUN = "(SELECT coalesce(max(pk), 0) FROM runs)"
+_OUTCOME_COLUMNS = (
+    "task_pk, task_id, scope, source, skill, success, result, claimed_at, completed_at, duration_s, "
+    "attempt, worker, claim, after_run"
 )
-
-
-# SQLite (3.38 on: the JSON ``->`` operator): the runs row and the outcome row of a completion are
-# built by the database from the task's row, as PostgreSQL's CTEs above build them, instead of from
-# values read back into Python and bound again.
-_RUN_OF_TASK = (
-    f"INSERT INTO runs ({_RUN_COLUMNS}) SELECT :kind, NULLIF(scope, ''), :status, :now, :now, id, "
-    "claimed_by, {record}, :detail FROM tasks WHERE pk = :pk"
-)
-SQL["complete_run_sqlite"] = _RUN_OF_TASK.replace("{record}", _record("completed", "json(:result)", pg=False))
-SQL["outcome_of_task_sqlite"] = (
-    "INSERT INTO outcomes (task_pk, task_id, scope, source, skill, success, result, claimed_at, "
-    "completed_at, duration_s, attempt, worker, claim) SELECT pk, id, scope, source, skill, 1, :result, "
-    "claimed_at, :now, :duration_s, attempts, claimed_by, claim FROM tasks WHERE pk = :pk"
-)
-# the completion whose rows the database builds: the few columns the caller still needs
-SQL["done_sqlite"] = (
+# the completion's row, as the outcome row built from it needs it: the caller's few columns
+SQL["done_short"] = (
     f"UPDATE tasks SET status = 'done', completed_at = :now, {_RELEASE} "
     "WHERE {target} RETURNING pk, id, scope, claim, claimed_at"
 )
+# the outcome row of a task just completed, built by the database from the task's row
+SQL["outcome_of_task"] = (
+    f"INSERT INTO outcomes ({_OUTCOME_COLUMNS}) SELECT pk, id, scope, source, skill, :true, "
+    "{json:result}, claimed_at, :now, :duration_s, attempts, claimed_by, claim, "
+    f"{_AFTER_RUN} FROM tasks WHERE pk = :pk"
+)
+# PostgreSQL: the common pop and every completion are ONE statement each, sent in autocommit (one
+# round trip, like a bare SKIP LOCKED queue): a pop is its claim alone (the claim lives on the task
+# row), a completion a data-modifying CTE that writes the outcome row with it.
+SQL["done_pg"] = (
+    f"WITH c AS ({SQL['done']}), "
+    f"outcome AS (INSERT INTO outcomes ({_OUTCOME_COLUMNS}) SELECT c.pk, c.id, c.scope, c.source, c.skill, "
+    "true, CAST(:result AS json), c.claimed_at, :now, "
+    "EXTRACT(EPOCH FROM CAST(:now AS timestamptz) - c.claimed_at), c.attempts, c.claimed_by, c.claim, "
+    f"{_AFTER_RUN} FROM c) "
+    "SELECT c.pk, c.id, c.scope, c.claim, c.claimed_at FROM c"  # what the caller still needs
+)
+
+# last-run.json: the newest record, of a runs row (a failure, the heartbeat.py drop-in's records, a
+# hand edit taken in) or of a completion hb recorded without one (its outcome row and its task). A
+# completion is the newer when it saw the run: after_run >= the run's pk (on PostgreSQL a run
+# committed while the completion ran is not seen, and the two, concurrent, may count either way).
+LAST_RUN = {
+    "record": "SELECT pk, record FROM runs WHERE record IS NOT NULL ORDER BY pk DESC LIMIT 1",
+    "completion": (
+        "SELECT o.after_run, o.task_id, o.scope, o.skill, o.result, o.completed_at, t.title, t.project_id, "
+        "t.agent_id, t.user_id, t.extra FROM outcomes o LEFT JOIN tasks t ON t.pk = o.task_pk "
+        "WHERE o.after_run IS NOT NULL ORDER BY o.pk DESC LIMIT 1"
+    ),
+}
+
 
 for _key in [k for k, v in SQL.items() if "{target}" in v]:
     _text = SQL.pop(_key)
@@ -325,8 +304,6 @@ class Dialect:
     def __init__(self, name: str) -> None:
         self.name = name
         self.sqlite = name == "sqlite"
-        # the database builds the queue's runs and outcome rows (see _record): SQLite 3.38+
-        self.rows_in_sql = self.sqlite and _sqlite_version() >= (3, 38, 0)
         self._sql: dict[str, str] = {key: self._adapt(text) for key, text in SQL.items()}
         self.names: dict[str, list[str]] = {}  # the column names of each statement's rows
         # a time parameter (plain.bind_time for this backend)
@@ -472,12 +449,6 @@ class transaction:  # a context manager named as the function it replaced: ``wit
             tx.raw.commit()
         else:
             tx.raw.rollback()
-
-
-def _sqlite_version() -> tuple[int, ...]:
-    import sqlite3
-
-    return sqlite3.sqlite_version_info
 
 
 # Builds a finished task's last-run.json object from its row (the row as the operation left it).
@@ -861,40 +832,34 @@ def complete(
     last_run: LastRun | None = None,
     claim: str | None = None,
 ) -> dict[str, Any]:
-    """Finish a claimed task: status done, an outcome row, a runs row (its last-run.json object:
-    ``last_run``'s, else hb's own).
+    """Finish a claimed task: status done and an outcome row, which is last-run.json's record
+    (read back with the task, see :func:`last_run_of`). With ``last_run`` (the heartbeat.py
+    drop-in, whose record names the trace its caller gave) a runs row holds that record instead.
 
     With ``claim``, only while that token is the task's claim (else ClaimLost, exit 15, and
     nothing changes); without it, whoever holds the task. The outcome row names the claim closed.
     """
     at = tx.d.time(now)
-    if tx.autocommit and last_run is None:  # PostgreSQL: the completion, its outcome and runs rows
-        params = {"now": at, "stamp": format_timestamp(now), "result": tx.d.json(outcome)}
-        row = _finish_row(tx, "done_run_pg", task_id, scope, params, claim)
-        row["claimed_at"] = tx.d.read_time(row["claimed_at"])
+    if last_run is None:
+        if tx.autocommit:  # PostgreSQL: the completion and its outcome row, one statement
+            row = _finish_row(tx, "done_pg", task_id, scope, {"now": at, "result": tx.d.json(outcome)}, claim)
+            row["claimed_at"] = tx.d.read_time(row["claimed_at"])
+        else:  # the database builds the outcome row from the task's
+            row = _finish_row(tx, "done_short", task_id, scope, {"now": at}, claim)
+            claimed_at = row["claimed_at"] = tx.d.read_time(row["claimed_at"])
+            params = {
+                "now": at,
+                "pk": row["pk"],
+                "true": True,
+                "result": tx.d.json(outcome),
+                "duration_s": (now - claimed_at).total_seconds() if claimed_at else None,
+            }
+            tx.execute("outcome_of_task", params)
         row["status"], row["completed_at"] = "done", now
         return row
     tx.begin()
-    if last_run is None and tx.d.rows_in_sql:  # SQLite: the database builds the two rows
-        row = _finish_row(tx, "done_sqlite", task_id, scope, {"now": at}, claim)
-        claimed_at = row["claimed_at"] = tx.d.read_time(row["claimed_at"])
-        params = {
-            "now": at,
-            "pk": row["pk"],
-            "result": tx.d.json(outcome),
-            "duration_s": (now - claimed_at).total_seconds() if claimed_at else None,
-            "kind": "complete",
-            "status": "ok",
-            "stamp": format_timestamp(now),
-            "detail": None,
-        }
-        tx.execute("outcome_of_task_sqlite", params)  # (sqlite3 binds the names each one uses)
-        tx.execute("complete_run_sqlite", params)
-        row["status"], row["completed_at"] = "done", now
-        return row
     row = _finish(tx, "done", task_id, scope, {"now": at}, claim)
     _outcome(tx, row, at, now, success=True, result=outcome)
-    record = last_run(row) if last_run is not None else last_run_record(row, now, "completed", outcome)
     _run(
         tx,
         "complete",
@@ -903,9 +868,36 @@ def complete(
         status="ok",
         worker=row["claimed_by"],
         task_id=row["id"],
-        record=record,
+        record=last_run(row),
     )
     return {**row, "status": "done", "completed_at": now}
+
+
+def last_run_of(db: plain.Conn) -> dict[str, Any] | None:
+    """last-run.json's object as the ledger has it now (see :data:`LAST_RUN`), or None."""
+    from heartbeat.formats.tasks_json import last_run_entry
+
+    found = db.rows(LAST_RUN["record"])
+    run = found[0] if found else None
+    got = db.dicts(LAST_RUN["completion"])
+    if not got or (run is not None and got[0]["after_run"] < run[0]):
+        return None if run is None else db.read_json(run[1])
+    done = got[0]
+    extra = db.read_json(done["extra"]) or {}
+    return last_run_entry(
+        timestamp=db.read_time(done["completed_at"]),  # type: ignore[arg-type]
+        task_id=done["task_id"],
+        status="completed",
+        description=done["title"],
+        assigned_skill=done["skill"],
+        project_id=done["project_id"],
+        agent_id=done["agent_id"],
+        user_id=done["user_id"],
+        outcome=db.read_json(done["result"]),
+        trace_id=extra.get("trace_id"),
+        decision_log=extra.get("decision_log"),
+        scope=done["scope"] or None,
+    )
 
 
 def _outcome(tx: Tx, row: dict[str, Any], at: Any, now: datetime, *, success: bool, result: Any) -> None:

@@ -185,6 +185,7 @@ class OutcomeRow(Row):
     attempt: int | None = None
     worker: str | None = None
     claim: str | None = None
+    after_run: int | None = None  # a completion that is a last-run.json record (see heartbeat.db.queue)
 
 
 @dataclass(eq=False)

@@ -101,7 +101,7 @@ TASK_DEPENDENCIES = _shape(
 OUTCOMES = _shape(
     "outcomes",
     "pk task_pk recurrence_pk task_id scope source skill success result claimed_at completed_at duration_s "
-    "attempt worker claim",
+    "attempt worker claim after_run",
     times="claimed_at completed_at",
     json_="result",
     flags="success",

@@ -255,8 +255,9 @@ def test_runs_and_outcomes_rows(hb: Runner, workspace: Path) -> None:
             "SELECT task_id, success, claimed_at, duration_s, worker, attempt FROM outcomes"
         ).fetchall()
         err = con.execute("SELECT task_id, reason, attempt, final, trace_id FROM errors").fetchall()
-    # the pops' claims are on their task rows, then on the outcome and error rows that end them
-    assert runs == [("complete", Q), ("fail", Q), ("clear-stale", Q)]
+    # the pops' claims are on their task rows, then on the outcome and error rows that end them; a
+    # completion is its outcome row
+    assert runs == [("fail", Q), ("clear-stale", Q)]
     assert outcome == [
         ("round3-edit-item-33-southern-qualifier", 1, "2026-05-01 10:00:00.000000", 300.0, "w1", 1)
     ]

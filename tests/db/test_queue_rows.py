@@ -1,15 +1,18 @@
 """What a pop and a completion leave in the ledger, the same on both backends (PostgreSQL writes
-them in one statement each: the claim alone, the completion with its runs and outcome rows)."""
+them in one statement each: the claim alone, the completion with its outcome row), and how
+last-run.json is read from it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from heartbeat import Ledger
+from heartbeat.db.queue import last_run_of
 from heartbeat.formats.tasks_json import last_run_entry
 
 START = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
@@ -22,42 +25,25 @@ def ledger(db_url: str, workspace: Path) -> Iterator[Ledger]:
         yield opened
 
 
-def test_a_pop_writes_its_claim_and_a_completion_its_runs_and_outcome_rows(ledger: Ledger) -> None:
+def last_run(ledger: Ledger) -> dict[str, Any] | None:
+    with ledger.ctx.read() as db:
+        return last_run_of(db)
+
+
+def test_a_pop_writes_its_claim_and_a_completion_its_outcome_row(ledger: Ledger) -> None:
     added = ledger.add("Write the report", skill="writer", project_id="p1", agent_id="a1", user_id="u1")
     got = ledger.pop(worker="w1")  # at START + 90 s
     assert got is not None and got["id"] == added["id"]
     ledger.complete(got["id"], outcome={"pages": 3}, claim=got["claim"])  # at START + 180 s
 
     with ledger.ctx.read() as db:
-        runs = db.dicts("SELECT kind, scope, status, task_id, worker, record, detail FROM runs ORDER BY pk")
+        runs = db.dicts("SELECT kind FROM runs")
         outcomes = db.dicts(
-            "SELECT success, result, worker, claim, duration_s, attempt, task_id FROM outcomes"
+            "SELECT success, result, worker, claim, duration_s, attempt, task_id, after_run FROM outcomes"
         )
-    runs = [{**r, "record": db.read_json(r["record"]), "detail": db.read_json(r["detail"])} for r in runs]
-    fields = {
-        "task_id": added["id"],
-        "description": "Write the report",
-        "assigned_skill": "writer",
-        "project_id": "p1",
-        "agent_id": "a1",
-        "user_id": "u1",
-    }
-    completed = last_run_entry(
-        timestamp=START + timedelta(seconds=180), status="completed", outcome={"pages": 3}, **fields
-    )
-    # the claim is on the task row (then on the outcome row that ends it): no runs row of its own
-    assert runs == [
-        {
-            "kind": "complete",
-            "scope": None,
-            "status": "ok",
-            "task_id": added["id"],
-            "worker": "w1",
-            "record": completed,
-            "detail": None,
-        },
-    ]
-    assert list(runs[0]["record"]) == list(completed)  # key order too: last-run.json is written from it
+    # the claim is on the task row (then on the outcome row that ends it), the completion is its
+    # outcome row: neither writes a runs row
+    assert runs == []
     assert [{**o, "result": db.read_json(o["result"]), "success": bool(o["success"])} for o in outcomes] == [
         {
             "success": True,
@@ -67,8 +53,23 @@ def test_a_pop_writes_its_claim_and_a_completion_its_runs_and_outcome_rows(ledge
             "duration_s": 90.0,
             "attempt": 1,
             "task_id": added["id"],
+            "after_run": 0,  # the newest runs row it saw: none
         }
     ]
+    completed = last_run_entry(
+        timestamp=START + timedelta(seconds=180),
+        task_id=added["id"],
+        status="completed",
+        description="Write the report",
+        assigned_skill="writer",
+        project_id="p1",
+        agent_id="a1",
+        user_id="u1",
+        outcome={"pages": 3},
+    )
+    record = last_run(ledger)
+    assert record == completed
+    assert record is not None and list(record) == list(completed)  # key order: last-run.json's
     assert ledger.get(added["id"])["status"] == "done"
 
 
@@ -81,33 +82,10 @@ TRACES = [
 ]
 
 
-@pytest.fixture(params=["database", "python"])
-def records_by(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Who builds the runs and outcome rows on SQLite: the database (3.38+), or Python (what an
-    older SQLite gets). PostgreSQL's one-statement pop and completion build them in SQL always."""
-    from heartbeat.db import queue
-    from heartbeat.ops import queue as queue_ops
-
-    if request.param == "python":
-        monkeypatch.setattr(queue, "_sqlite_version", lambda: (3, 37, 2))
-    queue_ops._dialect.cache_clear()
-    yield request.param
-    queue_ops._dialect.cache_clear()
-
-
-def test_the_last_run_records_carry_each_tasks_trace_as_it_is(
-    ledger: Ledger, workspace: Path, records_by: str
-) -> None:
-    """The completions' last-run.json objects (their runs rows; a pop writes none) hold the task's
-    trace_id and decision_log as the task's object has them (any JSON value, null when missing),
-    whoever builds them; a scoped task's record names its queue."""
+def test_a_completions_record_carries_its_tasks_trace_as_it_is(ledger: Ledger, workspace: Path) -> None:
+    """last-run.json after each completion holds the task's trace_id and decision_log as the task's
+    object has them (any JSON value, null when missing); a scoped task's record names its queue."""
     import json
-
-    from heartbeat.ops.queue import _dialect
-
-    assert _dialect(True).rows_in_sql is (records_by == "database")
-
-    from heartbeat.formats.timestamps import format_timestamp
 
     pending = [
         {"id": f"t{i}", "priority": "high", "description": f"job {i}", **trace}
@@ -124,30 +102,70 @@ def test_the_last_run_records_carry_each_tasks_trace_as_it_is(
     src = workspace / "seed.json"
     src.write_text(json.dumps(doc))
     ledger.import_file("tasks-json", src)
-    expected = []
     for scope, item in [("", t) for t in pending] + [("_b_extension.q", scoped)]:
         task_id = item.get("id") or item["task_id"]
         got = ledger.pop(scope=scope, worker="w1")
         assert got is not None and got.get("id", got.get("task_id")) == task_id
-        ledger.complete(task_id, scope=scope, outcome={"ok": task_id}, claim=got["claim"])
-        fields = {
-            "timestamp": START,  # replaced below by each run's own time
-            "task_id": task_id,
-            "description": item["description"],
-            "trace_id": item.get("trace_id"),
-            "decision_log": item.get("decision_log"),
-            "scope": scope or None,
-        }
-        expected.append(last_run_entry(status="completed", outcome={"ok": task_id}, **fields))
-    with ledger.ctx.read() as db:
-        runs = db.rows("SELECT record, started_at FROM runs WHERE record IS NOT NULL ORDER BY pk")
-        records = [db.read_json(r) for r, _ in runs]
-        times = [format_timestamp(db.read_time(t)) for _, t in runs]
-    for record, at in zip(records, times, strict=True):
-        assert record["timestamp"] == at
-    expected = [{**e, "timestamp": at} for e, at in zip(expected, times, strict=True)]
-    assert records == expected
-    assert [list(r) for r in records] == [list(e) for e in expected]  # key order too
+        done = ledger.complete(task_id, scope=scope, outcome={"ok": task_id}, claim=got["claim"])
+        with ledger.ctx.read() as db:
+            at = db.read_time(db.value("SELECT max(completed_at) FROM outcomes"))
+        expected = last_run_entry(
+            timestamp=at,
+            task_id=task_id,
+            status="completed",
+            description=item["description"],
+            outcome={"ok": task_id},
+            trace_id=item.get("trace_id"),
+            decision_log=item.get("decision_log"),
+            scope=scope or None,
+        )
+        record = last_run(ledger)
+        assert record == expected, done
+        assert record is not None and list(record) == list(expected)
+
+
+def test_last_run_is_the_newest_record_of_runs_and_completions(ledger: Ledger) -> None:
+    """A failure's record (a runs row) and a completion's (its outcome row) take turns as
+    last-run.json, in the order they were written, whatever else the runs table gains."""
+    for name in ("a", "b", "c"):
+        ledger.add(name, task_id=name)
+
+    def pop_and(finish: str, **kw: Any) -> None:
+        got = ledger.pop(worker="w")
+        assert got is not None
+        getattr(ledger, finish)(got["id"], claim=got["claim"], **kw)
+
+    assert last_run(ledger) is None
+    pop_and("complete", outcome={"n": 1})
+    assert (last_run(ledger) or {})["task_id"] == "a"
+    pop_and("fail", reason="flaky")  # b goes back to the queue; its failure is the newest record
+    failed = last_run(ledger)
+    assert failed is not None and (failed["task_id"], failed["status"]) == ("b", "failed")
+    ledger.seen()  # a runs row without a record changes nothing
+    assert last_run(ledger) == failed
+    pop_and("complete", outcome={"n": 2})  # b again
+    again = last_run(ledger)
+    assert again is not None and (again["task_id"], again["status"], again["outcome"]) == (
+        "b",
+        "completed",
+        {"n": 2},
+    )
+
+
+def test_records_of_one_instant_keep_the_order_they_were_written(db_url: str, workspace: Path) -> None:
+    """With the clock held still (--now, HB_NOW), the record written last is last-run.json's."""
+    with Ledger.open(workspace, db=db_url, now=START) as ledger:
+        for name in ("a", "b", "c"):
+            ledger.add(name, task_id=name)
+        seen = []
+        for finish in ("complete", "fail", "complete"):
+            got = ledger.pop(worker="w")
+            assert got is not None
+            getattr(ledger, finish)(got["id"], claim=got["claim"])
+            record = last_run(ledger)
+            assert record is not None
+            seen.append((record["task_id"], record["status"]))
+        assert seen == [("a", "completed"), ("b", "failed"), ("b", "completed")]
 
 
 def test_every_queue_statement_prepares_against_the_schema_at_head(ledger: Ledger) -> None:
@@ -159,10 +177,8 @@ def test_every_queue_statement_prepares_against_the_schema_at_head(ledger: Ledge
 
     with ledger.ctx.read() as db:
         dialect = queue.Dialect("sqlite" if db.sqlite else "postgresql")
-        other = "_pg" if db.sqlite else "_sqlite"
-        names = [k for k in queue.SQL if other + "_" not in k + "_"]
-        mine = "_sqlite_" if db.sqlite else "_pg_"
-        assert any(mine in k + "_" for k in names)
+        names = [k for k in queue.SQL if not (db.sqlite and "_pg_" in k + "_")]
+        assert any("_pg_" in k + "_" for k in queue.SQL)  # PostgreSQL's own statements are named so
         for name in names:
             sql = dialect.sql(name)
             params = {a or b: None for a, b in re.findall(r"(?<![:\w]):(\w+)|%\((\w+)\)s", sql)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from pathlib import Path
 
@@ -82,6 +83,38 @@ def test_rows_written_at_the_first_revision_survive_upgrade(db_url: str) -> None
             setting = conn.execute(text("SELECT value FROM settings WHERE key = 'lang'")).scalar_one()
         assert [tuple(r) for r in rows] == [("task-00000001", "kept across upgrades", "todo", 0)]
         assert "zh" in str(setting)
+    finally:
+        engine.dispose()
+
+
+def test_a_downgrade_below_0008_keeps_last_run_json(db_url: str, workspace: Path) -> None:
+    """Revision 0008 records a completion as its outcome row alone; stepping back to 0007 writes
+    the newest such completion as the runs row that revision reads last-run.json from, so an
+    older hb shows the same last-run.json. A failure newer than it stays the record."""
+    from datetime import UTC, datetime
+
+    from heartbeat import Ledger
+    from heartbeat.db.queue import last_run_of
+
+    with Ledger.open(workspace, db=db_url, now=datetime(2026, 5, 1, 9, 30, 0, 250, tzinfo=UTC)) as ledger:
+        ledger.add("Write the report", task_id="r1", skill="writer", project_id="p1")
+        got = ledger.pop(worker="w1")
+        assert got is not None
+        ledger.complete("r1", outcome={"pages": 3}, claim=got["claim"])
+        with ledger.ctx.read() as db:
+            expected = last_run_of(db)
+    assert expected is not None and expected["status"] == "completed"
+    engine = make_engine(db_url)
+    try:
+        migrate.downgrade(engine, "0007")
+        with engine.connect() as conn:
+            rows = conn.execute(
+                text("SELECT kind, record FROM runs WHERE record IS NOT NULL ORDER BY pk DESC")
+            ).all()
+        record = rows[0][1]
+        assert rows[0][0] == "complete"
+        assert (json.loads(record) if isinstance(record, str) else record) == expected
+        migrate.upgrade(engine, "head")
     finally:
         engine.dispose()
 

@@ -25,10 +25,6 @@ SELECT * FROM errors ORDER BY pk
 -- Whether the ledger holds a failure.
 SELECT pk FROM errors LIMIT 1
 
--- name: last_run_record
--- The newest run with a last-run.json record.
-SELECT * FROM runs WHERE record IS NOT NULL ORDER BY pk DESC LIMIT 1
-
 -- name: last_task_pk
 -- The highest task pk (SQLite numbers a new row after it; hb tasks.json import numbers its own).
 SELECT max(pk) FROM tasks

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from heartbeat import progress
-from heartbeat.db.queue import record_from_row
+from heartbeat.db.queue import last_run_of, record_from_row
 from heartbeat.db.rows import ErrorRow, RunRow, SyncStateRow, TaskRow
 from heartbeat.db.shape import TASK_EVENTS, TASKS
 from heartbeat.db.status import TaskStatus
@@ -436,8 +436,7 @@ def import_last_run(ctx: Context, db: Db, text: str, path: Path, now: datetime) 
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
     report = ImportReport("last-run", str(path))
-    latest = db.first(RunRow, SQL.last_run_record)
-    if latest is not None and latest.record == obj:
+    if last_run_of(db) == obj:
         report.unchanged = 1
     else:
         at = timestamp_or_none(obj.get("timestamp")) or now
@@ -463,10 +462,8 @@ def render_last_run(ctx: Context, db: Db, path: Path | None = None) -> str | Non
 
 
 def _last_run_text(db: Db, source: str | None) -> str | None:
-    latest = db.first(RunRow, SQL.last_run_record)
-    if latest is None or latest.record is None:
-        return None
-    return tasks_json.render_last_run(latest.record, source)
+    latest = last_run_of(db)
+    return None if latest is None else tasks_json.render_last_run(latest, source)
 
 
 RENDERERS = {"tasks-json": render_tasks, "errors-json": render_errors, "last-run": render_last_run}

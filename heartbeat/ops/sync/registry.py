@@ -65,8 +65,11 @@ _HOLDS: dict[str, str] = {
     # queue_files.sql tasks_json_tasks: every queue task
     "tasks-json": "SELECT 1 FROM tasks WHERE scope <> '' OR source <> 'todo' LIMIT 1",
     "errors-json": "SELECT 1 FROM errors LIMIT 1",
-    # queue_files.render_last_run(): the newest run with a record
-    "last-run": "SELECT 1 FROM runs WHERE record IS NOT NULL LIMIT 1",
+    # queue_files.render_last_run(): a run with a record, or a completion that is one
+    "last-run": (
+        "SELECT 1 FROM runs WHERE record IS NOT NULL "
+        "UNION ALL SELECT 1 FROM outcomes WHERE after_run IS NOT NULL LIMIT 1"
+    ),
     "proactive": "SELECT 1 FROM recurrences WHERE source = 'proactive' LIMIT 1",
     # state_files._has_anything(): a setting the file holds (formats.state.SETTING_PATHS, named
     # here so the check does not load that module), or one of the facts it records
