@@ -173,8 +173,8 @@ def _fenced_rates(n: int, rounds: int = 2) -> tuple[float, float]:
 def floor_drain(workspace: str, worker: str) -> list[str]:
     """hb's own statements for pop+complete, replayed on raw sqlite3 with no Python logic between.
 
-    The same SQL text :mod:`heartbeat.db.queue` runs (the checked claim; the completing update,
-    the outcome row and its runs row), on a connection with hb's pragmas and constant
+    The same SQL text :mod:`heartbeat.db.queue` runs (the checked claim; the completing update and
+    the outcome row built from the task's), on a connection with hb's pragmas and constant
     parameters: what the ledger's write set costs the database alone.
     """
     from heartbeat.db.queue import Dialect
@@ -184,44 +184,26 @@ def floor_drain(workspace: str, worker: str) -> list[str]:
     claim, run, done, outcome = (
         sql("claim_checked_legacy"),
         sql("run"),
-        sql("done_by_id"),
-        sql("outcome"),
+        sql("done_short_by_id"),
+        sql("outcome_of_task"),
     )
     at, until = "2026-04-25 12:00:00.000000", "2026-04-25 12:30:00.000000"
     con = connect(Path(workspace) / ".agent" / "state" / "heartbeat.db")
     claim_p = {"scope": "", "now": at, "worker": worker, "lease_until": until, "claim": "0" * 24}
-    run_p: dict[str, Any] = {"scope": None, "status": "ok", "now": at, "worker": worker, "detail": None}
+    run_p: dict[str, Any] = {"scope": None, "status": "empty", "now": at, "worker": worker, "detail": None}
     done_ids: list[str] = []
     while True:
         con.execute("BEGIN IMMEDIATE")
         row = con.execute(claim, claim_p).fetchone()
         if row is None:
-            con.execute(run, {**run_p, "kind": "pop", "status": "empty", "task_id": None, "record": None})
+            con.execute(run, {**run_p, "kind": "pop", "task_id": None, "record": None})
             con.execute("COMMIT")
             break
         con.execute("COMMIT")
         con.execute("BEGIN IMMEDIATE")
         con.execute(done, {"now": at, "id": row[1]}).fetchone()
-        con.execute(
-            outcome,
-            {
-                "task_pk": row[0],
-                "task_id": row[1],
-                "scope": "",
-                "source": row[3],
-                "skill": row[12],
-                "success": True,
-                "result": '{"ok": true}',
-                "claimed_at": at,
-                "now": at,
-                "duration_s": 0.0,
-                "attempt": 1,
-                "worker": worker,
-                "claim": "0" * 24,
-            },
-        )
-        record = '{"status": "completed"}'
-        con.execute(run, {**run_p, "kind": "complete", "task_id": row[1], "record": record})
+        outcome_p = {"pk": row[0], "true": True, "result": '{"ok": true}', "now": at, "duration_s": 0.0}
+        con.execute(outcome, outcome_p)
         con.execute("COMMIT")
         done_ids.append(row[1])
     con.close()
@@ -303,7 +285,6 @@ _REPORTING_INDEXES = (
     "ix_outcomes_scope_skill_source_duration_s",
 )
 FLOOR_PARTS = (
-    ("without the completion's runs row", ("INSERT INTO runs",), ()),
     ("without the outcome's three indexes", (), _REPORTING_INDEXES),
     ("without the outcome row", ("INSERT INTO outcomes",), ()),
     ("with only the claim and the completing update", ("INSERT",), ()),
@@ -410,7 +391,7 @@ def bench_queue(n: int) -> None:
             ),
             *parts,
             (
-                "hb Ledger API (claim; completion + outcome + runs rows)",
+                "hb Ledger API (claim; completion + outcome row)",
                 f"{hb_rate:,.0f}",
                 f"{ratio:.2f}",
                 f"{pop_pages:.1f} + {complete_pages:.1f}; "

@@ -8,11 +8,13 @@ their comparisons agree with rows SQLAlchemy wrote. Free of SQLAlchemy.
 from __future__ import annotations
 
 import json
+import json.scanner
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from heartbeat.formats.timestamps import TWO_DIGITS as _TWO
 from heartbeat.formats.timestamps import date_time_text
 
 _PARAM = re.compile(r"(?<![:\w]):(\w+)")
@@ -35,14 +37,24 @@ def stamp(value: datetime) -> str:
     return f"{date_time_text(value)}.{value.microsecond:06d}"
 
 
+def sqlite_time(value: datetime | None) -> str | None:
+    """A time parameter for SQLite: its stored text (:func:`bind_time`; :func:`stamp` written
+    out, as it binds every time of every queue operation)."""
+    if value is None:
+        return None
+    if value.tzinfo is not UTC:
+        value = value.astimezone(UTC)
+    two = _TWO
+    year = value.year
+    return (
+        f"{year if year > 999 else f'{year:04d}'}-{two[value.month]}-{two[value.day]} "
+        f"{two[value.hour]}:{two[value.minute]}:{two[value.second]}.{value.microsecond:06d}"
+    )
+
+
 def bind_time(value: datetime | None, *, sqlite: bool) -> Any:
     """A time parameter: SQLite's stored text, or an aware datetime for PostgreSQL."""
     return sqlite_time(value) if sqlite else postgres_time(value)
-
-
-def sqlite_time(value: datetime | None) -> str | None:
-    """A time parameter for SQLite: its stored text (:func:`bind_time`)."""
-    return None if value is None else stamp(value)
 
 
 def postgres_time(value: datetime | None) -> datetime | None:
@@ -94,6 +106,26 @@ def json_text(value: Any, *, ascii_only: bool = False) -> str:
         except RecursionError:  # a structure that contains itself: json.dumps says so plainly
             pass
     return json.dumps(value, ensure_ascii=ascii_only)
+
+
+# JSON text read back from the ledger with the C scanner json.loads drives: the text hb wrote has no
+# whitespace around its value, so the two regular-expression steps of json.loads are skipped (any
+# other text, and every error, goes through json.loads itself)
+_scan = getattr(json.scanner, "c_make_scanner", None)
+_scan_once = _scan(json.decoder.JSONDecoder()) if _scan is not None else None
+
+
+def json_value(text: str) -> Any:
+    """``json.loads(text)``, at two thirds of its cost for the text hb writes."""
+    if _scan_once is not None:
+        try:
+            value, end = _scan_once(text, 0)
+        except StopIteration:
+            pass
+        else:
+            if end == len(text):
+                return value
+    return json.loads(text)
 
 
 _JSON_PARAM = re.compile(r"\{json:(\w+)\}")
@@ -214,7 +246,7 @@ class Conn:
 
     @staticmethod
     def read_json(value: Any) -> Any:
-        return json.loads(value) if isinstance(value, str) else value
+        return json_value(value) if isinstance(value, str) else value
 
 
 _BATCH = 5000  # rows per executemany in insert_many

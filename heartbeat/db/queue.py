@@ -31,7 +31,6 @@ it): a pop writes about four pages, a completion about nine.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -304,7 +303,7 @@ class Dialect:
     def __init__(self, name: str) -> None:
         self.name = name
         self.sqlite = name == "sqlite"
-        self._sql: dict[str, str] = {key: self._adapt(text) for key, text in SQL.items()}
+        self.statements: dict[str, str] = {key: self._adapt(text) for key, text in SQL.items()}
         self.names: dict[str, list[str]] = {}  # the column names of each statement's rows
         # a time parameter (plain.bind_time for this backend)
         self.time: Callable[[datetime | None], Any] = plain.postgres_time
@@ -316,12 +315,12 @@ class Dialect:
         return plain.adapt(text, sqlite=self.sqlite)
 
     def sql(self, key: str) -> str:
-        return self._sql[key]
+        return self.statements[key]
 
     read_time = staticmethod(plain.read_time)
 
     def read_json(self, value: Any) -> Any:
-        return json.loads(value) if isinstance(value, str) else value
+        return plain.json_value(value) if isinstance(value, str) else value
 
     def json(self, value: Any) -> str | None:
         return None if value is None else _encode(value)
@@ -341,7 +340,7 @@ class Tx:
     (:class:`transaction` opens and ends each): a Tx and its cursor can serve every transaction of
     their connection in turn."""
 
-    __slots__ = ("_zone", "autocommit", "cur", "d", "driver", "left_in_autocommit", "moved", "raw")
+    __slots__ = ("_zone", "autocommit", "cur", "d", "driver", "lazy", "left_in_autocommit", "moved", "raw")
 
     def __init__(self, raw: Any, dialect: Dialect, zone: Zone = None) -> None:
         self.raw = raw
@@ -359,6 +358,43 @@ class Tx:
         # the (scope, id) of the tasks the operation changed, each once, when it says so: the
         # export after it then rewrites only those (None: it does not say; all is rendered)
         self.moved: list[tuple[str, str]] | None = None
+        self.lazy = False
+
+    # --- one transaction at a time: ``with tx.open(lazy) as tx: ...`` (the Tx is its own context
+    # manager, made once: every queue operation opens one, and an object per opening costs more
+    # than the rest of the bookkeeping)
+
+    def open(self, lazy: bool = False) -> Tx:
+        """This Tx, ready to open a write transaction on ``with`` (SQLite: BEGIN IMMEDIATE;
+        PostgreSQL: implicit BEGIN). ``lazy`` (PostgreSQL): the statements run in autocommit, each
+        its own transaction, until the operation calls :meth:`begin`: an operation that is one
+        statement costs one round trip (no BEGIN, no COMMIT). On SQLite ``lazy`` changes nothing."""
+        self.lazy = lazy
+        return self
+
+    def __enter__(self) -> Tx:
+        self.moved = None
+        if self.driver is None:  # SQLite
+            self.cur.execute("BEGIN IMMEDIATE")
+        elif self.lazy:
+            if not self.driver.autocommit:  # (a lazy transaction before this one may have left it so)
+                self.driver.autocommit = True
+            self.autocommit = True
+        elif self.driver.autocommit:
+            self.driver.autocommit = False
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        if self.autocommit:  # every statement stood alone: nothing to commit
+            self.autocommit = False
+            if self.left_in_autocommit is None:
+                self.driver.autocommit = False
+            else:
+                self.left_in_autocommit()
+        elif kind is None:
+            self.raw.commit()
+        else:
+            self.raw.rollback()
 
     def begin(self) -> None:
         """Open the transaction now (after statements that each stood alone in autocommit)."""
@@ -372,7 +408,7 @@ class Tx:
         return self._zone() if self._zone is not None else None
 
     def execute(self, key: str, params: Mapping[str, Any] | None = None) -> Any:
-        self.cur.execute(self.d.sql(key), params if isinstance(params, dict) else dict(params or {}))
+        self.cur.execute(self.d.statements[key], params if isinstance(params, dict) else dict(params or {}))
         return self.cur
 
     def rows(self, key: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -385,10 +421,11 @@ class Tx:
             names = self.d.names[key] = [c[0] for c in cur.description]
         return [dict(zip(names, row, strict=True)) for row in found]
 
-    def row(self, key: str, params: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    def row(self, key: str, params: dict[str, Any]) -> dict[str, Any] | None:
         """The one row of statement ``key`` as a dict (None: no row). The statement is read to its
         end, so that nothing of it stays open on the cursor after the transaction."""
-        cur = self.execute(key, params)
+        cur = self.cur
+        cur.execute(self.d.statements[key], params)
         found = cur.fetchall()
         if not found:
             return None
@@ -409,46 +446,9 @@ class Tx:
         return row
 
 
-class transaction:  # a context manager named as the function it replaced: ``with transaction(...) as tx``
-    """A write transaction of ``tx`` (SQLite: BEGIN IMMEDIATE; PostgreSQL: implicit BEGIN).
-
-    ``lazy`` (PostgreSQL): the statements run in autocommit, each its own transaction, until
-    the operation calls :meth:`Tx.begin`: an operation that is one statement costs one round
-    trip (no BEGIN, no COMMIT). On SQLite ``lazy`` changes nothing. (A class, not a generator:
-    this wraps every queue operation, and a generator's machinery costs more than the rest.)
-    """
-
-    __slots__ = ("lazy", "tx")
-
-    def __init__(self, tx: Tx, *, lazy: bool = False) -> None:
-        self.tx = tx
-        self.lazy = lazy
-
-    def __enter__(self) -> Tx:
-        tx = self.tx
-        tx.moved = None
-        if tx.d.sqlite:
-            tx.cur.execute("BEGIN IMMEDIATE")
-        elif self.lazy:
-            if not tx.driver.autocommit:  # (a lazy transaction before this one may have left it so)
-                tx.driver.autocommit = True
-            tx.autocommit = True
-        elif tx.driver.autocommit:
-            tx.driver.autocommit = False
-        return tx
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        tx = self.tx
-        if tx.autocommit:  # every statement stood alone: nothing to commit
-            tx.autocommit = False
-            if tx.left_in_autocommit is None:
-                tx.driver.autocommit = False
-            else:
-                tx.left_in_autocommit()
-        elif kind is None:
-            tx.raw.commit()
-        else:
-            tx.raw.rollback()
+def transaction(tx: Tx, *, lazy: bool = False) -> Tx:
+    """``tx`` as the context manager of one write transaction (see :meth:`Tx.open`)."""
+    return tx.open(lazy)
 
 
 # Builds a finished task's last-run.json object from its row (the row as the operation left it).

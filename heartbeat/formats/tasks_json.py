@@ -762,12 +762,11 @@ def fix_malformed(obj: Mapping[str, Any]) -> dict[str, Any]:
 def _fix_malformed_in_place(obj: dict[str, Any]) -> None:
     for key, value in obj.items():
         # only a text that ends in Z (perhaps before spaces) can be one (is_malformed reads the rest)
-        if type(value) is not str and not isinstance(value, str):
+        if value.__class__ is not str and (value is None or not isinstance(value, str)):
             continue
         last = value[-1:]
-        if last not in ("Z", "z") and not (last.isspace() and value.rstrip()[-1:] in ("Z", "z")):
-            continue
-        if is_malformed(value):
+        ends_in_z = last == "Z" or last == "z" or (last.isspace() and value.rstrip()[-1:] in ("Z", "z"))
+        if ends_in_z and is_malformed(value):
             obj[key] = format_timestamp(parse_timestamp(value))  # a value replaced: the keys stay
 
 

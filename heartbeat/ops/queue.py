@@ -33,12 +33,12 @@ def transaction(
     ``lazy``: see :func:`heartbeat.db.queue.transaction` (one-statement operations on PostgreSQL)."""
     if export and ctx.settings.sync_auto_export:
         return _exporting(ctx, lazy)
-    return queue_db.transaction(_tx(ctx), lazy=lazy)
+    return (ctx.kept.get("queue") or _tx(ctx)).open(lazy)
 
 
 def _tx(ctx: Context) -> queue_db.Tx:
     """The context's queue statements on its connection (made once per connection, with its cursor)."""
-    tx = ctx.kept.get("queue")
+    tx: queue_db.Tx | None = ctx.kept.get("queue")
     if tx is None:
         tx = ctx.kept["queue"] = queue_db.Tx(ctx.raw, _dialect(ctx.sqlite), lambda: ctx.zone)
         # PostgreSQL: a one-statement operation leaves the connection in autocommit for the next
@@ -55,7 +55,7 @@ def _exporting(ctx: Context, lazy: bool) -> Iterator[queue_db.Tx]:
     from heartbeat.ops.sync.queue_files import export_queue_files
 
     export_queue_files(ctx, edits_only=True)  # the operation sees the files' hand edits
-    with queue_db.transaction(_tx(ctx), lazy=lazy) as tx:
+    with _tx(ctx).open(lazy) as tx:
         yield tx
     # after the commit: the operation stands, whatever writing the files does
     try:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from heartbeat.db.plain import Conn, json_text, read_time, stamp
+from heartbeat.db.plain import Conn, json_text, read_time, sqlite_time, stamp
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=20)
 VALUES = st.recursive(
@@ -61,6 +61,7 @@ def test_stored_time_round_trips(value: datetime) -> None:
     text = stamp(value)
     utc = value.astimezone(UTC)
     assert text == utc.replace(tzinfo=None).isoformat(" ", "microseconds")
+    assert sqlite_time(value) == text  # the queue's own binder writes the same text
     back = read_time(text)
     assert back == utc and back is not None and back.tzinfo is UTC
 
@@ -77,3 +78,23 @@ def test_stored_time_round_trips(value: datetime) -> None:
 def test_read_time_reads_every_stored_form_as_utc(text: str, expected: datetime) -> None:
     got = read_time(text)
     assert got == expected and got is not None and got.tzinfo is UTC
+
+
+def test_early_years_are_stored_with_four_digits() -> None:
+    early = datetime(999, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
+    assert stamp(early) == sqlite_time(early) == "0999-01-02 03:04:05.000006"
+    assert sqlite_time(None) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=VALUES, pad=st.sampled_from(["", " ", "\n ", "\t"]))
+def test_json_read_back_is_json_loads(value: Any, pad: str) -> None:
+    """The ledger's JSON is read with json.loads's own scanner: the same value for every text,
+    with or without whitespace around it, and the same error for what is not JSON."""
+    from heartbeat.db.plain import json_value
+
+    text = pad + json_text(value) + pad
+    assert json_value(text) == json.loads(text)
+    for broken in ("", "{", '{"a": 1} x', "[1,]", "\ufeff{}"):
+        with pytest.raises(ValueError):
+            json_value(broken)
