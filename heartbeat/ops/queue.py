@@ -55,13 +55,20 @@ def _exporting(ctx: Context, lazy: bool) -> Iterator[queue_db.Tx]:
     from heartbeat.ops.sync.queue_files import export_queue_files
 
     export_queue_files(ctx, edits_only=True)  # the operation sees the files' hand edits
-    with _tx(ctx).open(lazy) as tx:
+    tx = _tx(ctx)
+    before = _changes(tx)
+    with tx.open(lazy):
         yield tx
     # after the commit: the operation stands, whatever writing the files does
     try:
-        export_queue_files(ctx, moved=tx.moved)
+        export_queue_files(ctx, moved=tx.moved, changes=(before, _changes(tx)))
     except (HbError, OSError) as exc:
         ctx.notices.append(f"the queue files were not re-rendered ({one_line(exc)}); hb sync retries")
+
+
+def _changes(tx: queue_db.Tx) -> int | None:
+    """SQLite: the rows this connection has changed since it opened (None on PostgreSQL)."""
+    return tx.raw.total_changes if tx.driver is None else None
 
 
 def _key(row: Mapping[str, Any]) -> tuple[str, str]:

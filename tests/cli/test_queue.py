@@ -479,13 +479,13 @@ def test_auto_export_takes_in_an_edit_made_while_it_rendered(
     real = queue_files._export_tasks
     calls = []
 
-    def render_while_the_script_appends(db: object, target: Path, *args: object) -> str:
+    def render_while_the_script_appends(db: object, target: Path, *args: object, **kw: object) -> str:
         if not calls:  # the first render: meanwhile the old script appends a task
             doc = json.loads(path.read_text())
             doc["pending"].append({"id": "appended", "priority": "low"})
             path.write_text(json.dumps(doc, indent=2))
         calls.append(target)
-        return real(db, target, *args)  # type: ignore[arg-type]
+        return real(db, target, *args, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(queue_files, "_export_tasks", render_while_the_script_appends)
     with Ledger.open(workspace=workspace) as ledger:
@@ -568,10 +568,10 @@ def test_auto_export_takes_in_a_file_created_while_it_rendered(
     assert not path.exists()  # hb add does not export: the pop's export starts from no file
     real = queue_files._export_tasks
 
-    def render_while_a_file_appears(db: object, target: Path, *args: object) -> str:
+    def render_while_a_file_appears(db: object, target: Path, *args: object, **kw: object) -> str:
         if not path.exists():
             path.write_text(json.dumps({"pending": [{"id": "hand", "priority": "low"}]}, indent=2))
-        return real(db, target, *args)  # type: ignore[arg-type]
+        return real(db, target, *args, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(queue_files, "_export_tasks", render_while_a_file_appears)
     with Ledger.open(workspace=workspace) as ledger:

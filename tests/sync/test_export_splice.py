@@ -125,3 +125,22 @@ def test_a_file_edited_since_is_synced_not_spliced(ledger: Ledger, workspace: Pa
     ids = [t["id"] for t in json.loads(path.read_text())["pending"]]
     assert "hand" in ids
     assert _file(workspace) == ledger.export_text("tasks-json")
+
+
+def test_a_change_by_another_connection_between_two_pops_is_rendered(
+    ledger: Ledger, workspace: Path, db_url: str, renders: list[int]
+) -> None:
+    """Between two pops of one long-lived ledger, another process (its own connection) renames a
+    task: the second pop's export must not take the ledger for unchanged since the first (on
+    SQLite it knows so without counting the tasks only when no other connection committed)."""
+    ledger.pop(scope="", worker="w1")
+    ledger.pop(scope="", worker="w1")  # two spliced exports: the ledger's own changes, known
+    with Ledger.open(workspace=workspace, db=db_url) as other:
+        other.update("t0", scope="", title="renamed elsewhere")
+    renders.clear()
+    ledger.pop(scope="", worker="w1")
+    assert renders  # rendered whole: something besides the pop changed
+    assert _file(workspace) == ledger.export_text("tasks-json")
+    assert "renamed elsewhere" in _file(workspace)
+    ledger.complete("t4", scope="")  # and the exports after it splice again
+    assert _file(workspace) == ledger.export_text("tasks-json")

@@ -311,12 +311,21 @@ def _render_tasks(db: Db, current: str | None) -> tuple[str, dict[str, Any]]:
     return text, _rendered(layout, _stamp(rows))
 
 
-def _export_tasks(db: Db, path: Path, current: str | None, now: datetime, moved: Sequence[Key] | None) -> str:
+def _export_tasks(
+    db: Db,
+    path: Path,
+    current: str | None,
+    now: datetime,
+    moved: Sequence[Key] | None,
+    *,
+    alone: bool = False,
+) -> str:
     """tasks.json after a queue operation, remembered. ``current`` is the file's text, which the
     caller found unedited since hb last read or wrote it: when hb rendered that text and the
     ledger changed since only in the tasks the operation ``moved`` (each changed once), those
     tasks are spliced into it (:mod:`heartbeat.formats.tasks_splice`); else the whole file is
-    rendered."""
+    rendered. ``alone``: the caller knows the operation was the ledger's only change since hb
+    rendered that text (see :func:`_alone`); else the ledger's tasks are counted to know it."""
     clean: list[str] | None = None  # the new text reads without warnings (None: not known)
     # the file holds the text remembered (the caller checked): did hb render it, and when?
     rendered = _kept_rendered(db) if moved is not None and current is not None else None
@@ -326,13 +335,11 @@ def _export_tasks(db: Db, path: Path, current: str | None, now: datetime, moved:
             for scope, task_id in moved
             for t in db.load(TaskRow, SQL.tasks_json_task, {"scope": scope, "id": task_id})
         ]
-        stamp = _ledger_stamp(db)
         count, versions, weighted = rendered["stamp"]
-        only_moved = len(tasks) == len(moved) and stamp == [
-            count,
-            versions + len(tasks),
-            weighted + sum(t.pk or 0 for t in tasks),
-        ]
+        # every change of a task adds one to its version: the moved tasks, each changed once
+        expected = [count, versions + len(tasks), weighted + sum(t.pk or 0 for t in tasks)]
+        stamp = expected if alone and len(tasks) == len(moved) else _ledger_stamp(db)
+        only_moved = len(tasks) == len(moved) and stamp == expected
         if only_moved and rendered.get("warnings") == []:
             clean = []  # a text that read without warnings still does with hb's objects for them
         if only_moved and rendered.get("layout"):
@@ -471,7 +478,11 @@ IMPORTERS = {"tasks-json": import_tasks, "errors-json": import_errors, "last-run
 
 
 def export_queue_files(
-    ctx: Context, *, edits_only: bool = False, moved: Sequence[Key] | None = None
+    ctx: Context,
+    *,
+    edits_only: bool = False,
+    moved: Sequence[Key] | None = None,
+    changes: tuple[int | None, int | None] | None = None,
 ) -> list[str]:
     """Re-render tasks.json / errors.json / last-run.json in the workspace (sync.auto_export).
 
@@ -481,7 +492,8 @@ def export_queue_files(
     ``ledger.notices``. ``edits_only``: only sync the edited files (before a queue
     operation, so that it sees them); nothing is locked when none was edited. ``moved``: the
     tasks the queue operation just changed, each once: tasks.json is then rewritten where they
-    are, when nothing else changed (see :func:`_export_tasks`).
+    are, when nothing else changed (see :func:`_export_tasks`). ``changes`` (SQLite): the rows
+    the context's connection had changed before and after the operation (see :func:`_alone`).
 
     Serialised by a workspace file lock; each render reads the ledger inside the
     lock, so the last writer always writes the newest state.
@@ -494,11 +506,39 @@ def export_queue_files(
         ctx.write() as db,
     ):
         now = ctx.now()
+        alone = moved is not None and _alone(ctx, changes)
         for kind in RENDERERS:
             path = default_path(ctx.workspace, kind)
-            if _export_one(ctx, db, kind, path, now, edits_only=edits_only, moved=moved):
+            if _export_one(ctx, db, kind, path, now, edits_only=edits_only, moved=moved, alone=alone):
                 written.append(str(path))
+    _mark(ctx)
     return written
+
+
+# SQLite: where the ledger stood after the last export on the context's connection, as
+# (PRAGMA data_version, the rows the connection had changed): see _alone
+_MARK = "queue-files-exported"
+
+
+def _mark(ctx: Context) -> None:
+    """Note where the ledger stands now that this export committed (SQLite only)."""
+    if ctx.sqlite:
+        raw = ctx.raw
+        ctx.kept[_MARK] = (raw.execute("PRAGMA data_version").fetchone()[0], raw.total_changes)
+
+
+def _alone(ctx: Context, changes: tuple[int | None, int | None] | None) -> bool:
+    """Whether the queue operation just done is all that changed the ledger since the last export
+    on this connection (SQLite; inside the export's write transaction): no other connection
+    committed since (``PRAGMA data_version`` is as it was then), and this one changed no row
+    before the operation began nor after it ended. Then the tasks it moved are all that changed,
+    and the export needs no count of the ledger's tasks to know it."""
+    mark = ctx.kept.get(_MARK)
+    if mark is None or changes is None or changes[0] is None:
+        return False
+    raw = ctx.raw
+    version = raw.execute("PRAGMA data_version").fetchone()[0]
+    return bool(changes[0] == mark[1] and raw.total_changes == changes[1] and version == mark[0])
 
 
 _TRIES = 5  # renders of one file that another program keeps changing meanwhile
@@ -513,6 +553,7 @@ def _export_one(
     *,
     edits_only: bool,
     moved: Sequence[Key] | None = None,
+    alone: bool = False,
 ) -> bool:
     """Sync or re-render one queue file; whether it was written.
 
@@ -539,7 +580,7 @@ def _export_one(
         elif edits_only:
             return False
         elif kind == SOURCE:
-            text = _export_tasks(db, path, current, now, moved)
+            text = _export_tasks(db, path, current, now, moved, alone=alone)
             moved = None  # a second round (the file changed meanwhile) renders it all
         else:
             text = RENDERERS[kind](ctx, db, path)
