@@ -363,22 +363,32 @@ def _record(
 def _reading(item: Mapping[str, Any], task_id: str, *, scoped: bool) -> _Reading:
     title, title_key = task_id, "description"
     for key in ("description", "title"):
-        if isinstance(item.get(key), str):
-            title, title_key = item[key], key
+        value = item.get(key)
+        if isinstance(value, str):
+            title, title_key = value, key
             break
-    order = item.get("order")
+    get = item.get
+    # the who/what fields are text, or null, in nearly every object: read so without a call
+    skill, project, agent, user = get("assigned_skill"), get("project_id"), get("agent_id"), get("user_id")
+    order = get("order") if scoped else None
+    priority = None if scoped else get("priority")
+    if priority is not None and priority.__class__ is not str:
+        priority = _text_or_none(priority, numbers=False)
+    created, completed = get("created_at"), get("completed_at")
     return _Reading(
         title=title,
         title_key=title_key,
-        priority=None if scoped else _text_or_none(item.get("priority"), numbers=False),
-        status=_scoped_status(item.get("status")) if scoped else None,
-        order=order if scoped and isinstance(order, int) and not isinstance(order, bool) else None,
-        created_at=timestamp_or_none(item.get("created_at")),
-        completed_at=timestamp_or_none(item.get("completed_at")),
-        skill=_text_or_none(item.get("assigned_skill")),
-        project_id=_text_or_none(item.get("project_id")),
-        agent_id=_text_or_none(item.get("agent_id")),
-        user_id=_text_or_none(item.get("user_id")),
+        priority=priority
+        if priority is None or priority.__class__ is str
+        else _text_or_none(priority, numbers=False),
+        status=_scoped_status(get("status")) if scoped else None,
+        order=order if isinstance(order, int) and not isinstance(order, bool) else None,
+        created_at=None if created is None else timestamp_or_none(created),
+        completed_at=None if completed is None else timestamp_or_none(completed),
+        skill=skill if skill is None or skill.__class__ is str else _text_or_none(skill),
+        project_id=project if project is None or project.__class__ is str else _text_or_none(project),
+        agent_id=agent if agent is None or agent.__class__ is str else _text_or_none(agent),
+        user_id=user if user is None or user.__class__ is str else _text_or_none(user),
     )
 
 

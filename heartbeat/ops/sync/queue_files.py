@@ -9,8 +9,8 @@ metadata list it did not change.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import MISSING, fields, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -106,9 +106,9 @@ def import_tasks(
 
 def _insert_records(db: Db, records: list[tasks_json.QueueRecord], now: datetime) -> list[int]:
     """INSERT a task for each record new in tasks.json with one executemany (the columns
-    :func:`_task_of` gives it), each with the pk it would have got inserted on its own (the
-    transaction holds the write lock: SQLite numbers rows after the highest pk, PostgreSQL takes
-    them from the table's sequence); their pks, in order."""
+    :func:`_fresh` gives it; the others keep their defaults), each with the pk it would have got
+    inserted on its own (the transaction holds the write lock: SQLite numbers rows after the
+    highest pk, PostgreSQL takes them from the table's sequence); their pks, in order."""
     if not records:
         return []
     if db.sqlite:
@@ -116,29 +116,87 @@ def _insert_records(db: Db, records: list[tasks_json.QueueRecord], now: datetime
         pks: list[int] = list(range(start, start + len(records)))
     else:
         pks = sorted(pk for (pk,) in db.rows(SQL.next_task_pks_pg, {"n": len(records)}))
-    columns = TASKS.columns
-    at = {name: i for i, name in enumerate(columns)}
-    blank = [_DEFAULTS[name] for name in columns]  # plain values: _fresh sets the rest
-    stamps: dict[datetime, Any] = {}  # the import's times are mostly a few: bound once each
-    times, jsons, flags = TASKS.times, TASKS.json, TASKS.flags
-    rows = []
-    for record, pk in zip(records, pks, strict=True):
-        row = blank.copy()
-        row[at["pk"]] = pk
-        for name, value in _fresh(record, now).items():  # the import's inner loop: inline
-            if value is not None:
-                if name in times:
-                    value = stamps.get(value) or stamps.setdefault(value, db.time(value))
-                elif name in jsons:
-                    value = db.json(value)
-                elif name in flags:
-                    value = db.flag(value)
-                elif type(value) is TaskStatus:
-                    value = value.value
-            row[at[name]] = value
-        rows.append(row)
-    db.insert_many(TASKS.name, columns, rows, json=TASKS.json)
+    values = _fresh_binder(db, now)
+    rows = [values(record, pk) for record, pk in zip(records, pks, strict=True)]
+    db.insert_many(TASKS.name, FRESH_COLUMNS, rows, json=TASKS.json)
     return pks
+
+
+# the columns :func:`_fresh` sets, as :func:`_fresh_values` binds them
+FRESH_COLUMNS = (
+    "pk",
+    "id",
+    "scope",
+    "source",
+    "title",
+    "status",
+    "priority",
+    "priority_rank",
+    "position",
+    "blocked_by",
+    "extra",
+    "created_at",
+    "completed_at",
+    "skill",
+    "project_id",
+    "agent_id",
+    "user_id",
+    "follow_up",
+    "attempts",
+    "version",
+    "updated_at",
+    "last_update_at",
+)
+
+
+def _fresh_values(db: Db, record: tasks_json.QueueRecord, pk: int, now: datetime) -> tuple[Any, ...]:
+    """:func:`_fresh`'s columns of ``record`` as bound values, in :data:`FRESH_COLUMNS`' order."""
+    return _fresh_binder(db, now)(record, pk)
+
+
+def _fresh_binder(db: Db, now: datetime) -> Callable[[tasks_json.QueueRecord, int], tuple[Any, ...]]:
+    """:func:`_fresh_values` for one import (the import's inner loop: written out, with what is the
+    same for every task bound once; tests hold it to :func:`_fresh`)."""
+    time, json_of = db.time, db.json
+    at, no, doing = time(now), db.flag(False), TaskStatus.DOING
+    stamps: dict[datetime, Any] = {}  # a file's creation times are often a few: each bound once
+
+    def bound(value: datetime | None) -> Any:
+        if value is None:
+            return None
+        text = stamps.get(value)
+        if text is None:
+            text = stamps[value] = time(value)
+        return text
+
+    def values(record: tasks_json.QueueRecord, pk: int) -> tuple[Any, ...]:
+        status = TaskStatus(record.status)
+        return (
+            pk,
+            record.id,
+            record.scope,
+            SOURCE,
+            record.title,
+            status.value,
+            record.priority,
+            priority_rank(record.priority),
+            record.position,
+            record.blocked_by,
+            json_of(record.fields),
+            bound(record.created_at or now),
+            bound(record.completed_at),
+            record.skill,
+            record.project_id,
+            record.agent_id,
+            record.user_id,
+            no,
+            1 if status is doing else 0,
+            1,
+            at,
+            at,
+        )
+
+    return values
 
 
 def _insert_events(
@@ -892,10 +950,6 @@ def _fresh(record: tasks_json.QueueRecord, now: datetime) -> dict[str, Any]:
         last_update_at=now,
     )
     return values
-
-
-# a task row's defaults, by column (what a new row holds where :func:`_fresh` says nothing)
-_DEFAULTS = {f.name: None if f.default is MISSING else f.default for f in fields(TaskRow)}
 
 
 def _error_identity(item: Mapping[str, Any]) -> tuple[str, ...]:

@@ -1,0 +1,87 @@
+"""The first import of tasks.json binds each new task's row in bulk (``_fresh_values``): exactly the
+columns and values ``_fresh`` says a new task holds, bound as the ledger stores them; the other
+columns keep the table's defaults. On both backends."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from heartbeat import Ledger
+from heartbeat.db.shape import TASKS
+from heartbeat.db.status import TaskStatus
+from heartbeat.formats.tasks_json import QueueRecord
+from heartbeat.ops.sync.queue_files import FRESH_COLUMNS, _fresh, _fresh_values
+
+NOW = datetime(2026, 5, 1, 9, 0, 0, 250, tzinfo=UTC)
+maybe_text = st.one_of(st.none(), st.sampled_from(["", "deep-research", "p-1", "é"]))
+times = st.one_of(st.none(), st.just(datetime(2026, 4, 25, 12, tzinfo=UTC)))
+records = st.builds(
+    QueueRecord,
+    id=st.sampled_from(["t-1", "42", "task-0000001"]),
+    scope=st.sampled_from(["", "_round3_extension.q"]),
+    status=st.sampled_from(["todo", "doing", "done", "failed"]),
+    title=st.sampled_from(["job", ""]),
+    priority=st.sampled_from([None, "high", "critical", "urgent"]),
+    position=st.integers(0, 5),
+    blocked_by=st.one_of(st.none(), st.just("blocked_on_x: translator")),
+    fields=st.dictionaries(st.sampled_from(["id", "note", "n"]), st.integers(0, 3) | maybe_text, max_size=3),
+    created_at=times,
+    completed_at=times,
+    skill=maybe_text,
+    project_id=maybe_text,
+    agent_id=maybe_text,
+    user_id=maybe_text,
+)
+
+
+def _bound(db: Any, name: str, value: Any) -> Any:
+    """A value of :func:`_fresh` as the ledger binds it (the generic path of a row's columns)."""
+    if value is None:
+        return None
+    if name in TASKS.times:
+        return db.time(value)
+    if name in TASKS.json:
+        return db.json(value)
+    if name in TASKS.flags:
+        return db.flag(value)
+    return value.value if isinstance(value, TaskStatus) else value
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(record=records)
+def test_a_new_tasks_bound_row_is_what_fresh_says(db_url: str, workspace: Path, record: QueueRecord) -> None:
+    with Ledger.open(workspace, db=db_url) as ledger, ledger.ctx.read() as db:
+        got = dict(zip(FRESH_COLUMNS, _fresh_values(db, record, 7, NOW), strict=True))
+        expected = {name: _bound(db, name, value) for name, value in _fresh(record, NOW).items()}
+    assert got == {"pk": 7, **expected}
+
+
+def test_an_imported_task_holds_the_tables_defaults_elsewhere(db_url: str, workspace: Path) -> None:
+    doc = {
+        "pending": [{"id": "t1", "priority": "high", "description": "job", "project_id": "p"}],
+        "in_progress": [{"id": "t2", "description": "busy", "created_at": "2026-04-25T12:00:00Z"}],
+        "completed": [],
+        "failed": [],
+    }
+    src = workspace / "seed.json"
+    src.write_text(json.dumps(doc))
+    with Ledger.open(workspace, db=db_url, now=NOW) as ledger:
+        ledger.import_file("tasks-json", src)
+        with ledger.ctx.read() as db:
+            rows = db.dicts(
+                "SELECT id, status, attempts, version, follow_up, risk, due_at, next_action, claim, "
+                "idempotency_key, external_key, synced_hash FROM tasks ORDER BY id"
+            )
+    assert [(r["id"], r["status"], r["attempts"], r["version"], bool(r["follow_up"])) for r in rows] == [
+        ("t1", "todo", 0, 1, False),
+        ("t2", "doing", 1, 1, False),
+    ]
+    for row in rows:
+        rest = {k: row[k] for k in row if k not in ("id", "status", "attempts", "version", "follow_up")}
+        assert set(rest.values()) == {None}, rest
