@@ -31,23 +31,11 @@ values = st.one_of(
     st.sampled_from(STAMPS),
     st.lists(st.integers(0, 2), max_size=2),
 )
-KEYS = [
-    "id",
-    "task_id",
-    "description",
-    "title",
-    "priority",
-    "status",
-    "order",
-    "assigned_skill",
-    "project_id",
-    "agent_id",
-    "user_id",
-    "created_at",
-    "completed_at",
-    "gh_issue",
-    "note",
-]
+_KEYS = (
+    "id task_id description title priority status order assigned_skill project_id agent_id user_id "
+    "created_at completed_at gh_issue note"
+)
+KEYS = _KEYS.split()
 fields = st.dictionaries(st.sampled_from(KEYS), values, max_size=10)
 maybe_text = st.one_of(st.none(), texts)
 

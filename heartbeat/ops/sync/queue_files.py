@@ -123,30 +123,11 @@ def _insert_records(db: Db, records: list[tasks_json.QueueRecord], now: datetime
 
 
 # the columns :func:`_fresh` sets, as :func:`_fresh_values` binds them
-FRESH_COLUMNS = (
-    "pk",
-    "id",
-    "scope",
-    "source",
-    "title",
-    "status",
-    "priority",
-    "priority_rank",
-    "position",
-    "blocked_by",
-    "extra",
-    "created_at",
-    "completed_at",
-    "skill",
-    "project_id",
-    "agent_id",
-    "user_id",
-    "follow_up",
-    "attempts",
-    "version",
-    "updated_at",
-    "last_update_at",
+_FRESH = (
+    "pk id scope source title status priority priority_rank position blocked_by extra created_at "
+    "completed_at skill project_id agent_id user_id follow_up attempts version updated_at last_update_at"
 )
+FRESH_COLUMNS = tuple(_FRESH.split())
 
 
 def _fresh_values(db: Db, record: tasks_json.QueueRecord, pk: int, now: datetime) -> tuple[Any, ...]:
