@@ -202,7 +202,8 @@ def test_the_claim_reads_no_task_it_does_not_need(ledger: Ledger, workspace: Pat
     ledger.import_file("tasks-json", source)
     with ledger.ctx.read() as db:
         dialect = queue.Dialect("sqlite" if db.sqlite else "postgresql")
-        params = {"scope": "", "now": START, "worker": "w", "lease_until": START, "claim": "c" * 24}
+        at = dialect.time(START)  # bound as the queue binds it
+        params = {"scope": "", "now": at, "worker": "w", "lease_until": at, "claim": "c" * 24}
         for name in ("claim_checked_legacy", "claim_checked", "preflight", "any_scoped"):
             cur = db.raw.cursor()
             explain = "EXPLAIN QUERY PLAN " if db.sqlite else "EXPLAIN "
