@@ -67,12 +67,26 @@ def splice_edits(text: str, layout: Layout, records: Sequence[QueueRecord]) -> t
 
 def apply(text: str, edits: Sequence[Edit]) -> str:
     """``text`` with ``edits`` made one after the other; ValueError for an edit outside the text
-    it is made on (kept edits are read back from the ledger)."""
+    it is made on (kept edits are read back from the ledger).
+
+    Edits that each end before the one before them starts (a splice's, last first) leave each
+    other's places as they are: a run of them is made in one pass over the text, not one copy of
+    a large text per edit."""
+    pieces: list[str] = []  # the run so far, from its end backwards
+    cut = len(text)  # where the run's first edit starts
     for start, end, new in edits:
+        if pieces and end > cut:  # not after the run: make it, then go on from its text
+            pieces.append(text[:cut])
+            text, pieces = "".join(reversed(pieces)), []
+            cut = len(text)
         if not 0 <= start <= end <= len(text):
             raise ValueError(f"edit {start}:{end} outside a text of {len(text)} characters")
-        text = text[:start] + new + text[end:]
-    return text
+        pieces += (text[end:cut], new)
+        cut = start
+    if not pieces:
+        return text
+    pieces.append(text[:cut])
+    return "".join(reversed(pieces))
 
 
 def _legacy(text: str, layout: Layout, record: QueueRecord, start: int, end: int) -> list[Edit] | None:

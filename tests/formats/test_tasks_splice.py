@@ -187,3 +187,33 @@ def test_an_edit_outside_its_text_is_refused() -> None:
     for edits in ([(2, 1, "x")], [(0, 7, "")], [(-1, 0, "")], [(0, 6, ""), (0, 1, "")]):
         with pytest.raises(ValueError, match="outside"):
             apply("abcdef", edits)
+
+
+def _one_by_one(text: str, edits: list[tuple[int, int, str]]) -> str | None:
+    """Each edit made on the text the ones before it left (None: one falls outside it)."""
+    for start, end, new in edits:
+        if not 0 <= start <= end <= len(text):
+            return None
+        text = text[:start] + new + text[end:]
+    return text
+
+
+_EDIT = st.tuples(st.integers(-2, 14), st.integers(-2, 14), st.text("xyz", max_size=4))
+
+
+@given(st.text("abcdef", max_size=12), st.lists(_EDIT, max_size=5))
+def test_edits_made_in_one_pass_are_the_edits_made_one_by_one(text: str, edits: list) -> None:
+    """apply makes a run of edits that each end before the last one's start in one pass; any
+    list of edits gives the text made one edit at a time, or a ValueError where that fails."""
+    expected = _one_by_one(text, edits)
+    if expected is None:
+        with pytest.raises(ValueError, match="outside"):
+            apply(text, edits)
+    else:
+        assert apply(text, edits) == expected
+
+
+def test_a_splices_edits_last_first_are_made_in_one_pass() -> None:
+    assert apply("0123456789", [(8, 9, "E"), (5, 5, "+"), (1, 3, "")]) == "034+567E9"
+    # an edit after the one before it: that run is made first
+    assert apply("0123456789", [(2, 3, "X"), (5, 6, "Y"), (0, 1, "Z")]) == "Z1X34Y6789"

@@ -244,3 +244,27 @@ def test_every_rename_is_followed_by_a_sync_of_its_directory(
     synced.clear()
     files.atomic_write(tmp_path / "other.md", "x\n")
     assert str(tmp_path) in synced
+
+
+def test_a_file_is_read_whole_whatever_its_size_says(tmp_path: Path) -> None:
+    """read_fd reads the size the file has in one read, and reads on to its end: a file larger
+    than one read's chunk comes back whole, and so does one whose size the system reports as 0
+    (a /proc file), and one that grew since the last read."""
+    from heartbeat.ops.sync.files import read_fd
+
+    big = tmp_path / "big"
+    data = bytes(range(256)) * 9000  # 2.3 MB
+    big.write_bytes(data)
+    fd = os.open(big, os.O_RDWR)
+    try:
+        assert read_fd(fd) == data
+        os.pwrite(fd, b"grown", len(data))  # the size read_fd takes next is the new one
+        assert read_fd(fd) == data + b"grown"
+    finally:
+        os.close(fd)
+    fd = os.open("/proc/self/status", os.O_RDONLY)
+    try:
+        assert os.fstat(fd).st_size == 0
+        assert b"Name:" in read_fd(fd)
+    finally:
+        os.close(fd)

@@ -112,10 +112,12 @@ def read_quiet(path: Path) -> bytes:
 
 
 def read_fd(fd: int) -> bytes:
-    """Everything in the open file, from its start."""
-    chunks: list[bytes] = []
-    offset = 0
-    while True:
+    """Everything in the open file, from its start: one read of the size it has now (one byte
+    more, for a file that grew meanwhile), then reads until one finds the end."""
+    size = os.fstat(fd).st_size
+    chunks: list[bytes] = [os.pread(fd, size + 1, 0)] if size else []
+    offset = len(chunks[0]) if chunks else 0
+    while True:  # until a read finds the end (one join of a single chunk copies nothing)
         chunk = os.pread(fd, 1 << 20, offset)
         if not chunk:
             return b"".join(chunks)
