@@ -473,6 +473,9 @@ def bulk_outcomes(
     t = tables(ledger)
     times = diurnal_times(rng, start, end, n, zone)
     serial = count(ledger, "tasks")
+    # the ids hb gave the simulated tasks are random task-<8 hex>: a numbered one may be taken
+    with ledger.engine.connect() as conn:
+        taken = {row[0] for row in conn.exec_driver_sql("SELECT id FROM tasks")}
     repeat_rules = [r for r in rules if r[2] != "proactive"] or rules
     for size in chunks(n, 20_000):
         batch, times = times[:size], times[size:]
@@ -501,6 +504,8 @@ def bulk_outcomes(
                 )
                 continue
             serial += 1
+            while f"task-{serial:08x}" in taken:
+                serial += 1
             skill = rng.choice(SKILLS)
             scope = rng.choices(SCOPES, (5, 3, 2))[0]
             took = duration_s(rng, skill)
