@@ -1092,13 +1092,14 @@ def _pg_dsn(url: str) -> str:
     return url.replace("postgresql+psycopg://", "postgresql://", 1)
 
 
-def _pg_database(base: str, name: str) -> str:
-    """A fresh database ``name`` on the server of ``base`` (dropped first); its URL."""
+def _pg_database(base: str, name: str, template: str | None = None) -> str:
+    """A fresh database ``name`` on the server of ``base`` (dropped first; a copy of ``template``
+    when given); its URL."""
     import psycopg
 
     with psycopg.connect(_pg_dsn(base), autocommit=True) as con:
         con.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        con.execute(f'CREATE DATABASE "{name}"')
+        con.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
     head, _, _ = base.rpartition("/")
     return f"{head}/{name}"
 
@@ -1175,17 +1176,6 @@ def _pg_pool(
     return elapsed, [tid for part in parts for tid in part[0]]
 
 
-def _pg_copy(base: str, template: str, name: str) -> str:
-    """A fresh database ``name`` made from ``template`` (dropped first); its URL."""
-    import psycopg
-
-    with psycopg.connect(_pg_dsn(base), autocommit=True) as con:
-        con.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        con.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
-    head, _, _ = base.rpartition("/")
-    return f"{head}/{name}"
-
-
 def bench_postgres(n: int, workers: int = 8) -> None:
     """8. PostgreSQL: pop+complete pairs/s of hb's API against a bare SKIP LOCKED queue.
 
@@ -1216,7 +1206,7 @@ def bench_postgres(n: int, workers: int = 8) -> None:
         lost = {"raw": 0, "hb": 0}
         for key in ("raw", "hb", "hb", "raw") * 2:
             _, fn, template = sides[key]
-            url = _pg_copy(base, template, names[2])
+            url = _pg_database(base, names[2], template)
             elapsed, ids = _pg_pool(fn, url, workers)
             dups[key] += len(ids) - len(set(ids))
             lost[key] += n - len(set(ids))

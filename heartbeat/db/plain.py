@@ -14,7 +14,6 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from heartbeat.formats.timestamps import TWO_DIGITS as _TWO
 from heartbeat.formats.timestamps import date_time_text
 
 _PARAM = re.compile(r"(?<![:\w]):(\w+)")
@@ -38,18 +37,8 @@ def stamp(value: datetime) -> str:
 
 
 def sqlite_time(value: datetime | None) -> str | None:
-    """A time parameter for SQLite: its stored text (:func:`bind_time`; :func:`stamp` written
-    out, as it binds every time of every queue operation)."""
-    if value is None:
-        return None
-    if value.tzinfo is not UTC:
-        value = value.astimezone(UTC)
-    two = _TWO
-    year = value.year
-    return (
-        f"{year if year > 999 else f'{year:04d}'}-{two[value.month]}-{two[value.day]} "
-        f"{two[value.hour]}:{two[value.minute]}:{two[value.second]}.{value.microsecond:06d}"
-    )
+    """A time parameter for SQLite: its stored text (:func:`bind_time`)."""
+    return None if value is None else stamp(value)
 
 
 def bind_time(value: datetime | None, *, sqlite: bool) -> Any:

@@ -278,8 +278,9 @@ SQL["done_pg"] = (
 LAST_RUN = {
     "record": "SELECT pk, record FROM runs WHERE record IS NOT NULL ORDER BY pk DESC LIMIT 1",
     "completion": (
-        "SELECT o.after_run, o.task_id, o.scope, o.skill, o.result, o.completed_at, t.title, t.project_id, "
-        "t.agent_id, t.user_id, t.extra FROM outcomes o LEFT JOIN tasks t ON t.pk = o.task_pk "
+        # named as a task row's columns, for last_run_record
+        "SELECT o.after_run, o.task_id AS id, o.scope, o.skill, o.result, o.completed_at, t.title, "
+        "t.project_id, t.agent_id, t.user_id, t.extra FROM outcomes o LEFT JOIN tasks t ON t.pk = o.task_pk "
         "WHERE o.after_run IS NOT NULL ORDER BY o.pk DESC LIMIT 1"
     ),
 }
@@ -416,9 +417,7 @@ class Tx:
         found = cur.fetchall()
         if not found:
             return []
-        names = self.d.names.get(key)
-        if names is None:  # a statement's columns never change: psycopg builds them at a cost
-            names = self.d.names[key] = [c[0] for c in cur.description]
+        names = self.d.names.get(key) or self._names(key)
         return [dict(zip(names, row, strict=True)) for row in found]
 
     def row(self, key: str, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -429,10 +428,14 @@ class Tx:
         found = cur.fetchall()
         if not found:
             return None
-        names = self.d.names.get(key)
-        if names is None:
-            names = self.d.names[key] = [c[0] for c in cur.description]
+        names = self.d.names.get(key) or self._names(key)
         return dict(zip(names, found[0], strict=True))
+
+    def _names(self, key: str) -> list[str]:
+        """The column names of statement ``key``'s rows, from the cursor that just ran it, kept
+        (a statement's columns never change: psycopg builds them at a cost)."""
+        names = self.d.names[key] = [c[0] for c in self.cur.description]
+        return names
 
     def task(self, row: dict[str, Any], times: tuple[str, ...] = ()) -> dict[str, Any]:
         """Normalise a task row read through this module (times aware UTC, JSON decoded);
@@ -875,29 +878,15 @@ def complete(
 
 def last_run_of(db: plain.Conn) -> dict[str, Any] | None:
     """last-run.json's object as the ledger has it now (see :data:`LAST_RUN`), or None."""
-    from heartbeat.formats.tasks_json import last_run_entry
-
     found = db.rows(LAST_RUN["record"])
     run = found[0] if found else None
     got = db.dicts(LAST_RUN["completion"])
     if not got or (run is not None and got[0]["after_run"] < run[0]):
         return None if run is None else db.read_json(run[1])
     done = got[0]
-    extra = db.read_json(done["extra"]) or {}
-    return last_run_entry(
-        timestamp=db.read_time(done["completed_at"]),  # type: ignore[arg-type]
-        task_id=done["task_id"],
-        status="completed",
-        description=done["title"],
-        assigned_skill=done["skill"],
-        project_id=done["project_id"],
-        agent_id=done["agent_id"],
-        user_id=done["user_id"],
-        outcome=db.read_json(done["result"]),
-        trace_id=extra.get("trace_id"),
-        decision_log=extra.get("decision_log"),
-        scope=done["scope"] or None,
-    )
+    done["extra"] = db.read_json(done["extra"])
+    completed_at = db.read_time(done["completed_at"])  # never null on an outcome row
+    return last_run_record(done, completed_at, "completed", db.read_json(done["result"]))  # type: ignore[arg-type]
 
 
 def _outcome(tx: Tx, row: dict[str, Any], at: Any, now: datetime, *, success: bool, result: Any) -> None:

@@ -360,13 +360,17 @@ def _record(
     )
 
 
-def _reading(item: Mapping[str, Any], task_id: str, *, scoped: bool) -> _Reading:
-    title, title_key = task_id, "description"
+def _title(item: Mapping[str, Any], task_id: str) -> tuple[str, str]:
+    """A task object's title and the key that holds it (its id under "description" when none)."""
     for key in ("description", "title"):
         value = item.get(key)
         if isinstance(value, str):
-            title, title_key = value, key
-            break
+            return value, key
+    return task_id, "description"
+
+
+def _reading(item: Mapping[str, Any], task_id: str, *, scoped: bool) -> _Reading:
+    title, title_key = _title(item, task_id)
     get = item.get
     # the who/what fields are text, or null, in nearly every object: read so without a call
     skill, project, agent, user = get("assigned_skill"), get("project_id"), get("agent_id"), get("user_id")
@@ -378,9 +382,7 @@ def _reading(item: Mapping[str, Any], task_id: str, *, scoped: bool) -> _Reading
     return _Reading(
         title=title,
         title_key=title_key,
-        priority=priority
-        if priority is None or priority.__class__ is str
-        else _text_or_none(priority, numbers=False),
+        priority=priority,
         status=_scoped_status(get("status")) if scoped else None,
         order=order if isinstance(order, int) and not isinstance(order, bool) else None,
         created_at=None if created is None else timestamp_or_none(created),
@@ -683,12 +685,7 @@ def render_over(
     current = _id_text(out.get(id_key))
     if task_id != current:
         out[id_key] = task_id
-    title_key, title_was = "description", current or ""
-    for key in ("description", "title"):
-        value = out.get(key)
-        if isinstance(value, str):
-            title_key, title_was = key, value
-            break
+    title_was, title_key = _title(out, current or "")
     if title != title_was:
         out[title_key] = title
     if scoped:

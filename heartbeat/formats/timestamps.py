@@ -92,7 +92,7 @@ def format_timestamp(dt: datetime) -> str:
 
 # "00" ... "99": the two-digit fields of a date and time, looked up (datetime.isoformat formats
 # each number through C's printf, three times the cost of the whole text put together here)
-TWO_DIGITS = _TWO = [f"{i:02d}" for i in range(100)]
+_TWO = [f"{i:02d}" for i in range(100)]
 
 
 def date_time_text(value: datetime, sep: str = " ") -> str:

@@ -122,7 +122,7 @@ def _insert_records(db: Db, records: list[tasks_json.QueueRecord], now: datetime
     return pks
 
 
-# the columns :func:`_fresh` sets, as :func:`_fresh_values` binds them
+# the columns :func:`_fresh` sets, as :func:`_fresh_binder`'s function binds them
 _FRESH = (
     "pk id scope source title status priority priority_rank position blocked_by extra created_at "
     "completed_at skill project_id agent_id user_id follow_up attempts version updated_at last_update_at"
@@ -130,14 +130,10 @@ _FRESH = (
 FRESH_COLUMNS = tuple(_FRESH.split())
 
 
-def _fresh_values(db: Db, record: tasks_json.QueueRecord, pk: int, now: datetime) -> tuple[Any, ...]:
-    """:func:`_fresh`'s columns of ``record`` as bound values, in :data:`FRESH_COLUMNS`' order."""
-    return _fresh_binder(db, now)(record, pk)
-
-
 def _fresh_binder(db: Db, now: datetime) -> Callable[[tasks_json.QueueRecord, int], tuple[Any, ...]]:
-    """:func:`_fresh_values` for one import (the import's inner loop: written out, with what is the
-    same for every task bound once; tests hold it to :func:`_fresh`)."""
+    """For one import, the function that gives :func:`_fresh`'s columns of a record (and its pk)
+    as bound values, in :data:`FRESH_COLUMNS`' order: the import's inner loop, written out, with
+    what is the same for every task bound once (tests hold it to :func:`_fresh`)."""
     time, json_of = db.time, db.json
     at, no, doing = time(now), db.flag(False), TaskStatus.DOING
     stamps: dict[datetime, Any] = {}  # a file's creation times are often a few: each bound once
