@@ -164,8 +164,9 @@ def views_section() -> list[str]:
     out = [
         "## Views",
         "",
-        "Created by migration 0002 in SQL that SQLite and PostgreSQL both run (shown here as",
-        "SQLite has it). Medians are the mean of the middle two values; p95 is the nearest rank,",
+        "Created by migrations 0002, 0006 and 0009 (shown here as SQLite has them; PostgreSQL's",
+        "`outcomes_by_*` compute the same columns with ordered-set aggregates). Medians are the",
+        "mean of the middle two values; p95 is the nearest rank,",
         "the ceil(0.95 n)-th smallest. `outcomes_by_day` groups by UTC day; `hb report outcomes",
         "--by day` uses the workspace's local days. Notifications carry their local day.",
         "",

@@ -295,7 +295,8 @@ class Outcome(Base):
             postgresql_where=text("after_run IS NOT NULL"),
         ),
         # hb report: covering indexes (revision 0002, the second one 0003). Per local day: a
-        # range of the first (it replaces 0001's ix_outcomes_completed_at, its prefix). Per
+        # range of the first (it replaces 0001's ix_outcomes_completed_at, its prefix; the
+        # outcomes_by_day view of 0009 reads each UTC day as such a range too). Per
         # skill, scope or source: the (scope, skill, source) groups of the second, each
         # ordered by duration, so medians / p95 are short index walks.
         Index("ix_outcomes_completed_at_duration_s", "completed_at", "duration_s", "success"),

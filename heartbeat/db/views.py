@@ -1,6 +1,6 @@
 """The reporting views: their names and what their columns mean.
 
-The views themselves are created by migrations 0002 and 0006 (migrations/versions); this
+The views themselves are created by migrations 0002, 0006 and 0009 (migrations/versions); this
 module names them for Alembic's comparison (views are not tables) and
 describes them for docs/schema.md. Standard library only: every ``hb``
 invocation that migrates imports it.
