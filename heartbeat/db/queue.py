@@ -32,7 +32,7 @@ it): a pop writes about four pages, a completion about nine.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
@@ -282,6 +282,13 @@ LAST_RUN = {
         "SELECT o.after_run, o.task_id AS id, o.scope, o.skill, o.result, o.completed_at, t.title, "
         "t.project_id, t.agent_id, t.user_id, t.extra FROM outcomes o LEFT JOIN tasks t ON t.pk = o.task_pk "
         "WHERE o.after_run IS NOT NULL ORDER BY o.pk DESC LIMIT 1"
+    ),
+    # the task of the newest such completion (one step of ix_outcomes_last_run)
+    "completed_task": "SELECT task_pk FROM outcomes WHERE after_run IS NOT NULL ORDER BY pk DESC LIMIT 1",
+    # the record kept as it reads now, before the task it is read from changes or goes
+    "kept": (
+        "INSERT INTO runs (kind, scope, status, started_at, finished_at, task_id, record) "
+        "VALUES ('last-run', :scope, 'ok', :at, :at, :task_id, {json:record})"
     ),
 }
 
@@ -878,15 +885,38 @@ def complete(
 
 def last_run_of(db: plain.Conn) -> dict[str, Any] | None:
     """last-run.json's object as the ledger has it now (see :data:`LAST_RUN`), or None."""
+    return _last_run(db)[0]
+
+
+def _last_run(db: plain.Conn) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(last-run.json's object, the completion's row when the object is read from one)."""
     found = db.rows(LAST_RUN["record"])
     run = found[0] if found else None
     got = db.dicts(LAST_RUN["completion"])
     if not got or (run is not None and got[0]["after_run"] < run[0]):
-        return None if run is None else db.read_json(run[1])
+        return (None if run is None else db.read_json(run[1])), None
     done = got[0]
     done["extra"] = db.read_json(done["extra"])
-    completed_at = db.read_time(done["completed_at"])  # never null on an outcome row
-    return last_run_record(done, completed_at, "completed", db.read_json(done["result"]))  # type: ignore[arg-type]
+    completed_at = done["completed_at"] = db.read_time(done["completed_at"])  # never null here
+    record = last_run_record(done, completed_at, "completed", db.read_json(done["result"]))  # type: ignore[arg-type]
+    return record, done
+
+
+def keep_last_run(db: plain.Conn, pks: Collection[int]) -> None:
+    """Before the tasks ``pks`` go or change a column the record reads (rows.LAST_RUN_COLUMNS):
+    when last-run.json's record is read from the completion of one of them, it is kept as a
+    runs row (kind ``last-run``) as it reads now, so that the file goes on saying what that
+    completion said (heartbeat.py wrote it once), whatever happens to the task later. One
+    index step when the newest completion is another task's."""
+    newest = db.one(LAST_RUN["completed_task"])
+    if newest is None or newest[0] not in pks:
+        return
+    record, done = _last_run(db)
+    if record is None or done is None:  # a runs row holds the record already
+        return
+    at = db.time(done["completed_at"])
+    params = {"scope": done["scope"] or None, "at": at, "task_id": done["id"], "record": db.json(record)}
+    db.execute(LAST_RUN["kept"], params)
 
 
 def _outcome(tx: Tx, row: dict[str, Any], at: Any, now: datetime, *, success: bool, result: Any) -> None:

@@ -52,6 +52,10 @@ class Row:
     __hash__ = object.__hash__  # rows are entities: equal only to themselves
 
 
+# the task columns a completion's last-run.json record reads (heartbeat.db.queue.LAST_RUN)
+LAST_RUN_COLUMNS = frozenset({"title", "project_id", "agent_id", "user_id", "extra"})
+
+
 @dataclass(eq=False)
 class TaskRow(Row):
     """A unit of work from any source (see :class:`heartbeat.db.models.Task`)."""

@@ -19,7 +19,7 @@ from importlib import resources
 from typing import Any, TypeVar
 
 from heartbeat.db.plain import Conn, bind_time, read_time
-from heartbeat.db.rows import _LOADED, _TRACKER, Row, TaskRow
+from heartbeat.db.rows import _LOADED, _TRACKER, LAST_RUN_COLUMNS, Row, TaskRow
 from heartbeat.db.shape import Shape
 from heartbeat.db.status import TaskStatus
 
@@ -244,6 +244,8 @@ class Db(Conn):
     def delete(self, row: Row) -> None:
         """DELETE ``row`` now; it is detached."""
         self.flush()
+        if isinstance(row, TaskRow) and row.pk is not None:
+            _keep_last_run(self, {row.pk})
         shape = row.shape
         where = " AND ".join(f"{c} = :{c}" for c in shape.key)
         self.execute(
@@ -259,6 +261,13 @@ class Db(Conn):
             return
         dirty = list(self._dirty)
         self._dirty.clear()  # the rows hold this very set: it is emptied, never replaced
+        recorded = {
+            row.pk
+            for row in dirty
+            if isinstance(row, TaskRow) and row.pk and not LAST_RUN_COLUMNS.isdisjoint(row.changed())
+        }
+        if recorded:  # read before the rows change
+            _keep_last_run(self, recorded)
         cur = self.raw.cursor()
         try:
             for row in dirty:
@@ -325,6 +334,12 @@ class Db(Conn):
         if isinstance(value, TaskStatus):
             return value.value
         return value
+
+
+def _keep_last_run(db: Db, pks: set[int]) -> None:
+    from heartbeat.db.queue import keep_last_run
+
+    keep_last_run(db, pks)
 
 
 @cache

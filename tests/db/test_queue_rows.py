@@ -179,13 +179,15 @@ def test_every_queue_statement_prepares_against_the_schema_at_head(ledger: Ledge
         dialect = queue.Dialect("sqlite" if db.sqlite else "postgresql")
         names = [k for k in queue.SQL if not (db.sqlite and "_pg_" in k + "_")]
         assert any("_pg_" in k + "_" for k in queue.SQL)  # PostgreSQL's own statements are named so
-        for name in names:
-            sql = dialect.sql(name)
+        statements = [(f"queue statement {name}", dialect.sql(name)) for name in names]
+        # last-run.json's reads and the kept record
+        statements += [(f"last-run statement {name}", db.sql(text)) for name, text in queue.LAST_RUN.items()]
+        for label, sql in statements:
             params = {a or b: None for a, b in re.findall(r"(?<![:\w]):(\w+)|%\((\w+)\)s", sql)}
             try:
                 db.raw.cursor().execute("EXPLAIN " + sql, params)
             except Exception as exc:
-                raise AssertionError(f"queue statement {name}: {exc}") from exc
+                raise AssertionError(f"{label}: {exc}") from exc
 
 
 def test_the_claim_reads_no_task_it_does_not_need(ledger: Ledger, workspace: Path) -> None:
@@ -232,3 +234,68 @@ def test_after_a_pop_the_ledgers_other_work_is_a_transaction_again(ledger: Ledge
     with ledger.ctx.read() as db:
         assert sorted(r[0] for r in db.rows("SELECT title FROM tasks")) == ["first", "second"]
     assert ledger.fail(ledger.list()[0]["id"], reason="retried later")["retry"] is True
+
+
+# --- last-run.json keeps a completion's record whatever happens to its task later ----------------
+
+
+def _kept(ledger: Ledger) -> list[tuple[Any, ...]]:
+    with ledger.ctx.read() as db:
+        return db.rows("SELECT kind, task_id FROM runs")
+
+
+def test_last_run_json_keeps_a_completion_whose_task_is_edited(ledger: Ledger) -> None:
+    """heartbeat.py writes last-run.json once, at the completion. hb reads a completion's record
+    from its outcome row and its task: before the task's title, project, agent, user or extra
+    change, the record is kept as a runs row as it reads then, once."""
+    added = ledger.add("Write the report", skill="writer", project_id="p1", agent_id="a1", user_id="u1")
+    got = ledger.pop(worker="w1")
+    assert got is not None
+    ledger.complete(got["id"], outcome={"pages": 3}, claim=got["claim"])
+    record = last_run(ledger)
+    assert record is not None and (record["description"], record["project_id"]) == ("Write the report", "p1")
+
+    ledger.update(added["id"], priority="low")  # no column the record reads: nothing kept
+    assert _kept(ledger) == []
+    ledger.update(added["id"], title="Write the long report", project_id="p2")
+    assert last_run(ledger) == record
+    assert _kept(ledger) == [("last-run", added["id"])]
+    ledger.update(added["id"], title="Write the longer report")  # kept already: no second row
+    assert last_run(ledger) == record
+    assert _kept(ledger) == [("last-run", added["id"])]
+
+    other = ledger.add("File the taxes")  # a newer completion is last-run.json's record again
+    got = ledger.pop(worker="w1")
+    assert got is not None and got["id"] == other["id"]
+    ledger.complete(got["id"], claim=got["claim"])
+    newer = last_run(ledger)
+    assert newer is not None and newer["task_id"] == other["id"] and newer["description"] == "File the taxes"
+    ledger.update(added["id"], title="Write it")  # an older completion's task: nothing kept
+    assert last_run(ledger) == newer and len(_kept(ledger)) == 1
+
+
+def test_last_run_json_keeps_a_completion_whose_task_left_tasks_json(db_url: str, workspace: Path) -> None:
+    """A task completed, then removed from tasks.json by hand: the next syncs leave last-run.json
+    as the completion wrote it (they rendered its description and project as null)."""
+    import json
+
+    state = workspace / ".agent" / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    task = {"id": "t1", "description": "Write the report", "priority": "high", "project_id": "p9"}
+    (state / "tasks.json").write_text(json.dumps({"pending": [task], "completed": []}))
+    with Ledger.open(workspace, db=db_url, now=START) as ledger:
+        ledger.sync()
+        got = ledger.pop(worker="w1")
+        assert got is not None
+        ledger.complete(got["id"], claim=got["claim"])
+        ledger.sync()
+    written = (state / "last-run.json").read_bytes()
+    assert json.loads(written)["description"] == "Write the report"
+
+    (state / "tasks.json").write_text(json.dumps({"pending": [], "completed": []}))
+    with Ledger.open(workspace, db=db_url, now=START + timedelta(minutes=5)) as ledger:
+        ledger.sync()
+        assert ledger.list(status="all") == []  # the task is gone from the ledger
+        ledger.add("Another")
+        ledger.sync()
+    assert (state / "last-run.json").read_bytes() == written

@@ -142,12 +142,16 @@ class Family:
         return out
 
     def delete(self, pks: Sequence[int]) -> None:
+        self.before_change(pks)
         for chunk in chunked(list(pks)):
             frag, params = in_list("pk", chunk)
             self.db.execute(f"DELETE FROM {self.shape.name} WHERE pk IN {frag}", params)
 
     def mine(self, data: Any) -> bool:
         return True
+
+    def before_change(self, pks: Sequence[int]) -> None:
+        """Called before these rows are deleted, or their titles or extras rewritten."""
 
     def row_record(self, data: Any) -> EntryRecord:
         raise NotImplementedError
@@ -228,6 +232,7 @@ class Family:
     def bookkeeping(self, rows: Sequence[tuple[Row, dict[str, Any]]]) -> None:
         """Record, in bulk, what each row looks like in its file now."""
         db = self.db
+        self.before_change([row.pk for row, _values in rows])
         db.executemany(
             f"UPDATE {self.shape.name} SET synced_hash = :synced_hash, extra = {{json:extra}}, "
             "external_key = :external_key, position = :position WHERE pk = :b_pk",

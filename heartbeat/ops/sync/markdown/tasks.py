@@ -5,11 +5,13 @@ Part of :mod:`heartbeat.ops.sync.markdown` (its docstring tells how the sync wor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from heartbeat.clock import isoformat
 from heartbeat.db import plain
+from heartbeat.db.queue import keep_last_run
 from heartbeat.db.shape import TASKS
 from heartbeat.db.status import ACTIVE_STATUSES, TaskStatus
 from heartbeat.formats.todo import Entry
@@ -68,6 +70,11 @@ class TaskFamily(Family):
         "lease_expires_at = :lease_expires_at, version = :version, updated_at = :updated_at, "
         "last_update_at = :last_update_at WHERE pk = :pk"
     )
+
+    def before_change(self, pks: Sequence[int]) -> None:
+        """last-run.json's record, when it is read from one of these tasks' completion, is kept
+        as it reads now (see :func:`heartbeat.db.queue.keep_last_run`)."""
+        keep_last_run(self.db, set(pks))
 
     def mark(self) -> Any:
         row = self.db.one(self._MARK[self.db.sqlite])
@@ -168,6 +175,7 @@ class TaskFamily(Family):
             if conflict:
                 detail["note"] = "changed in the file and in the ledger; the file won"
             events.append(self.history(task, "conflict" if conflict else "updated", detail, before))
+        self.before_change([u["pk"] for u in updates])
         db.executemany(self._UPDATE, updates)
         record_events(db, events, now, self.actor)
 
