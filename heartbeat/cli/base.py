@@ -42,6 +42,29 @@ def _translate(exc: BaseException) -> HbClickError | None:
 # Exit code of a failure hb did not foresee (sysexits.h EX_SOFTWARE): one line, no traceback
 # unless -v asked for it.
 INTERNAL_ERROR = 70
+# Exit code when whoever read hb's output stopped reading (``hb list --json | head``): what a
+# shell shows for a process that SIGPIPE ended (128 + 13). Nothing more is printed.
+OUTPUT_CLOSED = 141
+
+
+def output_closed() -> bool:
+    """Whether stdout is a pipe whose reader went away. Then it is pointed at /dev/null, so
+    that nothing else written to it (the flush at exit included) fails again."""
+    import os
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+        poll = select.poll()
+        poll.register(fd, 0)  # POLLERR is reported whatever was asked for
+        gone = any(event & select.POLLERR for _fd, event in poll.poll(0))
+    except (AttributeError, OSError, ValueError):  # no real stdout, or no poll on this system
+        return False
+    if gone:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    return gone
 
 
 class HbGroup(click.Group):
@@ -53,6 +76,8 @@ class HbGroup(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception as exc:
+            if isinstance(exc, BrokenPipeError) and output_closed():
+                raise click.exceptions.Exit(OUTPUT_CLOSED) from None
             mapped = _translate(exc)
             if mapped is None:
                 verbose = getattr(ctx.obj, "verbose", 0)

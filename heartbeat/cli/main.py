@@ -116,3 +116,17 @@ def run() -> Any:
         return main()
     finally:
         gc.freeze()
+        _flush_output()
+
+
+def _flush_output() -> None:
+    """Write what stdout still buffers now, not at exit: a reader that stopped reading
+    (``hb list | head``) ends hb with OUTPUT_CLOSED instead of Python's complaint on stderr."""
+    from heartbeat.cli.base import OUTPUT_CLOSED, output_closed
+
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        if not output_closed():
+            raise
+        raise SystemExit(OUTPUT_CLOSED) from None

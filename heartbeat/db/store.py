@@ -259,19 +259,18 @@ class Db(Conn):
         """Write the changed columns of every dirty row."""
         if not self._dirty:
             return
-        dirty = list(self._dirty)
+        changes = [(row, row.changed()) for row in self._dirty]
         self._dirty.clear()  # the rows hold this very set: it is emptied, never replaced
         recorded = {
             row.pk
-            for row in dirty
-            if isinstance(row, TaskRow) and row.pk and not LAST_RUN_COLUMNS.isdisjoint(row.changed())
+            for row, changed in changes
+            if isinstance(row, TaskRow) and row.pk and not LAST_RUN_COLUMNS.isdisjoint(changed)
         }
         if recorded:  # read before the rows change
             _keep_last_run(self, recorded)
         cur = self.raw.cursor()
         try:
-            for row in dirty:
-                changed = row.changed()
+            for row, changed in changes:
                 if not changed:
                     continue
                 shape = row.shape

@@ -7,6 +7,8 @@ import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from heartbeat import Ledger
 from heartbeat.db.rows import TaskRow
 from heartbeat.db.status import TaskStatus
@@ -64,3 +66,37 @@ def test_listing_holds_one_batch_of_tasks_at_a_time(workspace: Path) -> None:
     assert count == 20_000
     # the 20,000 task objects held at once take over 80 MB; one batch of 500 about 2
     assert peak < 8 * 1024 * 1024, f"peak {peak / 1e6:.1f} MB"
+
+
+def test_a_reader_that_stops_reading_ends_hb_quietly_with_141(workspace: Path) -> None:
+    """``hb list --json | head``: when the reader closes the pipe, hb stops with 141 (what a shell
+    shows for a process SIGPIPE ended) and nothing on stderr, not an internal error (70)."""
+    import subprocess
+    import sys
+
+    _fill(workspace, 3000)  # more output than a pipe buffers
+    for argv in (["list", "--json"], ["sql", "--format", "csv", "SELECT * FROM tasks"]):
+        with subprocess.Popen(
+            [sys.executable, "-m", "heartbeat", *argv],
+            cwd=workspace,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        ) as proc:
+            assert proc.stdout is not None and proc.stderr is not None
+            assert proc.stdout.read(100)  # the first bytes, then the reader goes away
+            proc.stdout.close()
+            err = proc.stderr.read()
+            assert (proc.wait(timeout=60), err) == (141, b""), argv
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_still_an_internal_error(
+    hb: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from heartbeat.ledger import Ledger
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(Ledger, "iter_list", broken)
+    result = hb("list", code=70)
+    assert result.stderr.startswith("hb: internal error: BrokenPipeError")
