@@ -35,7 +35,7 @@ def load(text: str, *, object_pairs_hook: Any = None) -> Any:
     a number too long to convert, or nesting too deep for the reader (never a bare ValueError
     or RecursionError)."""
     try:
-        return json.loads(text, object_pairs_hook=object_pairs_hook)
+        value = json.loads(text, object_pairs_hook=object_pairs_hook)
     except json.JSONDecodeError as exc:
         raise FileFormatError(f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
     except RecursionError:
@@ -47,6 +47,29 @@ def load(text: str, *, object_pairs_hook: Any = None) -> Any:
         digits = len(long.group(0).lstrip("-")) if long else 0
         reason = f"a number with {digits} digits (at most 4300)" if long else str(exc).split(";")[0]
         raise FileFormatError(f"invalid JSON: {reason}", line=line, column=column) from None
+    if "\\ud" in text or "\\uD" in text:  # an escaped surrogate: half of a pair, alone?
+        _refuse_lone_surrogates(text)
+    return value
+
+
+# a \u escape of a surrogate whose backslash is not itself escaped, and the low half after a high
+# one (escapes occur in strings only: elsewhere a backslash is not JSON)
+_SURROGATE_ESCAPE = re.compile(
+    r"(?<!\\)(?:\\\\)*\\u([dD][89a-fA-F][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
+)
+
+
+def _refuse_lone_surrogates(text: str) -> None:
+    """JSON may escape half of a UTF-16 pair alone (``"\\ud800"``); Python reads it as a lone
+    surrogate, which is not text: no UTF-8 database or file can hold it. FileFormatError at the
+    first such escape, instead of a failure when the value is stored."""
+    for found in _SURROGATE_ESCAPE.finditer(text):
+        if found.group(1)[1] in "89abAB" and found.group(2):
+            continue  # a high half and a low half: one character
+        line, column = _position(text, found.start(1) - 2)
+        raise FileFormatError(
+            "a lone UTF-16 surrogate (half of an escaped pair) is not text", line=line, column=column
+        )
 
 
 def _deep_at(text: str) -> int:

@@ -240,6 +240,11 @@ def test_a_fifo_heartbeat_md_that_never_ends_is_refused_in_bounded_time(
 # --- JSON that used to crash the reader (exit 70) ------------------------------------------------
 
 
+def _files(workspace: Path) -> dict[str, bytes]:
+    """The workspace's files, but its ledger and lock (tests check the ledger by its tasks)."""
+    return {k: v for k, v in _snapshot(workspace).items() if not k.endswith((".lock", ".db"))}
+
+
 def _queue_file(workspace: Path) -> Path:
     path = workspace / ".agent" / "state" / "tasks.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -260,16 +265,37 @@ def test_json_the_reader_cannot_convert_is_one_line_naming_the_place(
     path = _queue_file(workspace)
     path.write_text(text)
 
-    def files() -> dict[str, bytes]:  # the workspace's files (the ledger is checked below)
-        return {k: v for k, v in _snapshot(workspace).items() if not k.endswith((".lock", ".db"))}
-
-    before = files()
+    before = _files(workspace)
     for command in (["sync"], ["import", "tasks-json"], ["heartbeat"]):
         result = hb(*command, code=1)
         line = _one_line(result.stderr)
         assert line.startswith(f"hb: {path}{where}: invalid JSON: {reason}"), (command, line)
-        assert files() == before
+        assert _files(workspace) == before
     _no_tasks(hb)
+
+
+def test_an_escaped_lone_surrogate_is_one_line_naming_the_place(hb: Runner, workspace: Path) -> None:
+    """``"\\udc80"`` is JSON Python reads as half a UTF-16 pair, which no UTF-8 ledger can store:
+    it was reported as "a text argument is not valid UTF-8 text", naming no file."""
+    hb("init")
+    path = _queue_file(workspace)
+    path.write_text(
+        '{"pending": [{"id": "ok", "description": "fine \\ud83d\\ude00"},\n'
+        '  {"id": "t2", "description": "x\\udc80y"}]}\n'
+    )
+    before = _files(workspace)
+    for command in (["sync"], ["import", "tasks-json"], ["heartbeat"]):
+        result = hb(*command, code=1)
+        assert _one_line(result.stderr) == (
+            f"hb: {path}:2:33: a lone UTF-16 surrogate (half of an escaped pair) is not text"
+        ), command
+        assert _files(workspace) == before
+    _no_tasks(hb)
+    state = workspace / "memory" / "heartbeat-state.json"
+    state.parent.mkdir()
+    state.write_text('{"lastChecks": {"\\ud800email": 1}}\n')
+    result = hb("import", "state", code=1)
+    assert _one_line(result.stderr).startswith(f"hb: {state}:1:18: a lone UTF-16 surrogate")
 
 
 def test_a_state_file_number_too_long_is_one_line(hb: Runner, workspace: Path) -> None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from heartbeat.formats.json_edit import edit, repeated_keys, same
+from heartbeat.errors import FileFormatError
+from heartbeat.formats.json_edit import edit, load, repeated_keys, same
 
 SCOPED = (
     "{\n"
@@ -198,3 +200,33 @@ def test_a_text_in_json_dumps_layout_is_written_in_that_layout() -> None:
         assert edit(text, new) == json.dumps(new, indent=2, ensure_ascii=ascii_only) + "\n"
     one_line = json.dumps(doc)  # no newline at the end: none added
     assert edit(one_line, {**doc, "done": [1]}) == json.dumps({**doc, "done": [1]})
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ('["\\ud800"]', (1, 3)),  # a high half alone
+        ('["ok", "\\uDC80"]', (1, 9)),  # a low half alone, upper case
+        ('{"\\ud83d": 1}', (1, 3)),  # in a key
+        ('["\\ude00\\ud83d"]', (1, 3)),  # both halves, in the wrong order
+        ('["\\\\\\ud800"]', (1, 5)),  # an escaped backslash, then the escape
+        ('[1,\n "a\\ud83d\\ude00\\udfff"]', (2, 16)),  # a pair, then a half
+    ],
+)
+def test_an_escaped_lone_surrogate_is_refused_where_it_is(text: str, where: tuple[int, int]) -> None:
+    with pytest.raises(FileFormatError) as caught:
+        load(text)
+    assert (caught.value.line, caught.value.column) == where
+    assert "lone UTF-16 surrogate" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ('["\\ud83d\\ude00"]', ["\U0001f600"]),  # a pair is one character
+        ('["\\\\ud800"]', ["\\ud800"]),  # an escaped backslash: the text \ud800, not an escape
+        ('["\\u00e9"]', ["é"]),
+    ],
+)
+def test_pairs_and_escaped_backslashes_are_text(text: str, value: list[str]) -> None:
+    assert load(text) == value
