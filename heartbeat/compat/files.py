@@ -86,11 +86,13 @@ def read(workspace: Path, kinds: Iterable[str]) -> dict[str, StateFile]:
     return files
 
 
-def remembered(db: Conn) -> dict[str, Remembered]:
-    """hb's record of each file, by kind."""
+def remembered(db: Conn, *, texts: bool = True) -> dict[str, Remembered]:
+    """hb's record of each file, by kind; without ``texts`` (enough to tell an edited file) the
+    texts kept for the merge are not read (None)."""
     out = {}
     for kind, path, content_hash, skeleton in db.rows(_REMEMBERED, {"a": TASKS, "b": ERRORS, "c": LAST_RUN}):
-        out[kind] = Remembered(path, content_hash, bookmarks.kept_text(_json(db, skeleton), db))
+        text = bookmarks.kept_text(_json(db, skeleton), db) if texts else None
+        out[kind] = Remembered(path, content_hash, text)
     return out
 
 

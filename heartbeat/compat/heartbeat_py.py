@@ -223,7 +223,7 @@ def _invoke(args: argparse.Namespace, root: Path, *, db: str | None, now: str | 
         at = ledger.now()
         state = files.read(root, (files.TASKS, *_FILES.get(args.command, ())))
         with _transaction(ledger) as (_, conn):
-            known = files.remembered(conn)
+            known = files.remembered(conn, texts=False)
         edited = files.edited(state, known)
         if edited:
             notices.extend(f"hb: warning: {n}" for n in files.import_edits(ledger.ctx, edited, at))
