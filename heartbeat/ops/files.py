@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from heartbeat.context import Context
-from heartbeat.errors import HbError, InvalidState, NotFound
+from heartbeat.errors import FileFormatError, InvalidInput, InvalidState, NotFound
 from heartbeat.ops.sync import registry
 from heartbeat.ops.sync.files import default_path, file_lock, lock_timeout, read_text
 
@@ -32,10 +32,16 @@ def export_text(ctx: Context, kind: str) -> str | None:
         return text
 
 
+# the files whose export is checked by :func:`heartbeat.ops.sync.queue_files.check_export_target`
+# (the Markdown and state renderers refuse what they would lose themselves)
+JSON_KINDS = frozenset({"tasks-json", "errors-json", "last-run"})
+
+
 def export_file(ctx: Context, kind: str, path: str | Path | None = None) -> dict[str, Any]:
     """``hb export KIND [PATH]``: the file written from the ledger (atomically; an unchanged file
-    is not written), under the workspace lock."""
-    from heartbeat.ops.sync.queue_files import remember
+    is not written), under the workspace lock. A file hb cannot read, or would lose entries of,
+    is not written over (exit 1, naming it)."""
+    from heartbeat.ops.sync.queue_files import check_export_target, remember
     from heartbeat.ops.sync.swap import replace_if
 
     renderer = registry.renderer(kind)
@@ -43,17 +49,22 @@ def export_file(ctx: Context, kind: str, path: str | Path | None = None) -> dict
     if path is not None and not target.parent.is_dir():  # a typo is not a directory to create
         raise NotFound(f"{target.parent}: no such directory (hb export creates only the file)")
     synced = target.resolve() == default_path(ctx.workspace, kind).resolve()
-    with file_lock(ctx.workspace, timeout=lock_timeout(ctx.settings.sync_lock_timeout)), ctx.write() as db:
-        text = renderer(ctx, db, target)
-        if text is None:
-            return {"kind": kind, "path": str(target), "written": False, "empty": True}
+    with file_lock(ctx.workspace, timeout=lock_timeout(ctx.settings.sync_lock_timeout)):
         try:
             current: str | None = read_text(target)
-        except HbError:
+            if current is not None and current.strip() and kind in JSON_KINDS:
+                check_export_target(ctx, kind, target, current, synced=synced)
+        except NotFound:
             current = None
-        written = current != text
-        if written and not replace_if(target, text, current).written:
-            raise InvalidState(f"{target}: changed while hb exported it; nothing written (export again)")
-        if synced:
-            remember(db, kind, target, text, ctx.now())
+        except FileFormatError as exc:  # not text, or not this kind's: never written over
+            raise InvalidInput(f"{exc}; hb export does not overwrite a file it cannot read") from None
+        with ctx.write() as db:
+            text = renderer(ctx, db, target)
+            if text is None:
+                return {"kind": kind, "path": str(target), "written": False, "empty": True}
+            written = current != text
+            if written and not replace_if(target, text, current).written:
+                raise InvalidState(f"{target}: changed while hb exported it; nothing written (export again)")
+            if synced:
+                remember(db, kind, target, text, ctx.now())
     return {"kind": kind, "path": str(target), "written": written, "empty": False}

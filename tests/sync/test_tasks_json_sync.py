@@ -317,3 +317,92 @@ def test_a_task_is_the_same_row_whether_imported_or_synced(tmp_path: Path) -> No
     imported, synced = rows
     assert len(imported) == 7
     assert imported == synced
+
+
+# --- hb export never writes over what the ledger does not hold ----------------------------------
+
+
+def _state(workspace: Path) -> Path:
+    path = workspace / ".agent" / "state"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def test_export_refuses_a_workspace_file_edited_since_hb_last_read_it(hb_db: Runner, workspace: Path) -> None:
+    """A hand-added tasks.json entry, errors.json item or last-run.json edit: `hb export` wrote over
+    it (exit 0, the entry gone); it now refuses until hb sync took the edit in."""
+    state = _state(workspace)
+    task = hb_db.json("add", "Write the report")
+    hb_db("pop")
+    hb_db("fail", task["id"], "--reason", "flaky")
+    hb_db("sync")
+    tasks = json.loads((state / "tasks.json").read_text())
+    tasks["pending"].append({"id": "hand-added", "description": "typed by hand"})
+    edits = {
+        "tasks-json": json.dumps(tasks, indent=2),
+        "errors-json": json.dumps([*json.loads((state / "errors.json").read_text()), {"task_id": "x"}]),
+        "last-run": json.dumps({"task_id": "typed", "status": "completed"}),
+    }
+    names = {"tasks-json": "tasks.json", "errors-json": "errors.json", "last-run": "last-run.json"}
+    for kind, text in edits.items():
+        path = state / names[kind]
+        kept = path.read_text()
+        path.write_text(text)
+        result = hb_db("export", kind, code=1)
+        assert result.stderr == (
+            f"hb: {path}: edited since hb last read or wrote it; run hb sync first (it takes the "
+            "edits in), then export; nothing written\n"
+        )
+        assert path.read_text() == text
+        path.write_text(kept)
+    (state / "tasks.json").write_text(edits["tasks-json"])
+    hb_db("sync")  # takes the entry in; the export after it has nothing to lose
+    hb_db("export", "tasks-json")
+    assert "hand-added" in (state / "tasks.json").read_text()
+
+
+def test_export_refuses_a_file_that_is_not_of_its_kind(hb: Runner, workspace: Path) -> None:
+    hb("add", "Write the report")
+    notes = workspace / "notes.txt"
+    notes.write_bytes(b"precious notes\n")
+    refused = "; hb export does not overwrite a file it cannot read\n"
+    result = hb("export", "tasks-json", str(notes), code=1)
+    assert result.stderr == f"hb: {notes}:1:1: invalid JSON: Expecting value{refused}"
+    result = hb("export", "errors-json", str(notes), code=1)
+    assert result.stderr == f"hb: {notes}:1:1: invalid JSON: Expecting value{refused}"
+    hb("sync")
+    queue = _state(workspace) / "tasks.json"
+    before = queue.read_bytes()
+    result = hb("export", "errors-json", str(queue), code=1)  # a slip of the kind: not errors.json
+    assert result.stderr == f"hb: {queue}:1:1: errors.json must hold a JSON array{refused}"
+    unreadable = workspace / "latin1.json"
+    unreadable.write_bytes(b'{"task_id": "caf\xe9"}')
+    result = hb("export", "last-run", str(unreadable), code=1)
+    assert result.stderr == f"hb: {unreadable}:1:17: not UTF-8 text (byte 16){refused}"
+    assert (notes.read_bytes(), queue.read_bytes(), unreadable.read_bytes()) == (
+        b"precious notes\n",
+        before,
+        b'{"task_id": "caf\xe9"}',
+    )
+
+
+def test_export_to_another_file_refuses_entries_the_ledger_does_not_hold(hb: Runner, workspace: Path) -> None:
+    """A copy elsewhere is written over while every entry in it is one the ledger holds (an older
+    export, say); an entry the ledger never imported stops the export, named."""
+    hb("add", "Write the report", "--id", "t1")
+    backup = workspace / "backup.json"
+    hb("export", "tasks-json", str(backup))
+    hb("add", "File the taxes", "--id", "t2")
+    hb("export", "tasks-json", str(backup))  # t1 is the ledger's: written over
+    assert [t["id"] for t in json.loads(backup.read_text())["pending"]] == ["t1", "t2"]
+    doc = json.loads(backup.read_text())
+    doc["pending"].append({"id": "t9", "description": "only here"})
+    backup.write_text(json.dumps(doc))
+    hb("add", "Call the bank", "--id", "t3")
+    result = hb("export", "tasks-json", str(backup), code=1)
+    assert result.stderr == (
+        f"hb: {backup}: t9 is not in the ledger, and hb export writes over entries it has imported "
+        f"only (hb import tasks-json {backup}, or move the file away); nothing written\n"
+    )
+    assert json.loads(backup.read_text()) == doc
+    assert hb.json("list", "--status", "all", "--fields", "id") == [{"id": i} for i in ("t1", "t2", "t3")]

@@ -22,7 +22,7 @@ from heartbeat.db.shape import TASK_EVENTS, TASKS
 from heartbeat.db.status import TaskStatus
 from heartbeat.db.store import Db, statements
 from heartbeat.db.tasks import record_event, snapshot
-from heartbeat.errors import FileFormatError, HbError, one_line
+from heartbeat.errors import FileFormatError, HbError, InvalidState, one_line
 from heartbeat.formats import tasks_json, tasks_splice
 from heartbeat.formats.json_edit import Layout
 from heartbeat.formats.tasks_json import priority_rank
@@ -655,6 +655,43 @@ def _edited(db: Db, kind: str, path: Path, text: str) -> bool:
     the text it keeps, is read)."""
     known = db.rows(SQL.sync_state_hash, {"kind": kind})
     return not known or known[0][1] != digest(text) or Path(known[0][0]) != path
+
+
+class _Probed(Exception):
+    """Ends a probe's transaction (rolled back) with what the import would have done."""
+
+    def __init__(self, report: ImportReport) -> None:
+        super().__init__("probe")
+        self.report = report
+
+
+def check_export_target(ctx: Context, kind: str, path: Path, current: str, *, synced: bool) -> None:
+    """Before ``hb export`` writes tasks.json, errors.json or last-run.json over ``current``, the
+    text at ``path`` (``synced``: the workspace's own file): refused (InvalidState, or
+    FileFormatError naming the place; nothing written) when hb would lose what it holds. The text
+    hb itself last read or wrote there is written over. Otherwise the workspace's own file, edited
+    since, must be synced first; any other file must read as this kind (a typo's notes.txt, or
+    errors.json over tasks.json, is not one), and tasks.json or errors.json must hold no entry the
+    ledger has not imported (an import of it, tried and rolled back, adds none)."""
+    with ctx.read() as db:
+        known = db.rows(SQL.sync_state_hash, {"kind": kind})
+    if known and (synced or Path(known[0][0]).resolve() == path.resolve()):
+        if known[0][1] == digest(current):
+            return
+        raise InvalidState(
+            f"{path}: edited since hb last read or wrote it; run hb sync first (it takes the edits "
+            "in), then export; nothing written"
+        )
+    try:
+        with ctx.write() as db:  # the import, to see what it would add; always rolled back
+            raise _Probed(IMPORTERS[kind](ctx, db, current, path, ctx.now()))
+    except _Probed as probed:
+        report = probed.report
+    if kind != "last-run" and report.added:
+        raise InvalidState(
+            f"{path}: {report.added[0]} is not in the ledger, and hb export writes over entries it "
+            f"has imported only (hb import {kind} {path}, or move the file away); nothing written"
+        )
 
 
 def _edited_kinds(ctx: Context) -> list[str]:
