@@ -194,7 +194,7 @@ def same(a: Any, b: Any) -> bool:
         return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
     if isinstance(a, list):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
+    return bool(a == b) or (isinstance(a, float) and a != a and b != b)  # NaN, read from "NaN" twice
 
 
 def _in_place(old: Any, new: Any) -> bool:

@@ -230,3 +230,13 @@ def test_an_escaped_lone_surrogate_is_refused_where_it_is(text: str, where: tupl
 )
 def test_pairs_and_escaped_backslashes_are_text(text: str, value: list[str]) -> None:
     assert load(text) == value
+
+
+def test_a_nan_unchanged_keeps_the_text_around_it() -> None:
+    """NaN is not equal to itself: an unchanged NaN made the whole document look changed, and the
+    state file was written anew (its layout lost) on every sync."""
+    text = '{"a":  NaN,  "b":  [1,2], "c":  Infinity}\n'
+    value = load(text)
+    assert edit(text, value) == text
+    value["b"] = [1, 3]
+    assert edit(text, value) == '{"a":  NaN,  "b":  [1,3], "c":  Infinity}\n'
