@@ -531,17 +531,9 @@ def script_outcome(text: str | None) -> Any:
     """``--outcome`` as the script records it: its JSON value, ``{"result": TEXT}`` for text that is
     not JSON, and ``{}`` for none (or a JSON value that is empty or false). ``NaN`` and
     ``Infinity`` count as text: no JSON reader but Python's could read them back."""
+    from heartbeat.formats.tasks_json import outcome_value
 
-    def no_constants(name: str) -> Any:
-        raise ValueError(name)
-
-    if not text:
-        return {}
-    try:
-        value = json.loads(text, parse_constant=no_constants)
-    except (ValueError, RecursionError):
-        value = {"result": text}
-    return value or {}
+    return (outcome_value(text) if text else None) or {}
 
 
 def _last_run(

@@ -878,11 +878,17 @@ def last_run_entry(
 
 
 def outcome_value(text: str) -> Any:
-    """An ``--outcome`` argument as stored: its JSON value, or ``{"result": text}`` if not JSON."""
+    """An ``--outcome`` argument as stored: its JSON value, or ``{"result": text}`` if not JSON.
+    ``NaN`` and ``Infinity`` count as text: no JSON reader but Python's could read them back from
+    last-run.json."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError):  # not JSON, or a number json.loads will not convert
         return {"result": text}
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)
 
 
 # --- JSON text helpers ------------------------------------------------------------

@@ -317,6 +317,22 @@ def test_an_outcome_number_too_long_is_kept_as_text(hb: Runner) -> None:
     assert json.loads(row["result"]) == {"result": text}
 
 
+@pytest.mark.parametrize("text", ["NaN", "-Infinity", '{"score": Infinity}'])
+def test_an_outcome_json_cannot_hold_is_kept_as_text(hb: Runner, workspace: Path, text: str) -> None:
+    """Python reads NaN and Infinity as JSON; no other reader does, and last-run.json carried them."""
+
+    def strict(name: str) -> None:
+        raise ValueError(f"{name} is not JSON")
+
+    hb("init")
+    task = hb.json("add", "measure")
+    hb("pop")
+    hb("complete", task["id"], "--outcome", text)
+    hb("sync")
+    record = json.loads((workspace / ".agent" / "state" / "last-run.json").read_text(), parse_constant=strict)
+    assert record["outcome"] == {"result": text}
+
+
 # --- YAML that used to hang hb sync or crash it ---------------------------------------------------
 
 _BOMB = "\n".join(
