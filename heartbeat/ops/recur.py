@@ -189,6 +189,7 @@ def _chat_id(value: str | None) -> str | None:
 def _rule_title(value: str) -> str:
     """A repeat rule's title: one line, and no link mistermorph refuses in TODO.RECUR.md."""
     from heartbeat.formats.todo import link_problem
+    from heartbeat.ops.sync.markdown import todo_title_problem
 
     text = _one_line(value, "a recurrence title")
     problem = link_problem(text)
@@ -197,6 +198,9 @@ def _rule_title(value: str) -> str:
             f"recurrence title refused: {problem} (mistermorph's recurring materialize "
             "fails on TODO.RECUR.md while such a link is there)"
         )
+    problem = todo_title_problem(text)  # its line in TODO.RECUR.md, and the TODO.md tasks it makes
+    if problem is not None:
+        raise InvalidInput(f"recurrence title refused: {problem}")
     return text
 
 

@@ -562,6 +562,21 @@ def test_hb_recur_add_refuses_a_title_with_such_a_link_and_normalises_the_chat_i
     assert "[a](b c) is not a protocol:id reference" in result.stderr
 
 
+def test_hb_recur_add_and_update_refuse_a_title_that_opens_a_comment(mm: Runner, workspace: Path) -> None:
+    """mistermorph cuts HTML comments out of the file before reading it: `hb add --source todo`
+    refused such a title, `hb recur add` took it, and the rule (and every task it made) could never
+    be written to TODO.RECUR.md / TODO.md, with a warning on every sync."""
+    result = mm("recur", "add", "call <!-- bob", "--repeat", "daily", code=1)
+    assert result.stderr == (
+        "hb: recurrence title refused: entry content 'call <!-- bob' must not open an HTML comment\n"
+    )
+    made = mm.json("recur", "add", "call bob", "--repeat", "daily")
+    mm("recur", "update", made["id"], "--title", "call <!-- bob", code=1)
+    assert [r["title"] for r in mm.json("recur", "list")] == ["call bob"]
+    mm("sync")
+    assert "call bob" in (workspace / "TODO.RECUR.md").read_text()
+
+
 def test_materialize_skips_a_rule_whose_title_the_runtime_refuses(mm: Runner, workspace: Path) -> None:
     recur = workspace / "TODO.RECUR.md"
     bad = "- [ ] [Next](2026-05-01 09:00), [Repeat](daily) | read [the doc](./doc.md)"
