@@ -37,7 +37,7 @@ from typing import Any
 import yaml
 
 from heartbeat.errors import FileFormatError, InvalidInput
-from heartbeat.formats.timestamps import format_timestamp
+from heartbeat.formats.timestamps import OUT_OF_RANGE, format_timestamp, in_range
 
 __all__ = [
     "END_MARKER",
@@ -455,6 +455,10 @@ class _Reader:
         if why_not:
             self._reject(at, yaml_text, why_not, task_id=task_id)
             return None
+        far = _far_time(data)
+        if far is not None:
+            self._reject(at, yaml_text, f"{far}: hb cannot track it (CraftBot runs it)", task_id=task_id)
+            return None
         if not _SNAKE_ID.fullmatch(task_id):
             issues.append(f"id {task_id!r} is not snake_case")
         if self._in_comment(at):
@@ -733,6 +737,39 @@ def _read_last_run(value: Any, frequency: str) -> tuple[datetime | None, str]:
     if isinstance(value, date) and frequency != "daily":
         return datetime.combine(value, datetime.min.time()), ""
     return None, f"last_run {value!r} is not a date and time: CraftBot's heartbeat fails on it"
+
+
+def _far_time(data: Mapping[str, Any]) -> str | None:
+    """A time of the block outside the dates hb reads (a date near year 1 or 9999), as what is
+    wrong with it; None when there is none. Such a time is no timestamp to hb: converting it
+    between zones or writing it would overflow. The block stays as written, not read, like a
+    block hb cannot track. Looked at: ``last_run`` (text, a date-time or a date) and every
+    date-time YAML reads in the block (``next_run``, ``outcome_history`` times, any key)."""
+    last_run = data.get("last_run")
+    if isinstance(last_run, str):
+        stamp = _iso_time(last_run)
+        if stamp is not None and not in_range(stamp):
+            return f"last_run {last_run!r} {OUT_OF_RANGE}"
+    elif isinstance(last_run, date) and not isinstance(last_run, datetime):
+        midnight = datetime.combine(last_run, datetime.min.time())  # as _read_last_run reads it
+        if not in_range(midnight):
+            return f"last_run {last_run.isoformat()} {OUT_OF_RANGE}"
+    for where, value in _date_times(data, ""):
+        if not in_range(value):
+            return f"{where} {value.isoformat()} {OUT_OF_RANGE}"
+    return None
+
+
+def _date_times(value: Any, where: str) -> Iterator[tuple[str, datetime]]:
+    """Every date-time in a YAML value, with where it stands (``outcome_history[0].timestamp``)."""
+    if isinstance(value, datetime):
+        yield where, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _date_times(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _date_times(item, f"{where}[{index}]")
 
 
 def _read_enabled(value: Any, issues: list[str]) -> bool:

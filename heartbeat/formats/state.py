@@ -25,7 +25,7 @@ from typing import Any
 
 from heartbeat.errors import FileFormatError, InvalidInput
 from heartbeat.formats.json_edit import load
-from heartbeat.formats.timestamps import parse_timestamp
+from heartbeat.formats.timestamps import OUT_OF_RANGE, OutOfRangeError, in_range, read_timestamp
 
 __all__ = [
     "FACT_PATHS",
@@ -185,23 +185,32 @@ def _checked_setting(key: str, value: Any, where: str) -> Any:
 
 
 def _read_time(value: Any, where: str, tz: tzinfo) -> datetime | None:
+    """The time a value holds, aware; InvalidInput naming ``where`` for one hb cannot read, a
+    time outside the dates hb reads (:data:`heartbeat.formats.timestamps.EARLIEST` ..) too."""
     if value is None:
         return None
     if isinstance(value, int | float) and not isinstance(value, bool):
         seconds = value / 1000 if abs(value) >= _EPOCH_MS_FROM else value
         try:
-            return datetime.fromtimestamp(seconds, tz=UTC)
+            moment = datetime.fromtimestamp(seconds, tz=UTC)
         except (OverflowError, OSError, ValueError):
             raise InvalidInput(f"{where}: {value!r} is not a usable epoch time") from None
+        if not in_range(moment):
+            raise InvalidInput(f"{where}: {value!r} is not a usable epoch time: it {OUT_OF_RANGE}")
+        return moment
     if isinstance(value, str):
         try:
-            return parse_timestamp(value)
+            return read_timestamp(value)
+        except OutOfRangeError as exc:
+            raise InvalidInput(f"{where}: {exc}") from None
         except ValueError:
             pass
         try:
             local = datetime.fromisoformat(value.strip())
         except ValueError:
             raise InvalidInput(f"{where}: {value!r} is not an ISO 8601 date-time") from None
+        if not in_range(local):
+            raise InvalidInput(f"{where}: {value!r} {OUT_OF_RANGE}")
         return local if local.tzinfo is not None else local.replace(tzinfo=tz)
     raise InvalidInput(f"{where}: expected an ISO 8601 date-time or epoch seconds, got {value!r}")
 

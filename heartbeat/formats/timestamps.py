@@ -12,6 +12,32 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
+# The instants hb reads from a file as timestamps: from 0002-01-01T00:00Z up to, not including,
+# 9999-01-01T00:00Z. Python's datetime holds years 1 to 9999 only, and hb converts every time it
+# reads between zones (an offset moves a time by at most a day) and does day, week and month
+# arithmetic around it (a due day, the next run, the day before): a year of room at each end
+# leaves space for all of that. A time outside (a date near year 1 or 9999) is no timestamp to
+# hb: each file's reader treats it as it treats unreadable text, and the file keeps it as
+# written. A naive time (a wall clock in some zone) is held to the same bounds, read as UTC.
+EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 1, 1, tzinfo=UTC)  # the first instant past the range
+OUT_OF_RANGE = "is outside the dates hb reads (0002-01-01 to 9998-12-31 UTC)"  # follows the value
+_BEYOND = "is outside the dates Python holds (years 1 to 9999 UTC)"
+
+
+class OutOfRangeError(ValueError):
+    """A date-time :func:`read_timestamp` refuses: outside :data:`EARLIEST` .. :data:`LATEST`
+    (from :func:`parse_timestamp`: past what datetime holds at all)."""
+
+
+def in_range(moment: datetime) -> bool:
+    """Whether ``moment`` lies within :data:`EARLIEST` .. :data:`LATEST` (a naive time read as
+    UTC). The comparison makes no datetime, so it never overflows."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        moment = moment.replace(tzinfo=UTC)
+    return EARLIEST <= moment < LATEST
+
+
 # hb's one ISO 8601 grammar, for files and the command line alike: a date, optionally a time
 # (``T``, ``t`` or a space between; minutes, seconds and a fraction optional), optionally an
 # offset (``Z``, ``+HH``, ``+HH:MM``, ``+HHMM``), and the stray ``Z`` heartbeat.py appends after
@@ -57,13 +83,17 @@ def parse_timestamp(text: str) -> datetime:
 
     hb's grammar (:func:`read_iso`) with the file reader's gate: a time and an offset are
     required (a time without one would be a guess at its zone). Accepts ``Z``/``+00:00``/other
-    offsets, fractional seconds, and the malformed ``+HH:MMZ`` form; ValueError otherwise.
+    offsets, fractional seconds, and the malformed ``+HH:MMZ`` form; ValueError otherwise
+    (OutOfRangeError for an instant past what datetime holds, ``0001-01-01T00:00+01:00``). Any
+    instant Python holds is read: a file's reader wants :func:`read_timestamp`.
     """
     if _PLAIN.fullmatch(text):
         try:
             return datetime.fromisoformat(text[:-1] + "+00:00" if text[-1] == "Z" else text).astimezone(UTC)
         except ValueError:
             pass  # an impossible date: the full reading says why
+        except OverflowError:
+            raise OutOfRangeError(f"{text!r} {_BEYOND}") from None
     m = _ISO.fullmatch(text.strip())
     if m is None or m["time"] is None or m["zone"] is None:
         raise ValueError(f"{text!r} is not an ISO 8601 date-time with a UTC offset")
@@ -73,7 +103,23 @@ def parse_timestamp(text: str) -> datetime:
         if "valid" in str(exc):
             raise ValueError(f"{text!r} is not a valid timestamp: {str(exc).split(': ', 1)[-1]}") from None
         raise ValueError(f"{text!r} is not an ISO 8601 date-time with a UTC offset") from None
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise OutOfRangeError(f"{text!r} {_BEYOND}") from None
+
+
+def read_timestamp(text: str) -> datetime:
+    """A file's timestamp: :func:`parse_timestamp` within the dates hb reads (:data:`EARLIEST`
+    .. :data:`LATEST`); OutOfRangeError (a ValueError) for a date near year 1 or 9999, which
+    would overflow later, converted to another zone or stepped a day on."""
+    try:
+        moment = parse_timestamp(text)
+    except OutOfRangeError:
+        moment = None  # past even what datetime holds
+    if moment is None or not EARLIEST <= moment < LATEST:
+        raise OutOfRangeError(f"{text!r} {OUT_OF_RANGE}")
+    return moment
 
 
 def format_timestamp(dt: datetime) -> str:
@@ -115,17 +161,18 @@ def is_malformed(text: str) -> bool:
     if not (m and m["stray_z"] and m["zone"] not in (None, "Z", "z")):
         return False
     try:
-        parse_timestamp(text)
+        read_timestamp(text)
     except ValueError:
-        return False  # an impossible date is not rewritten: it is kept verbatim
+        return False  # an impossible date, or one hb does not read, is not rewritten: kept verbatim
     return True
 
 
 def timestamp_or_none(value: object) -> datetime | None:
-    """A stored JSON value read as an instant; None for null, non-strings and unreadable text."""
+    """A stored JSON value read as an instant (:func:`read_timestamp`); None for null,
+    non-strings, unreadable text and a date near year 1 or 9999."""
     if not isinstance(value, str):
         return None
     try:
-        return parse_timestamp(value)
+        return read_timestamp(value)
     except ValueError:
         return None

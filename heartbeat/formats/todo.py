@@ -32,6 +32,7 @@ from zoneinfo import ZoneInfo
 
 from heartbeat.errors import InvalidInput
 from heartbeat.formats.go_text import lower, trim_space
+from heartbeat.formats.timestamps import OUT_OF_RANGE, in_range
 from heartbeat.rules.repeat import parse_repeat
 
 __all__ = [
@@ -600,6 +601,8 @@ def _canonical_entry(kind: TodoKind, match: re.Match[str]) -> Entry | None:
         )
     except ValueError:
         return None
+    if not in_range(created) or (done is not None and not in_range(done)):
+        return None
     return Entry(kind=kind, content=content, created=created, done=done, chat_id=g[-2])
 
 
@@ -652,7 +655,7 @@ def _entry_from_meta(kind: TodoKind, content: str, meta: dict[str, str], extende
         value = meta.get(key)
         stamp = _parse_stamp(value) if value is not None else None
         if value is not None and stamp is None:
-            raise ValueError(f"bad timestamp {value!r} in {key}{_year_zero(value)}")
+            raise ValueError(f"bad timestamp {value!r} in {key}{_why_unread(value)}")
         stamps[key] = stamp
     repeat = meta.get("Repeat")
     if repeat is not None:
@@ -684,21 +687,31 @@ def _entry_from_meta(kind: TodoKind, content: str, meta: dict[str, str], extende
 
 
 def _parse_stamp(value: str) -> datetime | None:
-    """A naive datetime for a real ``YYYY-MM-DD HH:MM`` (Go's layout), else None."""
+    """A naive datetime for a real ``YYYY-MM-DD HH:MM`` (Go's layout) within the dates hb reads
+    (:func:`heartbeat.formats.timestamps.in_range`: a Next is a wall clock in any zone), else None."""
     match = _STAMP.fullmatch(value)
     if match is None:
         return None
     year, month, day, hour, minute = (int(g) for g in match.groups())
     try:
-        return datetime(year, month, day, hour, minute)  # noqa: DTZ001 - zone applied by caller
+        stamp = datetime(year, month, day, hour, minute)  # noqa: DTZ001 - zone applied by caller
     except ValueError:
         return None
+    return stamp if in_range(stamp) else None
 
 
-def _year_zero(value: str) -> str:
-    """Why a stamp the runtime reads is still refused: year 0000, which hb cannot store."""
+def _why_unread(value: str) -> str:
+    """Why a stamp the runtime reads is still refused: year 0000, which hb cannot store, or a
+    date near year 1 or 9999, outside the dates hb reads. "" when the runtime refuses it too."""
     match = _STAMP.fullmatch(value)
-    if match is None or match.group(1) != "0000" or int(match.group(4)) > 23 or int(match.group(5)) > 59:
+    if match is not None and match.group(1) != "0000":
+        year, month, day, hour, minute = (int(g) for g in match.groups())
+        try:
+            datetime(year, month, day, hour, minute)  # noqa: DTZ001 - only whether it exists
+        except ValueError:
+            return ""  # no such date or time: the runtime refuses it too
+        return f" (mistermorph reads it, but it {OUT_OF_RANGE})"
+    if match is None or int(match.group(4)) > 23 or int(match.group(5)) > 59:
         return ""
     try:
         date(4, int(match.group(2)), int(match.group(3)))  # year 0 is a leap year, as year 4
