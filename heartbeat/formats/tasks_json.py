@@ -369,6 +369,11 @@ def _title(item: Mapping[str, Any], task_id: str) -> tuple[str, str]:
     return task_id, "description"
 
 
+# the orders a scoped entry's place is stored as (the ledger's integer column); one past them
+# places the entry by its index, as an order that is not a whole number does
+_ORDERS = range(-(2**31), 2**31)
+
+
 def _reading(item: Mapping[str, Any], task_id: str, *, scoped: bool) -> _Reading:
     title, title_key = _title(item, task_id)
     get = item.get
@@ -384,7 +389,7 @@ def _reading(item: Mapping[str, Any], task_id: str, *, scoped: bool) -> _Reading
         title_key=title_key,
         priority=priority,
         status=_scoped_status(get("status")) if scoped else None,
-        order=order if isinstance(order, int) and not isinstance(order, bool) else None,
+        order=order if isinstance(order, int) and not isinstance(order, bool) and order in _ORDERS else None,
         created_at=None if created is None else timestamp_or_none(created),
         completed_at=None if completed is None else timestamp_or_none(completed),
         skill=skill if skill is None or skill.__class__ is str else _text_or_none(skill),
@@ -691,7 +696,8 @@ def render_over(
     if scoped:
         _write_scoped_status(out, status, _scoped_status(out.get("status")))
         order = out.get("order")
-        if isinstance(order, int) and not isinstance(order, bool) and position != order:
+        # an order past what hb stores stays as written (hb placed the entry by its index)
+        if isinstance(order, int) and not isinstance(order, bool) and order in _ORDERS and position != order:
             out["order"] = position
     else:
         was = out.get("priority")

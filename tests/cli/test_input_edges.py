@@ -298,6 +298,24 @@ def test_an_escaped_lone_surrogate_is_one_line_naming_the_place(hb: Runner, work
     assert _one_line(result.stderr).startswith(f"hb: {state}:1:18: a lone UTF-16 surrogate")
 
 
+def test_a_scoped_order_past_what_the_ledger_holds_is_kept(hb_db: Runner, workspace: Path) -> None:
+    """An ``order`` of 2**63 failed the sync ("Python int too large to convert to SQLite INTEGER",
+    naming no file; 2**31 did on PostgreSQL). Such an entry is placed by its index, and its order
+    is never rewritten."""
+    path = _queue_file(workspace)
+    text = (
+        '{"_b_extension":{"q":[{"order":9223372036854775808,"task_id":"a"},'
+        '{"order":2147483648,"task_id":"b"},{"order":-5,"task_id":"c"}]}}'
+    )
+    path.write_text(text)
+    hb_db("sync")
+    assert path.read_text() == text
+    popped = [hb_db.json("pop", "--scope", "_b_extension.q")["task_id"] for _ in range(3)]
+    assert popped == ["c", "a", "b"]
+    orders = [e["order"] for e in json.loads(path.read_text())["_b_extension"]["q"]]
+    assert orders == [2**63, 2**31, -5]
+
+
 def test_a_state_file_number_too_long_is_one_line(hb: Runner, workspace: Path) -> None:
     hb("init")
     path = workspace / "memory" / "heartbeat-state.json"
