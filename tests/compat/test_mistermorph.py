@@ -577,6 +577,18 @@ def test_hb_recur_add_and_update_refuse_a_title_that_opens_a_comment(mm: Runner,
     assert "call bob" in (workspace / "TODO.RECUR.md").read_text()
 
 
+def test_a_title_too_long_for_the_runtimes_line_reader_is_refused(mm: Runner, workspace: Path) -> None:
+    """mistermorph reads TODO files with bufio.Scanner, which stops at a 64 KiB line and loses every
+    line after it: hb add --source todo and hb recur add took such a title and wrote the line."""
+    long = "é" * 33_000  # 66,000 bytes in UTF-8
+    problem = "mistermorph's reader stops at a line of 64 KiB and loses every line after it\n"
+    assert mm("add", long, "--source", "todo", code=1).stderr.endswith(problem)
+    assert mm("recur", "add", long, "--repeat", "daily", code=1).stderr.endswith(problem)
+    mm("add", "é" * 30_000, "--source", "todo")  # 60,000 bytes: a line the runtime reads
+    mm("sync")
+    assert max(len(line.encode()) for line in (workspace / "TODO.md").read_text().splitlines()) < 64 * 1024
+
+
 def test_materialize_skips_a_rule_whose_title_the_runtime_refuses(mm: Runner, workspace: Path) -> None:
     recur = workspace / "TODO.RECUR.md"
     bad = "- [ ] [Next](2026-05-01 09:00), [Repeat](daily) | read [the doc](./doc.md)"

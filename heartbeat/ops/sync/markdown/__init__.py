@@ -188,10 +188,19 @@ RENDERERS = {kind: _renderer(kind) for kind in ("todo", "done", "recur")}
 # --- a Markdown task made in the ledger ---------------------------------------------------------
 
 
+# a TODO file line's bytes besides its title: the checkbox, stamps, ChatID, Repeat and separator
+_METADATA_ROOM = 512
+
+
 def todo_title_problem(title: str, chat_id: str | None = None) -> str | None:
     """Why ``title`` (with ``chat_id``) cannot be the text of a TODO.md entry (None: it can)."""
     if "\n" in title or "\r" in title:
         return "an entry is one line; the title has a line break"
+    if len(title.encode("utf-8", "surrogatepass")) + _METADATA_ROOM >= fmt.SCANNER_LIMIT:
+        return (
+            "the title is too long for a line of a TODO file: mistermorph's reader stops at a line "
+            "of 64 KiB and loses every line after it"
+        )
     created = datetime(2000, 1, 1, tzinfo=UTC)  # any valid stamp: the line's text is in question
     entry = Entry(kind=TodoKind.TODO, content=title.strip(), created=created, chat_id=chat_id)
     return checked_entry(entry, "strict")
