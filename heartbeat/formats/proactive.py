@@ -800,10 +800,32 @@ def _read_priority(value: Any, issues: list[str]) -> int:
 def _read_run_count(value: Any, issues: list[str]) -> int:
     if value is None:
         return 0
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _INT_RANGE.stop:
-        return value
+    held = held_run_count(value)
+    if held == value:
+        return held
     issues.append(f"run_count {value!r} is not a whole number >= 0 hb can hold: using 0")
     return 0
+
+
+# run counts the ledger holds: its integer column, with room left to count on (2**30 more runs)
+_HELD_RUNS = range(2**30)
+
+
+def held_run_count(value: Any) -> int:
+    """A block's ``run_count`` as the ledger holds it: a whole number in :data:`_HELD_RUNS`, else 0
+    (the count in the file is kept, and a run adds one to it there)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value in _HELD_RUNS:
+        return value
+    return 0
+
+
+def counted_in_file(task: ProactiveTask) -> int:
+    """The run count a run adds one to in the file: the block's own whole number, however large
+    (CraftBot's manager counts on from it), else the count hb read."""
+    value = task.fields.get("run_count")
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return task.run_count
 
 
 def _read_tier(value: Any, issues: list[str]) -> int:
@@ -1148,6 +1170,8 @@ def _yaml_fields(task: ProactiveTask, original: ProactiveTask | None) -> dict[st
         value = getattr(task, key)
         if original is not None and value == getattr(original, key):
             continue
+        if original is not None and key in fields and fields[key] != original.fields.get(key):
+            continue  # the caller wrote the yaml value itself (a run count hb does not hold)
         if value is None or (
             original is None and key in _OMITTED_WHEN_EMPTY and not value and key not in fields
         ):
@@ -1257,13 +1281,14 @@ def record_outcome(
     }
     history = (*task.outcome_history, entry)[-MAX_OUTCOMES:]
     fields = dict(task.fields)
-    fields["run_count"] = task.run_count + 1
+    fields["run_count"] = counted_in_file(task) + 1
     fields["outcome_history"] = [dict(item) for item in history]
     fields["last_run"] = ran.isoformat()
     if next_run is not None:
         _require_aware(next_run)
         fields["next_run"] = next_run.isoformat()
-    return replace(task, run_count=task.run_count + 1, outcome_history=history, last_run=ran, fields=fields)
+    count = held_run_count(fields["run_count"])  # the file's own count goes on in fields
+    return replace(task, run_count=count, outcome_history=history, last_run=ran, fields=fields)
 
 
 def _require_aware(now: datetime) -> None:

@@ -449,3 +449,27 @@ def test_hb_sync_writes_outcomes_and_then_has_nothing_to_do(hb_db: Runner, works
     )
     assert hb_db.json("--now", "2026-05-04T08:08Z", "sync", "--only", "proactive")["changed"] is False
     assert path.read_text("utf-8") == text
+
+
+@pytest.mark.parametrize("count", [2**30 - 1, 2**31 - 1, 2**31, 2**63])
+def test_a_run_count_the_ledger_cannot_hold_counts_on_in_the_file(
+    hb_db: Runner, workspace: Path, count: int
+) -> None:
+    """CraftBot's manager counts on from any whole number. A count past what the ledger's column
+    holds was read as 0 and the outcome recorded on it was never written (2**31 - 1 worked once,
+    then wrote 2**31 and lost every outcome after). The file's own count goes on; each outcome
+    is written once."""
+    path = workspace / "PROACTIVE.md"
+    path.write_text(
+        "<!-- PROACTIVE_TASKS_START -->\n### [DAILY] T\n```yaml\nid: t\n"
+        f"run_count: {count}\n```\n<!-- PROACTIVE_TASKS_END -->\n"
+    )
+    hb_db("sync")
+    for day, result in (("2026-05-04", "first"), ("2026-05-05", "second")):
+        hb_db("recur", "outcome", "t", "--result", result, HB_NOW=f"{day}T10:00:00Z")
+        hb_db("sync", HB_NOW=f"{day}T10:00:01Z")
+    [task] = proactive.parse(path.read_text()).tasks
+    assert task.fields["run_count"] == count + 2
+    assert [o["result"] for o in task.outcome_history] == ["first", "second"]
+    hb_db("sync", HB_NOW="2026-05-05T10:00:02Z")  # nothing left to write
+    assert proactive.parse(path.read_text()).tasks[0].fields["run_count"] == count + 2

@@ -85,8 +85,9 @@ def _jsonable(value: Any) -> Any:
 
 
 def _file_run_count(row: RecurrenceRow) -> int:
-    value = (row.extra or {}).get("run_count")
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+    """The file's run_count as the ledger's own count was read from it (so that a count hb cannot
+    hold, read as 0, leaves every run recorded since to be written)."""
+    return proactive.held_run_count((row.extra or {}).get("run_count"))
 
 
 def _file_enabled(row: RecurrenceRow) -> bool:
@@ -162,8 +163,9 @@ def _with_outcomes(
         )
     surplus = unwritten - (len(outcomes) - written - 1)  # runs older than the five kept
     if surplus > 0:
-        count = task.run_count + surplus
-        task = replace(task, run_count=count, fields={**task.fields, "run_count": count})
+        count = proactive.counted_in_file(task) + surplus
+        fields = {**task.fields, "run_count": count}
+        task = replace(task, run_count=proactive.held_run_count(count), fields=fields)
     return task
 
 
