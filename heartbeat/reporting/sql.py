@@ -247,7 +247,10 @@ def _sqlite_rows(cur: sqlite3.Cursor, denied: list[str], limit: Limit) -> Iterat
 
 def _sqlite_failed(exc: BaseException, denied: list[str], limit: Limit) -> HbError:
     if denied:
-        return QueryFailed(f"sql: {first_line(exc)}: {denied[0]} (hb sql is read-only)")
+        what = denied[0]
+        if what == "ATTACH" and "authorization denied" in str(exc):
+            what = "VACUUM"  # it attaches a database to rebuild the file in; ATTACH says "not authorized"
+        return QueryFailed(f"sql: {first_line(exc)}: {what} (hb sql is read-only)")
     if limit.interrupted or limit.expired:
         return limit.failed(exc)
     return QueryFailed(f"sql: {first_line(exc)}")

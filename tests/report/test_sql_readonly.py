@@ -102,6 +102,10 @@ def test_every_write_is_refused_and_the_sqlite_file_is_unchanged(hb: Runner, wor
     # what the database said, not a guess from the text
     assert "readonly database" in hb("sql", "DELETE FROM outcomes", code=1).stderr
     assert "not authorized" in hb("sql", "ATTACH DATABASE 'x.db' AS x", code=1).stderr
+    # VACUUM attaches a database to rebuild the file in: named as itself, not as an ATTACH
+    vacuum = "hb: sql: authorization denied: VACUUM (hb sql is read-only)\n"
+    for statement in ("VACUUM", "VACUUM INTO 'copy.db'"):
+        assert hb("sql", statement, code=1).stderr == vacuum
     assert "one statement" in hb("sql", "SELECT 1; DELETE FROM tasks", code=1).stderr
     # and reading still works, the same data as before
     assert hb.json("sql", "SELECT count(*) AS n FROM tasks", "--format", "json") == [{"n": 2}]
