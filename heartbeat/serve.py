@@ -52,6 +52,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from heartbeat.errors import Busy, HbError, InvalidInput, NotFound
 from heartbeat.web import app as web
@@ -373,7 +374,8 @@ class PokeHandler(BaseHTTPRequestHandler):
     def _target(self) -> str:
         # the request line as sent, not self.path: http.server folds a leading "//" into "/"
         words = self.requestline.split()
-        return words[1] if len(words) >= 2 else self.path
+        # no path at all when the request line was refused (too long, say: 414)
+        return words[1] if len(words) >= 2 else getattr(self, "path", "-")
 
     def _path(self) -> str:
         # exact paths only: "/poke/" and "//poke" are not the poke endpoint (404)
@@ -408,7 +410,10 @@ class PokeHandler(BaseHTTPRequestHandler):
         token) and status; never a header."""
         if self.server.log is not None:
             status = code.value if isinstance(code, HTTPStatus) else code
-            self.server.log(f"{self.address_string()} {self.command} {self._path()} {status}")
+            path = self._path()
+            if self.server.token in unquote(path):  # a token sent in the path (by mistake): blanked
+                path = self.server.redact(unquote(path))
+            self.server.log(f"{self.address_string()} {self.command} {path} {status}")
 
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.log is not None:

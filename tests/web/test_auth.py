@@ -147,3 +147,33 @@ def test_the_token_appears_in_no_log_line(served: Served) -> None:
     assert "GET /login 303" in text and "GET /now.json 401" in text and "GET /now.json 200" in text
     assert TOKEN not in text
     assert "hb_session" not in text
+
+
+def _raw(served: Served, line: bytes) -> bytes:
+    """One request line sent as is; the server's reply (empty if it sent none)."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as sock:
+        sock.sendall(line + b"\r\n\r\n")
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_a_token_in_the_path_or_a_refused_request_line_is_blanked(served: Served) -> None:
+    """The request log dropped only the query string: a token sent in the path, or as the target
+    of a malformed request line, was logged. A request line too long to read got no reply (the
+    log line failed on the path it never had)."""
+    for path in (f"/poke/{TOKEN}", f"/login%3Ftoken={TOKEN}", f"/login;token={quote(TOKEN)}"):
+        assert served.get(path, token=None).status == 404
+    # a two-word line is an HTTP/0.9 request to http.server: the answer is the error page alone
+    assert b"Error code: 400" in _raw(served, f"GARBAGE {TOKEN}".encode())
+    assert _raw(served, b"GET /" + b"a" * 70_000 + b" HTTP/1.1").startswith(b"HTTP/1.0 414")
+    deadline = time.monotonic() + 10
+    while sum(" 404" in line or " 400" in line or " 414" in line for line in served.log) < 5:
+        assert time.monotonic() < deadline, served.log
+        time.sleep(0.05)  # the server's log is read by a thread
+    text = "".join(served.log)
+    assert TOKEN not in text and quote(TOKEN) not in text
+    assert "[token]" in text and "failed" not in text
