@@ -262,10 +262,9 @@ def outcome_of(outcome: dict[str, Any] | str | None) -> Any:
     value, or ``{"result": text}`` when it is not JSON."""
     if not isinstance(outcome, str):
         return outcome
-    try:
-        return json.loads(outcome)
-    except (ValueError, RecursionError):
-        return {"result": outcome}
+    from heartbeat.formats.tasks_json import outcome_value
+
+    return outcome_value(outcome)
 
 
 def table_of(names: list[str], records: list[dict[str, Any]], limit: int, **meta: Any) -> dict[str, Any]:

@@ -14,6 +14,7 @@ timestamps are written as plain ``Z``.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -885,16 +886,25 @@ def last_run_entry(
 
 def outcome_value(text: str) -> Any:
     """An ``--outcome`` argument as stored: its JSON value, or ``{"result": text}`` if not JSON.
-    ``NaN`` and ``Infinity`` count as text: no JSON reader but Python's could read them back from
-    last-run.json."""
+    ``NaN``, ``Infinity`` and a number past a float's range (``1e999``) count as text: no JSON
+    reader but Python's could read them back from last-run.json."""
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except (ValueError, RecursionError):  # not JSON, or a number json.loads will not convert
         return {"result": text}
 
 
 def _no_constant(name: str) -> Any:
     raise ValueError(name)
+
+
+def _finite(text: str) -> float:
+    """A JSON number as a float, ValueError when it is past a float's range (``1e999``, read as
+    infinity: written back as ``Infinity``, which is no JSON)."""
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise ValueError(text)
+    return value
 
 
 # --- JSON text helpers ------------------------------------------------------------

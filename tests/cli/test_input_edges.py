@@ -335,7 +335,7 @@ def test_an_outcome_number_too_long_is_kept_as_text(hb: Runner) -> None:
     assert json.loads(row["result"]) == {"result": text}
 
 
-@pytest.mark.parametrize("text", ["NaN", "-Infinity", '{"score": Infinity}'])
+@pytest.mark.parametrize("text", ["NaN", "-Infinity", '{"score": Infinity}', "1e999", '{"v": -1e999}'])
 def test_an_outcome_json_cannot_hold_is_kept_as_text(hb: Runner, workspace: Path, text: str) -> None:
     """Python reads NaN and Infinity as JSON; no other reader does, and last-run.json carried them."""
 

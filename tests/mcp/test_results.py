@@ -118,3 +118,16 @@ def test_an_unforeseen_failure_is_one_line_to_the_client_and_the_log(tmp_path: P
         finally:
             calls.close()
     assert logged == ["internal error: RuntimeError: boom at line 2"]
+
+
+def test_an_outcome_text_json_cannot_hold_is_stored_as_text() -> None:
+    """The complete tool read ``"NaN"`` or ``"1e999"`` with plain json.loads: NaN and infinity were
+    stored and written to last-run.json, which no JSON reader but Python's reads. As hb complete
+    --outcome: such text is ``{"result": TEXT}``; JSON text is its value; an object stays as given."""
+    from heartbeat.mcp_server import outcome_of
+
+    for text in ("NaN", "Infinity", "1e999", '{"v": -1e999}'):
+        assert outcome_of(text) == {"result": text}
+    assert outcome_of('{"pages": 3}') == {"pages": 3}
+    assert outcome_of("done") == {"result": "done"}
+    assert outcome_of({"pages": 3}) == {"pages": 3}
