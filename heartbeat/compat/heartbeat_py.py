@@ -216,6 +216,12 @@ def _invoke(args: argparse.Namespace, root: Path, *, db: str | None, now: str | 
 
     if not root.is_dir():
         raise NotFound(f"workspace {root} is not a directory")
+    if now:  # its form first: a bad time creates no ledger
+        from datetime import UTC
+
+        from heartbeat.clock import parse_when
+
+        parse_when(now, UTC, what="--now time")
     with file_lock(root), Ledger.open(root, db=db, now=now) as ledger:
         notices = []
         if ledger.backup_path and not quiet:

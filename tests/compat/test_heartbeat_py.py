@@ -685,3 +685,18 @@ def test_an_edit_made_while_a_call_runs_is_merged_not_written_over(
     doc = hbpy.doc()
     assert [(t["id"], t["description"]) for t in doc["pending"]] == [(second, "edited meanwhile, kept")]
     assert [t["id"] for t in doc["in_progress"]] == [first]
+
+
+def test_a_bad_clock_is_refused_before_anything_is_created(tmp_path: Path) -> None:
+    """HB_NOW=garbage was refused (exit 1) after the ledger and the lock file were created."""
+    env = {"PATH": "/usr/bin:/bin", "HB_NOW": "garbage", "TZ": "UTC"}
+    done = subprocess.run(
+        [sys.executable, "-m", "heartbeat", "compat", "heartbeat-py", "list"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.startswith("hb: bad --now time 'garbage'") and done.stderr.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
