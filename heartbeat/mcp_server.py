@@ -404,7 +404,8 @@ def build(ledger: Ledger, log: Callable[[str], None] | None = None) -> tuple[MCP
         keys = ("id", "title", "status", "scope", "priority", "risk", "due_at", "not_before", "after", "key")
 
         def create(lg: Ledger) -> dict[str, Any]:
-            return compact(lg.add(title, scope=scope, task_id=id, key=key, after=after, **fields), keys)
+            added = compact(lg.add(title, scope=scope, task_id=id, key=key, after=after, **fields), keys)
+            return {**added, "title": clip(added["title"])}  # the caller has it: an echo stays short
 
         return await calls(create)
 

@@ -331,3 +331,19 @@ def test_without_the_mcp_extra_hb_mcp_exits_1_naming_the_extra(ledger_ws: Path) 
 def test_http_options_without_http_are_a_usage_error(hb: Runner, ledger_ws: Path) -> None:
     result = hb("mcp", "--port", "9999", code=2)
     assert "--host, --port and --token-file go with --http" in result.stderr
+
+
+def test_add_echoes_a_long_title_clipped_and_pop_hands_it_out_whole(ledger_ws: Path) -> None:
+    """add's result echoed the whole title (5 MB for a 5 MB title); the caller has it already."""
+    from heartbeat.mcp_server import MAX_TEXT
+
+    title = " ".join(["word"] * 20_000)
+
+    async def main() -> None:
+        async with mcp_session(ledger_ws, now="2026-05-01T10:00") as session:
+            added = await call(session, "add", title=title)
+            assert added["title"] == title[:MAX_TEXT] + f"… [{len(title) - MAX_TEXT} more characters]"
+            got = await call(session, "pop")
+            assert got["task"]["description"] == title
+
+    run(main)
