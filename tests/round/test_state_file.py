@@ -282,3 +282,14 @@ def test_proactive_reads_what_the_runtime_wrote_since_the_last_sync(sh_db: Runne
     )
     assert (got["reason"], got["last_proactive_at"]) == ("min_gap", "2026-05-01T17:30:00+08:00")
     assert path.read_text() == runtime  # read, and nothing to write back
+
+
+def test_a_repeated_key_is_a_warning_naming_its_line(sh: Runner, workspace: Path) -> None:
+    """JSON readers take a repeated key's last value, and a change to its object writes the object
+    out whole, the first value gone: tasks.json warned of that, heartbeat-state.json did not."""
+    path = workspace / "memory" / "heartbeat-state.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text('{"note": 1,\n "note": 2, "lastChecks": {"email": 1714550400}}\n')
+    warned = f"hb: warning: {path}:2: key 'note' is repeated in its object: the last value counts"
+    assert warned in sh("sync").stderr
+    assert path.read_text() == '{"note": 1,\n "note": 2, "lastChecks": {"email": 1714550400}}\n'

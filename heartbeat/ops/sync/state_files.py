@@ -303,6 +303,13 @@ def sync_state(
     file_settings, _ = _read(ctx, doc, path, problems)
     report.preserved.extend(f"{path}: {reason}: kept as written, not read" for reason in problems.values())
     if file_changed:
+        from heartbeat.formats.json_edit import repeated_keys
+
+        report.preserved.extend(  # as tasks.json says it: the first value is lost at a rewrite
+            f"{path}:{line}: key {key!r} is repeated in its object: the last value counts, and a "
+            "change to the object writes it out whole"
+            for line, key in repeated_keys(text)
+        )
         baseline = _baseline(last)
         keep_ledger = set()
         for key, value in file_settings.items():
