@@ -798,11 +798,8 @@ def _read_priority(value: Any, issues: list[str]) -> int:
 
 
 def _read_run_count(value: Any, issues: list[str]) -> int:
-    if value is None:
-        return 0
-    held = held_run_count(value)
-    if held == value:
-        return held
+    if value is None or _is_held(value):
+        return value or 0
     issues.append(f"run_count {value!r} is not a whole number >= 0 hb can hold: using 0")
     return 0
 
@@ -811,12 +808,14 @@ def _read_run_count(value: Any, issues: list[str]) -> int:
 _HELD_RUNS = range(2**30)
 
 
+def _is_held(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value in _HELD_RUNS
+
+
 def held_run_count(value: Any) -> int:
     """A block's ``run_count`` as the ledger holds it: a whole number in :data:`_HELD_RUNS`, else 0
     (the count in the file is kept, and a run adds one to it there)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value in _HELD_RUNS:
-        return value
-    return 0
+    return value if _is_held(value) else 0
 
 
 def counted_in_file(task: ProactiveTask) -> int:

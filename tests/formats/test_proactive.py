@@ -303,6 +303,16 @@ def test_task_outside_the_markers_is_reported_not_read() -> None:
     ]
 
 
+@pytest.mark.parametrize("written", ["false", "0.0", "-1", "1073741824"])
+def test_a_run_count_that_is_no_count_hb_holds_is_read_as_0_with_a_warning(written: str) -> None:
+    doc = parse(SECTION.format(f"### [DAILY] Tick\n```yaml\nid: tick\nrun_count: {written}\n```\n"))
+    [tick] = doc.tasks
+    assert tick.run_count == 0
+    assert [w.reason for w in doc.warnings] == [
+        f"run_count {tick.fields['run_count']!r} is not a whole number >= 0 hb can hold: using 0"
+    ]
+
+
 def test_soft_problems_keep_the_task_and_warn() -> None:
     body = (
         "### [Daily] Tick\n```yaml\nid: Tick-Tock\ntime: '9:5'\npriority: high\n"
