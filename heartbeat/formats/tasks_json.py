@@ -375,6 +375,11 @@ def _title(item: Mapping[str, Any], task_id: str) -> tuple[str, str]:
 _ORDERS = range(-(2**31), 2**31)
 
 
+def _held_order(value: Any) -> int | None:
+    """A scoped entry's ``order`` as its place in the ledger: a whole number in :data:`_ORDERS`."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value in _ORDERS else None
+
+
 def _reading(item: Mapping[str, Any], task_id: str, *, scoped: bool) -> _Reading:
     title, title_key = _title(item, task_id)
     get = item.get
@@ -390,7 +395,7 @@ def _reading(item: Mapping[str, Any], task_id: str, *, scoped: bool) -> _Reading
         title_key=title_key,
         priority=priority,
         status=_scoped_status(get("status")) if scoped else None,
-        order=order if isinstance(order, int) and not isinstance(order, bool) and order in _ORDERS else None,
+        order=None if order is None else _held_order(order),
         created_at=None if created is None else timestamp_or_none(created),
         completed_at=None if completed is None else timestamp_or_none(completed),
         skill=skill if skill is None or skill.__class__ is str else _text_or_none(skill),
@@ -696,9 +701,9 @@ def render_over(
         out[title_key] = title
     if scoped:
         _write_scoped_status(out, status, _scoped_status(out.get("status")))
-        order = out.get("order")
-        # an order past what hb stores stays as written (hb placed the entry by its index)
-        if isinstance(order, int) and not isinstance(order, bool) and order in _ORDERS and position != order:
+        # an order hb does not hold stays as written (hb placed the entry by its index)
+        order = _held_order(out.get("order"))
+        if order is not None and position != order:
             out["order"] = position
     else:
         was = out.get("priority")
