@@ -411,8 +411,9 @@ class PokeHandler(BaseHTTPRequestHandler):
         if self.server.log is not None:
             status = code.value if isinstance(code, HTTPStatus) else code
             path = self._path()
-            if self.server.token in unquote(path):  # a token sent in the path (by mistake): blanked
-                path = self.server.redact(unquote(path))
+            sent = unquote(path)
+            if self.server.token in sent:  # a token sent in the path (by mistake): blanked
+                path = self.server.redact(sent)
             self.server.log(f"{self.address_string()} {self.command} {path} {status}")
 
     def log_message(self, format: str, *args: Any) -> None:

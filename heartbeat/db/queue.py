@@ -908,7 +908,7 @@ def keep_last_run(db: plain.Conn, pks: Collection[int]) -> None:
     runs row (kind ``last-run``) as it reads now, so that the file goes on saying what that
     completion said (heartbeat.py wrote it once), whatever happens to the task later. One
     index step when the newest completion is another task's."""
-    newest = db.one(LAST_RUN["completed_task"])
+    newest = db.one(LAST_RUN["completed_task"]) if pks else None
     if newest is None or newest[0] not in pks:
         return
     record, done = _last_run(db)

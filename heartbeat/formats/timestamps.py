@@ -117,7 +117,7 @@ def read_timestamp(text: str) -> datetime:
         moment = parse_timestamp(text)
     except OutOfRangeError:
         moment = None  # past even what datetime holds
-    if moment is None or not EARLIEST <= moment < LATEST:
+    if moment is None or not in_range(moment):
         raise OutOfRangeError(f"{text!r} {OUT_OF_RANGE}")
     return moment
 
