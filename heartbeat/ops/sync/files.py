@@ -7,6 +7,7 @@ import errno
 import hashlib
 import os
 import stat
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,11 +53,42 @@ def measure(text: str) -> tuple[str, int]:
     last = _memo  # one read: another thread may replace it meanwhile
     if last is not None and (text is last[0] or text == last[0]):
         return last[1], last[2]
-    encoded = text.encode("utf-8")
-    found = hashlib.sha256(encoded).hexdigest(), len(encoded)
+    ahead = _ahead
+    if ahead is not None and ahead[0] is text:
+        ahead[1].join()
+        if ahead[2]:
+            return ahead[2][0]
+    found = _measured(text)
     if len(text) >= _MEMO_FROM:
         _memo = (text, *found)
     return found
+
+
+def _measured(text: str) -> tuple[str, int]:
+    encoded = text.encode("utf-8")
+    return hashlib.sha256(encoded).hexdigest(), len(encoded)
+
+
+# a large text being hashed on another thread (see measure_ahead): the text, the thread, its result
+_ahead: tuple[str, threading.Thread, list[tuple[str, int]]] | None = None
+
+
+def measure_ahead(text: str) -> None:
+    """Start :func:`measure` of a large text on another thread, to be asked for soon: hashing
+    releases the interpreter, so an export hashes the text it writes while writing it."""
+    global _ahead, _memo
+    if len(text) < _MEMO_FROM:
+        return
+    found: list[tuple[str, int]] = []
+
+    def work() -> None:
+        global _memo
+        found.append(_measured(text))
+        _memo = (text, *found[0])
+
+    thread = threading.Thread(target=work, name="hb-measure", daemon=True)
+    _ahead = (text, thread, found)
+    thread.start()
 
 
 def other_file(target: Path | None, workspace_file: Path) -> Path | None:
@@ -86,12 +118,77 @@ def read_text(path: Path, *, stream: bool = False) -> str:
             if not stream:
                 raise InvalidInput(f"{path}: not a regular file (hb reads and writes plain files only)")
             return decode(_read_stream(path), path)
-        data = read_quiet(path)
+        data, identity = _read_quiet(path)
     except FileNotFoundError:
         raise NotFound(f"{path}: no such file") from None
     except IsADirectoryError:
         raise NotFound(f"{path}: is a directory, not a file") from None
-    return decode(data, path)
+    text = decode(data, path)
+    if len(data) >= _MEMO_FROM:
+        _known[str(path)] = (identity, text)
+    return text
+
+
+# The large files hb last read or wrote in this process: the text, with the file's identity then
+# (see _identity). A queue operation with sync.auto_export looks at tasks.json before it and again
+# after it, and the next operation finds the text the last one wrote: while the file at the path is
+# still that same file, unchanged, known_text gives the text without reading and decoding it again.
+_known: dict[str, tuple[tuple[int, ...], str]] = {}
+
+
+def _identity(info: os.stat_result) -> tuple[int, ...]:
+    """What changes when a file is written or replaced: its inode and size, its modification and
+    change times (ctime moves on every write, rename and chmod, and cannot be set by hand)."""
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def known_text(path: Path) -> str:
+    """:func:`read_text`, without reading a large file hb read or wrote in this process and that is
+    the same file still, unchanged (see :data:`_known`).
+
+    A change within the file system's clock tick (a few milliseconds on Linux) that keeps the size
+    can go unseen here: use it only where a miss is caught later, as the compare-and-swap of
+    :func:`heartbeat.ops.sync.swap.replace_if` reads the file itself before writing over it."""
+    known = _known.get(str(path))
+    if known is not None:
+        try:
+            info = path.stat()
+        except OSError:
+            info = None
+        if info is not None and stat.S_ISREG(info.st_mode) and _identity(info) == known[0]:
+            return known[1]
+    return read_text(path)
+
+
+def still_known(path: Path, text: str) -> bool:
+    """Whether the file at ``path`` is the one hb last read or wrote in this process, unchanged,
+    and held ``text`` then (see :func:`known_text`: a miss is possible, so only where one is
+    caught later)."""
+    known = _known.get(str(path))
+    if known is None or (known[1] is not text and known[1] != text):
+        return False
+    try:
+        info = path.stat()
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and _identity(info) == known[0]
+
+
+def note_written(path: Path, text: str) -> None:
+    """hb has just put ``text`` at ``path`` (see :func:`known_text`)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return
+    if info.st_size >= _MEMO_FROM:
+        _known[str(path)] = (_identity(info), text)
+    else:
+        _known.pop(str(path), None)
+
+
+def forget_known(path: Path) -> None:
+    """What hb knew of the file at ``path`` no longer holds (another program's text is there)."""
+    _known.pop(str(path), None)
 
 
 QUIET_MAX = 2.0  # seconds hb waits for another program to finish writing a file in place
@@ -103,10 +200,17 @@ def read_quiet(path: Path) -> bytes:
     """A file's bytes, not read half-way through another program's in-place write: heartbeat.py
     truncates tasks.json and writes it again, and a read in between would see an empty file (or
     for the Markdown files, a valid one with most entries gone). See :func:`no_writers`."""
+    return _read_quiet(path)[0]
+
+
+def _read_quiet(path: Path) -> tuple[bytes, tuple[int, ...]]:
+    """:func:`read_quiet`'s bytes and the file's :func:`_identity` when they were read (no writer
+    can change the file between the two while the lease is held)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         with no_writers(fd):
-            return read_fd(fd)
+            data = read_fd(fd)
+            return data, _identity(os.fstat(fd))
     finally:
         os.close(fd)
 

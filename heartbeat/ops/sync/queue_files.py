@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,16 @@ from heartbeat.formats.tasks_json import priority_rank
 from heartbeat.formats.tasks_splice import Edit
 from heartbeat.formats.timestamps import timestamp_or_none
 from heartbeat.ops.sync import bookmarks
-from heartbeat.ops.sync.files import default_path, digest, file_lock, lock_timeout, measure, read_text
+from heartbeat.ops.sync.files import (
+    default_path,
+    digest,
+    file_lock,
+    known_text,
+    lock_timeout,
+    measure,
+    measure_ahead,
+    read_text,
+)
 from heartbeat.ops.sync.report import ImportReport, SyncReport
 from heartbeat.ops.sync.swap import replace_if
 
@@ -354,13 +364,15 @@ def _export_tasks(
     moved: Sequence[Key] | None,
     *,
     alone: bool = False,
-) -> str:
-    """tasks.json after a queue operation, remembered. ``current`` is the file's text, which the
-    caller found unedited since hb last read or wrote it: when hb rendered that text and the
-    ledger changed since only in the tasks the operation ``moved`` (each changed once), those
-    tasks are spliced into it (:mod:`heartbeat.formats.tasks_splice`); else the whole file is
-    rendered. ``alone``: the caller knows the operation was the ledger's only change since hb
-    rendered that text (see :func:`_alone`); else the ledger's tasks are counted to know it."""
+) -> tuple[str, Callable[[], None]]:
+    """tasks.json after a queue operation, and the call that remembers it (the caller makes it
+    once the text is written, which it hashes meanwhile: see :func:`_export_one`). ``current`` is
+    the file's text, which the caller found unedited since hb last read or wrote it: when hb
+    rendered that text and the ledger changed since only in the tasks the operation ``moved``
+    (each changed once), those tasks are spliced into it (:mod:`heartbeat.formats.tasks_splice`);
+    else the whole file is rendered. ``alone``: the caller knows the operation was the ledger's
+    only change since hb rendered that text (see :func:`_alone`); else the ledger's tasks are
+    counted to know it."""
     clean: list[str] | None = None  # the new text reads without warnings (None: not known)
     # the file holds the text remembered (the caller checked): did hb render it, and when?
     rendered = _kept_rendered(db) if moved is not None and current is not None else None
@@ -383,12 +395,11 @@ def _export_tasks(
             found = tasks_splice.splice_edits(current, layout, [record_from_row(t) for t in tasks])
             if found is not None:
                 text, edits = found
-                remember(db, SOURCE, path, text, now, rendered=_rendered(layout, stamp, clean), edits=edits)
-                return text
+                facts = _rendered(layout, stamp, clean)
+                return text, partial(remember, db, SOURCE, path, text, now, rendered=facts, edits=edits)
     text, rendered = _render_tasks(db, current)
     rendered["warnings"] = clean
-    remember(db, SOURCE, path, text, now, rendered=rendered)
-    return text
+    return text, partial(remember, db, SOURCE, path, text, now, rendered=rendered)
 
 
 # --- errors.json ------------------------------------------------------------------
@@ -597,10 +608,11 @@ def _export_one(
     rendered from) instead of being replaced; after :data:`_TRIES` it is left alone.
     """
     for _ in range(_TRIES):
+        remember_it: Callable[[], None] = _nothing  # what a render leaves to remember once written
         row = db.get(SyncStateRow, kind)
         before = None if row is None else (row.path, row.skeleton)  # its text: read if needed
         try:
-            current = read_text(path) if path.exists() else None
+            current = known_text(path) if path.exists() else None
         except (HbError, OSError) as exc:
             _notice(ctx, f"{_reason(exc, path)}: left as it is (fix it, then run hb sync)")
             return False
@@ -615,16 +627,20 @@ def _export_one(
         elif edits_only:
             return False
         elif kind == SOURCE:
-            text = _export_tasks(db, path, current, now, moved, alone=alone)
+            text, remember_it = _export_tasks(db, path, current, now, moved, alone=alone)
             moved = None  # a second round (the file changed meanwhile) renders it all
+            if current != text:
+                measure_ahead(text)  # hashed on another thread while replace_if writes it
         else:
             text = RENDERERS[kind](ctx, db, path)
             if text is None:
                 return False
             remember(db, kind, path, text, now)
         if text is None or current == text:
+            remember_it()
             return False
         done = replace_if(path, text, current, valid=_parses)
+        remember_it()
         if done.kept is not None:
             _notice(ctx, f"{path}: a concurrent edit hb could not merge is kept in {done.kept}")
         if done.written:
@@ -641,6 +657,10 @@ def _export_one(
             remember(db, kind, Path(before[0]), known, now)
     _notice(ctx, f"{path}: kept changing while hb wrote it; left as it is (run hb sync)")
     return False
+
+
+def _nothing() -> None:
+    pass
 
 
 def _forget(db: Db, kind: str) -> None:
@@ -701,7 +721,7 @@ def _edited_kinds(ctx: Context) -> list[str]:
         for kind in RENDERERS:
             path = default_path(ctx.workspace, kind)
             try:
-                text = read_text(path) if path.exists() else None
+                text = known_text(path) if path.exists() else None
             except (HbError, OSError):
                 continue  # reported by the export after the operation
             if text is not None and _edited(db, kind, path, text):

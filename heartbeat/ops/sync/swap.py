@@ -19,6 +19,11 @@ owns, a filesystem without them) the wait is a fixed :data:`SETTLE`, and a write
 descheduled longer than that between its open and its write can still be lost. Where the
 exchange itself is not available (another OS, a filesystem without it), the text is compared
 right before an ``os.replace``: the window is then the time between that read and the rename.
+
+The look before the exchange only spares an exchange and its undoing when the file has changed;
+the displaced file is what decides. A large file hb itself last read or wrote, still the same
+file with the same size and times, is therefore not read before the exchange (tasks.json after
+each queue operation with ``sync.auto_export``).
 """
 
 from __future__ import annotations
@@ -34,7 +39,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from heartbeat.ops.sync.files import QUIET_MAX, no_writers, read_fd, read_quiet, sync_dir
+from heartbeat.ops.sync.files import (
+    QUIET_MAX,
+    forget_known,
+    no_writers,
+    note_written,
+    read_fd,
+    read_quiet,
+    still_known,
+    sync_dir,
+)
 from heartbeat.ops.sync.textmerge import merge3
 
 SETTLE = 0.02  # seconds an in-place writer of the old file has to land before it is dropped
@@ -164,7 +178,12 @@ def replace_if(
     """
     try:
         wait = SETTLE if settle is None else settle
-        return _replace_if(target_of(path), text, expected, wait, valid or _any_text)
+        done = _replace_if(target_of(path), text, expected, wait, valid or _any_text, known_as=path)
+        if done.written:
+            note_written(path, text)
+        else:
+            forget_known(path)
+        return done
     except ReadOnlyFile:
         raise
     except OSError as exc:
@@ -172,8 +191,19 @@ def replace_if(
 
 
 def _replace_if(
-    target: Path, text: str, expected: str | None, settle: float, valid: Validator, depth: int = 0
+    target: Path,
+    text: str,
+    expected: str | None,
+    settle: float,
+    valid: Validator,
+    depth: int = 0,
+    *,
+    known_as: Path | None = None,
 ) -> Swapped:
+    """:func:`replace_if` on the file ``target``, which the caller names ``known_as``: when that is
+    the file hb last read or wrote with ``expected`` in this process, unchanged since (see
+    :func:`heartbeat.ops.sync.files.still_known`), it is not read again before the exchange. The
+    file the exchange displaces is read in any case."""
     try:
         info = target.stat()
     except FileNotFoundError:
@@ -193,9 +223,10 @@ def _replace_if(
     # and the exchange there is only a read and a comparison
     tmp = _temp(target, text, stat.S_IMODE(info.st_mode))
     try:
-        current = _read(target)
-        if current != expected:
-            return Swapped(False, current)
+        if known_as is None or not still_known(known_as, expected):  # a changed file stays in place
+            current = _read(target)
+            if current != expected:
+                return Swapped(False, current)
         if not _exchange(tmp, target):
             return _replace_checked(target, tmp, text, expected)
         return _after_exchange(target, tmp, text, expected, settle, valid, depth)
