@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -823,6 +823,27 @@ def parse_last_run(text: str) -> dict[str, Any]:
         line, column = _Locator(text).position(())
         raise FileFormatError("last-run.json must hold a JSON object", line=line, column=column)
     return data
+
+
+def unread_times(text: str, items: Iterable[tuple[JsonPath, Mapping[str, Any]]]) -> list[str]:
+    """Warnings for the ``timestamp`` members of errors.json items or last-run.json's object (each
+    with its path in ``text``) that hb does not read as a time: the item is kept as written, and
+    its row in the ledger is dated when hb read it (``line N: PATH: ...``)."""
+    warnings = []
+    locator: _Locator | None = None
+    for path, item in items:
+        value = item.get("timestamp")
+        if value is None or timestamp_or_none(value) is not None:
+            continue
+        locator = locator or _Locator(text.removeprefix("\ufeff"))
+        line, _ = locator.position((*path, "timestamp"))
+        where = f"line {line}: " if line is not None else ""
+        shown = _path_text((*path, "timestamp"))
+        warnings.append(
+            f"{where}{shown}: {value!r} is not a timestamp: kept as written, its row in the ledger "
+            "is dated when hb read it"
+        )
+    return warnings
 
 
 def render_last_run(obj: Mapping[str, Any], source: str | None = None) -> str:

@@ -233,6 +233,50 @@ def test_identical_errors_in_a_new_file_are_each_imported(hb: Runner, workspace:
     assert len(hb.json("sql", "SELECT pk FROM errors")) == 2
 
 
+def test_an_error_or_last_run_time_hb_cannot_read_is_reported_and_kept(
+    hb_db: Runner, workspace: Path
+) -> None:
+    """errors.json items and last-run.json whose timestamp is not a time hb reads (outside years
+    0002-9998, not text, not a time) are imported, kept as written, and said to be dated when hb
+    read them: the ledger's rows carry the sync's time, which a query would otherwise take for
+    the failure's."""
+    state = workspace / ".agent" / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    items = [
+        {"timestamp": "2026-04-25T12:00:00Z", "task_id": "a", "reason": "readable"},
+        {"timestamp": "0001-01-01T00:00:00Z", "task_id": "b", "reason": "year 1"},
+        {"timestamp": 12345, "task_id": "c", "reason": "a number"},
+        {"task_id": "d", "reason": "no time at all"},
+    ]
+    errors = json.dumps(items, indent=2)
+    (state / "errors.json").write_text(errors)
+    last_run = json.dumps({"timestamp": "yesterday", "task_id": "a", "status": "completed"}, indent=2)
+    (state / "last-run.json").write_text(last_run)
+    done = hb_db("sync", HB_NOW="2026-05-03T10:00:00Z")
+    warned = [line for line in done.stderr.splitlines() if "is not a timestamp" in line]
+    assert warned == [
+        f"hb: warning: {state / 'errors.json'}: line 8: [1].timestamp: '0001-01-01T00:00:00Z' is not a "
+        "timestamp: kept as written, its row in the ledger is dated when hb read it",
+        f"hb: warning: {state / 'errors.json'}: line 13: [2].timestamp: 12345 is not a timestamp: kept as "
+        "written, its row in the ledger is dated when hb read it",
+        f"hb: warning: {state / 'last-run.json'}: line 2: timestamp: 'yesterday' is not a timestamp: kept as "
+        "written, its row in the ledger is dated when hb read it",
+    ]
+    assert (state / "errors.json").read_text() == errors and (state / "last-run.json").read_text() == last_run
+    rows = hb_db.json("sql", "SELECT task_id, at FROM errors_utc ORDER BY pk")
+    assert [(r["task_id"], r["at"][:19]) for r in rows] == [
+        ("a", "2026-04-25T12:00:00"),
+        ("b", "2026-05-03T10:00:00"),
+        ("c", "2026-05-03T10:00:00"),
+        ("d", "2026-05-03T10:00:00"),
+    ]
+    assert "is not a timestamp" not in hb_db("sync", HB_NOW="2026-05-03T11:00:00Z").stderr  # said once
+    copy = workspace / "errors-copy.json"
+    copy.write_text(json.dumps([{**items[1], "task_id": "e"}], indent=2))
+    imported = hb_db("import", "errors-json", str(copy))
+    assert f"{copy}:3: [0].timestamp: '0001-01-01T00:00:00Z' is not a timestamp" in imported.stderr
+
+
 def test_a_repeated_key_is_reported_and_only_its_object_could_change(hb: Runner, workspace: Path) -> None:
     path = workspace / ".agent" / "state" / "tasks.json"
     path.parent.mkdir(parents=True, exist_ok=True)

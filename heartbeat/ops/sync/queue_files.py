@@ -418,6 +418,7 @@ def import_errors(ctx: Context, db: Db, text: str, path: Path, now: datetime) ->
     known = [_shown(e) for e in db.load(ErrorRow, SQL.errors)]
     tasks = _legacy_tasks(db)
     fresh = []
+    dated: list[tuple[tuple[int], dict[str, Any]]] = []  # the new items, for unread_times
     for index, item in enumerate(map(tasks_json.fix_malformed, items)):
         if item in known:
             known.remove(item)  # each row stands for one item of the file
@@ -425,7 +426,9 @@ def import_errors(ctx: Context, db: Db, text: str, path: Path, now: datetime) ->
             continue
         fresh.append(_error_row(item, tasks, now))
         report.added.append(f"[{index}]")
+        dated.append(((index,), item))
     db.add_all(fresh)
+    report.warnings.extend(tasks_json.unread_times(text, dated))
     remember(db, "errors-json", path, text, now)
     return report
 
@@ -505,6 +508,7 @@ def import_last_run(ctx: Context, db: Db, text: str, path: Path, now: datetime) 
             )
         )
         report.added.append("last-run")
+        report.warnings.extend(tasks_json.unread_times(text, [((), obj)]))
     remember(db, "last-run", path, text, now)
     return report
 
@@ -1026,6 +1030,8 @@ def sync_errors(
         tasks = _legacy_tasks(db) if fresh else {}
         db.add_all([_error_row(item, tasks, now) for _index, item in fresh])
         report.added.extend(f"[{index}]" for index, _item in fresh)
+        for warning in tasks_json.unread_times(text, [((index,), item) for index, item in fresh]):
+            _notice(ctx, f"{path}: {warning}")  # once, as the item comes in (not a note of the file)
     if text is None and db.value(SQL.any_error) is None:
         return report, None
     return _written(db, "errors-json", path, text, _errors_text(db, text), now, report)
@@ -1040,6 +1046,8 @@ def sync_last_run(
     if text is not None and (state is None or state.content_hash != digest(text) or state.path != str(path)):
         imported = import_last_run(ctx, db, text, path, now)
         report.added.extend(imported.added)
+        for warning in imported.warnings:
+            _notice(ctx, f"{path}: {warning}")
     out = _last_run_text(db, text)
     if out is None:
         return report, None
