@@ -204,6 +204,51 @@ def test_a_claim_failed_back_to_the_queue_by_its_holder_is_exit_1(hb_db: Runner)
         )
 
 
+def test_a_completion_in_tasks_json_is_a_lost_claim_for_the_holder(hb_db: Runner, workspace: Path) -> None:
+    target = workspace / ".agent" / "state" / "tasks.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"pending": [{"id": "job", "priority": "high"}], "in_progress": [], "completed": [], "failed": []}
+    target.write_text(json.dumps(doc, indent=2))
+    hb_db("--now", at(0), "sync")
+    a = pop(hb_db, 0, "--worker", "A")
+    hb_db("--now", at(1), "sync")
+    edited = json.loads(target.read_text())
+    [job] = edited["in_progress"]
+    edited["in_progress"] = []
+    edited["completed"].append({**job, "completed_at": at(2)})  # done by hand, in the file
+    target.write_text(json.dumps(edited, indent=2))
+    hb_db("--now", at(3), "sync")
+    assert hb_db.json("show", "job")["status"] == "done"
+    for command in FENCED:
+        lost = hb_db("--now", at(4), *command, "--claim", a["claim"], code=15)
+        assert lost.stderr == (
+            "hb: claim lost: task 'job' was completed without a claim (by hand or by a file); "
+            "nothing changed\n"
+        )
+
+
+def test_a_todo_md_entry_ticked_off_is_a_lost_claim_for_the_holder(hb_db: Runner, workspace: Path) -> None:
+    """A TODO.md entry is never popped by itself, but `pop --id` claims it; ticked off in the
+    file (moved to TODO.DONE.md), it was completed by another hand."""
+    (workspace / "TODO.md").write_text(
+        "# TODO Work In Progress (WIP)\n\n- [ ] [Created](2026-05-01 09:00) | water the plants\n"
+    )
+    hb_db("--now", at(0), "sync")
+    [entry] = hb_db.json("list")
+    a = pop(hb_db, 0, "--id", entry["id"], "--worker", "A")
+    (workspace / "TODO.md").write_text("# TODO Work In Progress (WIP)\n\n")
+    (workspace / "TODO.DONE.md").write_text(
+        "# TODO Done\n\n- [x] [Created](2026-05-01 09:00), [Done](2026-05-01 10:01) | water the plants\n"
+    )
+    hb_db("--now", at(120), "sync")
+    assert hb_db.json("show", entry["id"])["status"] == "done"
+    lost = hb_db("--now", at(180), "complete", entry["id"], "--claim", a["claim"], code=15)
+    assert lost.stderr == (
+        f"hb: claim lost: task {entry['id']!r} was completed without a claim (by hand or by a file); "
+        "nothing changed\n"
+    )
+
+
 def test_without_claim_the_id_is_enough_and_the_outcome_names_the_claim(hb_db: Runner) -> None:
     """The heartbeat.py way stays: complete by id; the outcome still records which claim it closed."""
     hb_db("add", "job", "--id", "job")
