@@ -375,7 +375,10 @@ class Ledger:
 
         With ``claim`` (the token :meth:`pop` returned), only while it is the task's claim:
         ClaimLost (exit 15) when the task was taken over, cleared or finished by someone else,
-        and nothing changes. Without it, whoever holds the task (the heartbeat.py way).
+        and nothing changes. Without it, whoever holds the task (the heartbeat.py way): the claim
+        it closes (the result's ``claim``) is lost to its holder, whose token is then refused
+        with ClaimLost. InvalidState (exit 1) when the token's own holder completed the task (or
+        failed it back to the queue) with it already.
         """
         return queue_ops.complete(self.ctx, task_id, scope, outcome, claim=claim)
 
@@ -391,7 +394,8 @@ class Ledger:
         """Record a failure; the task is retried until ``queue.max_attempts``, then failed.
 
         ``claim`` fences it as in :meth:`complete`: an old holder's failure does not send back
-        to the queue a task another worker is doing.
+        to the queue a task another worker is doing. Without it, the claim it closes is lost to
+        its holder, as in :meth:`complete`.
         """
         return queue_ops.fail(self.ctx, task_id, scope, reason, final, claim=claim)
 

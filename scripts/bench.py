@@ -174,18 +174,19 @@ def _fenced_rates(n: int, rounds: int = 2) -> tuple[float, float]:
 def floor_drain(workspace: str, worker: str) -> list[str]:
     """hb's own statements for pop+complete, replayed on raw sqlite3 with no Python logic between.
 
-    The same SQL text :mod:`heartbeat.db.queue` runs (the checked claim; the completing update and
-    the outcome row built from the task's), on a connection with hb's pragmas and constant
-    parameters: what the ledger's write set costs the database alone.
+    The same SQL text :mod:`heartbeat.db.queue` runs (the checked claim; the completing update,
+    the claim it closed cleared, and the outcome row built from the task's), on a connection with
+    hb's pragmas and constant parameters: what the ledger's write set costs the database alone.
     """
     from heartbeat.db.queue import Dialect
     from heartbeat.db.sqlite import connect
 
     sql = Dialect("sqlite").sql
-    claim, run, done, outcome = (
+    claim, run, done, unclaim, outcome = (
         sql("claim_checked_legacy"),
         sql("run"),
         sql("done_short_by_id"),
+        sql("unclaim"),
         sql("outcome_of_task"),
     )
     at, until = "2026-04-25 12:00:00.000000", "2026-04-25 12:30:00.000000"
@@ -202,9 +203,10 @@ def floor_drain(workspace: str, worker: str) -> list[str]:
             break
         con.execute("COMMIT")
         con.execute("BEGIN IMMEDIATE")
-        con.execute(done, {"now": at, "id": row[1]}).fetchone()
+        closed = con.execute(done, {"now": at, "id": row[1]}).fetchone()[3]
+        con.execute(unclaim, {"pk": row[0]})
         outcome_p = {"pk": row[0], "true": True, "result": '{"ok": true}', "now": at, "duration_s": 0.0}
-        con.execute(outcome, outcome_p)
+        con.execute(outcome, {**outcome_p, "claim": closed})
         con.execute("COMMIT")
         done_ids.append(row[1])
     con.close()

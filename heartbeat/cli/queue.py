@@ -127,7 +127,8 @@ def complete(task_id: str, scope: str | None, outcome: str | None, claim: str | 
 
     With --claim, only while that token is the task's claim: once the task was
     taken over, cleared or finished by someone else, exit 15 names who holds it
-    now and nothing changes. Without --claim, whoever holds it (as heartbeat.py).
+    now and nothing changes. Without --claim, whoever holds it (as heartbeat.py):
+    the claim it closes is lost to its holder, whose --claim then exits 15.
 
     \b
     Example:
@@ -153,7 +154,8 @@ def fail(task_id: str, scope: str | None, reason: str | None, final: bool, claim
 
     With --claim, only while that token is the task's claim (exit 15 otherwise,
     and nothing changes): an old holder cannot send back to the queue a task
-    another worker is doing.
+    another worker is doing. Without --claim, the claim it closes is lost to its
+    holder, as with complete.
 
     \b
     Example:

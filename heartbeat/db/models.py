@@ -108,7 +108,9 @@ class Task(Base):
     claimed_by: Mapped[str | None] = mapped_column(String(255))
     lease_expires_at: Mapped[datetime | None]
     attempts: Mapped[int] = mapped_column(Integer, server_default=text("0"))
-    claim: Mapped[str | None] = mapped_column(String(32))  # the token of the current (or last) claim
+    claim: Mapped[str | None] = mapped_column(
+        String(32)
+    )  # the token of the current claim, or of the last if its own holder ended it; else null
     not_before: Mapped[datetime | None]  # deferred: not popped (nor due) before this
     idempotency_key: Mapped[str | None] = mapped_column(String(255))  # `hb add --key`: one task per key
 

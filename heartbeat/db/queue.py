@@ -17,10 +17,16 @@ Every claim has a token (``tasks.claim``), drawn in Python and set by the
 claiming statement itself. ``complete`` / ``fail`` / ``renew`` given a token
 make it a condition of their one UPDATE (``... AND claim = :claim``); only
 when that matched nothing does a second query find out why, to name who holds
-the task now (:class:`~heartbeat.errors.ClaimLost`, exit 15). A deferred task
-(``not_before``) and one with an unfinished dependency (``task_dependencies``)
-are conditions of the claim too: a time comparison on the row and a NOT EXISTS
-probe of the dependency table's primary key per candidate.
+the task now (:class:`~heartbeat.errors.ClaimLost`, exit 15). A fenced
+completion or failure leaves its token on the row, so that a retry of it is
+told the claim ended by its own holder's hand (exit 1); ``complete`` / ``fail``
+without a token act on the id and clear the task's claim (the outcome or error
+row names the claim closed), so that its holder's token is refused as lost.
+PostgreSQL clears it in the same statement, SQLite by a second one on the same
+row (no page more). A deferred task (``not_before``) and one with an
+unfinished dependency (``task_dependencies``) are conditions of the claim too:
+a time comparison on the row and a NOT EXISTS probe of the dependency table's
+primary key per candidate.
 
 Every index a queue operation touches is a page written per commit, so the
 indexes the reports read leave the queue's rows out where they can (see
@@ -192,6 +198,9 @@ SQL = {
     ),
     # a renewal is bookkeeping, like a check time: no new version, no updated_at
     "renew": f"UPDATE tasks SET lease_expires_at = :lease_until WHERE {{target}} RETURNING {_RETURNING}",
+    # SQLite: a completion or failure without a token clears the task's claim once its own
+    # statement has returned the claim it closed (see _finish_row)
+    "unclaim": "UPDATE tasks SET claim = NULL WHERE pk = :pk",
     "clear": (
         "UPDATE tasks SET status = 'todo', claim = NULL, claimed_at = NULL, claimed_by = NULL, "
         f"lease_expires_at = NULL, updated_at = :now, version = version + 1 WHERE {_STALE}"
@@ -253,23 +262,52 @@ SQL["done_short"] = (
     f"UPDATE tasks SET status = 'done', completed_at = :now, {_RELEASE} "
     "WHERE {target} RETURNING pk, id, scope, claim, claimed_at"
 )
-# the outcome row of a task just completed, built by the database from the task's row
+# the outcome row of a task just completed, built by the database from the task's row; its claim
+# is the caller's (the one the completion closed: without a token, the row no longer holds it)
 SQL["outcome_of_task"] = (
     f"INSERT INTO outcomes ({_OUTCOME_COLUMNS}) SELECT pk, id, scope, source, skill, :true, "
-    "{json:result}, claimed_at, :now, :duration_s, attempts, claimed_by, claim, "
+    "{json:result}, claimed_at, :now, :duration_s, attempts, claimed_by, :claim, "
     f"{_AFTER_RUN} FROM tasks WHERE pk = :pk"
 )
-# PostgreSQL: the common pop and every completion are ONE statement each, sent in autocommit (one
-# round trip, like a bare SKIP LOCKED queue): a pop is its claim alone (the claim lives on the task
-# row), a completion a data-modifying CTE that writes the outcome row with it.
-SQL["done_pg"] = (
-    f"WITH c AS ({SQL['done']}), "
-    f"outcome AS (INSERT INTO outcomes ({_OUTCOME_COLUMNS}) SELECT c.pk, c.id, c.scope, c.source, c.skill, "
-    "true, CAST(:result AS json), c.claimed_at, :now, "
-    "EXTRACT(EPOCH FROM CAST(:now AS timestamptz) - c.claimed_at), c.attempts, c.claimed_by, c.claim, "
-    f"{_AFTER_RUN} FROM c) "
-    "SELECT c.pk, c.id, c.scope, c.claim, c.claimed_at FROM c"  # what the caller still needs
-)
+
+
+def _done_pg(done: str) -> str:
+    """PostgreSQL's completion: the completing update ``done`` and the outcome row, in one
+    statement. The common pop and every completion are ONE statement each, sent in autocommit (one
+    round trip, like a bare SKIP LOCKED queue): a pop is its claim alone (the claim lives on the
+    task row), a completion a data-modifying CTE that writes the outcome row with it."""
+    return (
+        f"WITH c AS ({done}), "
+        f"outcome AS (INSERT INTO outcomes ({_OUTCOME_COLUMNS}) SELECT c.pk, c.id, c.scope, c.source, "
+        "c.skill, true, CAST(:result AS json), c.claimed_at, :now, "
+        "EXTRACT(EPOCH FROM CAST(:now AS timestamptz) - c.claimed_at), c.attempts, c.claimed_by, c.claim, "
+        f"{_AFTER_RUN} FROM c) "
+        "SELECT c.pk, c.id, c.scope, c.claim, c.claimed_at FROM c"  # what the caller still needs
+    )
+
+
+SQL["done_pg"] = _done_pg(SQL["done"])
+
+
+def _unclaiming(ending: str) -> str:
+    """PostgreSQL's form of ``ending`` (``UPDATE tasks SET ... WHERE {target} RETURNING ...``, a
+    completion or failure) for a caller without a token: it also clears the task's claim, so that
+    the claim's holder is told another hand ended it (exit 15, see :func:`claim_lost`), and returns
+    the claim it closed as ``claim`` for the outcome and error rows (RETURNING gives new values).
+    The closed claim is read from the row locked first, so it is the one the update ends even
+    when a takeover committed in between."""
+    update, _, returning = ending.partition(" WHERE {target} RETURNING ")
+    closed = ", ".join("ended_claim AS claim" if c == "claim" else c for c in returning.split(", "))
+    return (
+        f"{update}, claim = NULL FROM (SELECT pk AS ended_pk, claim AS ended_claim FROM tasks "
+        f"WHERE {{target}} FOR UPDATE) ended WHERE pk = ended_pk RETURNING {closed}"
+    )
+
+
+# PostgreSQL's statements, by key, in place of SQL's for a completion or failure without a token
+# (SQLite runs SQL's, which leave the claim, then "unclaim"); keyed like SQL's (_by_id, ...)
+UNCLAIMED_PG = {key: _unclaiming(SQL[key]) for key in ("done", "failed", "done_short")}
+UNCLAIMED_PG["done_pg"] = _done_pg(UNCLAIMED_PG["done"])
 
 # last-run.json: the newest record, of a runs row (a failure, the heartbeat.py drop-in's records, a
 # hand edit taken in) or of a completion hb recorded without one (its outcome row and its task). A
@@ -295,10 +333,13 @@ LAST_RUN = {
 
 for _key in [k for k, v in SQL.items() if "{target}" in v]:
     _text = SQL.pop(_key)
+    _unclaimed = UNCLAIMED_PG.pop(_key, None)
     for _suffix, _target in (("_by_id", _TARGET_ID), ("_by_scope_id", _TARGET_SCOPE_ID)):
         SQL[_key + _suffix] = _text.replace("{target}", _target)
         # the fenced form: the caller's token must still be the task's claim
         SQL[_key + _suffix + "_claimed"] = _text.replace("{target}", f"{_target} AND claim = :claim")
+        if _unclaimed is not None:
+            UNCLAIMED_PG[_key + _suffix] = _unclaimed.replace("{target}", _target)
 for _key in [k for k, v in SQL.items() if "{order}" in v]:
     _text = SQL[_key]
     SQL[_key] = _text.replace("{order}", PRIORITY_ORDER)
@@ -312,6 +353,8 @@ class Dialect:
         self.name = name
         self.sqlite = name == "sqlite"
         self.statements: dict[str, str] = {key: self._adapt(text) for key, text in SQL.items()}
+        if not self.sqlite:
+            self.statements.update((key, self._adapt(text)) for key, text in UNCLAIMED_PG.items())
         self.names: dict[str, list[str]] = {}  # the column names of each statement's rows
         # a time parameter (plain.bind_time for this backend)
         self.time: Callable[[datetime | None], Any] = plain.postgres_time
@@ -749,7 +792,15 @@ def _finish(
 def _finish_row(
     tx: Tx, key: str, task_id: str, scope: str | None, params: dict[str, Any], claim: str | None = None
 ) -> dict[str, Any]:
-    """:func:`_finish`'s row as the statement returned it (``params`` gain the id, scope and claim)."""
+    """:func:`_finish`'s row as the statement returned it (``params`` gain the id, scope and claim).
+
+    Without ``claim`` (a completion or failure by id alone: a renewal always has one) the task's
+    claim ends as another hand's: the row is left without it, so that its holder's token is
+    refused as lost (exit 15) rather than as ended by its own hand (exit 1), and the row returned
+    names the claim closed, for the outcome and error rows. PostgreSQL's statement does both
+    (:data:`UNCLAIMED_PG`); on SQLite, whose RETURNING gives new values, the statement leaves the
+    claim for RETURNING to give and a second one clears it (the same row: no page more to write).
+    """
     params["id"] = task_id
     if claim is not None:
         params["claim"] = claim
@@ -759,6 +810,8 @@ def _finish_row(
         params["scope"] = scope
         row = tx.row(f"{key}_by_scope_id_claimed" if claim is not None else f"{key}_by_scope_id", params)
     if row is not None:
+        if claim is None and tx.d.sqlite and row["claim"] is not None:
+            tx.execute("unclaim", {"pk": row["pk"]})
         return row
     found = (
         tx.rows("by_id", {"id": task_id})
@@ -780,7 +833,9 @@ def claim_lost(row: Mapping[str, Any], claim: str, zone: tzinfo | None = None) -
     """Why ``claim`` no longer holds the task ``row`` (as it is now): who holds it, or what ended it.
 
     ClaimLost (exit 15) when someone else took the task over, cleared or finished it; InvalidState
-    (exit 1) when the claim ended by its own holder's hand (completed, or failed back to the queue).
+    (exit 1) when the claim ended by its own holder's hand (completed, or failed back to the queue,
+    with its token: the row keeps it). A completion or failure by id alone clears the row's claim
+    and leaves its holder and time; a hand, a file's edit and clear-stale clear all three.
     """
     from heartbeat.clock import isoformat
 
@@ -797,16 +852,32 @@ def claim_lost(row: Mapping[str, Any], claim: str, zone: tzinfo | None = None) -
             f"claim lost: {task} is held by {holder or 'an unnamed worker'} under a newer claim "
             f"since {since}{lease}; nothing changed"
         )
+    by_id_alone = row["claim"] is None and row.get("claimed_at") is not None
     if status == "done":
         by = f" by {holder}" if holder and row["claim"] else ""
-        how = "under another claim" if row["claim"] else "without a claim (by hand or by a file)"
+        if row["claim"]:
+            how = "under another claim"
+        elif by_id_alone:
+            how = "without a claim (complete by id alone), not under this one"
+        else:
+            how = "without a claim (by hand or by a file)"
         return ClaimLost(f"claim lost: {task} was completed{by} {how}; nothing changed")
     if status == "todo" and row["claim"] is None and not row.get("attempts"):
         return ClaimLost(f"claim lost: {task} was never claimed: the token is not its claim; nothing changed")
+    if status == "todo" and by_id_alone:
+        return ClaimLost(
+            f"claim lost: {task} was failed without a claim (fail by id alone) and returned to the queue; "
+            "nobody holds it now; nothing changed"
+        )
     if status == "todo" and row["claim"] is None:
         return ClaimLost(
             f"claim lost: {task} was returned to the queue (clear-stale, or by hand); nobody holds it "
             "now; nothing changed"
+        )
+    if status == "failed" and by_id_alone:
+        return ClaimLost(
+            f"claim lost: {task} was failed without a claim (fail by id alone), not under this one; "
+            "nothing changed"
         )
     return ClaimLost(f"claim lost: {task} is {status} now, no longer under this claim; nothing changed")
 
@@ -863,6 +934,7 @@ def complete(
                 "true": True,
                 "result": tx.d.json(outcome),
                 "duration_s": (now - claimed_at).total_seconds() if claimed_at else None,
+                "claim": row["claim"],
             }
             tx.execute("outcome_of_task", params)
         row["status"], row["completed_at"] = "done", now

@@ -139,6 +139,116 @@ def test_completed_by_someone_else_is_claim_lost(hb_db: Runner) -> None:
     assert "was completed without a claim (by hand or by a file)" in lost.stderr
 
 
+FENCED = (("complete", "job"), ("fail", "job", "--reason", "late"), ("renew", "job"))
+
+
+def test_a_completion_by_id_alone_is_a_lost_claim_for_the_holder(hb_db: Runner) -> None:
+    """A pops; B completes the task by id alone (as heartbeat.py does): A's token is a claim lost
+    to another hand (exit 15), not one its holder ended (exit 1). The outcome names the claim it
+    closed; the task is no longer under it."""
+    hb_db("add", "job", "--id", "job")
+    a = pop(hb_db, 0, "--worker", "A")
+    done = hb_db.json("--now", at(1), "complete", "job")
+    assert (done["status"], done["claim"]) == ("done", a["claim"])  # the claim it closed
+    before = hb_db.json("show", "job")
+    assert (before["status"], before["claim"], before["claimed_by"]) == ("done", None, "A")
+    for command in FENCED:
+        lost = hb_db("--now", at(2), *command, "--claim", a["claim"], code=15)
+        assert (lost.stdout, lost.stderr) == (
+            "",
+            "hb: claim lost: task 'job' was completed without a claim (complete by id alone), "
+            "not under this one; nothing changed\n",
+        )
+    assert hb_db.json("show", "job") == before  # nothing changed
+    assert outcomes(hb_db, "job") == [{"worker": "A", "claim": a["claim"], "success": _true(hb_db)}]
+    assert sql(hb_db, "SELECT count(*) AS n FROM errors")[0]["n"] == 0
+
+
+@pytest.mark.parametrize("final", [False, True], ids=["retried", "final"])
+def test_a_failure_by_id_alone_is_a_lost_claim_for_the_holder(hb_db: Runner, final: bool) -> None:
+    hb_db("add", "job", "--id", "job")
+    a = pop(hb_db, 0, "--worker", "A")
+    given = ["--final"] if final else []
+    failed = hb_db.json("--now", at(1), "fail", "job", "--reason", "B gave up", *given)
+    assert (failed["status"], failed["claim"]) == ("failed" if final else "todo", a["claim"])
+    before = hb_db.json("show", "job")
+    assert before["claim"] is None
+    ended = (
+        "was failed without a claim (fail by id alone), not under this one"
+        if final
+        else "was failed without a claim (fail by id alone) and returned to the queue; nobody holds it now"
+    )
+    for command in FENCED:
+        lost = hb_db("--now", at(2), *command, "--claim", a["claim"], code=15)
+        assert (lost.stdout, lost.stderr) == ("", f"hb: claim lost: task 'job' {ended}; nothing changed\n")
+    assert hb_db.json("show", "job") == before
+    assert sql(hb_db, "SELECT claim, reason FROM errors") == [{"claim": a["claim"], "reason": "B gave up"}]
+    if not final:  # popped again, the task is under a new claim; the old one stays lost
+        c = pop(hb_db, 3, "--worker", "C")
+        lost = hb_db("--now", at(3), "complete", "job", "--claim", a["claim"], code=15)
+        assert "is held by C under a newer claim" in lost.stderr
+        hb_db("--now", at(4), "complete", "job", "--claim", c["claim"])
+
+
+def test_a_claim_failed_back_to_the_queue_by_its_holder_is_exit_1(hb_db: Runner) -> None:
+    """The holder's own fenced failure keeps its token on the task: a retry of it is told the
+    claim has ended (exit 1), as after its own completion."""
+    hb_db("add", "job", "--id", "job")
+    a = pop(hb_db, 0, "--worker", "A")
+    hb_db("--now", at(1), "fail", "job", "--claim", a["claim"])
+    assert hb_db.json("show", "job")["claim"] == a["claim"]
+    for command in FENCED:
+        again = hb_db("--now", at(2), *command, "--claim", a["claim"], code=1)
+        assert again.stderr == (
+            "hb: task 'job': this claim has ended already (the task is todo); nothing changed\n"
+        )
+
+
+def test_a_completion_in_tasks_json_is_a_lost_claim_for_the_holder(hb_db: Runner, workspace: Path) -> None:
+    target = workspace / ".agent" / "state" / "tasks.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"pending": [{"id": "job", "priority": "high"}], "in_progress": [], "completed": [], "failed": []}
+    target.write_text(json.dumps(doc, indent=2))
+    hb_db("--now", at(0), "sync")
+    a = pop(hb_db, 0, "--worker", "A")
+    hb_db("--now", at(1), "sync")
+    edited = json.loads(target.read_text())
+    [job] = edited["in_progress"]
+    edited["in_progress"] = []
+    edited["completed"].append({**job, "completed_at": at(2)})  # done by hand, in the file
+    target.write_text(json.dumps(edited, indent=2))
+    hb_db("--now", at(3), "sync")
+    assert hb_db.json("show", "job")["status"] == "done"
+    for command in FENCED:
+        lost = hb_db("--now", at(4), *command, "--claim", a["claim"], code=15)
+        assert lost.stderr == (
+            "hb: claim lost: task 'job' was completed without a claim (by hand or by a file); "
+            "nothing changed\n"
+        )
+
+
+def test_a_todo_md_entry_ticked_off_is_a_lost_claim_for_the_holder(hb_db: Runner, workspace: Path) -> None:
+    """A TODO.md entry is never popped by itself, but `pop --id` claims it; ticked off in the
+    file (moved to TODO.DONE.md), it was completed by another hand."""
+    (workspace / "TODO.md").write_text(
+        "# TODO Work In Progress (WIP)\n\n- [ ] [Created](2026-05-01 09:00) | water the plants\n"
+    )
+    hb_db("--now", at(0), "sync")
+    [entry] = hb_db.json("list")
+    a = pop(hb_db, 0, "--id", entry["id"], "--worker", "A")
+    (workspace / "TODO.md").write_text("# TODO Work In Progress (WIP)\n\n")
+    (workspace / "TODO.DONE.md").write_text(
+        "# TODO Done\n\n- [x] [Created](2026-05-01 09:00), [Done](2026-05-01 10:01) | water the plants\n"
+    )
+    hb_db("--now", at(120), "sync")
+    assert hb_db.json("show", entry["id"])["status"] == "done"
+    lost = hb_db("--now", at(180), "complete", entry["id"], "--claim", a["claim"], code=15)
+    assert lost.stderr == (
+        f"hb: claim lost: task {entry['id']!r} was completed without a claim (by hand or by a file); "
+        "nothing changed\n"
+    )
+
+
 def test_without_claim_the_id_is_enough_and_the_outcome_names_the_claim(hb_db: Runner) -> None:
     """The heartbeat.py way stays: complete by id; the outcome still records which claim it closed."""
     hb_db("add", "job", "--id", "job")
@@ -194,6 +304,48 @@ def test_exit_15_from_the_python_api(db_url: str, workspace: Path) -> None:
         with pytest.raises(InvalidState):  # its own claim, ended: not a lost one
             ledger.complete("job", claim=b["claim"])
         assert ledger.get("job")["status"] == "done"
+
+
+def test_a_claim_ended_by_another_hand_from_the_python_api(db_url: str, workspace: Path) -> None:
+    """Worker A's ledger and worker B's: B completes and fails by id alone, A's tokens are lost
+    (ClaimLost, exit 15); A's own fenced completion retried is InvalidState (exit 1)."""
+    clock = [T0]
+    with (
+        Ledger.open(workspace=workspace, db=db_url, now=lambda: clock[0]) as a_side,
+        Ledger.open(workspace=workspace, db=db_url, now=lambda: clock[0]) as b_side,
+    ):
+        for name in ("done-by-b", "failed-by-b", "done-by-a"):
+            a_side.add(name, task_id=name)
+        done_by_b = a_side.pop(worker="A")
+        failed_by_b = a_side.pop(worker="A")
+        done_by_a = a_side.pop(worker="A")
+        assert done_by_b and failed_by_b and done_by_a
+        clock[0] = T0 + timedelta(seconds=1)
+        assert b_side.complete("done-by-b")["claim"] == done_by_b["claim"]
+        assert b_side.fail("failed-by-b", final=True)["claim"] == failed_by_b["claim"]
+        a_side.complete("done-by-a", claim=done_by_a["claim"])
+        for task, how in (
+            (done_by_b, "completed without a claim (complete by id alone)"),
+            (failed_by_b, "failed without a claim (fail by id alone)"),
+        ):
+            with pytest.raises(ClaimLost) as lost:
+                a_side.complete(task["id"], claim=task["claim"])
+            assert lost.value.exit_code == 15
+            assert str(lost.value) == (
+                f"claim lost: task {task['id']!r} was {how}, not under this one; nothing changed"
+            )
+            with pytest.raises(ClaimLost):
+                a_side.fail(task["id"], claim=task["claim"])
+            with pytest.raises(ClaimLost):
+                a_side.renew(task["id"], task["claim"])
+        with pytest.raises(InvalidState) as ended:
+            a_side.complete("done-by-a", claim=done_by_a["claim"])
+        assert ended.value.exit_code == 1 and "this claim has ended already" in str(ended.value)
+        assert [a_side.get(t)["status"] for t in ("done-by-b", "failed-by-b", "done-by-a")] == [
+            "done",
+            "failed",
+            "done",
+        ]
 
 
 # --- renewal -----------------------------------------------------------------------------------

@@ -281,6 +281,26 @@ def test_fail_with_a_reason_records_it_as_the_outcome(hbpy: HeartbeatPy) -> None
 
 
 @pytest.mark.parametrize("command", ["complete", "fail"])
+def test_the_scripts_complete_or_fail_is_a_lost_claim_for_an_hb_holder(
+    hbpy: HeartbeatPy, hb: Runner, command: str
+) -> None:
+    """A worker claims with `hb pop` (a token); the script's complete / fail, by id alone, ends
+    that claim by another hand: the worker's token is refused as lost (exit 15), not as a claim it
+    ended itself (exit 1), and the row the script's call wrote names the claim it closed."""
+    task_id = hbpy.add("Summarise the survey")
+    a = json.loads(hb("pop", "--worker", "A").stdout)
+    hbpy(command, task_id)
+    how = "completed without a claim (complete by id alone)"
+    if command == "fail":
+        how = "failed without a claim (fail by id alone)"
+    refused = f"hb: claim lost: task {task_id!r} was {how}, not under this one; nothing changed\n"
+    for fenced in ("complete", "fail", "renew"):
+        assert hb(fenced, task_id, "--claim", a["claim"], code=15).stderr == refused
+    table = "outcomes" if command == "complete" else "errors"
+    assert hb.json("sql", f"SELECT claim FROM {table}") == [{"claim": a["claim"]}]
+
+
+@pytest.mark.parametrize("command", ["complete", "fail"])
 def test_a_task_not_in_progress_prints_the_scripts_line_exits_0_and_writes_nothing(
     hbpy: HeartbeatPy, hb: Runner, command: str
 ) -> None:

@@ -73,6 +73,95 @@ def test_a_pop_writes_its_claim_and_a_completion_its_outcome_row(ledger: Ledger)
     assert ledger.get(added["id"])["status"] == "done"
 
 
+def test_a_completion_or_failure_by_id_alone_records_the_claim_it_closed(ledger: Ledger) -> None:
+    """Without a token, a completion and a failure write the rows a fenced one writes (the
+    outcome's worker, claim, duration and attempt; the error's claim) and leave the task without
+    its claim, so that its holder's token reads as lost; a fenced one leaves its token there."""
+    for name in ("by-id", "fenced", "failed"):
+        ledger.add(name, task_id=name)
+    claims: dict[str, list[str]] = {}
+
+    def popped() -> str:
+        got = ledger.pop(worker="w1")
+        assert got is not None
+        claims.setdefault(got["id"], []).append(got["claim"])
+        return str(got["id"])
+
+    assert popped() == "by-id"
+    assert ledger.complete("by-id", outcome={"n": 1})["claim"] == claims["by-id"][0]  # 90 s after the pop
+    assert popped() == "fenced"
+    ledger.complete("fenced", claim=claims["fenced"][0])
+    assert popped() == "failed"
+    assert ledger.fail("failed", reason="first")["claim"] == claims["failed"][0]  # back to the queue
+    assert popped() == "failed"
+    assert ledger.fail("failed", reason="last", final=True)["claim"] == claims["failed"][1]
+
+    with ledger.ctx.read() as db:
+        outcomes = db.dicts(
+            "SELECT task_id, success, worker, claim, duration_s, attempt FROM outcomes ORDER BY pk"
+        )
+        errors = db.dicts("SELECT task_id, reason, claim, attempt, final FROM errors ORDER BY pk")
+        tasks = dict(db.rows("SELECT id, claim FROM tasks"))
+    assert [{**o, "success": bool(o["success"])} for o in outcomes] == [
+        {"task_id": "by-id", "success": True, "worker": "w1", "claim": claims["by-id"][0]}
+        | {"duration_s": 90.0, "attempt": 1},
+        {"task_id": "fenced", "success": True, "worker": "w1", "claim": claims["fenced"][0]}
+        | {"duration_s": 90.0, "attempt": 1},
+        {"task_id": "failed", "success": False, "worker": "w1", "claim": claims["failed"][1]}
+        | {"duration_s": 90.0, "attempt": 2},
+    ]
+    assert [{**e, "final": bool(e["final"])} for e in errors] == [
+        {"task_id": "failed", "reason": "first", "claim": claims["failed"][0], "attempt": 1, "final": False},
+        {"task_id": "failed", "reason": "last", "claim": claims["failed"][1], "attempt": 2, "final": True},
+    ]
+    assert tasks == {"by-id": None, "fenced": claims["fenced"][0], "failed": None}
+
+
+@pytest.mark.postgres
+def test_a_completion_by_id_alone_closes_the_claim_it_waited_for(pg_url: str, workspace: Path) -> None:
+    """PostgreSQL: a completion by id alone that waits on a takeover still in flight records the
+    claim it ends (the new one, read from the row it locked after the wait), not the one its
+    statement's snapshot saw."""
+    import threading
+
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    with Ledger.open(workspace, db=pg_url, now=START) as ledger:
+        ledger.add("job", task_id="job")
+        old = ledger.pop(worker="A")
+        assert old is not None
+    newer = "b" * 24
+    done: dict[str, Any] = {}
+
+    def complete() -> None:
+        with Ledger.open(workspace, db=pg_url, now=START + timedelta(minutes=5)) as other:
+            done.update(other.complete("job"))
+
+    with psycopg.connect(make_url(pg_url).set(drivername="postgresql").render_as_string(False)) as takeover:
+        takeover.execute("UPDATE tasks SET claim = %s, claimed_by = 'B' WHERE id = 'job'", (newer,))
+        waiting = threading.Thread(target=complete)
+        waiting.start()
+        with psycopg.connect(make_url(pg_url).set(drivername="postgresql").render_as_string(False)) as look:
+            look.autocommit = True
+            for _ in range(500):  # until the completion waits on the takeover's row lock
+                row = look.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    "AND datname = current_database()"
+                ).fetchone()
+                if row and row[0]:
+                    break
+                waiting.join(0.01)
+            else:
+                raise AssertionError("the completion never waited for the takeover")
+        takeover.commit()
+        waiting.join(30)
+    assert done["claim"] == newer
+    with Ledger.open(workspace, db=pg_url) as ledger, ledger.ctx.read() as db:
+        assert db.rows("SELECT worker, claim FROM outcomes") == [("B", newer)]
+        assert db.rows("SELECT status, claim FROM tasks") == [("done", None)]
+
+
 TRACES = [
     {"trace_id": "t-1", "decision_log": ["read", {"score": 1}]},
     {"trace_id": None, "decision_log": True},

@@ -803,7 +803,8 @@ def _take_file_version(
     for name, value in changed.items():
         setattr(task, name, value)
     if "status" in changed and task.status is not TaskStatus.DOING:
-        task.claimed_at = task.claimed_by = task.lease_expires_at = None
+        # the claim ends with the status, as by hand: its holder's --claim is refused (exit 15)
+        task.claimed_at = task.claimed_by = task.lease_expires_at = task.claim = None
     if before.get("status") == TaskStatus.FAILED.value and task.status is TaskStatus.TODO:
         task.attempts = 0  # retried by hand: its attempts start again
     task.version += 1

@@ -67,7 +67,7 @@ class TaskFamily(Family):
     _UPDATE = (
         "UPDATE tasks SET title = :title, status = :status, completed_at = :completed_at, "
         "created_at = :created_at, chat_id = :chat_id, claimed_at = :claimed_at, claimed_by = :claimed_by, "
-        "lease_expires_at = :lease_expires_at, version = :version, updated_at = :updated_at, "
+        "lease_expires_at = :lease_expires_at, claim = :claim, version = :version, updated_at = :updated_at, "
         "last_update_at = :last_update_at WHERE pk = :pk"
     )
 
@@ -162,6 +162,7 @@ class TaskFamily(Family):
                     "status": str(task["status"]),
                     "chat_id": task["chat_id"],
                     "claimed_by": task["claimed_by"],
+                    "claim": task["claim"],
                     "version": task["version"] + 1,
                     **{
                         name: db.time(task[name])
@@ -199,6 +200,8 @@ class TaskFamily(Family):
             put("completed_at", None)
         if task["status"] != TaskStatus.DOING:
             task["claimed_at"] = task["claimed_by"] = task["lease_expires_at"] = None
+            if "status" in changed:  # the claim ends with it, as by hand: its --claim is refused (exit 15)
+                task["claim"] = None
         if stamp_text(task["created_at"]) != stamp_text(entry.created):
             put("created_at", entry.created)
         put("chat_id", entry.chat_id)
