@@ -419,6 +419,8 @@ def test_times_before_year_1_in_utc_are_warnings_not_an_unnamed_failure(hb: Runn
         result.stderr,
         f"{tasks_path}: line 1: pending[0]: created_at '{far}' is not a timestamp: kept as written",
         f"{state_path}: todoWatch.lastScanAt: '{far}' {OUT}: kept as written, not read",
+        f"{errors_path}: line 1: [0].timestamp: '{far}' is not a timestamp: kept as written, its row in "
+        "the ledger is dated when hb read it",
     )
     assert [t["id"] for t in hb.json("--now", NOW, "list")] == ["a"]
     _everything_works(hb)
@@ -473,7 +475,7 @@ def test_a_done_entry_in_year_9999_and_a_last_run_json_stay_as_written(hb: Runne
         "TODO.DONE.md",
         "# TODO Done\n\n- [x] [Created](2026-01-01 00:00), [Done](9999-12-31 23:59) | a\n",
     )
-    _write(
+    last_run = _write(
         workspace,
         ".agent/state/last-run.json",
         '{"timestamp":"9999-12-31T23:59:59Z","task_id":"a","status":"ok"}\n',
@@ -485,6 +487,8 @@ def test_a_done_entry_in_year_9999_and_a_last_run_json_stay_as_written(hb: Runne
     _warned(
         result.stderr,
         f"{done}:3: bad timestamp '9999-12-31 23:59' in Done (mistermorph reads it, but it {OUT})",
+        f"{last_run}: line 1: timestamp: '9999-12-31T23:59:59Z' is not a timestamp: kept as written, its "
+        "row in the ledger is dated when hb read it",
     )
     _everything_works(hb)
     _kept(workspace, before)
