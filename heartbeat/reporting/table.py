@@ -91,10 +91,11 @@ def unique_names(names: list[str]) -> list[str]:
 
 
 def json_value(value: Any, zone: tzinfo) -> Any:
-    """A value JSON (and CSV) can carry: times as ISO 8601 in ``zone``, numbers as numbers.
+    """A value JSON (and CSV) can carry: times as ISO 8601 in ``zone``, numbers as numbers,
+    the items of an array or object (PostgreSQL's arrays and json values) likewise.
 
     JSON has no infinity or NaN: those are the strings ``"Infinity"``, ``"-Infinity"`` and
-    ``"NaN"`` (:mod:`heartbeat.formats.strict_json`), in an array or object too.
+    ``"NaN"`` (:mod:`heartbeat.formats.strict_json`).
     """
     if isinstance(value, float):
         return finite(value)
@@ -114,6 +115,8 @@ def json_value(value: Any, zone: tzinfo) -> Any:
         return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, UUID):
         return str(value)
-    if isinstance(value, dict | list):
-        return finite(value)
+    if isinstance(value, list):
+        return [json_value(item, zone) for item in value]
+    if isinstance(value, dict):
+        return {key: json_value(item, zone) for key, item in value.items()}
     return str(value)
