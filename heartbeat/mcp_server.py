@@ -60,6 +60,7 @@ from heartbeat.errors import (
     StaleClaims,
     describe,
 )
+from heartbeat.formats import strict_json
 
 if TYPE_CHECKING:
     from heartbeat.ledger import Ledger
@@ -107,8 +108,8 @@ Lang = Literal["en", "zh"]
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON, as the client receives it."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    """Compact strict JSON (:mod:`heartbeat.formats.strict_json`), as the client receives it."""
+    return strict_json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def compact(obj: dict[str, Any], keys: Sequence[str] | None = None) -> dict[str, Any]:

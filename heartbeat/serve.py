@@ -39,7 +39,6 @@ from __future__ import annotations
 import contextlib
 import hmac
 import io
-import json
 import re
 import signal
 import socket
@@ -55,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from heartbeat.errors import Busy, HbError, InvalidInput, NotFound
+from heartbeat.formats import strict_json
 from heartbeat.web import app as web
 from heartbeat.web.sessions import Sessions, session_of
 
@@ -392,7 +392,7 @@ class PokeHandler(BaseHTTPRequestHandler):
         headers: dict[str, str] | None = None,
         close: bool = False,
     ) -> None:
-        data = (json.dumps(payload, ensure_ascii=False) + "\n").encode("utf-8")
+        data = (strict_json.dumps(payload, ensure_ascii=False) + "\n").encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))

@@ -86,6 +86,15 @@ def db_url(request: pytest.FixtureRequest, workspace: Path) -> str:
     return url
 
 
+def strict_json(text: str) -> Any:
+    """``text`` read as a strict JSON reader reads it: ``NaN`` and ``Infinity`` are no JSON."""
+
+    def refuse(name: str) -> Any:
+        raise AssertionError(f"{name} is not JSON: {text[:300]}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
 class Runner:
     """Runs ``hb`` in-process; stdout and stderr kept apart."""
 

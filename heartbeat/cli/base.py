@@ -7,7 +7,6 @@ the database, so ``hb --help`` and friends start fast.
 from __future__ import annotations
 
 import itertools
-import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from heartbeat.errors import describe
+from heartbeat.formats import strict_json
 
 if TYPE_CHECKING:
     from heartbeat.ledger import Ledger
@@ -240,16 +240,17 @@ def _emit_all(
         pick([first], fields)  # an unknown field is a usage error before anything is printed
     click.echo("[", nl=True)
     for n, obj in enumerate(itertools.chain([first], items)):
-        text = json.dumps(pick(obj, fields), ensure_ascii=False, indent=2, default=str)
+        text = strict_json.dumps(pick(obj, fields), ensure_ascii=False, indent=2, default=str)
         click.echo((",\n  " if n else "  ") + text.replace("\n", "\n  "), nl=False)
     click.echo("\n]")
 
 
 def emit(data: Any, human: Callable[[Any], str] | str | None = None) -> None:
-    """Print ``data`` as JSON (``--json``) or its human rendering."""
+    """Print ``data`` as JSON (``--json``; strict, :mod:`heartbeat.formats.strict_json`) or its
+    human rendering."""
     st = state()
     if st.json or human is None:
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+        click.echo(strict_json.dumps(data, ensure_ascii=False, indent=2, default=str))
         return
     text = human if isinstance(human, str) else human(data)
     if text:

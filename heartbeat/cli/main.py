@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import io
 import sys
 from typing import Any
 
@@ -112,11 +113,54 @@ def run() -> Any:
     import gc
 
     gc.set_threshold(20_000, 50, 50)
+    _write_stdout_whole()
     try:
         return main()
     finally:
         gc.freeze()
         _flush_output()
+
+
+class _WholeWrites(io.FileIO):
+    """Standard output's file descriptor, each write carried through to its last byte.
+
+    A pipe whose reader goes away half-way through a write takes part of it, and Python's
+    buffered writer, handed a text longer than its buffer (a whole ``hb sql`` or ``hb list``
+    table), takes that short count as the end of it: the rest was dropped and hb exited 0.
+    Written on, the rest meets the closed pipe (BrokenPipeError), and hb ends with
+    OUTPUT_CLOSED as it does for output written in pieces. A pipe its reader made non-blocking
+    is waited for when full, where hb printed what fitted and exited 0.
+    """
+
+    def write(self, data: Any, /) -> int:
+        view = memoryview(data).cast("B")
+        done = 0
+        while done < len(view):
+            written: int | None = super().write(view[done:])
+            if written is None:  # non-blocking and full: wait until the reader takes some
+                import select
+
+                select.select([], [self], [])
+                continue
+            done += written
+        return done
+
+
+def _write_stdout_whole() -> None:
+    """Put standard output on :class:`_WholeWrites`, with the encoding, error handler and line
+    buffering it has (none: no standard output, nothing to do)."""
+    out = sys.stdout
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    raw = _WholeWrites(fd, "w", closefd=False)
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(raw),
+        encoding=out.encoding,
+        errors=out.errors,
+        line_buffering=bool(out.line_buffering),
+    )
 
 
 def _flush_output() -> None:

@@ -3,13 +3,13 @@ hb's claims on top: a token per claim (exit 15 "claim lost"), renewal, and `hb r
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
 from heartbeat.cli import complete as completion
 from heartbeat.cli.base import emit, fields_option, info, json_option, pick, state, table
+from heartbeat.formats import strict_json
 
 
 @click.command()
@@ -97,7 +97,7 @@ def pop(
         else:
             click.echo("No pending tasks.")
         return
-    click.echo(json.dumps(pick(popped_object(result.task), fields), ensure_ascii=False))
+    click.echo(strict_json.dumps(pick(popped_object(result.task), fields), ensure_ascii=False))
 
 
 def _notices(adopted: list[str], holders: dict[str, str | None], skipped: list[tuple[str, str]]) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, tzinfo
 from typing import Any
 
+from heartbeat.formats import strict_json
 from heartbeat.reporting import grid
 from heartbeat.reporting.table import Stream, Table, json_value, unique_names
 
@@ -25,7 +26,9 @@ CHUNK = 1000  # rows written at a time
 def render(table: Table, fmt: str, *, document: Any = None, null: str = "-") -> str:
     """``table`` in ``fmt``; ``document`` is what JSON prints (default: the report document)."""
     if fmt == "json":
-        return json.dumps(table.as_dict() if document is None else document, ensure_ascii=False, indent=2)
+        return strict_json.dumps(
+            table.as_dict() if document is None else document, ensure_ascii=False, indent=2
+        )
     if fmt == "csv":
         return render_csv(table)
     return render_text(table, null=null)
@@ -68,7 +71,7 @@ def write_records(
 def write_document(table: Table | Stream, write: Callable[[str], Any]) -> None:
     """The report document ``--format json`` prints (``render(table, "json")``) and a final
     newline, the rows written ``CHUNK`` at a time."""
-    head = json.dumps({**table.meta, "columns": table.names}, ensure_ascii=False, indent=2)
+    head = strict_json.dumps({**table.meta, "columns": table.names}, ensure_ascii=False, indent=2)
     write(head.removesuffix("\n}") + ',\n  "rows": ')
     write(_json_array(table.names, table.rows, table.zone, write, level=1) + "\n}\n")
 
@@ -117,7 +120,7 @@ def _json(value: Any, pad: str) -> str:
         return int.__repr__(value)
     if kind is float and math.isfinite(value):
         return float.__repr__(value)
-    return json.dumps(value, ensure_ascii=False, indent=2).replace("\n", "\n  " + pad)
+    return strict_json.dumps(value, ensure_ascii=False, indent=2).replace("\n", "\n  " + pad)
 
 
 def _csv_cell(value: Any) -> Any:
@@ -126,7 +129,7 @@ def _csv_cell(value: Any) -> Any:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False)
+        return strict_json.dumps(value, ensure_ascii=False)
     return value
 
 

@@ -36,7 +36,7 @@ import signal
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -336,7 +336,11 @@ def postgresql_answer(url: str, query: str, *, timeout: float) -> Iterator[Answe
                     cur.execute(query, prepare=True)
                     yield Answer([], iter(()))
                 else:
-                    yield Answer(names, _postgresql_rows(cur, query, limit))
+                    rows = _postgresql_rows(cur, query, limit)
+                    try:
+                        yield Answer(names, rows)
+                    finally:
+                        rows.close()  # a stream left half-read holds the connection: end it first
             except psycopg.Error as exc:
                 if isinstance(exc, psycopg.errors.QueryCanceled) or limit.interrupted:
                     raise limit.failed(exc) from None
@@ -368,7 +372,7 @@ def _result_columns(con: Any, query: str) -> list[str] | None:
     return [(described.fname(i) or b"").decode(encoding) for i in range(described.nfields)]
 
 
-def _postgresql_rows(cur: Any, query: str, limit: Limit) -> Iterator[tuple[Any, ...]]:
+def _postgresql_rows(cur: Any, query: str, limit: Limit) -> Generator[tuple[Any, ...], None, None]:
     from psycopg import NotSupportedError
 
     try:
@@ -377,13 +381,19 @@ def _postgresql_rows(cur: Any, query: str, limit: Limit) -> Iterator[tuple[Any, 
     except NotSupportedError:  # a libpq before 17 streams row by row
         rows = cur.stream(query)
         first = next(rows, None)
-    if first is None:
-        return
-    yield first
-    for row in rows:
-        if limit.interrupted:  # Ctrl-C while the rows were being written out
-            raise Interrupted("sql: query cancelled (interrupted)")
-        yield row
+    try:
+        if first is None:
+            return
+        yield first
+        for row in rows:
+            if limit.interrupted:  # Ctrl-C while the rows were being written out
+                raise Interrupted("sql: query cancelled (interrupted)")
+            yield row
+    finally:
+        # left half-read (the reader of hb's output went away, a row failed to convert), the
+        # stream holds the connection's lock, and the rollback after it waited forever: ending
+        # it cancels the query and lets the connection go
+        rows.close()
 
 
 def _check_reader(con: Any, who: str) -> None:

@@ -10,13 +10,14 @@ returned).
 from __future__ import annotations
 
 import base64
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, tzinfo
 from decimal import Decimal
 from typing import Any
 from uuid import UUID
+
+from heartbeat.formats.strict_json import finite
 
 KINDS = ("text", "key", "scope", "int", "float", "bool", "rate", "duration", "time", "value")
 
@@ -89,18 +90,16 @@ def unique_names(names: list[str]) -> list[str]:
     return out
 
 
-_NON_FINITE = {"inf": "Infinity", "-inf": "-Infinity", "nan": "NaN"}
-
-
 def json_value(value: Any, zone: tzinfo) -> Any:
-    """A value JSON (and CSV) can carry: times as ISO 8601 in ``zone``, numbers as numbers.
+    """A value JSON (and CSV) can carry: times as ISO 8601 in ``zone``, numbers as numbers,
+    the items of an array or object (PostgreSQL's arrays and json values) likewise.
 
     JSON has no infinity or NaN: those are the strings ``"Infinity"``, ``"-Infinity"`` and
-    ``"NaN"``, as PostgreSQL's ``to_json`` writes them.
+    ``"NaN"`` (:mod:`heartbeat.formats.strict_json`).
     """
-    if isinstance(value, float) and not math.isfinite(value):
-        return _NON_FINITE[str(value)]
-    if value is None or isinstance(value, bool | int | float | str):
+    if isinstance(value, float):
+        return finite(value)
+    if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, datetime):
         if value.tzinfo is None:
@@ -110,12 +109,14 @@ def json_value(value: Any, zone: tzinfo) -> Any:
         return value.isoformat()
     if isinstance(value, Decimal):
         if not value.is_finite():
-            return _NON_FINITE[str(float(value))]
+            return finite(float(value))
         return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, bytes | bytearray | memoryview):
         return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, UUID):
         return str(value)
-    if isinstance(value, dict | list):
-        return value
+    if isinstance(value, list):
+        return [json_value(item, zone) for item in value]
+    if isinstance(value, dict):
+        return {key: json_value(item, zone) for key, item in value.items()}
     return str(value)

@@ -18,13 +18,13 @@ imports neither Jinja2 nor SQLAlchemy.
 from __future__ import annotations
 
 import importlib.util
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
 from typing import TYPE_CHECKING, Any
 
 from heartbeat.errors import HbError, InvalidInput, NotFound
+from heartbeat.formats import strict_json
 
 if TYPE_CHECKING:
     from heartbeat.ledger import Ledger
@@ -102,7 +102,8 @@ def safe_next(target: str | None) -> str:
 
 
 def json_response(status: int, payload: Any, headers: dict[str, str] | None = None) -> Response:
-    body = (json.dumps(payload, ensure_ascii=False) + "\n").encode("utf-8")
+    """``payload`` as a JSON answer: strict JSON (:mod:`heartbeat.formats.strict_json`)."""
+    body = (strict_json.dumps(payload, ensure_ascii=False) + "\n").encode("utf-8")
     return Response(status, body, JSON, {**JSON_HEADERS, **(headers or {})})
 
 

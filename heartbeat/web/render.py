@@ -15,13 +15,15 @@ from urllib.parse import urlencode
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from heartbeat.formats import strict_json
 from heartbeat.web import charts
 from heartbeat.web.pages import OTHER_REASON, REASON_LABELS, REASONS
 
 
 @functools.cache
 def environment() -> Environment:
-    """The template environment: autoescape on everything, undefined names an error."""
+    """The template environment: autoescape on everything, undefined names an error; a value
+    shown as JSON (``tojson``) reads as in the page's JSON variant (strict JSON)."""
     env = Environment(
         loader=PackageLoader("heartbeat.web", "templates"),
         autoescape=True,
@@ -31,6 +33,7 @@ def environment() -> Environment:
     )
     env.filters.update(when=when, duration=duration, pct=pct, queue=queue, num=num, reason=reason_label)
     env.globals.update(url=url, reasons=REASONS)
+    env.policies["json.dumps_function"] = strict_json.dumps
     return env
 
 

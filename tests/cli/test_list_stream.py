@@ -1,8 +1,13 @@
-"""hb list --json streams: the same text as one json.dumps of the list, in flat memory."""
+"""hb list --json streams: the same text as one json.dumps of the list, in flat memory. A reader
+that stops reading (``| head``) ends hb with 141, whatever the command and however its output
+is written."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +18,12 @@ from heartbeat import Ledger
 from heartbeat.db.rows import TaskRow
 from heartbeat.db.status import TaskStatus
 from tests.conftest import Runner
+
+# a query of many rows on either backend: more output than a pipe buffers, in every format
+MANY_ROWS = (
+    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) "
+    "SELECT i, 'a row of text that fills the pipe' AS t FROM n"
+)
 
 NOW = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 
@@ -100,3 +111,70 @@ def test_a_broken_pipe_that_is_not_stdout_is_still_an_internal_error(
     monkeypatch.setattr(Ledger, "iter_list", broken)
     result = hb("list", code=70)
     assert result.stderr.startswith("hb: internal error: BrokenPipeError")
+
+
+def _read_then_close(argv: list[str], env: dict[str, str] | None = None) -> tuple[int, bytes]:
+    """Run ``hb ARGV`` (on the test's workspace, HB_WORKSPACE), read the first bytes of its
+    output and close the pipe, as ``head`` does; its exit code and standard error."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "heartbeat", *argv],
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.read(100)
+        proc.stdout.close()
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+        return proc.returncode, err
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "csv"])
+def test_hb_sql_whose_reader_stops_reading_ends_with_141_in_every_format(db_url: str, fmt: str) -> None:
+    """``hb sql ... | head -1``: a table is written whole, and Python dropped the rest of a write
+    the closed pipe took part of, silently (exit 0); PostgreSQL's stream, left half-read, made hb
+    wait forever for its connection (json, csv)."""
+    Runner({"HB_DATABASE_URL": db_url})("init")
+    assert _read_then_close(["sql", "--format", fmt, MANY_ROWS], {"HB_DATABASE_URL": db_url}) == (141, b"")
+
+
+def test_a_whole_table_or_document_whose_reader_stops_reading_ends_with_141(
+    hb: Runner, workspace: Path
+) -> None:
+    """``hb list`` and the drop-in's ``list`` print their text in one write, as ``hb sql`` a table."""
+    _fill(workspace, 3000)
+    hb("export", "tasks-json", str(workspace / ".agent" / "state" / "tasks.json"))
+    for argv in (["list"], ["compat", "heartbeat-py", "list"]):
+        assert _read_then_close(argv) == (141, b""), argv
+
+
+def test_a_non_blocking_standard_output_gets_the_whole_output(hb: Runner, workspace: Path) -> None:
+    """A pipe its reader made non-blocking, read slowly: hb waits until it takes the rest, where
+    it printed the first 64 KiB and exited 0."""
+    import fcntl
+    import time
+
+    _fill(workspace, 3000)
+    whole = hb("list").stdout.encode("utf-8")
+    assert len(whole) > 3 * 65536
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETFL, fcntl.fcntl(write_end, fcntl.F_GETFL) | os.O_NONBLOCK)
+    with os.fdopen(read_end, "rb") as reader:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "heartbeat", "list"],
+            cwd=workspace,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+        )
+        os.close(write_end)
+        time.sleep(0.5)  # hb meets the full pipe
+        out = reader.read()
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        assert (proc.wait(timeout=60), err, len(out)) == (0, b"", len(whole))
+        proc.stderr.close()
+    assert out == whole

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from heartbeat import Ledger
-from tests.conftest import Runner
+from tests.conftest import Runner, strict_json
 from tests.mcp.conftest import EXAMPLE, ROOT, TOOLS, call, mcp_session, refused, run
 
 NOW = "2026-05-04T08:05"  # a Monday morning in the example workspace's week (Asia/Shanghai)
@@ -345,5 +345,28 @@ def test_add_echoes_a_long_title_clipped_and_pop_hands_it_out_whole(ledger_ws: P
             assert added["title"] == title[:MAX_TEXT] + f"… [{len(title) - MAX_TEXT} more characters]"
             got = await call(session, "pop")
             assert got["task"]["description"] == title
+
+    run(main)
+
+
+def test_pop_returns_a_number_json_cannot_hold_as_its_string(ledger_ws: Path) -> None:
+    """A tasks.json field ``1e999`` (infinity to Python) reaches the agent as "Infinity", in the
+    text and in the structured result alike, as ``hb pop`` prints it."""
+    state = ledger_ws / ".agent" / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "tasks.json").write_text(
+        '{"pending": [{"id": "t1", "description": "one", "weight": 1e999, "spread": [-1e999, NaN]}]}\n'
+    )
+    with Ledger.open(workspace=ledger_ws) as ledger:
+        ledger.sync()
+
+    async def main() -> None:
+        async with mcp_session(ledger_ws) as session:
+            result = await session.call_tool("pop", {})
+            assert not result.is_error, result.content
+            text = result.content[0].text  # type: ignore[union-attr]
+            task = strict_json(text)["task"]
+            assert (task["id"], task["weight"], task["spread"]) == ("t1", "Infinity", ["-Infinity", "NaN"])
+            assert result.structured_content == strict_json(text)
 
     run(main)

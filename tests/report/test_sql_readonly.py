@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Runner
+from tests.conftest import Runner, strict_json
 
 # Each attempt must be refused (exit 1, one line on stderr) on both backends.
 WRITES = [
@@ -153,6 +153,35 @@ def test_json_output_stays_json_for_infinite_values(hb_db: Runner) -> None:
     [row] = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} is not JSON"))
     assert (row["a"], row["b"], row["d"]) == ("Infinity", "-Infinity", 1.5)
     assert row["c"] in (None, "NaN")
+
+
+@pytest.mark.postgres
+def test_postgres_arrays_hold_their_items_as_json_values_in_every_format(
+    pg_url: str, workspace: Path
+) -> None:
+    """An array's numbers, infinity and NaN, and times read as a column of them does: a numeric
+    array was an internal error (Decimal is not JSON), in --format json one that left hb waiting
+    forever, and a float array printed Infinity and NaN, which are no JSON."""
+    hb = Runner({"HB_DATABASE_URL": pg_url})
+    hb("init")
+    query = (
+        "SELECT ARRAY['-Infinity'::numeric, 2.5] AS n, ARRAY[1.5::float8, 'NaN'] AS f, "
+        "ARRAY[timestamptz '2026-05-01 09:00Z'] AS t, json_build_object('x', 1) AS j"
+    )
+    table = hb("sql", query).stdout.splitlines()
+    assert table[2] == '["-Infinity", 2.5]  [1.5, "NaN"]  ["2026-05-01T09:00:00+00:00"]  {"x": 1}'
+    [row] = strict_json(hb("sql", query, "--format", "json").stdout)
+    assert row == {
+        "n": ["-Infinity", 2.5],
+        "f": [1.5, "NaN"],
+        "t": ["2026-05-01T09:00:00+00:00"],
+        "j": {"x": 1},
+    }
+    csv = hb("sql", query, "--format", "csv").stdout.splitlines()
+    assert csv == [
+        "n,f,t,j",
+        '"[""-Infinity"", 2.5]","[1.5, ""NaN""]","[""2026-05-01T09:00:00+00:00""]","{""x"": 1}"',
+    ]
 
 
 def test_sql_usage_and_database_errors_are_one_line(hb: Runner) -> None:
