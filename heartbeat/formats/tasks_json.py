@@ -936,6 +936,42 @@ def _finite(text: str) -> float:
 # --- JSON text helpers ------------------------------------------------------------
 
 
+# a text that may hold a number JSON cannot (NaN, Infinity, or past a float's range: 1e309 and up)
+_MAYBE_NOT_FINITE = re.compile(r"NaN|Infinity|\d[eE]\+?\d{3}")
+
+
+def refuse_not_finite(text: str) -> None:
+    """FileFormatError at the first number of a tasks.json, errors.json or last-run.json text that
+    is not finite (``NaN``, ``Infinity``, ``1e999``): a ledger on PostgreSQL stores its JSON in
+    ``json`` columns, which hold strict JSON only (on SQLite it is kept as written). Most texts
+    hold nothing of the kind and are not read again."""
+    if not _MAYBE_NOT_FINITE.search(text):
+        return
+    text = text.removeprefix("\ufeff")
+    where = _not_finite(_load_json(text), ())
+    if where is None:
+        return
+    line, column = _Locator(text).position(where)
+    raise FileFormatError(
+        f"{_path_text(where)}: a number JSON cannot hold (NaN, Infinity, or past 1.8e308), which a "
+        "ledger on PostgreSQL cannot store; nothing changed",
+        line=line,
+        column=column,
+    )
+
+
+def _not_finite(value: Any, where: JsonPath) -> JsonPath | None:
+    """The path of the first float in ``value`` that is not finite (None: there is none)."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else where
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _not_finite(item, (*where, key))
+        if found is not None:
+            return found
+    return None
+
+
 def _load_json(text: str, repeats: list[bool] | None = None) -> Any:
     """The JSON value of ``text``; ``repeats`` gets an item when an object repeats a key."""
     hook = None

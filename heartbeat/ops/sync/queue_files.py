@@ -90,6 +90,7 @@ def import_tasks(
     """
     try:
         doc = tasks_json.parse(text)
+        _storable(db, text)
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
     report = ImportReport(SOURCE, str(path), warnings=list(doc.warnings))
@@ -412,6 +413,7 @@ def import_errors(ctx: Context, db: Db, text: str, path: Path, now: datetime) ->
     """
     try:
         items = tasks_json.parse_errors(text)
+        _storable(db, text)
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
     report = ImportReport("errors-json", str(path))
@@ -431,6 +433,12 @@ def import_errors(ctx: Context, db: Db, text: str, path: Path, now: datetime) ->
     report.warnings.extend(tasks_json.unread_times(text, dated))
     remember(db, "errors-json", path, text, now)
     return report
+
+
+def _storable(db: Db, text: str) -> None:
+    """PostgreSQL: FileFormatError when the text holds a number its ``json`` columns cannot."""
+    if not db.sqlite:
+        tasks_json.refuse_not_finite(text)
 
 
 def _legacy_tasks(db: Db) -> dict[str, int]:
@@ -489,6 +497,7 @@ def _errors_text(db: Db, source: str | None) -> str:
 def import_last_run(ctx: Context, db: Db, text: str, path: Path, now: datetime) -> ImportReport:
     try:
         obj = tasks_json.parse_last_run(text)
+        _storable(db, text)
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
     report = ImportReport("last-run", str(path))
@@ -840,6 +849,7 @@ def sync_tasks(
     if text is not None:
         try:
             doc = tasks_json.parse(text)
+            _storable(db, text)
         except FileFormatError as exc:
             raise exc.at_path(str(path)) from None
         report.preserved = [f"{path}: {w}" for w in doc.warnings]
@@ -1005,6 +1015,7 @@ def sync_errors(
     if text is not None and (state is None or state.content_hash != digest(text) or state.path != str(path)):
         try:
             items = [tasks_json.fix_malformed(item) for item in tasks_json.parse_errors(text)]
+            _storable(db, text)
         except FileFormatError as exc:
             raise exc.at_path(str(path)) from None
         rows = db.load(ErrorRow, SQL.errors)
