@@ -76,14 +76,37 @@ def _not_json(value: Any) -> Any:
 _c_encoder = getattr(json.encoder, "c_make_encoder", None)
 
 
-def _encoder(escape: Callable[[str], str]) -> Callable[[Any, int], Any] | None:
+def _encoder(escape: Callable[[str], str], *, allow_nan: bool = True) -> Callable[[Any, int], Any] | None:
     if _c_encoder is None:
         return None
-    return _c_encoder(None, _not_json, escape, None, ": ", ", ", False, False, True)  # type: ignore[no-any-return]
+    return _c_encoder(None, _not_json, escape, None, ": ", ", ", False, False, allow_nan)  # type: ignore[no-any-return]
 
 
 _chunks = _encoder(json.encoder.encode_basestring)  # ensure_ascii=False
 _ascii_chunks = _encoder(json.encoder.encode_basestring_ascii)  # json.dumps's default
+_strict_chunks = _encoder(json.encoder.encode_basestring_ascii, allow_nan=False)  # allow_nan=False too
+
+
+def postgres_json(value: Any) -> str | None:
+    """:meth:`Conn.json` on PostgreSQL, whose ``json`` type holds strict JSON only: a value holding a
+    number JSON cannot (NaN, Infinity, a float past 1.8e308) is InvalidInput, said so, instead of the
+    server's "invalid input syntax for type json"."""
+    if value is None:
+        return None
+    try:
+        if _strict_chunks is not None:
+            try:
+                return "".join(_strict_chunks(value, 0))
+            except RecursionError:  # a structure that contains itself: json.dumps says so plainly
+                pass
+        return json.dumps(value, allow_nan=False)
+    except ValueError:  # "Out of range float values are not JSON compliant"
+        from heartbeat.errors import InvalidInput
+
+        raise InvalidInput(
+            "a value holds a number JSON cannot hold (NaN, Infinity, or past 1.8e308), which a ledger on "
+            "PostgreSQL cannot store; nothing changed"
+        ) from None
 
 
 def json_text(value: Any, *, ascii_only: bool = False) -> str:
@@ -155,6 +178,8 @@ class Conn:
     def __init__(self, raw: Any, *, sqlite: bool) -> None:
         self.raw = raw
         self.sqlite = sqlite
+        if not sqlite:
+            self.json = postgres_json  # type: ignore[method-assign]
         self._sql: dict[str, str] = {}
         # run by whoever commits the transaction, once it committed (never after a rollback)
         self.after_commit: list[Callable[[], None]] = []

@@ -374,6 +374,8 @@ class Dialect:
         return plain.json_value(value) if isinstance(value, str) else value
 
     def json(self, value: Any) -> str | None:
+        if not self.sqlite:
+            return plain.postgres_json(value)
         return None if value is None else _encode(value)
 
 

@@ -18,7 +18,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, TypeVar
 
-from heartbeat.db.plain import Conn, bind_time, read_time
+from heartbeat.db.plain import Conn, bind_time, postgres_json, read_time
 from heartbeat.db.rows import _LOADED, _TRACKER, LAST_RUN_COLUMNS, Row, TaskRow
 from heartbeat.db.shape import Shape
 from heartbeat.db.status import TaskStatus
@@ -327,7 +327,7 @@ class Db(Conn):
         if name in shape.times:
             return bind_time(value, sqlite=self.sqlite)
         if name in shape.json:
-            return json.dumps(value)
+            return json.dumps(value) if self.sqlite else postgres_json(value)
         if name in shape.flags:
             return int(value) if self.sqlite else bool(value)
         if isinstance(value, TaskStatus):

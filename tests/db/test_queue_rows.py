@@ -388,3 +388,31 @@ def test_last_run_json_keeps_a_completion_whose_task_left_tasks_json(db_url: str
         ledger.add("Another")
         ledger.sync()
     assert (state / "last-run.json").read_bytes() == written
+
+
+def test_a_value_json_cannot_hold_is_kept_on_sqlite_and_refused_by_name_on_postgres(
+    ledger: Ledger, db_url: str
+) -> None:
+    """An outcome or a field from the Python API (or an MCP client) holding NaN or Infinity:
+    SQLite keeps it (last-run.json then writes it as heartbeat.py would); PostgreSQL's json type
+    holds strict JSON only, so it is refused as such with nothing changed, instead of the server's
+    unnamed "invalid input syntax for type json"."""
+    import math
+
+    from heartbeat.errors import InvalidInput
+
+    ledger.add("job", task_id="a")
+    got = ledger.pop()
+    assert got is not None
+    if not db_url.startswith("postgresql"):
+        ledger.complete("a", outcome={"score": math.inf}, claim=got["claim"])
+        assert (last_run(ledger) or {})["outcome"] == {"score": math.inf}
+        return
+    for outcome in ({"score": math.inf}, [math.nan], -math.inf):
+        with pytest.raises(InvalidInput, match=r"a number JSON cannot hold .* PostgreSQL cannot store"):
+            ledger.complete("a", outcome=outcome, claim=got["claim"])
+    assert ledger.get("a")["status"] == "doing"  # nothing changed
+    with ledger.ctx.read() as db:
+        assert db.value("SELECT count(*) FROM outcomes") == 0
+    ledger.complete("a", outcome={"score": 1e308}, claim=got["claim"])  # finite: stored
+    assert (last_run(ledger) or {})["outcome"] == {"score": 1e308}
