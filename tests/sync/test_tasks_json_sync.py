@@ -450,3 +450,42 @@ def test_export_to_another_file_refuses_entries_the_ledger_does_not_hold(hb: Run
     )
     assert json.loads(backup.read_text()) == doc
     assert hb.json("list", "--status", "all", "--fields", "id") == [{"id": i} for i in ("t1", "t2", "t3")]
+
+
+def test_a_sync_after_auto_exported_pops_reads_the_file_hb_wrote_alone(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hb wrote tasks.json whole from the ledger (no file before), then spliced the pops into it:
+    a sync finds the file and the ledger as hb left them and learns the text's warnings by
+    reading it alone, without the three-way merge; its report is the merge's, and the sync after
+    it reads nothing."""
+    from heartbeat.ops.sync import queue_files
+
+    with Ledger.open(workspace=workspace) as ledger:
+        for i in range(3):
+            ledger.add(f"job {i}", task_id=f"t{i}")
+        ledger.config_set("sync.auto_export", "true")
+        ledger.sync()  # writes tasks.json from the ledger
+        path = workspace / ".agent" / "state" / "tasks.json"
+        # a field the runtime wrote, kept as written, which reading the file warns about
+        doc = json.loads(path.read_text())
+        doc["pending"][2]["created_at"] = "yesterday"
+        path.write_text(json.dumps(doc, indent=2))
+        first = ledger.sync()
+        got = ledger.pop()
+        ledger.complete(got["id"], claim=got["claim"])
+        merged = []
+        real = queue_files._base_records
+        monkeypatch.setattr(queue_files, "_base_records", lambda *a: merged.append(a) or real(*a))
+        reads = []
+        parse = queue_files.tasks_json.parse
+        monkeypatch.setattr(queue_files.tasks_json, "parse", lambda text: reads.append(1) or parse(text))
+        second = ledger.sync()
+        third = ledger.sync()
+    assert merged == []  # no three-way merge: the file is as hb left it
+    assert len(reads) == 1  # the second sync read the text for its warnings; the third read nothing
+    tasks = [report(r, "tasks-json") for r in (first, second, third)]
+    said = f"{path}: line %d: pending[%d]: created_at 'yesterday' is not a timestamp: kept as written"
+    # the pop moved t0 out of pending: the task warned about is one place and eleven lines up
+    assert [t["preserved"] for t in tasks] == [[said % (25, 2)], [said % (14, 1)], [said % (14, 1)]]
+    assert not any(t["written"] or t["added"] or t["updated"] for t in tasks[1:])

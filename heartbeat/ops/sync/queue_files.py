@@ -300,15 +300,20 @@ def _ledger_stamp(db: Db) -> list[int]:
 
 def _unchanged(db: Db, path: Path, text: str) -> list[str] | None:
     """The warnings of ``text`` when neither it nor the ledger's tasks changed since hb rendered
-    it (a sync has nothing to do), else None."""
+    it (a sync has nothing to do), else None. Warnings not known yet (hb wrote the whole file from
+    the ledger, and the splices after it kept not knowing) are learnt by reading the text alone:
+    a fraction of the three-way merge, which would find nothing to do."""
     if _edited(db, SOURCE, path, text):
         return None
     rendered = _kept_rendered(db)
-    if rendered is None or not isinstance(rendered.get("warnings"), list):
+    if rendered is None or _ledger_stamp(db) != rendered["stamp"]:
         return None
-    if _ledger_stamp(db) != rendered["stamp"]:
-        return None
-    return [str(w) for w in rendered["warnings"]]
+    if isinstance(rendered.get("warnings"), list):
+        return [str(w) for w in rendered["warnings"]]
+    try:
+        return tasks_json.parse(text).warnings
+    except FileFormatError:
+        return None  # the merge says what is wrong with it
 
 
 def last_document(db: Db) -> tasks_json.TasksDocument:
@@ -842,7 +847,7 @@ def sync_tasks(
     report = SyncReport(kind=SOURCE, path=str(path))
     if text is not None and (warnings := _unchanged(db, path, text)) is not None:
         report.preserved = [f"{path}: {w}" for w in warnings]
-        remember(db, SOURCE, path, text, now)
+        remember(db, SOURCE, path, text, now, rendered={"warnings": warnings})
         return report, None
     tasks = {(t.scope, t.id): t for t in db.load(TaskRow, SQL.tasks_json_tasks)}
     doc: tasks_json.TasksDocument | None = None
