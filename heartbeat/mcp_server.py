@@ -17,7 +17,8 @@ Lean by design, because every byte of a tool list or a result is an agent's toke
 A domain error (:class:`heartbeat.errors.HbError`) is a tool error (``isError``) whose text
 is hb's one-line message after its meaning (``claim lost: ...``, ``choose a scope: ...``);
 nothing else reaches the client either: an unforeseen failure is one line, and the server
-carries on.
+carries on. Arguments the input schema refuses (a number for a title, a missing id) never
+reach the ledger: the tool error is one line naming each argument and what it should be.
 
 Over HTTP (``--http``) the same tools are served as streamable HTTP at ``/mcp`` behind a
 bearer token (401 without it), on loopback by default; the token is never logged.
@@ -37,9 +38,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from heartbeat import __version__
 from heartbeat.clock import isoformat, parse_duration
@@ -151,6 +153,41 @@ def error_text(exc: BaseException) -> str:
         return described[0]
     text = " ".join(str(exc).split())[:300]
     return f"internal error: {type(exc).__name__}: {text}"
+
+
+JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+
+
+def arguments_error(tool: str, exc: ValidationError) -> str:
+    """One line for arguments the input schema refuses, per argument what it should be (the
+    branches of a union joined by "or") and, for a value of the wrong type, which JSON type
+    it was: ``invalid input: add: validation error: title: Input should be a valid string
+    (got null)``. Never the value itself, nor pydantic's multi-line report and links."""
+    said: dict[str, list[str]] = {}
+    got: dict[str, str] = {}
+    for err in exc.errors(include_url=False):
+        name = str(err["loc"][0]) if err["loc"] else "arguments"
+        if err["msg"] not in said.setdefault(name, []):
+            said[name].append(err["msg"])
+        if err["type"].endswith("_type"):
+            value = err["input"]
+            got[name] = f" (got {'null' if value is None else JSON_TYPES.get(type(value), 'value')})"
+    found = "; ".join(f"{name}: {' or '.join(msgs)}{got.get(name, '')}" for name, msgs in said.items())
+    return f"invalid input: {tool}: validation error: {' '.join(found.split())}"
+
+
+class LedgerTool(Tool):
+    """A tool whose refused arguments are :func:`arguments_error`'s one line (the SDK's text
+    is pydantic's report: several lines, the rejected value, a link per error)."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        try:
+            return await super().run(arguments, context, convert_result)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            raise ToolError(arguments_error(self.name, cause)) from cause
 
 
 class LedgerCalls:
@@ -290,7 +327,7 @@ def build(ledger: Ledger, log: Callable[[str], None] | None = None) -> tuple[MCP
 
     def tool(annotations: ToolAnnotations) -> Callable[[Callable[..., Awaitable[CallToolResult]]], None]:
         def register(fn: Callable[..., Awaitable[CallToolResult]]) -> None:
-            made = Tool.from_function(fn, annotations=annotations, structured_output=False)
+            made = LedgerTool.from_function(fn, annotations=annotations, structured_output=False)
             made.parameters = slim_schema(made.parameters)
             made.description = " ".join(made.description.split())
             tools.append(made)

@@ -224,6 +224,38 @@ def test_queue_errors_are_tool_errors_that_say_what_they_mean(ledger_ws: Path) -
     run(main)
 
 
+def test_arguments_of_the_wrong_type_are_one_line_naming_the_argument_and_change_nothing(
+    ledger_ws: Path,
+) -> None:
+    with Ledger.open(workspace=ledger_ws) as ledger:
+        task_id = ledger.add("Keep me as I am")["id"]
+
+    async def main() -> None:
+        async with mcp_session(ledger_ws) as session:
+            for tool, arguments, expected in (
+                ("add", {"title": None}, "title: Input should be a valid string (got null)"),
+                ("add", {"title": {"a": 1}}, "title: Input should be a valid string (got object)"),
+                ("add", {"title": "x", "after": "a1"}, "after: Input should be a valid list (got string)"),
+                ("complete", {}, "id: Field required"),
+                (
+                    "complete",
+                    {"id": task_id, "outcome": [1, 2]},
+                    "outcome: Input should be a valid dictionary or Input should be a valid string"
+                    " (got array)",
+                ),
+                ("ready", {"limit": -1}, "limit: Input should be greater than or equal to 1"),
+                ("fail", {"id": task_id, "final": "maybe"}, "final: Input should be a valid boolean"),
+            ):
+                text = await refused(session, tool, **arguments)
+                assert text.startswith(f"invalid input: {tool}: validation error: {expected}"), text
+                assert "\n" not in text and "pydantic" not in text and "maybe" not in text
+            assert [t["id"] for t in (await call(session, "ready"))["tasks"]] == [task_id]
+
+    run(main)
+    with Ledger.open(workspace=ledger_ws) as ledger:
+        assert ledger.sql("SELECT id, status FROM tasks") == [{"id": task_id, "status": "todo"}]
+
+
 def test_fail_retries_then_fails_and_ready_due_explain(ledger_ws: Path) -> None:
     with Ledger.open(workspace=ledger_ws, now="2026-05-01T09:00") as ledger:
         flaky = ledger.add("Call the API", next_action="retry with backoff", due_at="2026-05-01T09:30")["id"]
