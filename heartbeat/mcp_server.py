@@ -17,7 +17,10 @@ Lean by design, because every byte of a tool list or a result is an agent's toke
 A domain error (:class:`heartbeat.errors.HbError`) is a tool error (``isError``) whose text
 is hb's one-line message after its meaning (``claim lost: ...``, ``choose a scope: ...``);
 nothing else reaches the client either: an unforeseen failure is one line, and the server
-carries on.
+carries on. Arguments the input schema refuses (a number for a title, a missing id) never
+reach the ledger: the tool error is one line naming each argument and what it should be.
+A request the SDK's parser refuses though it is JSON (nested past 200 levels, a lone
+surrogate escape) is answered with a parse error under its id instead of going unanswered.
 
 Over HTTP (``--http``) the same tools are served as streamable HTTP at ``/mcp`` behind a
 bearer token (401 without it), on loopback by default; the token is never logged.
@@ -37,9 +40,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from mcp.shared.message import SessionMessage
+from mcp_types import PARSE_ERROR, CallToolResult, ErrorData, JSONRPCError, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
 
 from heartbeat import __version__
 from heartbeat.clock import isoformat, parse_duration
@@ -151,6 +156,41 @@ def error_text(exc: BaseException) -> str:
         return described[0]
     text = " ".join(str(exc).split())[:300]
     return f"internal error: {type(exc).__name__}: {text}"
+
+
+JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+
+
+def arguments_error(tool: str, exc: ValidationError) -> str:
+    """One line for arguments the input schema refuses, per argument what it should be (the
+    branches of a union joined by "or") and, for a value of the wrong type, which JSON type
+    it was: ``invalid input: add: validation error: title: Input should be a valid string
+    (got null)``. Never the value itself, nor pydantic's multi-line report and links."""
+    said: dict[str, list[str]] = {}
+    got: dict[str, str] = {}
+    for err in exc.errors(include_url=False):
+        name = str(err["loc"][0]) if err["loc"] else "arguments"
+        if err["msg"] not in said.setdefault(name, []):
+            said[name].append(err["msg"])
+        if err["type"].endswith("_type"):
+            value = err["input"]
+            got[name] = f" (got {'null' if value is None else JSON_TYPES.get(type(value), 'value')})"
+    found = "; ".join(f"{name}: {' or '.join(msgs)}{got.get(name, '')}" for name, msgs in said.items())
+    return f"invalid input: {tool}: validation error: {' '.join(found.split())}"
+
+
+class LedgerTool(Tool):
+    """A tool whose refused arguments are :func:`arguments_error`'s one line (the SDK's text
+    is pydantic's report: several lines, the rejected value, a link per error)."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        try:
+            return await super().run(arguments, context, convert_result)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            raise ToolError(arguments_error(self.name, cause)) from cause
 
 
 class LedgerCalls:
@@ -290,7 +330,7 @@ def build(ledger: Ledger, log: Callable[[str], None] | None = None) -> tuple[MCP
 
     def tool(annotations: ToolAnnotations) -> Callable[[Callable[..., Awaitable[CallToolResult]]], None]:
         def register(fn: Callable[..., Awaitable[CallToolResult]]) -> None:
-            made = Tool.from_function(fn, annotations=annotations, structured_output=False)
+            made = LedgerTool.from_function(fn, annotations=annotations, structured_output=False)
             made.parameters = slim_schema(made.parameters)
             made.description = " ".join(made.description.split())
             tools.append(made)
@@ -566,8 +606,93 @@ def _stderr(message: str) -> None:
 
 
 def serve_stdio(server: MCPServer[Any]) -> None:
-    """Serve on standard input and output until the client closes them."""
-    server.run("stdio")
+    """Serve on standard input and output until the client closes them (as the SDK's
+    ``run("stdio")``, with its reading screened by :class:`AnsweredReads`)."""
+    import anyio
+
+    anyio.run(_serve_stdio, server)
+
+
+async def _serve_stdio(server: MCPServer[Any]) -> None:
+    from mcp.server.stdio import stdio_server
+
+    lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async serves it so
+    async with stdio_server() as (read_stream, write_stream):
+        reads = AnsweredReads(read_stream, write_stream)
+        await lowlevel.run(reads, write_stream, lowlevel.create_initialization_options())
+
+
+def unreadable(item: SessionMessage | Exception) -> JSONRPCError | None:
+    """The error answer to a request line the SDK's parser refused though it is JSON with an
+    id: nested deeper than the parser's 200 levels, or a lone surrogate escape (not text).
+    The SDK drops such a line, so its client would wait for an answer for ever. None for
+    anything else (a message, or a line with no id to answer), which goes on as it is."""
+    if not isinstance(item, ValidationError) or item.error_count() != 1:
+        return None
+    error = item.errors(include_url=False)[0]
+    line = error.get("input")
+    if error["type"] != "json_invalid" or not isinstance(line, str):
+        return None
+    try:
+        request = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    request_id = request.get("id") if isinstance(request, dict) else None
+    if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+        return None
+    try:
+        dumps(request_id).encode("utf-8")
+    except UnicodeEncodeError:  # an id holding a lone surrogate: no answer could carry it
+        return None
+    if "recursion limit" in error["msg"]:
+        reason = "its JSON is nested deeper than 200 levels"
+    else:
+        reason = f"it holds a lone surrogate escape or other text that is not Unicode ({error['msg']})"
+    failure = ErrorData(code=PARSE_ERROR, message=f"cannot read this request: {reason}")
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=failure)
+
+
+class AnsweredReads:
+    """The SDK's stdio read stream, with each line :func:`unreadable` answers taken out of it
+    and its error answer written back instead."""
+
+    def __init__(self, inner: Any, write_stream: Any) -> None:
+        self.inner = inner
+        self.write_stream = write_stream
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self.inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        while True:
+            item: SessionMessage | Exception = await self.inner.receive()
+            if not await self.answered(item):
+                return item
+
+    async def answered(self, item: SessionMessage | Exception) -> bool:
+        answer = unreadable(item)
+        if answer is not None:
+            await self.write_stream.send(SessionMessage(answer))
+        return answer is not None
+
+    def __aiter__(self) -> AnsweredReads:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        while True:
+            item: SessionMessage | Exception = await self.inner.__anext__()
+            if not await self.answered(item):
+                return item
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> AnsweredReads:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 class BearerGate:

@@ -5,8 +5,9 @@ A small stdlib server (a thread per connection, pokes taking turns):
 - ``POST /poke`` with ``Authorization: Bearer <token>``: the body (UTF-8 text,
   at most 4 KiB) becomes a task, as ``hb poke`` does. 202 with the task as
   JSON; 401 without or with a wrong token; 400 for an empty body or one that
-  is not text; 413 past 4 KiB; 409 while a heartbeat (or another poke) holds
-  the workspace guard. Any other method on ``/poke`` is 405.
+  is not text, or a Content-Length that is not one plain number; 413 past
+  4 KiB; 409 while a heartbeat (or another poke) holds the workspace guard.
+  Any other method on ``/poke`` is 405.
 - ``GET /healthz``: 200 ``{"ok": true}``, no token needed; other methods 405.
 - The dashboard (:mod:`heartbeat.web`): read-only pages ``/`` (Now), ``/decisions``,
   ``/task``, ``/outcomes``, ``/runs``, each also as JSON (``/now.json``, ... or
@@ -332,11 +333,8 @@ class PokeHandler(BaseHTTPRequestHandler):
         if self.headers.get("Transfer-Encoding"):
             self._reply(HTTPStatus.BAD_REQUEST, {"error": "send the body with a Content-Length"}, close=True)
             return None
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0:
+        length = _content_length(self.headers.get_all("Content-Length") or [])
+        if length is None:
             self._reply(HTTPStatus.BAD_REQUEST, {"error": "bad Content-Length"}, close=True)
             return None
         if length > MAX_BODY:
@@ -433,6 +431,17 @@ def _form(text: str) -> dict[str, str]:
     for name, value in pairs:
         fields.setdefault(name, value)
     return fields
+
+
+def _content_length(values: list[str]) -> int | None:
+    """The body's length from its Content-Length headers (none: 0); None when it is not plain
+    ASCII digits (``int`` would read ``+5``, ``5_0`` and ``٥``) or the copies disagree, for the
+    body's end would be a guess (RFC 9112 section 6.3)."""
+    lengths = {value.strip() for value in values} or {"0"}
+    if len(lengths) > 1:
+        return None
+    text = lengths.pop()
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def _text_of(body: bytes, content_type: str | None) -> str | None:

@@ -25,7 +25,7 @@ from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from heartbeat.clock import isoformat
+from heartbeat.clock import YEARS, isoformat
 from heartbeat.errors import InvalidInput
 from heartbeat.web import queries
 
@@ -103,10 +103,12 @@ class Params:
         return self.values.get(name)
 
     def number(self, name: str, default: int | None, low: int, high: int) -> int | None:
+        """A whole number in ASCII digits from ``low`` to ``high`` (``²`` is a digit to
+        ``str.isdigit`` and not to ``int``; ``٥`` is a five to both, and a typo here)."""
         text = self.text(name)
         if text is None:
             return default
-        if not text.isdigit() or not low <= int(text) <= high:
+        if not (text.isascii() and text.isdigit()) or not low <= int(text) <= high:
             raise InvalidInput(f"{name}={text!r}: expected a whole number from {low} to {high}")
         return int(text)
 
@@ -119,15 +121,20 @@ class Params:
         return text
 
     def day(self, name: str) -> date | None:
+        """A day as YYYY-MM-DD in the years hb handles (:data:`heartbeat.clock.YEARS`): the
+        pages count to the next midnight, which 9999-12-31 does not have."""
         text = self.text(name)
         if text is None:
             return None
         try:
             if len(text) != 10:
                 raise ValueError(text)
-            return date.fromisoformat(text)
+            day = date.fromisoformat(text)
         except ValueError:
             raise InvalidInput(f"{name}={text!r}: expected a day as YYYY-MM-DD") from None
+        if not YEARS[0] <= day.year <= YEARS[1]:
+            raise InvalidInput(f"{name}={text!r}: outside the years {YEARS[0]} to {YEARS[1]} that hb handles")
+        return day
 
 
 # --- shared pieces ----------------------------------------------------------------------------

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import queue
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from heartbeat import Ledger
 from tests.conftest import Runner, strict_json
-from tests.mcp.conftest import EXAMPLE, ROOT, TOOLS, call, mcp_session, refused, run
+from tests.mcp.conftest import EXAMPLE, ROOT, TOOLS, call, mcp_session, refused, run, server_params
 
 NOW = "2026-05-04T08:05"  # a Monday morning in the example workspace's week (Asia/Shanghai)
 
@@ -224,6 +227,38 @@ def test_queue_errors_are_tool_errors_that_say_what_they_mean(ledger_ws: Path) -
     run(main)
 
 
+def test_arguments_of_the_wrong_type_are_one_line_naming_the_argument_and_change_nothing(
+    ledger_ws: Path,
+) -> None:
+    with Ledger.open(workspace=ledger_ws) as ledger:
+        task_id = ledger.add("Keep me as I am")["id"]
+
+    async def main() -> None:
+        async with mcp_session(ledger_ws) as session:
+            for tool, arguments, expected in (
+                ("add", {"title": None}, "title: Input should be a valid string (got null)"),
+                ("add", {"title": {"a": 1}}, "title: Input should be a valid string (got object)"),
+                ("add", {"title": "x", "after": "a1"}, "after: Input should be a valid list (got string)"),
+                ("complete", {}, "id: Field required"),
+                (
+                    "complete",
+                    {"id": task_id, "outcome": [1, 2]},
+                    "outcome: Input should be a valid dictionary or Input should be a valid string"
+                    " (got array)",
+                ),
+                ("ready", {"limit": -1}, "limit: Input should be greater than or equal to 1"),
+                ("fail", {"id": task_id, "final": "maybe"}, "final: Input should be a valid boolean"),
+            ):
+                text = await refused(session, tool, **arguments)
+                assert text.startswith(f"invalid input: {tool}: validation error: {expected}"), text
+                assert "\n" not in text and "pydantic" not in text and "maybe" not in text
+            assert [t["id"] for t in (await call(session, "ready"))["tasks"]] == [task_id]
+
+    run(main)
+    with Ledger.open(workspace=ledger_ws) as ledger:
+        assert ledger.sql("SELECT id, status FROM tasks") == [{"id": task_id, "status": "todo"}]
+
+
 def test_fail_retries_then_fails_and_ready_due_explain(ledger_ws: Path) -> None:
     with Ledger.open(workspace=ledger_ws, now="2026-05-01T09:00") as ledger:
         flaky = ledger.add("Call the API", next_action="retry with backoff", due_at="2026-05-01T09:30")["id"]
@@ -304,6 +339,59 @@ def test_the_server_survives_an_unforeseen_failure_with_one_line(ledger_ws: Path
             assert (await call(session, "ready"))["tasks"] == []
 
     run(main)
+    assert "Traceback" not in log.read_text()
+
+
+def test_a_request_the_sdk_cannot_parse_gets_an_error_answer_with_its_id_and_nothing_changes(
+    ledger_ws: Path, tmp_path: Path
+) -> None:
+    """Valid JSON the SDK's parser refuses (nested past its depth limit, a lone surrogate
+    escape) used to be dropped unanswered: the client waited for ever."""
+    params = server_params(ledger_ws)
+    deep = '{"a":' * 300 + "1" + "}" * 300
+    lines = [
+        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+        '"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}',
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"complete",'
+        f'"arguments":{{"id":"nope","outcome":{deep}}}}}}}',
+        '{"jsonrpc":"2.0","id":"three","method":"tools/call","params":{"name":"add",'
+        '"arguments":{"title":"a\\ud800b"}}}',
+        '{"jsonrpc":"2.0","method":"notifications/cancelled","params":' + deep + "}",
+        '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ready","arguments":{}}}',
+    ]
+    log = tmp_path / "server.log"
+    with log.open("w") as errors:
+        server = subprocess.Popen(
+            [params.command, *params.args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            env=params.env,
+            text=True,
+        )
+        assert server.stdin is not None and server.stdout is not None
+        answers: queue.Queue[str] = queue.Queue()
+        reader = threading.Thread(target=lambda: [answers.put(line) for line in server.stdout], daemon=True)
+        reader.start()
+        try:
+            server.stdin.write("\n".join(lines) + "\n")
+            server.stdin.flush()
+            got = [json.loads(answers.get(timeout=30)) for _ in range(4)]  # queue.Empty: one unanswered
+        finally:
+            server.stdin.close()
+            server.wait(timeout=30)
+            reader.join(timeout=30)
+            server.stdout.close()
+    answered = {answer["id"]: answer for answer in got}
+    assert sorted(answered, key=str) == [1, 2, 4, "three"]
+    for request_id in (2, "three"):
+        error = answered[request_id]["error"]
+        assert error["code"] == -32700 and "\n" not in error["message"]
+        assert error["message"].startswith("cannot read this request: "), error["message"]
+    assert "nested deeper than" in answered[2]["error"]["message"]
+    assert "surrogate" in answered["three"]["error"]["message"]
+    assert answered[4]["result"]["structuredContent"] == {"tasks": [], "left_out": 0}
     assert "Traceback" not in log.read_text()
 
 

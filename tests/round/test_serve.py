@@ -159,6 +159,39 @@ def test_400_for_empty_or_non_text_bodies(server: PokeServer, sh_db: Runner) -> 
     assert sh_db.json("list") == []
 
 
+def raw_status(srv: PokeServer, head: bytes, body: bytes) -> tuple[int, bytes]:
+    """The status and body of a request written as bytes (headers http.client would not send)."""
+    host, port = srv.server_address[:2]
+    with socket.create_connection((str(host), int(port)), timeout=10) as sock:
+        sock.sendall(
+            b"POST /poke HTTP/1.1\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n" + head + b"\r\n"
+        )
+        sock.sendall(body)
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    status_line, _, rest = reply.partition(b"\r\n")
+    return int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2]
+
+
+@pytest.mark.parametrize(
+    ("head", "body"),
+    [
+        (b"Content-Length: 5\r\nContent-Length: 50\r\n", b"hello" + b"x" * 45),  # which one is the body?
+        (b"Content-Length: 5_0\r\n", b"x" * 50),  # int() reads 50
+        (b"Content-Length: +5\r\n", b"hello"),
+        (b"Content-Length: 0x5\r\n", b"hello"),
+    ],
+)
+def test_a_content_length_not_plain_ascii_digits_or_given_twice_differently_is_a_400(
+    server: PokeServer, sh_db: Runner, head: bytes, body: bytes
+) -> None:
+    status, reply = raw_status(server, head, body)
+    assert status == 400 and json.loads(reply) == {"error": "bad Content-Length"}
+    assert sh_db.json("list") == []
+    assert raw_status(server, b"Content-Length: 5\r\nContent-Length: 5\r\n", b"hello")[0] == 202
+
+
 def test_413_past_4_kib(server: PokeServer, sh_db: Runner) -> None:
     status, _, payload = request(server, "POST", "/poke", b"x" * (MAX_BODY + 1))
     assert status == 413

@@ -355,6 +355,28 @@ def test_bad_parameters_are_a_400_naming_them(served: Served) -> None:
     assert served.get("/outcomes.json?by=worker").status == 400
 
 
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("/decisions.json?day=9999-12-31", "day='9999-12-31'"),  # its next day: past date's range
+        ("/decisions.json?day=0001-01-01", "day='0001-01-01'"),
+        ("/decisions.json?day=2201-01-01", "day='2201-01-01'"),
+        ("/decisions.json?days=%C2%B2", "days='²'"),  # a digit to str.isdigit, not to int()
+        ("/runs.json?limit=%C2%B9", "limit='¹'"),
+        ("/outcomes.json?days=%D9%A5", "days='٥'"),  # an Arabic-Indic five: not a number here
+    ],
+)
+def test_a_day_outside_the_years_hb_handles_or_a_number_not_in_ascii_digits_is_a_400(
+    served: Served, query: str, named: str
+) -> None:
+    before = len(served.log)
+    reply = served.get(query)
+    assert reply.status == 400, (reply.status, reply.text)
+    assert named in reply.json()["error"] and "\n" not in reply.json()["error"]
+    assert not [line for line in served.log[before:] if "failed" in line]
+    assert served.get("/healthz").status == 200
+
+
 # --- Task -----------------------------------------------------------------------------------
 
 
