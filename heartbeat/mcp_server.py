@@ -616,7 +616,10 @@ def serve_stdio(server: MCPServer[Any]) -> None:
 async def _serve_stdio(server: MCPServer[Any]) -> None:
     from mcp.server.stdio import stdio_server
 
-    lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async serves it so
+    lowlevel = getattr(server, "_lowlevel_server", None)  # the SDK's own run_stdio_async serves it so
+    if lowlevel is None:  # an SDK that keeps it elsewhere: its own runner, reads unscreened
+        await server.run_stdio_async()
+        return
     async with stdio_server() as (read_stream, write_stream):
         reads = AnsweredReads(read_stream, write_stream)
         await lowlevel.run(reads, write_stream, lowlevel.create_initialization_options())
