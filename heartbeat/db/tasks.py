@@ -113,8 +113,17 @@ def _convert(name: str, value: Any, zone: tzinfo) -> Any:
             raise InvalidInput("a task needs a non-empty title")
         if clear and name != "title":
             return _CLEARED
-        return str(value)
+        return no_nul(name.replace("_", "-"), str(value))
     raise InvalidInput(f"unknown task field {name!r}")
+
+
+def no_nul(what: str, text: str) -> str:
+    """``text``, unless it holds a NUL character (from the Python API or an MCP client; a command
+    line cannot pass one): InvalidInput naming ``what``. PostgreSQL's text columns cannot hold it,
+    and refusing it on SQLite too keeps the two ledgers alike."""
+    if "\x00" in text:
+        raise InvalidInput(f"{what} holds a NUL character (at {text.index(chr(0)) + 1}); nothing changed")
+    return text
 
 
 class _Cleared:
@@ -188,11 +197,12 @@ def add(
     values.pop("title", None)
     if not title or not title.strip():
         raise InvalidInput("a task needs a non-empty title")
+    no_nul("title", title)
     if task_id is None:
         task_id = new_task_id(db, scope)
     elif not task_id.strip():
         raise InvalidInput("a task id cannot be empty (tasks.json could not hold it)")
-    elif db.value(SQL.task_pk_in_scope, {"scope": scope, "id": task_id}) is not None:
+    elif db.value(SQL.task_pk_in_scope, {"scope": scope, "id": no_nul("task id", task_id)}) is not None:
         raise InvalidState(f"task {task_id!r} already exists" + (f" in {scope}" if scope else ""))
     last = db.value(SQL.last_position, {"scope": scope})
     task = TaskRow(
@@ -243,7 +253,7 @@ def check_key(key: str) -> str:
         raise InvalidInput("empty --key: give the add a key that names it (e.g. the request's id)")
     if len(key) > 255:
         raise InvalidInput(f"--key is {len(key)} characters long; at most 255")
-    return key
+    return no_nul("--key", key)
 
 
 def by_key(db: Db, scope: str, key: str) -> TaskRow | None:

@@ -399,3 +399,27 @@ def test_an_alias_bomb_in_todo_front_matter_is_kept_and_the_entries_read(hb: Run
     assert f"{path}:7:" in result.stderr and "aliases expand to more than 100,000 nodes" in result.stderr
     assert [t["title"] for t in hb.json("list")] == ["Send the report"]
     assert path.read_text() == text
+
+
+def test_a_nul_in_a_title_id_text_field_or_key_is_refused_alike_on_both_backends(
+    db_url: str, workspace: Path
+) -> None:
+    """A NUL character can come from the Python API or an MCP client (a command line cannot pass
+    one). PostgreSQL's text columns cannot hold it ("database error", naming nothing), and SQLite
+    stored it: both refuse it now, naming the field, and nothing changes."""
+    from heartbeat import Ledger
+    from heartbeat.errors import InvalidInput
+
+    with Ledger.open(workspace, db=db_url) as ledger:
+        ledger.add("kept", task_id="k")
+        for call, named in (
+            (lambda: ledger.add("a\x00b"), "title holds a NUL character (at 2)"),
+            (lambda: ledger.add("fine", task_id="id\x00"), "task id holds a NUL character (at 3)"),
+            (lambda: ledger.add("fine", key="\x00key"), "--key holds a NUL character (at 1)"),
+            (lambda: ledger.update("k", next_action="call\x00"), "next-action holds a NUL character (at 5)"),
+            (lambda: ledger.update("k", title="t\x00"), "title holds a NUL character (at 2)"),
+        ):
+            with pytest.raises(InvalidInput, match=r"^" + named.replace("(", r"\(").replace(")", r"\)")):
+                call()
+        assert [(t["id"], t["title"]) for t in ledger.list(status="all")] == [("k", "kept")]
+        assert ledger.get("k")["next_action"] is None
