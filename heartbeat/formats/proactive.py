@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
@@ -310,7 +311,7 @@ class _Reader:
         except _LoaderFailure as failure:
             if not runtime_failed:
                 self._warn_line(
-                    2, lines[1], f"front matter is not readable ({failure.reason}): kept as written"
+                    2, lines[1], f"front matter is not readable ({failure.reason_at(2)}): kept as written"
                 )
             return 0, {}
         end = sum(len(line) + 1 for line in lines[: close + 1])
@@ -338,7 +339,7 @@ class _Reader:
         except _YamlProblem:
             return False  # CraftBot reads such a front matter as empty
         except _LoaderFailure as failure:  # an impossible date: outside PyYAML's own errors
-            problem = f"front matter holds a value YAML cannot build ({failure.reason})"
+            problem = f"front matter holds a value YAML cannot build ({failure.reason_at(2)})"
         else:
             if not meta or isinstance(meta, dict):
                 return False
@@ -405,7 +406,8 @@ class _Reader:
             )
             return None
         except _LoaderFailure as failure:
-            self._reject(at, yaml_text, f"{failure.reason}: CraftBot's parser fails on it (no task runs)")
+            reason = failure.reason_at(self.view.line_of(block.yaml_start))
+            self._reject(at, yaml_text, f"{reason}: CraftBot's parser fails on it (no task runs)")
             return None
         if not data:
             self._reject(at, yaml_text, "yaml block is empty: CraftBot skips it")
@@ -581,11 +583,18 @@ class _YamlProblem(Exception):
 
 
 class _LoaderFailure(Exception):
-    """PyYAML failed outside its own error type (an impossible date): CraftBot's parser stops."""
+    """PyYAML failed outside its own error type (an impossible date, an integer too long for
+    Python to read): CraftBot's parser stops. ``line`` is 0-based within the yaml text, where
+    the failure has a place."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, line: int | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.line = line
+
+    def reason_at(self, first: int) -> str:
+        """The reason with the file line of its place, the yaml text starting at line ``first``."""
+        return self.reason if self.line is None else f"{self.reason} (line {first + self.line})"
 
 
 class _YamlTooBig(Exception):
@@ -616,8 +625,27 @@ def _load_yaml(text: str) -> Any:
     except yaml.YAMLError as exc:
         raise _YamlProblem(" ".join(str(exc).split()), 0) from None
     except (ValueError, OverflowError) as exc:
-        # e.g. an impossible date like 2026-13-45 fails in the constructor
+        # e.g. an impossible date like 2026-13-45 fails in the constructor, as does an integer
+        # past Python's conversion limit, whose own words advise a programmer, not the file's author
+        long = _long_integer(text) if "integer string conversion" in str(exc) else None
+        if long is not None:
+            digits, line = long
+            limit = sys.get_int_max_str_digits()
+            raise _LoaderFailure(f"a number with {digits} digits (at most {limit})", line) from None
         raise _LoaderFailure(" ".join(str(exc).split())) from None
+
+
+_INTEGER = re.compile(r"(?<![\w.])[-+]?[0-9][0-9_]*")  # YAML 1.1 lets _ separate digits
+
+
+def _long_integer(text: str) -> tuple[int, int] | None:
+    """The digits and 0-based line of the first integer in ``text`` past Python's limit, or None."""
+    limit = sys.get_int_max_str_digits()
+    for match in _INTEGER.finditer(text):
+        digits = sum(char.isdigit() for char in match.group(0))
+        if limit and digits > limit:
+            return digits, text.count("\n", 0, match.start())
+    return None
 
 
 def _iso_time(value: str) -> datetime | None:

@@ -190,8 +190,8 @@ def _read_time(value: Any, where: str, tz: tzinfo) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = value / 1000 if abs(value) >= _EPOCH_MS_FROM else value
-        try:
+        try:  # dividing an integer past a float's range (a 400-digit one) overflows as well
+            seconds = value / 1000 if abs(value) >= _EPOCH_MS_FROM else value
             moment = datetime.fromtimestamp(seconds, tz=UTC)
         except (OverflowError, OSError, ValueError):
             raise InvalidInput(f"{where}: {value!r} is not a usable epoch time") from None

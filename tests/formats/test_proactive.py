@@ -208,8 +208,22 @@ def test_front_matter_is_read() -> None:
         ('---\nversion: "1.0"\nlast_updated: {{TIMESTAMP}}  # Auto-updated\n---\n', 3, "not valid YAML"),
         ("---\n- a\n- b\n---\n", 1, "not a mapping: CraftBot's parser fails on this file"),
         ("---\nlast_updated: 2026-13-45\n---\n", 1, "(month must be in 1..12): CraftBot's parser fails"),
+        (
+            "---\nversion: 1\nbuild: -" + "1_000" * 1100 + "\n---\n",
+            1,
+            "(a number with 4400 digits (at most 4300) (line 3)): CraftBot's parser fails",
+        ),
     ],
-    ids=["unclosed", "unclosed-flow", "unclosed-quote", "bad-indent", "template", "list", "impossible-date"],
+    ids=[
+        "unclosed",
+        "unclosed-flow",
+        "unclosed-quote",
+        "bad-indent",
+        "template",
+        "list",
+        "impossible-date",
+        "long-number",
+    ],
 )
 def test_unreadable_front_matter_is_kept_with_a_warning_and_the_tasks_are_read(
     front: str, line: int, reason: str
@@ -251,6 +265,11 @@ SECTION = "<!-- PROACTIVE_TASKS_START -->\n{}<!-- PROACTIVE_TASKS_END -->\n"
         ("### [DAILY] A\n```yaml\nid: a\noutcome_history: 3\n```\n", "is not a list: CraftBot's parser"),
         ("### [DAILY] A\n```yaml\nid: a\nlast_run: yesterday\n```\n", "not an ISO 8601 time: CraftBot's"),
         ("### [DAILY] A\n```yaml\nid: a\nseen: 2026-13-45\n```\n", "in 1..12: CraftBot's parser fails"),
+        # Python refuses to read an integer this long: the number's length and line, not its advice
+        (
+            "### [DAILY] A\n```yaml\nid: a\nrun_count: " + "9" * 5000 + "\n```\n",
+            "a number with 5000 digits (at most 4300) (line 5): CraftBot's parser fails",
+        ),
         (
             "### [DAILY] A\n```yaml\nid: a\noutcome_history:\n- {timestamp: soon, result: x}\n```\n",
             "timestamp 'soon' is not an ISO 8601 time",

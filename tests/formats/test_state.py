@@ -129,7 +129,17 @@ def test_facts_read_epochs_z_and_naive_times() -> None:
     }
 
 
-@pytest.mark.parametrize("value", ['"soon"', "true", "[1]", '"2026-05-01T25:00:00Z"'])
+@pytest.mark.parametrize(
+    "value",
+    [
+        '"soon"',
+        "true",
+        "[1]",
+        '"2026-05-01T25:00:00Z"',
+        "1" + "0" * 400,  # an integer too large for a float even once divided into seconds
+        "-1" + "0" * 400,
+    ],
+)
 def test_an_unreadable_time_names_its_place(value: str) -> None:
     with pytest.raises(InvalidInput, match=r"todoWatch\.nextScanAt"):
         facts_from_state(parse(f'{{"todoWatch": {{"nextScanAt": {value}}}}}'))

@@ -189,6 +189,24 @@ def test_a_value_hb_cannot_read_is_kept_and_does_not_stop_the_heartbeat(sh: Runn
     sh("import", "state", code=1)  # an explicit import of the file stays all or nothing
 
 
+def test_an_epoch_too_large_for_a_float_is_kept_and_does_not_stop_the_heartbeat(
+    sh_db: Runner, workspace: Path
+) -> None:
+    """A 401-digit lastScanAt is a value hb cannot read, like 1e999: a warning naming the file
+    and the key, the heartbeat goes on, and the number is written back digit for digit."""
+    huge = "1" + "0" * 400
+    text = f'{{"todoWatch": {{"lastScanAt": {huge}}}, "proactiveChat": {{"enabled": true}}}}\n'
+    path = write(workspace / "memory" / "heartbeat-state.json", text)
+    tick = sh_db("--now", "2026-05-04T09:00", "heartbeat")
+    assert tick.stdout == "HEARTBEAT_OK\n"
+    assert f"hb: warning: {path}: todoWatch.lastScanAt: {huge} is not a usable epoch time" in tick.stderr
+    assert "Traceback" not in tick.stderr
+    assert sh_db("config", "get", "proactive.enabled").stdout.strip() == "true"  # the rest was read
+    assert f'"lastScanAt": {huge}' in path.read_text()  # kept as written
+    result = sh_db("import", "state", code=1)  # an explicit import stays all or nothing
+    assert result.stderr.startswith(f"hb: {path}: todoWatch.lastScanAt: {huge} is not a usable epoch time")
+
+
 # --- the SYNCER (one step of hb sync) -------------------------------------------------
 
 
