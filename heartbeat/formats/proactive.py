@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import bisect
 import re
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
@@ -625,27 +624,9 @@ def _load_yaml(text: str) -> Any:
     except yaml.YAMLError as exc:
         raise _YamlProblem(" ".join(str(exc).split()), 0) from None
     except (ValueError, OverflowError) as exc:
-        # e.g. an impossible date like 2026-13-45 fails in the constructor, as does an integer
-        # past Python's conversion limit, whose own words advise a programmer, not the file's author
-        long = _long_integer(text) if "integer string conversion" in str(exc) else None
-        if long is not None:
-            digits, line = long
-            limit = sys.get_int_max_str_digits()
-            raise _LoaderFailure(f"a number with {digits} digits (at most {limit})", line) from None
-        raise _LoaderFailure(" ".join(str(exc).split())) from None
+        from heartbeat.formats.yaml_errors import constructor_failure
 
-
-_INTEGER = re.compile(r"(?<![\w.])[-+]?[0-9][0-9_]*")  # YAML 1.1 lets _ separate digits
-
-
-def _long_integer(text: str) -> tuple[int, int] | None:
-    """The digits and 0-based line of the first integer in ``text`` past Python's limit, or None."""
-    limit = sys.get_int_max_str_digits()
-    for match in _INTEGER.finditer(text):
-        digits = sum(char.isdigit() for char in match.group(0))
-        if limit and digits > limit:
-            return digits, text.count("\n", 0, match.start())
-    return None
+        raise _LoaderFailure(*constructor_failure(text, exc)) from None
 
 
 def _iso_time(value: str) -> datetime | None:

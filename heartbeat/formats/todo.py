@@ -357,8 +357,12 @@ def _load_front_matter(lines: Sequence[str]) -> tuple[dict[Any, Any] | None, str
         reason, line, _column = describe(exc)
         return None, f"front matter is not valid YAML: {reason}", line + 2
     except (ValueError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
-        # PyYAML's constructors fail this way on e.g. `a: 2026-13-01` or `!!int x`
-        return None, f"front matter is not valid YAML: {' '.join(str(exc).split())}", 1
+        # PyYAML's constructors fail this way on e.g. `a: 2026-13-01`, `!!int x` or a number past
+        # Python's 4,300 digits
+        from heartbeat.formats.yaml_errors import constructor_failure
+
+        reason, at = constructor_failure(source, exc)
+        return None, f"front matter is not valid YAML: {reason}", 1 if at is None else at + 2
     if loaded is None:
         return {}, None, 0  # empty front matter, as the runtime reads it
     if not isinstance(loaded, dict):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sys
 from typing import Any
 
 
@@ -27,3 +29,27 @@ def describe(exc: Any) -> tuple[str, int, int]:
     if problem_mark is not None:
         return problem or context, problem_mark.line, problem_mark.column
     return problem or context, 0, 0
+
+
+def constructor_failure(text: str, exc: Exception) -> tuple[str, int | None]:
+    """``(reason, 0-based line or None)`` of a failure PyYAML's constructors raise outside its own
+    error type (an impossible date like ``2026-13-45``; an integer past Python's conversion limit,
+    whose own words advise a programmer, not the file's author)."""
+    long = _long_integer(text) if "integer string conversion" in str(exc) else None
+    if long is not None:
+        digits, line = long
+        return f"a number with {digits} digits (at most {sys.get_int_max_str_digits()})", line
+    return " ".join(str(exc).split()), None
+
+
+_INTEGER = re.compile(r"(?<![\w.])[-+]?[0-9][0-9_]*")  # YAML 1.1 lets _ separate digits
+
+
+def _long_integer(text: str) -> tuple[int, int] | None:
+    """The digits and 0-based line of the first integer in ``text`` past Python's limit, or None."""
+    limit = sys.get_int_max_str_digits()
+    for match in _INTEGER.finditer(text):
+        digits = sum(char.isdigit() for char in match.group(0))
+        if limit and digits > limit:
+            return digits, text.count("\n", 0, match.start())
+    return None

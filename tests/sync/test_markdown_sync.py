@@ -217,6 +217,15 @@ def test_a_sync_with_nothing_changed_writes_nothing(hb_db: Runner, todo: Path, w
             1,
             "front matter has no closing '---'",
         ),
+        (  # an integer past Python's 4,300 digits: its length and line, not Python's advice
+            "---\ncreated_at: x\nopen_count: "
+            + "9" * 5000
+            + "\n---\n\n# TODO Work In Progress (WIP)\n\n"
+            + LINE_JOHN
+            + "\n",
+            3,
+            "front matter is not valid YAML: a number with 5000 digits (at most 4300); kept as written",
+        ),
     ],
 )
 def test_unreadable_front_matter_is_kept_and_the_entries_are_synced(
