@@ -141,3 +141,29 @@ def test_a_text_hashed_ahead_is_measured_as_it_would_be() -> None:
     )
     files.measure_ahead("small")  # below the size worth a thread: measured when asked
     assert files.measure("small") == (hashlib.sha256(b"small").hexdigest(), 5)
+
+
+def test_a_file_put_in_place_right_after_hb_s_is_not_taken_for_hb_s(
+    tmp_path: Path, reads: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What hb knows of the file it wrote is taken from its own file, not from the name: a
+    runtime that replaces the file the moment hb's is in place (its edit made on hb's text) does
+    not leave hb believing the runtime's file holds hb's text, so the next swap looks first."""
+    from heartbeat.ops.sync import swap
+
+    path = tmp_path / "tasks.json"
+    old, new = _large("a"), _large("b")
+    path.write_text(old)
+    real = swap._after_exchange
+    theirs = new + "\n"
+
+    def exchange_then_runtime_replaces(*args: object) -> Swapped:
+        done = real(*args)  # type: ignore[arg-type]
+        other = tmp_path / "runtime.tmp"
+        other.write_text(theirs)
+        os.replace(other, path)
+        return done
+
+    monkeypatch.setattr(swap, "_after_exchange", exchange_then_runtime_replaces)
+    assert replace_if(path, new, old, settle=0).written
+    assert not files.still_known(path, new) and files.known_text(path) == theirs

@@ -170,7 +170,13 @@ def test_racing_writers_never_lose_an_edit(tmp_path: Path, style: str) -> None:
     final = path.read_text(encoding="utf-8")
     lost = [n for n in range(edits) if f"- entry {n}\n" not in final]
     assert hb_writes >= 20, (hb_writes, conflicts)
-    assert lost == [], f"{len(lost)} of {edits} edits lost ({hb_writes} hb writes, {conflicts} conflicts)"
+    kept = [
+        k.name for k in tmp_path.glob("*.hb-kept") if any(f"- entry {n}\n" in k.read_text() for n in lost)
+    ]
+    assert lost == [], (
+        f"{len(lost)} of {edits} edits lost ({hb_writes} hb writes, {conflicts} conflicts); "
+        f"saved beside the file in: {kept or 'none'}"
+    )
 
 
 def test_two_edits_meeting_the_swap_are_both_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

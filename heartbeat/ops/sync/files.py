@@ -174,13 +174,11 @@ def still_known(path: Path, text: str) -> bool:
     return stat.S_ISREG(info.st_mode) and _identity(info) == known[0]
 
 
-def note_written(path: Path, text: str) -> None:
-    """hb has just put ``text`` at ``path`` (see :func:`known_text`)."""
-    try:
-        info = path.stat()
-    except OSError:
-        return
-    if info.st_size >= _MEMO_FROM:
+def note_written(path: Path, text: str, info: os.stat_result | None) -> None:
+    """hb has just put ``text`` at ``path`` in the file ``info`` describes, taken from hb's own
+    file after it took the name (see :func:`known_text`), never from the name: another program
+    may already have replaced it, and its file must not be taken for hb's. None: not known."""
+    if info is not None and info.st_size >= _MEMO_FROM:
         _known[str(path)] = (_identity(info), text)
     else:
         _known.pop(str(path), None)

@@ -36,7 +36,7 @@ import stat
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from heartbeat.ops.sync.files import (
@@ -66,6 +66,8 @@ class Swapped:
     written: bool
     found: str | None = None
     kept: Path | None = None
+    # written: hb's file as it stood once in place (see files.note_written), when known
+    mine: os.stat_result | None = field(default=None, compare=False, repr=False)
 
 
 Validator = Callable[[str], bool]
@@ -180,7 +182,7 @@ def replace_if(
         wait = SETTLE if settle is None else settle
         done = _replace_if(target_of(path), text, expected, wait, valid or _any_text, known_as=path)
         if done.written:
-            note_written(path, text)
+            note_written(path, text, done.mine)
         else:
             forget_known(path)
         return done
@@ -222,6 +224,7 @@ def _replace_if(
     # the new file is written and synced first, so that between the last look at the old one
     # and the exchange there is only a read and a comparison
     tmp = _temp(target, text, stat.S_IMODE(info.st_mode))
+    mine = os.open(tmp, os.O_RDONLY)  # hb's file, whatever name it has after the exchange
     try:
         if known_as is None or not still_known(known_as, expected):  # a changed file stays in place
             current = _read(target)
@@ -229,8 +232,11 @@ def _replace_if(
                 return Swapped(False, current)
         if not _exchange(tmp, target):
             return _replace_checked(target, tmp, text, expected)
-        return _after_exchange(target, tmp, text, expected, settle, valid, depth)
+        placed = os.fstat(mine)  # at once: any later write or rename of it changes what it says
+        done = _after_exchange(target, tmp, text, expected, settle, valid, depth)
+        return Swapped(True, mine=placed) if done == Swapped(True) else done
     finally:
+        os.close(mine)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
 
