@@ -149,29 +149,29 @@ def known_text(path: Path) -> str:
     A change within the file system's clock tick (a few milliseconds on Linux) that keeps the size
     can go unseen here: use it only where a miss is caught later, as the compare-and-swap of
     :func:`heartbeat.ops.sync.swap.replace_if` reads the file itself before writing over it."""
-    known = _known.get(str(path))
-    if known is not None:
-        try:
-            info = path.stat()
-        except OSError:
-            info = None
-        if info is not None and stat.S_ISREG(info.st_mode) and _identity(info) == known[0]:
-            return known[1]
-    return read_text(path)
+    known = _unchanged_text(path)
+    return read_text(path) if known is None else known
 
 
 def still_known(path: Path, text: str) -> bool:
     """Whether the file at ``path`` is the one hb last read or wrote in this process, unchanged,
     and held ``text`` then (see :func:`known_text`: a miss is possible, so only where one is
     caught later)."""
+    known = _unchanged_text(path)
+    return known is not None and (known is text or known == text)
+
+
+def _unchanged_text(path: Path) -> str | None:
+    """The text hb last read or wrote at ``path`` in this process, while the file there is that
+    same regular file with the same identity (see :func:`_identity`); else None."""
     known = _known.get(str(path))
-    if known is None or (known[1] is not text and known[1] != text):
-        return False
+    if known is None:
+        return None
     try:
         info = path.stat()
     except OSError:
-        return False
-    return stat.S_ISREG(info.st_mode) and _identity(info) == known[0]
+        return None
+    return known[1] if stat.S_ISREG(info.st_mode) and _identity(info) == known[0] else None
 
 
 def note_written(path: Path, text: str, info: os.stat_result | None) -> None:
