@@ -211,3 +211,29 @@ def test_a_ledger_change_after_the_seal_check_syncs_every_kind(
     assert report(out, "tasks-json")["written"] is True
     tasks = json.loads((workspace / ".agent" / "state" / "tasks.json").read_text())
     assert [t["description"] for t in tasks["pending"]] == ["queue job from elsewhere"]
+
+
+def test_a_seal_another_hb_wrote_is_not_replayed(hb: Runner, workspace: Path) -> None:
+    """The seal replays the warnings of the sync that wrote it; a seal written by another version of
+    hb (an upgrade since) is not used, so its warnings are read again in this version's words."""
+    write(workspace / "TODO.md", todo_text(LINE_JOHN, LINE_TYPO))
+    hb("sync")
+    now = f"{workspace / 'TODO.md'}:10: bad timestamp '2026-05-0 13:00' in Created"
+    assert report(probe(workspace)[0], "todo")["preserved"] == [now]
+
+    def rewrite_seal(version: str) -> None:
+        with sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db") as con:
+            (text,) = con.execute("SELECT skeleton FROM sync_state WHERE kind = 'sync.seal'").fetchone()
+            seal = json.loads(text)
+            seal["hb"], seal["preserved"]["todo"] = version, ["TODO.md line 11: older words"]
+            con.execute("UPDATE sync_state SET skeleton = ? WHERE kind = 'sync.seal'", (json.dumps(seal),))
+
+    from heartbeat import __version__
+
+    rewrite_seal(__version__)  # this hb's seal is trusted as it stands (what it replays is its own)
+    assert report(probe(workspace)[0], "todo")["preserved"] == ["TODO.md line 11: older words"]
+    rewrite_seal("0.0.1")
+    out, _ = probe(workspace)
+    assert out["changed"] is False and report(out, "todo")["preserved"] == [now]
+    assert sealed(workspace)  # sealed again, by this hb
+    assert report(probe(workspace)[0], "todo")["preserved"] == [now]
