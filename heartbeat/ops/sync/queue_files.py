@@ -187,6 +187,9 @@ def _fresh_binder(db: Db, now: datetime) -> Callable[[tasks_json.QueueRecord, in
     return values
 
 
+EVENT_COLUMNS = ("task_pk", "task_id", "scope", "at", "kind", "actor", "before", "detail")
+
+
 def _insert_events(
     db: Db, events: list[_Event], fresh: list[tuple[int, str, str]], now: datetime, actor: str
 ) -> None:
@@ -204,7 +207,7 @@ def _insert_events(
         rows.append((pk, task_id, scope, at, kind, actor, db.json(before), text))
     db.insert_many(
         TASK_EVENTS.name,
-        ("task_pk", "task_id", "scope", "at", "kind", "actor", "before", "detail"),
+        EVENT_COLUMNS,
         rows,
         json=TASK_EVENTS.json,
     )
