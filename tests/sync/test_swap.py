@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -112,6 +113,59 @@ def test_an_in_place_write_to_the_old_file_after_the_swap_is_put_back(
         writer.close()
     assert got == Swapped(False, '{"pending": [{"id": "task-1"}]}\n')
     assert path.read_text() == '{"pending": [{"id": "task-1"}]}\n'
+
+
+def _runtime_reads_hbs_file_in_the_window(
+    path: Path, monkeypatch: pytest.MonkeyPatch, late: Callable[[str], str]
+) -> None:
+    """A runtime replaces the file just before hb's exchange (so hb puts that file back), reads the
+    file while hb's is in place for that moment, and writes ``late(what it read)`` back right after
+    hb's put-back."""
+    real_exchange = swap._exchange
+    calls: list[str] = []
+
+    def exchange(a: Path, b: Path) -> bool:
+        if not calls:  # the runtime's first edit lands between hb's look and its exchange
+            path.write_text(path.read_text() + "- first edit\n")
+        done = real_exchange(a, b)
+        if not calls:
+            calls.append(b.read_text())  # the runtime reads hb's file, in place for this moment
+        elif len(calls) == 1:
+            seen = calls[0]
+            calls.append(seen)
+            written = path.with_name("runtime.tmp")
+            written.write_text(late(seen))
+            os.replace(written, path)  # its write lands after hb put the first edit back
+        return done
+
+    monkeypatch.setattr(swap, "_exchange", exchange)
+
+
+def test_a_runtime_writing_what_it_read_of_hbs_file_loses_no_edit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runtime's second write was made from hb's file, which lacked its first edit: hb sees its
+    own change come back within the settle time and merges the first edit back in (hb's change,
+    which was not written, is not)."""
+    path = tmp_path / "TODO.md"
+    path.write_text("# list\n- a\n")
+    _runtime_reads_hbs_file_in_the_window(path, monkeypatch, lambda seen: seen + "- second edit\n")
+    got = replace_if(path, "# LIST\n- a\n", "# list\n- a\n", settle=0)
+    assert path.read_text() == "# list\n- a\n- first edit\n- second edit\n"
+    assert got == Swapped(False, path.read_text())
+
+
+def test_a_later_edit_of_the_runtimes_own_file_is_left_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write after hb's put-back that does not carry hb's change was made from the runtime's own
+    file: nothing is merged into it (it may have removed lines on purpose)."""
+    path = tmp_path / "TODO.md"
+    path.write_text("# list\n- a\n")
+    _runtime_reads_hbs_file_in_the_window(path, monkeypatch, lambda _seen: "# list\n- first edit\n")
+    got = replace_if(path, "# LIST\n- a\n", "# list\n- a\n", settle=0)
+    assert path.read_text() == "# list\n- first edit\n"
+    assert got == Swapped(False, "# list\n- first edit\n")
 
 
 # A runtime writing its file in its own style: read it, add a line, write it back; 200 times.

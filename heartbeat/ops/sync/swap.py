@@ -10,11 +10,14 @@ caller can merge that in and try again; the other program's text is put back, ne
 On Linux the swap is ``renameat2(RENAME_EXCHANGE)``: hb's new file and the old one trade
 names in one step, so the old file (whatever inode held the name at that instant) lands at
 the temporary name and can be read back. If it is not ``expected`` (an atomic replace came
-in between), the two are exchanged back. An in-place or appending writer that opened the old
-file before the exchange writes into the inode that is now at the temporary name, which
-nobody else can open any more: hb waits until no program holds it open for writing (a read
-lease is granted only then, at most ``files.QUIET_MAX`` seconds) and reads it once more, so a
-change there undoes the swap the same way. Where leases are refused (a file another user
+in between), the two are exchanged back. hb's file was then in place for that moment: a runtime
+that read it and writes a moment later would write over its own edit with a text made from hb's,
+so for :data:`SETTLE` hb watches for its change coming back and merges that edit back in.
+An in-place or appending writer that opened the old file before the exchange writes into the
+inode that is now at the temporary name, which nobody else can open any more: hb waits until
+no program holds it open for writing (a read lease is granted only then, at most
+``files.QUIET_MAX`` seconds) and reads it once more, so a change there undoes the swap the
+same way. Where leases are refused (a file another user
 owns, a filesystem without them) the wait is a fixed :data:`SETTLE`, and a writer that stays
 descheduled longer than that between its open and its write can still be lost. Where the
 exchange itself is not available (another OS, a filesystem without it), the text is compared
@@ -270,7 +273,7 @@ def _after_exchange(
     back = _settled(tmp, settle)
     sync_dir(target.parent)
     if back is None or back == text:
-        return Swapped(False, displaced)
+        return _echoed(target, text, expected, displaced, settle, valid, depth)
     # a second program changed hb's file while it was in place: two edits, one on the old file
     # (back at target now) and one on hb's (at tmp). Both are kept: merged, or the second one
     # beside the file when the merge is not a valid text of this kind
@@ -287,6 +290,28 @@ def _after_exchange(
     kept = target.with_name(f".{target.name}.{time.time_ns()}.hb-kept")
     os.replace(tmp, kept)
     return Swapped(False, current, kept)
+
+
+def _echoed(
+    target: Path, text: str, expected: str, displaced: str | None, settle: float, valid: Validator, depth: int
+) -> Swapped:
+    """hb's file was in place for a moment before the other program's (``displaced``) went back.
+    A runtime that read it then and writes a moment later (read, change, write back: every
+    runtime's way) writes over ``displaced`` a text made from hb's, without the edit ``displaced``
+    holds. Watched for ``settle``: a file that has hb's change (``expected`` to ``text``) again is
+    such a write, and gets the edit ``displaced`` holds back, merged in; any other file is a later
+    edit of ``displaced`` and stays as it is."""
+    if displaced is None or depth >= _DEPTH:
+        return Swapped(False, displaced)
+    time.sleep(settle)
+    current = _read(target)
+    if current is None or current == displaced or merge3(expected, text, current) != current:
+        return Swapped(False, displaced if current == displaced else current)
+    restored = merge3(text, current, displaced)  # what hb's exposed file lacked, put back
+    if restored == current or not valid(restored):
+        return Swapped(False, current)
+    placed = _replace_if(target, restored, current, settle, valid, depth + 1)
+    return Swapped(False, restored if placed.written else placed.found, placed.kept)
 
 
 def _replace_checked(target: Path, tmp: Path, text: str, expected: str) -> Swapped:
