@@ -25,7 +25,8 @@ A request the SDK's parser refuses though it is JSON (nested past 200 levels, a 
 surrogate escape) is answered with a parse error under its id instead of going unanswered.
 
 Over HTTP (``--http``) the same tools are served as streamable HTTP at ``/mcp`` behind a
-bearer token (401 without it), on loopback by default; the token is never logged.
+bearer token (401 without it; 400 for more than one Authorization header), on loopback by
+default; the token is never logged.
 """
 
 from __future__ import annotations
@@ -739,27 +740,38 @@ class AnsweredReads:
 
 class BearerGate:
     """An ASGI app in front of another: HTTP requests without ``Authorization: Bearer <token>``
-    get 401 and never reach it. The token is compared in constant time and never logged."""
+    get 401 and never reach it, and a request with more than one Authorization header gets 400
+    (the header is a single field, RFC 9110 section 11.6.2: which copy a proxy or the app behind
+    would read is a guess). The token is compared in constant time and never logged."""
 
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
         self.token = token.encode()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and not self.authorized(scope):
-            body = b'{"error":"missing or wrong bearer token"}\n'
-            headers = [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b'Bearer realm="hb"'),
-            ]
-            await send({"type": "http.response.start", "status": 401, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
-            return
+        if scope["type"] == "http":
+            given = [v for k, v in scope.get("headers", ()) if k.lower() == b"authorization"]
+            if len(given) > 1:
+                await self.refuse(send, 400, {"error": "more than one Authorization header"})
+                return
+            if not self.authorized(given[0] if given else b""):
+                challenge = (b"www-authenticate", b'Bearer realm="hb"')
+                await self.refuse(send, 401, {"error": "missing or wrong bearer token"}, challenge)
+                return
         await self.app(scope, receive, send)
 
-    def authorized(self, scope: dict[str, Any]) -> bool:
-        header = next((v for k, v in scope.get("headers", ()) if k.lower() == b"authorization"), b"")
+    @staticmethod
+    async def refuse(send: Any, status: int, payload: dict[str, str], *extra: tuple[bytes, bytes]) -> None:
+        body = (dumps(payload) + "\n").encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            *extra,
+        ]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    def authorized(self, header: bytes) -> bool:
         scheme, _, credentials = header.partition(b" ")
         if scheme.lower() != b"bearer" or not credentials.strip():
             return False
