@@ -22,7 +22,8 @@ A small stdlib server (a thread per connection, pokes taking turns):
 - A request that cannot be read is answered as every error above, JSON with one line (never
   http.server's HTML page, which quotes the request), and the connection is closed: 400 for a
   request line that is not ``METHOD /path HTTP/1.x`` in printable ASCII (a two-word HTTP/0.9
-  line included); 505 for another HTTP version; 414 for a request line, 431 for headers past
+  line included) and for more than one Authorization header (which copy counts would be a
+  guess); 505 for another HTTP version; 414 for a request line, 431 for headers past
   http.server's limits; 501 for a method hb has no use for.
 
 The token comes from a file (its first line, surrounding whitespace removed);
@@ -254,7 +255,12 @@ class PokeHandler(BaseHTTPRequestHandler):
             self.command, self.requestline, self.request_version = "", "", "HTTP/1.0"
             self._refuse(*refused)
             return False
-        return super().parse_request()
+        if not super().parse_request():
+            return False
+        if len(self.headers.get_all("Authorization") or []) > 1:  # which one counts would be a guess
+            self._refuse(HTTPStatus.BAD_REQUEST, "more than one Authorization header")
+            return False
+        return True
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """http.server's own refusals (a request line over :data:`MAX_LINE` bytes, headers too

@@ -380,6 +380,24 @@ def test_what_http_server_refuses_itself_is_answered_as_json_too(
     assert "Traceback" not in capfd.readouterr().err
 
 
+def test_more_than_one_authorization_header_is_a_400_whichever_comes_first(sh_db: Runner) -> None:
+    lines: list[str] = []
+    right, wrong = f"Bearer {TOKEN}", "Bearer wrong"
+    with running(make_server(lambda: open_ledger(sh_db), token=TOKEN, log=lines.append)) as srv:
+        for first, second in ((right, wrong), (wrong, right), (right, right), (right, "")):
+            head = f"POST /poke HTTP/1.1\r\nAuthorization: {first}\r\nAuthorization: {second}\r\n"
+            reply = exchange(srv, head.encode() + b"Content-Length: 5\r\n\r\nhello")
+            assert answer_of(reply)[::2] == (400, {"error": "more than one Authorization header"})
+        for path in ("/healthz", "/now.json"):  # on every path, whether or not it needs the token
+            head = f"GET {path} HTTP/1.1\r\nAuthorization: {right}\r\nAuthorization: {right}\r\n\r\n"
+            assert answer_of(exchange(srv, head.encode()))[0] == 400
+        assert request(srv, "POST", "/poke", b"once")[0] == 202
+    assert sh_db.json("list")[0]["title"] == "once" and len(sh_db.json("list")) == 1
+    text = "\n".join(lines)
+    assert text.count("400: more than one Authorization header") == 6
+    assert TOKEN not in text and "Bearer" not in text
+
+
 def test_a_refused_request_whose_body_is_still_coming_is_answered_all_the_same(sh_db: Runner) -> None:
     """The answer goes out before the body is read, and the client, still sending it, reads the
     answer whole before the connection ends."""

@@ -195,6 +195,10 @@ def test_malformed_requests_to_hb_serve_are_json_one_line_each_in_its_log_and_it
         (b"GET / HTTP/9.9", b"505"),
         (b"GET /" + b"b" * 70_000 + b" HTTP/1.1", b"414"),
         (b"PROPFIND / HTTP/1.1", b"501"),
+        (
+            f"GET /now.json HTTP/1.1\r\nAuthorization: Bearer {TOKEN}\r\nAuthorization: Bearer x".encode(),
+            b"400",
+        ),
     )
     before = len(served.log)
     for line, status in cases:
@@ -215,3 +219,4 @@ def test_malformed_requests_to_hb_serve_are_json_one_line_each_in_its_log_and_it
     assert len(refusals) == len(cases), refusals
     assert all(" - - " in line for line in refusals[:5]), refusals  # nothing of a refused line
     assert "PROPFIND / 501: method not supported" in refusals[5]
+    assert "GET /now.json 400: more than one Authorization header" in refusals[6]
