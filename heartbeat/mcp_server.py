@@ -18,17 +18,21 @@ A domain error (:class:`heartbeat.errors.HbError`) is a tool error (``isError``)
 is hb's one-line message after its meaning (``claim lost: ...``, ``choose a scope: ...``);
 nothing else reaches the client either: an unforeseen failure is one line, and the server
 carries on. Arguments the input schema refuses (a number for a title, a missing id) never
-reach the ledger: the tool error is one line naming each argument and what it should be.
+reach the ledger: the tool error is one line naming each argument and what it should be. An
+argument a tool does not take (a misspelt ``claim``, ``scop``) is refused the same way, naming it
+and the arguments the tool takes: the SDK would drop it and make the call without it.
 A request the SDK's parser refuses though it is JSON (nested past 200 levels, a lone
 surrogate escape) is answered with a parse error under its id instead of going unanswered.
 
 Over HTTP (``--http``) the same tools are served as streamable HTTP at ``/mcp`` behind a
-bearer token (401 without it), on loopback by default; the token is never logged.
+bearer token (401 without it; 400 for more than one Authorization header), on loopback by
+default; the token is never logged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import difflib
 import hmac
 import json
 import os
@@ -179,11 +183,47 @@ def arguments_error(tool: str, exc: ValidationError) -> str:
     return f"invalid input: {tool}: validation error: {' '.join(found.split())}"
 
 
+MAX_UNKNOWN_SHOWN = 5  # unknown argument names quoted in one error, then how many more
+MAX_NAME_SHOWN = 40  # characters of one unknown argument name quoted
+
+
+def unknown_arguments_error(tool: str, unknown: Sequence[str], accepted: Sequence[str]) -> str:
+    """One line for arguments the tool does not take: each name (quoted as JSON, clipped), the
+    closest accepted name when one is close, and the names the tool takes: ``invalid input:
+    complete: unknown argument "claimm" (did you mean "claim"?); complete takes id, claim,
+    scope, outcome; nothing was done``."""
+    shown = []
+    for name in unknown[:MAX_UNKNOWN_SHOWN]:
+        quoted = json.dumps(name if len(name) <= MAX_NAME_SHOWN else name[:MAX_NAME_SHOWN] + "...")
+        close = difflib.get_close_matches(name, accepted, n=1)
+        if not close:  # a name spelled with other capitals: "Scope", "ACCEPT_STALE"
+            close = [a for a in accepted if a.lower() == name.lower()][:1]
+        shown.append(f'{quoted} (did you mean "{close[0]}"?)' if close else quoted)
+    if len(unknown) > MAX_UNKNOWN_SHOWN:
+        shown.append(f"and {len(unknown) - MAX_UNKNOWN_SHOWN} more")
+    noun = "argument" if len(unknown) == 1 else "arguments"
+    takes = ", ".join(accepted) if accepted else "no arguments"
+    return f"invalid input: {tool}: unknown {noun} {', '.join(shown)}; {tool} takes {takes}; nothing was done"
+
+
 class LedgerTool(Tool):
-    """A tool whose refused arguments are :func:`arguments_error`'s one line (the SDK's text
-    is pydantic's report: several lines, the rejected value, a link per error)."""
+    """A tool that refuses arguments it does not take (the SDK's argument model ignores them, so
+    a misspelt ``claim`` or ``scope`` would be dropped and the call made without it): the tool
+    error is :func:`unknown_arguments_error`'s one line, and nothing runs. Arguments of the
+    wrong type are :func:`arguments_error`'s one line (the SDK's text is pydantic's report:
+    several lines, the rejected value, a link per error)."""
+
+    @property
+    def accepted(self) -> list[str]:
+        """The argument names the tool takes, in its signature's order (as its input schema)."""
+        fields = self.fn_metadata.arg_model.model_fields
+        return [field.alias or name for name, field in fields.items()]
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        accepted = self.accepted
+        unknown = [name for name in arguments if name not in accepted]
+        if unknown:
+            raise ToolError(unknown_arguments_error(self.name, unknown, accepted))
         try:
             return await super().run(arguments, context, convert_result)
         except ToolError as exc:
@@ -700,27 +740,38 @@ class AnsweredReads:
 
 class BearerGate:
     """An ASGI app in front of another: HTTP requests without ``Authorization: Bearer <token>``
-    get 401 and never reach it. The token is compared in constant time and never logged."""
+    get 401 and never reach it, and a request with more than one Authorization header gets 400
+    (the header is a single field, RFC 9110 section 11.6.2: which copy a proxy or the app behind
+    would read is a guess). The token is compared in constant time and never logged."""
 
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
         self.token = token.encode()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and not self.authorized(scope):
-            body = b'{"error":"missing or wrong bearer token"}\n'
-            headers = [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b'Bearer realm="hb"'),
-            ]
-            await send({"type": "http.response.start", "status": 401, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
-            return
+        if scope["type"] == "http":
+            given = [v for k, v in scope.get("headers", ()) if k.lower() == b"authorization"]
+            if len(given) > 1:
+                await self.refuse(send, 400, {"error": "more than one Authorization header"})
+                return
+            if not self.authorized(given[0] if given else b""):
+                challenge = (b"www-authenticate", b'Bearer realm="hb"')
+                await self.refuse(send, 401, {"error": "missing or wrong bearer token"}, challenge)
+                return
         await self.app(scope, receive, send)
 
-    def authorized(self, scope: dict[str, Any]) -> bool:
-        header = next((v for k, v in scope.get("headers", ()) if k.lower() == b"authorization"), b"")
+    @staticmethod
+    async def refuse(send: Any, status: int, payload: dict[str, str], *extra: tuple[bytes, bytes]) -> None:
+        body = (dumps(payload) + "\n").encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            *extra,
+        ]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    def authorized(self, header: bytes) -> bool:
         scheme, _, credentials = header.partition(b" ")
         if scheme.lower() != b"bearer" or not credentials.strip():
             return False

@@ -19,6 +19,12 @@ A small stdlib server (a thread per connection, pokes taking turns):
   needs the bearer token. Without the ``[web]`` extra the HTML pages answer 501
   saying so; their JSON works.
 - Any other path, ``/poke/`` and ``//poke`` included: 404.
+- A request that cannot be read is answered as every error above, JSON with one line (never
+  http.server's HTML page, which quotes the request), and the connection is closed: 400 for a
+  request line that is not ``METHOD /path HTTP/1.x`` in printable ASCII (a two-word HTTP/0.9
+  line included) and for more than one Authorization header (which copy counts would be a
+  guess); 505 for another HTTP version; 414 for a request line, 431 for headers past
+  http.server's limits; 501 for a method hb has no use for.
 
 The token comes from a file (its first line, surrounding whitespace removed);
 without one the server does not start: a poke endpoint anyone can call would
@@ -26,8 +32,10 @@ let anything on the machine queue work for the agent. A token file that group
 or others may read gets a warning, as ssh gives for a private key.
 
 The request log never shows the token: each request is logged as client,
-method, path without its query string, and status; an error message that
-would quote the request has the token and any ``Bearer`` credentials blanked.
+method, path without its query string, and status (a refused request line as
+``- -``, with the reason after the status, never any of the line); an error
+message that would quote the request has the token and any ``Bearer``
+credentials blanked.
 
 A client has :data:`REQUEST_TIMEOUT` seconds for its whole request (line,
 headers and body: one header line every few seconds does not keep it open),
@@ -68,7 +76,18 @@ TEXT_TYPES = ("text/", "application/json", "application/x-www-form-urlencoded")
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 REQUEST_TIMEOUT = 10  # seconds a client may take to send its whole request
 MAX_CONNECTIONS = 64  # connections served at once; more are refused with 503
+MAX_LINE = 65536  # bytes of the request line and of each header line (http.server's limits)
 _BEARER = re.compile(r"(?i)(bearer)\s+\S+")
+_METHOD = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # a token (RFC 9110 section 5.6.2)
+_VERSION = re.compile(rb"HTTP/([0-9])\.[0-9]")  # RFC 9112 section 2.3
+BAD_LINE = "malformed request line: expected METHOD /path HTTP/1.1"
+# what a refusal http.server itself makes says (its own text quotes the request and is HTML)
+REFUSALS = {
+    HTTPStatus.REQUEST_URI_TOO_LONG: f"request line over {MAX_LINE} bytes",
+    HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE: f"request headers too large: a line over {MAX_LINE} bytes "
+    "or more than 100 headers",
+    HTTPStatus.NOT_IMPLEMENTED: "method not supported; use GET or POST",
+}
 
 
 def read_token(path: Path) -> str:
@@ -99,6 +118,29 @@ def token_file_warning(path: Path) -> str | None:
     return (
         f"{path} is readable by others (mode {mode:04o}): anyone who can read it can poke; chmod 600 {path}"
     )
+
+
+def request_line_refusal(raw: bytes) -> tuple[HTTPStatus, str] | None:
+    """Why a request line is refused (the status and the one line to answer), or None when it
+    is ``METHOD TARGET HTTP/1.x`` in printable ASCII, or empty (http.server closes the
+    connection then, unanswered). Stricter than http.server, which takes a two-word line as an
+    HTTP/0.9 request (answered without a status line or headers), any ``HTTP/0.x``, whitespace
+    of any kind between the words and any byte in them."""
+    line = raw[:-1] if raw.endswith(b"\n") else raw
+    line = line[:-1] if line.endswith(b"\r") else line
+    if not line.strip():
+        return None
+    if any(byte < 0x20 or byte > 0x7E for byte in line):
+        return HTTPStatus.BAD_REQUEST, "malformed request line: not printable ASCII (percent-encode the path)"
+    words = line.split(b" ")
+    if len(words) != 3 or not _METHOD.fullmatch(words[0]) or not words[1]:
+        return HTTPStatus.BAD_REQUEST, BAD_LINE
+    version = _VERSION.fullmatch(words[2])
+    if version is None:
+        return HTTPStatus.BAD_REQUEST, BAD_LINE
+    if version.group(1) != b"1":
+        return HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, "HTTP version not supported: use HTTP/1.1"
+    return None
 
 
 class PokeServer(ThreadingHTTPServer):
@@ -192,6 +234,8 @@ class PokeHandler(BaseHTTPRequestHandler):
     server_version = "hb-serve"
     timeout = REQUEST_TIMEOUT
     deadline = 0.0
+    raw_requestline = b""  # set by http.server as it reads the request line
+    refusal: str | None = None  # why the request was refused before it was served: for the log
 
     def setup(self) -> None:
         super().setup()
@@ -200,7 +244,36 @@ class PokeHandler(BaseHTTPRequestHandler):
 
     def handle_one_request(self) -> None:
         self.deadline = time.monotonic() + REQUEST_TIMEOUT  # each request on the connection
+        self.refusal = None
         super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        """The request line and headers read, or False when the request was refused (answered
+        here, as every other error: JSON with one line, nothing of the request quoted)."""
+        refused = request_line_refusal(self.raw_requestline)
+        if refused is not None:  # nothing of the line is kept: neither answered nor logged
+            self.command, self.requestline, self.request_version = "", "", "HTTP/1.0"
+            self._refuse(*refused)
+            return False
+        if not super().parse_request():
+            return False
+        if len(self.headers.get_all("Authorization") or []) > 1:  # which one counts would be a guess
+            self._refuse(HTTPStatus.BAD_REQUEST, "more than one Authorization header")
+            return False
+        return True
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own refusals (a request line over :data:`MAX_LINE` bytes, headers too
+        large, an unknown method) as hb's other errors: JSON with one line, never its HTML page,
+        which quotes the request."""
+        status = HTTPStatus(code)
+        self._refuse(status, REFUSALS.get(status, status.phrase.lower()))
+
+    def _refuse(self, status: HTTPStatus, error: str) -> None:
+        if self.request_version == "HTTP/0.9":  # the answer starts with its status line
+            self.request_version = "HTTP/1.0"
+        self.refusal = error
+        self._reply(status, {"error": error}, close=True)
 
     # --- routing ---
 
@@ -405,14 +478,19 @@ class PokeHandler(BaseHTTPRequestHandler):
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         """One line per request: client, method, path (no query string, which may carry the
-        token) and status; never a header."""
+        token) and status, and why a request was refused unread; never a header, nor any of a
+        request line that was refused (``- -`` instead)."""
         if self.server.log is not None:
             status = code.value if isinstance(code, HTTPStatus) else code
-            path = self._path()
-            sent = unquote(path)
-            if self.server.token in sent:  # a token sent in the path (by mistake): blanked
-                path = self.server.redact(sent)
-            self.server.log(f"{self.address_string()} {self.command} {path} {status}")
+            if not self.command:
+                method, path = "-", "-"
+            else:
+                method, path = self.command, self._path()
+                sent = unquote(path)
+                if self.server.token in sent:  # a token sent in the path (by mistake): blanked
+                    path = self.server.redact(sent)
+            why = f": {self.refusal}" if self.refusal else ""
+            self.server.log(f"{self.address_string()} {method} {path} {status}{why}")
 
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.log is not None:

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import selectors
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -173,3 +174,43 @@ def test_a_port_in_use_is_one_line(workspace: Path, token_file: Path) -> None:
         )
     assert done.returncode == 1
     assert done.stderr.splitlines() == [f"hb: cannot listen on 127.0.0.1:{port}: Address already in use"]
+
+
+def raw_post(url: str, headers: list[tuple[str, str]], body: bytes) -> tuple[int, bytes]:
+    """A POST written as bytes (http.client's request() would not repeat a header): its status
+    and body."""
+    parts = urlsplit(url)
+    head = [f"POST {parts.path} HTTP/1.1", f"Host: {parts.netloc}", "Connection: close"]
+    head += [f"{name}: {value}" for name, value in headers]
+    head += [f"Content-Length: {len(body)}"]
+    with socket.create_connection((parts.hostname or "", parts.port or 0), timeout=30) as sock:
+        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+        reply = b""
+        for _ in range(1000):  # bounded: the server closes after its answer
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+    status_line, _, rest = reply.partition(b"\r\n")
+    return int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2]
+
+
+def test_more_than_one_authorization_header_is_a_400_whichever_comes_first(
+    workspace: Path, token_file: Path
+) -> None:
+    body = json.dumps(INIT).encode()
+    kinds = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")]
+    right, wrong = f"Bearer {TOKEN}", "Bearer wrong"
+    with http_server(workspace, "--token-file", str(token_file)) as (url, _head, proc):
+        for pair in ((right, wrong), (wrong, right), (right, right), (right, "")):
+            sent = [*kinds, *(("Authorization", value) for value in pair)]
+            status, answer = raw_post(url, sent, body)
+            assert status == 400, pair
+            assert json.loads(answer) == {"error": "more than one Authorization header"}
+        assert raw_post(url, [*kinds, ("Authorization", wrong)], body)[0] == 401
+        assert raw_post(url, [*kinds, ("Authorization", right)], body)[0] == 200
+        proc.terminate()
+        assert proc.wait(20) == 0
+        assert proc.stderr is not None
+        log = proc.stderr.read()
+    assert TOKEN not in log and "Traceback" not in log

@@ -11,7 +11,15 @@ import anyio
 
 from heartbeat import Ledger
 from heartbeat.errors import ClaimLost, InvalidInput, QueueExhausted, ScopeRequired, StaleClaims
-from heartbeat.mcp_server import MAX_RESULT, LedgerCalls, brief, error_text, listing, slim_schema
+from heartbeat.mcp_server import (
+    MAX_RESULT,
+    LedgerCalls,
+    brief,
+    error_text,
+    listing,
+    slim_schema,
+    unknown_arguments_error,
+)
 
 
 def test_error_text_puts_the_meaning_first_once() -> None:
@@ -28,6 +36,26 @@ def test_error_text_puts_the_meaning_first_once() -> None:
     )
     assert error_text(sqlite3.OperationalError("database is locked")) == "database error: database is locked"
     assert error_text(KeyError("pk")) == "internal error: KeyError: 'pk'"
+
+
+def test_unknown_arguments_are_one_line_of_quoted_clipped_names_and_what_the_tool_takes() -> None:
+    takes = ["id", "claim", "scope", "outcome"]
+    assert unknown_arguments_error("complete", ["claimm"], takes) == (
+        'invalid input: complete: unknown argument "claimm" (did you mean "claim"?); '
+        "complete takes id, claim, scope, outcome; nothing was done"
+    )
+    # other capitals are a near miss too, however short the name
+    assert '"ID" (did you mean "id"?)' in unknown_arguments_error("complete", ["ID"], takes)
+    # a name is JSON-quoted (no line break or control character gets through) and clipped
+    odd = unknown_arguments_error("complete", ["a\nb\x1b[31m", "x" * 500], takes)
+    assert "\n" not in odd and "\x1b" not in odd and odd.isascii()
+    assert '"a\\nb\\u001b[31m"' in odd and f'"{"x" * 40}..."' in odd and "x" * 41 not in odd
+    many = unknown_arguments_error("due", [f"n{i}" for i in range(8)], ["limit"])
+    assert many == (
+        'invalid input: due: unknown arguments "n0", "n1", "n2", "n3", "n4", and 3 more; '
+        "due takes limit; nothing was done"
+    )
+    assert unknown_arguments_error("t", ["x"], []).endswith("; t takes no arguments; nothing was done")
 
 
 def test_a_listing_says_what_it_left_out_and_stays_under_the_result_limit() -> None:

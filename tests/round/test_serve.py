@@ -264,10 +264,9 @@ def test_the_token_is_never_logged(sh_db: Runner) -> None:
         assert request(srv, "POST", "/poke", b"in a header")[0] == 202
         assert request(srv, "POST", f"/poke?token={TOKEN}", b"in the query", token=None)[0] == 401
         assert request(srv, "GET", f"/healthz?access_token={TOKEN}", token=None)[0] == 200
-        host, port = srv.server_address[:2]
-        with socket.create_connection((str(host), int(port)), timeout=10) as raw:  # a request line
-            raw.sendall(f"POST /poke Bearer {TOKEN} HTTP/1.1 extra\r\n\r\n".encode())  # http.server quotes
-            assert b"400" in raw.recv(4096)  # an HTTP/0.9-style error page
+        # a malformed request line (http.server quoted it in its error page and its log)
+        reply = exchange(srv, f"POST /poke Bearer {TOKEN} HTTP/1.1 extra\r\n\r\n".encode())
+        assert reply.startswith(b"HTTP/1.0 400 ") and TOKEN.encode() not in reply
     finally:
         srv.shutdown()
         srv.server_close()
@@ -275,8 +274,156 @@ def test_the_token_is_never_logged(sh_db: Runner) -> None:
     text = "\n".join(lines)
     assert TOKEN not in text
     assert "POST /poke 202" in text and "POST /poke 401" in text and "GET /healthz 200" in text
-    assert "Bad request" in text  # the malformed line is logged, with the credentials blanked
+    assert "127.0.0.1 - - 400: malformed request line" in text  # logged, none of the line quoted
     assert "Authorization" not in text
+
+
+def exchange(srv: PokeServer, data: bytes) -> bytes:
+    """``data`` sent as is on a new connection; all the server answered before it closed."""
+    host, port = srv.server_address[:2]
+    with socket.create_connection((str(host), int(port)), timeout=10) as sock:
+        sock.sendall(data)
+        reply = b""
+        for _ in range(1000):  # bounded: the server closes after its answer
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+    return reply
+
+
+def answer_of(reply: bytes) -> tuple[int, dict[str, str], Any]:
+    """The status, headers and JSON body of a raw HTTP/1.x answer (AssertionError if it is not one)."""
+    head, _, body = reply.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    version, status, _reason = status_line.split(" ", 2)
+    assert version == "HTTP/1.0", reply[:200]
+    headers = dict(line.split(": ", 1) for line in header_lines)
+    assert int(headers["Content-Length"]) == len(body)
+    return int(status), headers, json.loads(body)
+
+
+BAD_LINE = "malformed request line: expected METHOD /path HTTP/1.1"
+NOT_ASCII = "malformed request line: not printable ASCII (percent-encode the path)"
+TOO_LONG = f"request line over {serve_mod.MAX_LINE} bytes"
+HEADERS_TOO_LARGE = (
+    f"request headers too large: a line over {serve_mod.MAX_LINE} bytes or more than 100 headers"
+)
+MALFORMED = [
+    (b"GARBAGE", 400, BAD_LINE),
+    (b"GET /healthz HTTP/1.1 extra", 400, BAD_LINE),  # too many words
+    (b"GET  /healthz HTTP/1.1", 400, BAD_LINE),  # two spaces: an empty word
+    (b"GET\t/healthz\tHTTP/1.1", 400, NOT_ASCII),  # tabs are control characters
+    (b"GET /healthz", 400, BAD_LINE),  # HTTP/0.9, which http.server answered without a status line
+    (b"POST /poke", 400, BAD_LINE),
+    (b"GET /healthz HTTP/1.10", 400, BAD_LINE),
+    (b"GET /healthz HTTP/one", 400, BAD_LINE),
+    (b"G(T /healthz HTTP/1.1", 400, BAD_LINE),  # "(" is no method character
+    (b"GET /healthz HTTP/9.9", 505, "HTTP version not supported: use HTTP/1.1"),
+    (b"GET /healthz HTTP/2.0", 505, "HTTP version not supported: use HTTP/1.1"),
+    (b"GET /healthz HTTP/0.9", 505, "HTTP version not supported: use HTTP/1.1"),
+    (b"GET /caf\xc3\xa9 HTTP/1.1", 400, NOT_ASCII),  # UTF-8, not percent-encoded
+    (b"GET /\x1b[2J HTTP/1.1", 400, NOT_ASCII),  # a terminal escape for whoever reads the log
+    (b"GET /\x00 HTTP/1.1", 400, NOT_ASCII),
+    (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\xd2\x8b", 400, NOT_ASCII),  # a TLS hello
+    (b"GET /" + b"a" * 70_000 + b" HTTP/1.1", 414, TOO_LONG),
+]
+
+
+@pytest.mark.parametrize(("line", "status", "error"), MALFORMED, ids=[repr(m[0][:24]) for m in MALFORMED])
+def test_a_malformed_request_line_is_answered_as_json_and_the_server_serves_on(
+    sh_db: Runner, capfd: pytest.CaptureFixture[str], line: bytes, status: int, error: str
+) -> None:
+    lines: list[str] = []
+    with running(make_server(lambda: open_ledger(sh_db), token=TOKEN, log=lines.append)) as srv:
+        reply = exchange(srv, line + b"\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n\r\n")
+        got, headers, payload = answer_of(reply)
+        assert (got, payload) == (status, {"error": error})
+        assert headers["Content-Type"] == "application/json; charset=utf-8"
+        assert headers["Connection"] == "close"
+        assert b"<html" not in reply.lower() and TOKEN.encode() not in reply
+        assert request(srv, "GET", "/healthz")[:3:2] == (200, {"ok": True})  # the next one is served
+    assert lines[0] == f"127.0.0.1 - - {status}: {error}"  # nothing of the line is logged
+    assert lines[1:] == ["127.0.0.1 GET /healthz 200"]
+    assert "Traceback" not in capfd.readouterr().err
+    assert sh_db.json("list") == []
+
+
+@pytest.mark.parametrize(
+    ("data", "status", "logged"),
+    [
+        (b"BREW /healthz HTTP/1.1\r\n\r\n", 501, "BREW /healthz 501: method not supported; use GET or POST"),
+        (
+            b"GET /healthz HTTP/1.1\r\nX-Long: " + b"a" * 70_000 + b"\r\n\r\n",
+            431,
+            f"GET /healthz 431: {HEADERS_TOO_LARGE}",
+        ),
+        (
+            b"GET /healthz HTTP/1.1\r\n" + b"".join(b"X-%d: %d\r\n" % (n, n) for n in range(101)) + b"\r\n",
+            431,
+            f"GET /healthz 431: {HEADERS_TOO_LARGE}",
+        ),
+    ],
+    ids=["unknown method", "header line too long", "too many headers"],
+)
+def test_what_http_server_refuses_itself_is_answered_as_json_too(
+    sh_db: Runner, capfd: pytest.CaptureFixture[str], data: bytes, status: int, logged: str
+) -> None:
+    lines: list[str] = []
+    with running(make_server(lambda: open_ledger(sh_db), token=TOKEN, log=lines.append)) as srv:
+        reply = exchange(srv, data)
+        got, headers, payload = answer_of(reply)
+        assert (got, payload) == (status, {"error": logged.split(": ", 1)[1]})
+        assert headers["Connection"] == "close" and b"<html" not in reply.lower()
+        assert request(srv, "GET", "/healthz")[0] == 200
+    assert lines == [f"127.0.0.1 {logged}", "127.0.0.1 GET /healthz 200"]
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_more_than_one_authorization_header_is_a_400_whichever_comes_first(sh_db: Runner) -> None:
+    lines: list[str] = []
+    right, wrong = f"Bearer {TOKEN}", "Bearer wrong"
+    with running(make_server(lambda: open_ledger(sh_db), token=TOKEN, log=lines.append)) as srv:
+        for first, second in ((right, wrong), (wrong, right), (right, right), (right, "")):
+            head = f"POST /poke HTTP/1.1\r\nAuthorization: {first}\r\nAuthorization: {second}\r\n"
+            reply = exchange(srv, head.encode() + b"Content-Length: 5\r\n\r\nhello")
+            assert answer_of(reply)[::2] == (400, {"error": "more than one Authorization header"})
+        for path in ("/healthz", "/now.json"):  # on every path, whether or not it needs the token
+            head = f"GET {path} HTTP/1.1\r\nAuthorization: {right}\r\nAuthorization: {right}\r\n\r\n"
+            assert answer_of(exchange(srv, head.encode()))[0] == 400
+        assert request(srv, "POST", "/poke", b"once")[0] == 202
+    assert sh_db.json("list")[0]["title"] == "once" and len(sh_db.json("list")) == 1
+    text = "\n".join(lines)
+    assert text.count("400: more than one Authorization header") == 6
+    assert TOKEN not in text and "Bearer" not in text
+
+
+def test_a_refused_request_whose_body_is_still_coming_is_answered_all_the_same(sh_db: Runner) -> None:
+    """The answer goes out before the body is read, and the client, still sending it, reads the
+    answer whole before the connection ends."""
+    with running(make_server(lambda: open_ledger(sh_db), token=TOKEN)) as srv:
+        host, port = srv.server_address[:2]
+        for head, status in (
+            (b"POST /poke HTTP/1.1 extra\r\nContent-Length: 300000\r\n\r\n", 400),
+            (b"POST /poke HTTP/1.1\r\nContent-Length: 300000\r\n\r\n", 401),  # no token
+            (
+                f"POST /poke HTTP/1.1\r\nAuthorization: Bearer {TOKEN}\r\n".encode()
+                + b"Content-Length: 300000\r\n\r\n",
+                413,
+            ),
+        ):
+            with socket.create_connection((str(host), int(port)), timeout=10) as sock:
+                sock.sendall(head)
+                time.sleep(0.3)  # the server has answered by now, the body unread
+                sock.sendall(b"x" * 300_000)
+                reply = b""
+                for _ in range(1000):  # bounded: the server closes after its answer
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        break
+                    reply += chunk
+            assert answer_of(reply)[0] == status, reply[:200]
+    assert sh_db.json("list") == []
 
 
 def test_a_token_file_others_can_read_gets_a_warning(tmp_path: Path) -> None:

@@ -167,9 +167,13 @@ def test_a_token_in_the_path_or_a_refused_request_line_is_blanked(served: Served
     log line failed on the path it never had)."""
     for path in (f"/poke/{TOKEN}", f"/login%3Ftoken={TOKEN}", f"/login;token={quote(TOKEN)}"):
         assert served.get(path, token=None).status == 404
-    # a two-word line is an HTTP/0.9 request to http.server: the answer is the error page alone
-    assert b"Error code: 400" in _raw(served, f"GARBAGE {TOKEN}".encode())
-    assert _raw(served, b"GET /" + b"a" * 70_000 + b" HTTP/1.1").startswith(b"HTTP/1.0 414")
+    # a two-word line: http.server took it for HTTP/0.9 and sent its HTML error page alone
+    refused = _raw(served, f"GARBAGE {TOKEN}".encode())
+    assert refused.startswith(b"HTTP/1.0 400 ") and TOKEN.encode() not in refused
+    assert refused.endswith(b'{"error": "malformed request line: expected METHOD /path HTTP/1.1"}\n')
+    too_long = _raw(served, b"GET /" + b"a" * 70_000 + b" HTTP/1.1")
+    assert too_long.startswith(b"HTTP/1.0 414 ")
+    assert too_long.endswith(b'{"error": "request line over 65536 bytes"}\n')
     deadline = time.monotonic() + 10
     while sum(" 404" in line or " 400" in line or " 414" in line for line in served.log) < 5:
         assert time.monotonic() < deadline, served.log
@@ -177,3 +181,42 @@ def test_a_token_in_the_path_or_a_refused_request_line_is_blanked(served: Served
     text = "".join(served.log)
     assert TOKEN not in text and quote(TOKEN) not in text
     assert "[token]" in text and "failed" not in text
+
+
+def test_malformed_requests_to_hb_serve_are_json_one_line_each_in_its_log_and_it_serves_on(
+    served: Served,
+) -> None:
+    """Against the ``hb serve`` process: no HTML error page, nothing of the request in its log
+    (on its standard error), no traceback, and the next request is served."""
+    cases = (
+        (b"GARBAGE", b"400"),
+        (b"GET / HTTP/1.1 extra words", b"400"),
+        (b"GET /\xff\xfe HTTP/1.1", b"400"),
+        (b"GET / HTTP/9.9", b"505"),
+        (b"GET /" + b"b" * 70_000 + b" HTTP/1.1", b"414"),
+        (b"PROPFIND / HTTP/1.1", b"501"),
+        (
+            f"GET /now.json HTTP/1.1\r\nAuthorization: Bearer {TOKEN}\r\nAuthorization: Bearer x".encode(),
+            b"400",
+        ),
+    )
+    before = len(served.log)
+    for line, status in cases:
+        reply = _raw(served, line + b"\r\nX-Secret-Header: " + TOKEN.encode())
+        head, _, body = reply.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.0 " + status + b" "), reply[:300]
+        assert b"application/json" in head and b"<html" not in reply.lower()
+        assert body.startswith(b'{"error": "') and body.count(b"\n") == 1 and TOKEN.encode() not in body
+        assert served.get("/healthz", token=None).status == 200
+    deadline = time.monotonic() + 10
+    while sum("GET /healthz 200" in line for line in served.log[before:]) < len(cases):
+        assert time.monotonic() < deadline, served.log[before:]
+        time.sleep(0.05)  # the server's log is read by a thread
+    logged = served.log[before:]
+    text = "".join(logged)
+    assert TOKEN not in text and "Secret" not in text and "Traceback" not in text
+    refusals = [line for line in logged if "GET /healthz 200" not in line]
+    assert len(refusals) == len(cases), refusals
+    assert all(" - - " in line for line in refusals[:5]), refusals  # nothing of a refused line
+    assert "PROPFIND / 501: method not supported" in refusals[5]
+    assert "GET /now.json 400: more than one Authorization header" in refusals[6]
