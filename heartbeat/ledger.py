@@ -451,7 +451,11 @@ class Ledger:
 
         Returns ``{"dry_run", "changed", "reports", "skipped"}``: one report per
         file kind (added, updated, completed, removed, conflicts, preserved,
-        written). ``only`` restricts the kinds (TODO.md and TODO.DONE.md always
+        written, not_written). ``written`` is true only for a file whose write
+        landed (with ``dry_run``: that would be written); a write hb could not make
+        (a read-only file, a write error, a file that kept changing) leaves the file
+        as it was, ``not_written`` saying why (None otherwise), and a notice; the
+        next sync writes it. ``only`` restricts the kinds (TODO.md and TODO.DONE.md always
         go together); ``dry_run`` changes nothing and reports the same.
         Raises FileFormatError (path:line) when a file cannot be read at all.
         """

@@ -29,11 +29,14 @@ def _human(result: dict[str, Any]) -> str:
             for key, word in _LISTS
             if report[key]
         ]
-        if not counts and not report["written"]:
+        unwritten = report["not_written"]
+        if not counts and not report["written"] and not unwritten:
             continue
         head = f"{report['path']}: " + (", ".join(counts) if counts else "re-rendered")
         if report["written"]:
             head += f" ({verb})"
+        elif unwritten:  # the ledger has the change; the file does not yet
+            head += f" (not written: {unwritten})"
         lines.append(head)
         for key, word in _LISTS:
             names = report[key]

@@ -249,6 +249,25 @@ def repeated_keys(text: str) -> list[tuple[int, str]]:
     return [(scanner.text.count("\n", 0, at) + 1, key) for at, key in scanner.repeated]
 
 
+def line_of(text: str, path: tuple[str | int, ...]) -> int | None:
+    """The line of ``text`` (valid JSON) where the member at ``path`` begins: its key in an
+    object (a repeated key's last, the one JSON readers take), its value in an array. None when
+    ``path`` is not in the text."""
+    body = text.removeprefix(_BOM)
+    scanner = _Scanner(body)
+    try:
+        node = scanner.value(_skip_ws(body, 0))
+    except RecursionError:
+        return None
+    at = node.start
+    for key in path:
+        member = next((m for m in reversed(node.every) if m.key == key), None)
+        if member is None:
+            return None
+        at, node = member.start, member.value
+    return body.count("\n", 0, at) + 1
+
+
 @dataclass(frozen=True)
 class _Member:
     key: str | int  # the object key, or the array index
@@ -262,6 +281,7 @@ class _Node:
     end: int
     # None for a scalar, and for an object that repeats a key (its text is kept or replaced whole)
     members: tuple[_Member, ...] | None = None
+    every: tuple[_Member, ...] = ()  # every member of a container, repeated keys too (for line_of)
 
 
 class _Scanner:
@@ -297,7 +317,8 @@ class _Scanner:
             j = _skip_ws(text, node.end)
             if text[j] == ",":
                 j = _skip_ws(text, j + 1)
-        return _Node(i, j + 1, None if repeats else tuple(members))
+        every = tuple(members)
+        return _Node(i, j + 1, None if repeats else every, every)
 
 
 # --- writing ------------------------------------------------------------------------------------

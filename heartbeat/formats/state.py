@@ -11,6 +11,14 @@ hb reads six settings and five times from it; :data:`SETTING_PATHS` and
 :data:`FACT_PATHS` name where. Times are ISO 8601 with an offset, or epoch
 seconds (the way ``lastChecks`` holds them); hb writes ISO 8601 in the
 workspace's offset unless the place already held an epoch number.
+
+The objects those places sit in (``proactiveChat``, ``memoryHygiene``,
+``todoWatch``: :data:`CONTAINERS`) may hold null. OpenClaw's code never reads
+this file: its workspace template only suggests it to the agent, null standing
+for "nothing recorded yet". So a null object is read as an empty one, and is
+replaced by an object only when hb writes a value into it; a null hb has no value
+for stays null. A container that holds anything else (a string, a list) is not
+hb's to read or write (:func:`blocked_keys`); :func:`container_notes` says which.
 """
 
 from __future__ import annotations
@@ -24,13 +32,17 @@ from types import MappingProxyType
 from typing import Any
 
 from heartbeat.errors import FileFormatError, InvalidInput
-from heartbeat.formats.json_edit import load
+from heartbeat.formats.json_edit import line_of, load
 from heartbeat.formats.timestamps import OUT_OF_RANGE, OutOfRangeError, in_range, read_timestamp
 
 __all__ = [
+    "CONTAINERS",
     "FACT_PATHS",
     "SETTING_PATHS",
     "HeartbeatState",
+    "NotAnObject",
+    "blocked_keys",
+    "container_notes",
     "facts_from_state",
     "parse",
     "render",
@@ -79,6 +91,12 @@ FACT_PATHS: Mapping[str, tuple[Path, ...]] = MappingProxyType(
     }
 )
 
+# the objects hb reads settings and times from, in the order the paths name them
+_ALL_PATHS = (*SETTING_PATHS.values(), *FACT_PATHS.values())
+CONTAINERS: tuple[str, ...] = tuple(
+    dict.fromkeys(path[0] for paths in _ALL_PATHS for path in paths if len(path) > 1)
+)
+
 _FLAGS = ("proactive.enabled", "hygiene.enabled")
 _COUNTS = ("proactive.max_per_day",)
 _POSITIVE = ("hygiene.every_hours",)
@@ -93,6 +111,15 @@ class HeartbeatState:
 
     doc: dict[str, Any]
     source: str | None = field(default=None, repr=False, compare=False)
+
+
+class NotAnObject(InvalidInput):
+    """A value hb would write sits in a place held by a value that is neither an object nor
+    null; ``line``: where that value's key is in the text read (None without one)."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
 
 
 # --- reading ---
@@ -167,6 +194,63 @@ def _dotted(path: Path) -> str:
     return ".".join(path)
 
 
+def _line(source: str | None, path: Path) -> int | None:
+    """The line of ``path``'s key in the text read (None without a text)."""
+    return line_of(source, path) if source is not None else None
+
+
+def _blocker(doc: Mapping[str, Any], path: Path) -> Path | None:
+    """The part of ``path`` whose value is neither an object nor null (None: nothing in the way)."""
+    node: Any = doc
+    for depth, key in enumerate(path[:-1]):
+        node = node.get(key)
+        if node is None:
+            return None  # missing or null: read as empty, made an object when written into
+        if not isinstance(node, dict):
+            return path[: depth + 1]
+    return None
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a string" if isinstance(value, str) else "an array"
+
+
+def container_notes(state: HeartbeatState) -> list[tuple[int | None, str]]:
+    """(line, note) for each of :data:`CONTAINERS` the file holds as null (read as empty) or as
+    a value that is not an object (nothing in it read or written), in the file's key order."""
+    notes: list[tuple[int | None, str]] = []
+    for name in state.doc:
+        if name not in CONTAINERS:
+            continue
+        value = state.doc[name]
+        if value is None:
+            note = f"{name} is null: read as an empty object (hb replaces it only to write a value into it)"
+        elif not isinstance(value, dict):
+            kind = _json_kind(value)
+            note = f"{name} is {kind}, not an object: nothing in it is read or written; kept as written"
+        else:
+            continue
+        notes.append((_line(state.source, (name,)), note))
+    return notes
+
+
+def blocked_keys(state: HeartbeatState) -> dict[str, str]:
+    """The settings and times hb cannot write into the file (hb key -> the dotted place in the
+    way): the file holds them nowhere, and their canonical place is inside a value that is
+    neither an object nor null. :func:`with_updates` refuses to write them."""
+    blocked: dict[str, str] = {}
+    for key, paths in (*SETTING_PATHS.items(), *FACT_PATHS.items()):
+        if _find(state.doc, paths) is None:
+            blocker = _blocker(state.doc, paths[0])
+            if blocker is not None:
+                blocked[key] = _dotted(blocker)
+    return blocked
+
+
 def _checked_setting(key: str, value: Any, where: str) -> Any:
     """The value if it fits the setting; InvalidInput naming ``where`` otherwise."""
     if key in _FLAGS:
@@ -233,14 +317,16 @@ def with_updates(
     Times are written ISO 8601 in ``tz``'s offset, or as an epoch number where
     the file held one. A time of None is written as null only where a value
     exists. Raises InvalidInput for an unknown key, a wrong value, a naive
-    time, or a place blocked by a value that is not an object.
+    time, or a place blocked by a value that is neither an object nor null (:class:`NotAnObject`;
+    see :func:`blocked_keys`). An object that holds null is read as empty: a value written into
+    it replaces the null with an object holding that value.
     """
     doc = copy.deepcopy(state.doc)
     for key, value in settings.items():
         if key not in SETTING_PATHS:
             raise InvalidInput(f"{key!r} is not a setting heartbeat-state.json holds")
         _checked_setting(key, value, key)
-        _write(doc, SETTING_PATHS[key], value, _same_setting)
+        _write(doc, SETTING_PATHS[key], value, _same_setting, state.source)
     for key, moment in facts.items():
         if key not in FACT_PATHS:
             raise InvalidInput(f"{key!r} is not a time heartbeat-state.json holds")
@@ -251,25 +337,32 @@ def with_updates(
             continue  # nothing known and nothing written: keep the file as it is
         old = found[1] if found is not None else None
         if found is None or not _same_time(old, moment, tz):
-            _write(doc, FACT_PATHS[key], _time_value(moment, old, tz), _never_same)
+            _write(doc, FACT_PATHS[key], _time_value(moment, old, tz), _never_same, state.source)
     return HeartbeatState(doc=doc, source=state.source)
 
 
 def _write(
-    doc: dict[str, Any], paths: tuple[Path, ...], value: Any, same: Callable[[Any, Any], bool]
+    doc: dict[str, Any],
+    paths: tuple[Path, ...],
+    value: Any,
+    same: Callable[[Any, Any], bool],
+    source: str | None,
 ) -> None:
-    """Set the value where it lives (else at the canonical path), unless ``same`` says it is."""
+    """Set the value where it lives (else at the canonical path), unless ``same`` says it is.
+    An object on the way that is missing or null becomes one (a null keeps its place)."""
     found = _find(doc, paths)
     path = found[0] if found is not None else paths[0]
     if found is not None and same(found[1], value):
         return
+    blocker = _blocker(doc, path)
+    if blocker is not None:
+        message = f"{_dotted(blocker)} is not an object: cannot write {_dotted(path)}"
+        raise NotAnObject(message, _line(source, blocker))
     node = doc
-    for depth, key in enumerate(path[:-1]):
-        child = node.setdefault(key, {})
-        if not isinstance(child, dict):
-            where = _dotted(path[: depth + 1])
-            raise InvalidInput(f"{where} is not an object: cannot write {_dotted(path)}")
-        node = child
+    for key in path[:-1]:
+        if node.get(key) is None:
+            node[key] = {}
+        node = node[key]
     node[path[-1]] = value
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from heartbeat.errors import FileFormatError
-from heartbeat.formats.json_edit import edit, load, repeated_keys, same
+from heartbeat.formats.json_edit import edit, line_of, load, repeated_keys, same
 
 SCOPED = (
     "{\n"
@@ -112,6 +112,15 @@ def test_an_object_that_repeats_a_key_is_kept_or_replaced_alone() -> None:
         '{"list": [\n  {"id": 2, "n": 1e3},\n  {"id": 1, "d": "first", "d": "second"}\n], "other": 2.50}\n'
     )
     assert repeated_keys(text) == [(2, "d")]
+
+
+def test_line_of_names_where_a_member_begins() -> None:
+    text = '\ufeff{\n  "a": null,\n  "b": {\n    "c": [1,\n      2]\n  },\n  "d": 1, "d": {"e": 2}\n}\n'
+    assert line_of(text, ()) == 1
+    assert (line_of(text, ("a",)), line_of(text, ("b",)), line_of(text, ("b", "c"))) == (2, 3, 4)
+    assert line_of(text, ("b", "c", 1)) == 5  # an array item: where its value begins
+    assert (line_of(text, ("d",)), line_of(text, ("d", "e"))) == (7, 7)  # a repeated key: the last
+    assert (line_of(text, ("z",)), line_of(text, ("b", "z"))) == (None, None)
 
 
 def test_a_byte_order_mark_and_the_space_around_the_document_stay() -> None:

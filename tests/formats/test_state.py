@@ -14,7 +14,11 @@ from hypothesis import strategies as st
 
 from heartbeat.errors import FileFormatError, InvalidInput
 from heartbeat.formats.state import (
+    CONTAINERS,
     HeartbeatState,
+    NotAnObject,
+    blocked_keys,
+    container_notes,
     facts_from_state,
     parse,
     render,
@@ -337,6 +341,64 @@ def test_bad_updates_are_invalid_input(kwargs: dict[str, Any], message: str) -> 
 
     with pytest.raises(InvalidInput, match=message):
         with_updates(state, tz=SHANGHAI, **kwargs)
+
+
+# --- objects holding null, or something else ---
+
+NULLS = '{\n  "lastChecks": null,\n  "proactiveChat": null,\n  "todoWatch": null,\n  "x": null\n}\n'
+
+
+def test_a_null_object_reads_as_empty_and_is_named_by_its_line() -> None:
+    state = parse(NULLS)
+
+    assert CONTAINERS == ("proactiveChat", "memoryHygiene", "todoWatch")
+    assert (settings_from_state(state), facts_from_state(state, tz=SHANGHAI)) == ({}, {})
+    assert blocked_keys(state) == {}
+    null = "is null: read as an empty object (hb replaces it only to write a value into it)"
+    assert container_notes(state) == [(3, f"proactiveChat {null}"), (4, f"todoWatch {null}")]
+
+
+def test_a_value_written_into_a_null_object_replaces_only_that_null() -> None:
+    state = with_updates(
+        parse(NULLS), facts={"todo_watch.last_scan_at": at(2026, 5, 1), "hygiene.last_run_at": None}, tz=UTC
+    )
+
+    assert render(state) == NULLS.replace(
+        '"todoWatch": null', '"todoWatch": {\n    "lastScanAt": "2026-05-01T00:00:00+00:00"\n  }'
+    )
+
+
+def test_an_unchanged_value_leaves_a_null_object_as_it_is() -> None:
+    text = '{"proactiveChat": null, "maxProactivePerDay": 2}'
+
+    state = with_updates(parse(text), settings={"proactive.max_per_day": 2}, tz=UTC)
+
+    assert render(state) == text
+
+
+def test_an_object_holding_a_string_or_an_array_blocks_writing_there() -> None:
+    state = parse('{\n  "memoryHygiene": "off",\n  "todoWatch": [],\n  "maxProactivePerDay": 1\n}')
+
+    assert blocked_keys(state) == {  # proactiveChat is missing: made when written into
+        "hygiene.enabled": "memoryHygiene",
+        "hygiene.every_hours": "memoryHygiene",
+        "hygiene.last_run_at": "memoryHygiene",
+        "todo_watch.last_scan_at": "todoWatch",
+        "todo_watch.next_scan_at": "todoWatch",
+    }
+    kept = "not an object: nothing in it is read or written; kept as written"
+    assert container_notes(state) == [
+        (2, f"memoryHygiene is a string, {kept}"),
+        (3, f"todoWatch is an array, {kept}"),
+    ]
+    with pytest.raises(
+        NotAnObject, match=r"^todoWatch is not an object: cannot write todoWatch.lastScanAt$"
+    ) as got:
+        with_updates(state, facts={"todo_watch.last_scan_at": at(2026, 5, 1)}, tz=UTC)
+    assert got.value.line == 3
+    assert render(with_updates(state, settings={"proactive.max_per_day": 3}, tz=UTC)).endswith(
+        '"maxProactivePerDay": 3\n}'
+    )
 
 
 # --- properties ---

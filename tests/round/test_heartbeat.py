@@ -238,3 +238,38 @@ def test_a_failed_write_back_still_prints_the_messages_the_round_sent(
             "the files were not written back (memory/heartbeat-state.json: Operation not permitted); "
             "the next sync retries"
         ]
+
+
+def test_a_heartbeat_reports_a_read_only_file_as_not_written(sh: Runner, workspace: Path) -> None:
+    """The tick's sync and its write-back after the round say "written" only of a file that was
+    written; a read-only TODO.md is left as it is, and the reports, the warnings and the MCP
+    heartbeat tool's notices all say so (hb heartbeat --json said "written": true)."""
+    from heartbeat import Ledger
+    from heartbeat.mcp_server import LedgerCalls, brief
+
+    todo = write(
+        workspace / "TODO.md",
+        "# TODO Work In Progress (WIP)\n\n- [ ] [Created](2026-05-01 08:00) | Send the invoice\n",
+    )
+    sh("--now", "2026-05-01T09:00", "sync")
+    [task] = sh.json("list")
+    sh("--now", "2026-05-01T09:00", "done", task["id"])
+    todo.chmod(0o444)
+    before = todo.read_bytes()
+    result = sh("--now", "2026-05-01T09:30", "heartbeat", "--json")
+    tick = json.loads(result.stdout)
+    refused = "read-only (mode 0444): left as it is; hb sync writes it once it may"
+    for step in ("sync", "export"):
+        [report] = [r for r in tick[step]["reports"] if r["kind"] == "todo"]
+        assert (step, report["written"], report["not_written"]) == (step, False, refused)
+    assert f"hb: warning: {todo}: {refused}\n" in result.stderr
+    with Ledger.open(workspace=workspace, now="2026-05-01T10:00") as ledger:
+        got = LedgerCalls(ledger, log=print).result(lambda lg: brief(lg.heartbeat(), []))
+    assert not got.is_error and got.structured_content is not None
+    assert f"{todo}: {refused}" in got.structured_content["notices"]
+    assert todo.read_bytes() == before
+    todo.chmod(0o644)
+    tick = sh.json("--now", "2026-05-01T10:30", "heartbeat")
+    [report] = [r for r in tick["sync"]["reports"] if r["kind"] == "todo"]
+    assert (report["written"], report["not_written"]) == (True, None)
+    assert "Send the invoice" not in todo.read_text()

@@ -161,14 +161,117 @@ def test_wrong_value_type_names_the_key(sh: Runner, workspace: Path) -> None:
     assert sh("config", "get", "proactive.enabled").stdout.strip() == "false"  # all or nothing
 
 
-def test_a_place_hb_cannot_write_into_names_the_file(sh: Runner, workspace: Path) -> None:
-    text = '{"proactiveChat": null}\n'
+STATE_WITH_NULLS = """{
+  "lastChecks": null,
+  "proactiveChat": null,
+  "memoryHygiene": {"enabled": false, "lastRunAt": null, "everyHours": 24},
+  "todoWatch": null,
+  "notes": [null, {"x": null}]
+}
+"""
+TODO = "# TODO Work In Progress (WIP)\n\n- [ ] [Created](2026-05-01 08:00) | Send the invoice\n"
+
+
+def test_a_null_object_is_read_as_empty_and_blocks_no_sync(sh_db: Runner, workspace: Path) -> None:
+    """OpenClaw's own code never parses memory/heartbeat-state.json: the file is named only in
+    its AGENTS.md workspace template, as a place where the agent itself may note when it last
+    ran each check, and that template's example holds null for a check not run yet (checked in
+    the openclaw sources at 8f8492d, April 2026). Nothing in OpenClaw breaks on a null there,
+    and null reads as "nothing recorded". So hb reads a null proactiveChat / memoryHygiene /
+    todoWatch as an empty object, with a warning naming the line, and the other files sync:
+    before, one null there (once hb had a time to write into it) failed every hb sync and
+    every heartbeat. hb replaces a null only where it writes a value; every other null and key
+    keeps its bytes, lastChecks (which hb does not read) included."""
+    path = write(workspace / "memory" / "heartbeat-state.json", STATE_WITH_NULLS)
+    todo = write(workspace / "TODO.md", TODO)
+    sh_db("--now", "2026-05-01T09:00", "check")  # a scan watermark hb must write into todoWatch
+    queued = sh_db("--now", "2026-05-01T09:00", "add", "queued work").stdout.strip()
+    result = sh_db("--now", "2026-05-01T09:05", "sync", "--json")
+    reports = {r["kind"]: r for r in json.loads(result.stdout)["reports"]}
+    assert [t["title"] for t in sh_db.json("list") if t["source"] == "todo"] == ["Send the invoice"]
+    assert reports["tasks-json"]["added"] == [queued] and reports["tasks-json"]["written"] is True
+    assert reports["state"]["written"] is True
+    null_note = "is null: read as an empty object (hb replaces it only to write a value into it)"
+    # the null hb wrote into is said once; the one it left is said at every sync, as warnings are
+    assert reports["state"]["preserved"] == [f"{path}:3: proactiveChat {null_note}"]
+    assert f"hb: warning: {path}:3: proactiveChat {null_note}\n" in result.stderr
+    filled = (
+        f"hb: warning: {path}:5: todoWatch was null: read as an empty object; "
+        "hb writes todoWatch.lastScanAt, todoWatch.nextScanAt in its place\n"
+    )
+    assert filled in result.stderr
+    assert "lastChecks" not in result.stderr and "Traceback" not in result.stderr
+    # written where the null stood, laid out like its one-line neighbour memoryHygiene
+    watermark = (
+        '"todoWatch": {"lastScanAt": "2026-05-01T09:00:00+08:00", "nextScanAt": "2026-05-01T10:00:00+08:00"}'
+    )
+    synced = STATE_WITH_NULLS.replace('"todoWatch": null', watermark)
+    assert path.read_text() == synced
+    assert todo.read_text().startswith(TODO.rstrip("\n"))  # TODO.md is synced too (its id written in)
+    # the next sync and a heartbeat: nothing more to write, the one null left still named
+    again = sh_db("--now", "2026-05-01T09:10", "sync", "--json")
+    state = next(r for r in json.loads(again.stdout)["reports"] if r["kind"] == "state")
+    assert (state["written"], state["preserved"]) == (False, [f"{path}:3: proactiveChat {null_note}"])
+    tick = sh_db("--now", "2026-05-01T09:20", "heartbeat")
+    assert tick.stdout == "HEARTBEAT_OK\n" and "Traceback" not in tick.stderr
+    assert path.read_text() == synced.replace("T09:00", "T09:20").replace("T10:00", "T10:20")
+
+
+def test_export_writes_into_a_null_object_and_keeps_every_other_byte(sh_db: Runner, workspace: Path) -> None:
+    """The round trip after the sync above: an export with nothing new leaves the file as it is;
+    a setting set in the ledger replaces the null proactiveChat where it stands (an object holding
+    just that value), and the file reads back into the ledger with nothing to change."""
+    path = write(workspace / "memory" / "heartbeat-state.json", STATE_WITH_NULLS)
+    sh_db("--now", "2026-05-01T09:00", "sync")
+    assert path.read_text() == STATE_WITH_NULLS  # the ledger had nothing to write: every null kept
+    exported = sh_db("--now", "2026-05-01T09:01", "export", "state", "--json")
+    assert json.loads(exported.stdout)["written"] is False and path.read_text() == STATE_WITH_NULLS
+    assert f"hb: warning: {path}:3: proactiveChat is null: read as an empty object" in exported.stderr
+    sh_db("config", "set", "proactive.max_per_day", "2")
+    exported = sh_db("--now", "2026-05-01T09:02", "export", "state", "--json")
+    assert json.loads(exported.stdout)["written"] is True
+    assert (
+        f"hb: warning: {path}:3: proactiveChat was null: read as an empty object; "
+        "hb writes proactiveChat.maxProactivePerDay in its place\n"
+    ) in exported.stderr
+    assert f"hb: warning: {path}:5: todoWatch is null: read as an empty object" in exported.stderr
+    expected = STATE_WITH_NULLS.replace('"proactiveChat": null', '"proactiveChat": {"maxProactivePerDay": 2}')
+    assert path.read_text() == expected
+    state = next(
+        r for r in sh_db.json("--now", "2026-05-01T09:03", "sync")["reports"] if r["kind"] == "state"
+    )
+    assert (state["written"], state["updated"], state["conflicts"]) == (False, [], [])
+    assert sh_db("config", "get", "proactive.max_per_day").stdout.strip() == "2"
+    imported = sh_db("--now", "2026-05-01T09:04", "import", "state", "--json")
+    assert json.loads(imported.stdout)["warnings"] == [
+        "line 5: todoWatch is null: read as an empty object (hb replaces it only to write a value into it)"
+    ]
+    assert f"hb: warning: {path}:5: todoWatch is null" in imported.stderr
+    assert path.read_text() == expected
+
+
+def test_an_object_holding_a_string_or_a_list_is_kept_and_blocks_no_sync(sh: Runner, workspace: Path) -> None:
+    """Not null but not an object either: hb can neither read nor write what it would hold. The
+    sync keeps it as written and says so, naming the line; the other files still sync. An
+    explicit export, which would have to write there, is refused naming the line."""
+    text = '{\n  "proactiveChat": "off",\n  "todoWatch": [1, 2]\n}\n'
     path = write(workspace / "memory" / "heartbeat-state.json", text)
-    sh("sync")
+    sh("--now", "2026-05-01T09:00", "check")
     sh("config", "set", "proactive.max_per_day", "2")
-    result = sh("sync", code=1)
-    assert result.stderr == (
-        f"hb: {path}: proactiveChat is not an object: cannot write proactiveChat.maxProactivePerDay\n"
+    queued = sh("--now", "2026-05-01T09:00", "add", "queued work").stdout.strip()
+    result = sh("--now", "2026-05-01T09:05", "sync", "--json")
+    reports = {r["kind"]: r for r in json.loads(result.stdout)["reports"]}
+    assert reports["tasks-json"]["added"] == [queued] and reports["tasks-json"]["written"] is True
+    assert reports["state"]["written"] is False
+    kept = "not an object: nothing in it is read or written; kept as written"
+    assert reports["state"]["preserved"] == [
+        f"{path}:2: proactiveChat is a string, {kept}",
+        f"{path}:3: todoWatch is an array, {kept}",
+    ]
+    assert path.read_text() == text
+    refused = sh("--now", "2026-05-01T09:06", "export", "state", code=1)
+    assert refused.stderr.endswith(
+        f"hb: {path}:2: proactiveChat is not an object: cannot write proactiveChat.maxProactivePerDay\n"
     )
     assert path.read_text() == text
 

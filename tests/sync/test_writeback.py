@@ -131,14 +131,47 @@ def test_a_read_only_file_is_left_as_it_is_and_written_once_it_may(hb: Runner, w
     hb.json("--now", NOW, "pop")
     path.chmod(0o444)
     before = path.read_bytes()
-    result = hb("--now", NOW, "sync")
+    result = hb("--now", NOW, "sync", "--json")
     assert f"{path}: read-only (mode 0444): left as it is" in result.stderr
     assert path.read_bytes() == before and path.stat().st_mode & 0o777 == 0o444
+    [report] = [r for r in json.loads(result.stdout)["reports"] if r["kind"] == "tasks-json"]
+    refused = "read-only (mode 0444): left as it is; hb sync writes it once it may"
+    assert (report["written"], report["not_written"]) == (False, refused)  # not "written": true
     again = hb("--now", NOW, "sync")  # still pending, still refused, still one line
     assert "read-only" in again.stderr and path.read_bytes() == before
+    assert f"{path}: re-rendered (not written: {refused})" in again.stdout
     path.chmod(0o644)
-    hb("--now", NOW, "sync")
+    [report] = [r for r in hb.json("--now", NOW, "sync")["reports"] if r["kind"] == "tasks-json"]
+    assert (report["written"], report["not_written"]) == (True, None)
     assert statuses(path)["in_progress"] == ["t1"]
+
+
+def test_a_file_that_keeps_changing_is_reported_not_written(
+    hb_db: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another program edits tasks.json each time hb is about to write it: after the rounds hb
+    merges and tries again, the file is left with that program's text, and the report says so."""
+    path = seed_queue(hb_db, workspace, "t1")
+    hb_db.json("--now", NOW, "pop")
+    edits = []
+
+    def edited_meanwhile(target: Path, text: str, expected: str | None, **_k: Any) -> swap.Swapped:
+        doc = json.loads(target.read_text())
+        doc["pending"].append({"id": f"e{len(edits)}", "priority": "low", "description": "by the runtime"})
+        edits.append(json.dumps(doc, indent=2))
+        target.write_text(edits[-1])
+        return swap.Swapped(False, edits[-1])
+
+    with monkeypatch.context() as patch:
+        patch.setattr(swap, "replace_if", edited_meanwhile)
+        result = hb_db("--now", NOW, "sync", "--json")
+    [report] = [r for r in json.loads(result.stdout)["reports"] if r["kind"] == "tasks-json"]
+    assert report["written"] is False
+    assert report["not_written"] == "it kept changing while hb wrote it; left as it is (run hb sync)"
+    assert "kept changing while hb wrote them" in result.stderr
+    assert len(edits) == 3 and path.read_text() == edits[-1]  # the runtime's last text, as it left it
+    hb_db("--now", NOW, "sync")
+    assert statuses(path) == {"pending": ["e0", "e1", "e2"], "in_progress": ["t1"], "completed": []}
 
 
 def test_a_dangling_symlink_is_not_followed_to_create_a_file(
@@ -221,7 +254,10 @@ def test_the_ledger_api_reports_a_write_that_did_not_land(
         with writes_fail(monkeypatch):
             result = ledger.sync()
         assert any("not written" in n for n in ledger.notices)
-        assert [r["written"] for r in result["reports"] if r["kind"] == "tasks-json"] == [True]
+        # the write was refused: the report must not say it was written, and says why
+        assert [(r["written"], r["not_written"]) for r in result["reports"] if r["kind"] == "tasks-json"] == [
+            (False, "Read-only file system; the next hb sync writes it")
+        ]
 
 
 RECUR = (

@@ -203,9 +203,10 @@ def _run(
         if not dry_run:
             _remove_temps(paths)
         results, texts, writes = _transaction(ctx, units, paths, dry_run, seal)
-        for kind in writes:
-            results[kind][0].written = True
-        if not dry_run:
+        if dry_run:  # would be written
+            for kind in writes:
+                results[kind][0].written = True
+        else:  # written only once it landed; else not_written says why
             _write_back(ctx, units, paths, results, texts, writes)
     ctx.forget_settings()  # a synced file may carry settings (heartbeat-state.json)
     if prior is not None:  # the kinds the seal vouched for are reported as they were
@@ -361,8 +362,14 @@ def _write_back(
     """Write each file as a compare-and-swap against the text the sync read. A file another
     program changed meanwhile is merged again (its edit against what hb read) and written in
     a new round, at most :data:`ATTEMPTS` times; a file hb may not write (read-only, a
-    dangling symlink) is left as it is with a notice, its write-back kept for the next sync."""
+    dangling symlink) is left as it is with a notice, its write-back kept for the next sync.
+    Each report says ``written`` only for a file whose write landed; for one left as it was,
+    ``not_written`` says why."""
     from heartbeat.ops.sync.swap import ReadOnlyFile, replace_if
+
+    def refused(kind: str, reason: str, notice: str) -> None:
+        results[kind][0].not_written = reason
+        ctx.notices.append(notice)
 
     for _round in range(ATTEMPTS):
         landed: dict[str, Path] = {}
@@ -371,10 +378,12 @@ def _write_back(
             try:
                 done = replace_if(paths[kind], text, texts[kind], valid=_valid(kind))
             except ReadOnlyFile as exc:
-                ctx.notices.append(f"{paths[kind]}: {exc.strerror}; hb sync writes it once it may")
+                reason = f"{exc.strerror}; hb sync writes it once it may"
+                refused(kind, reason, f"{paths[kind]}: {reason}")
                 continue
             except OSError as exc:
-                ctx.notices.append(f"{one_line(exc)}: not written; the next hb sync writes it")
+                reason = f"{exc.strerror or one_line(exc)}; the next hb sync writes it"
+                refused(kind, reason, f"{one_line(exc)}: not written; the next hb sync writes it")
                 continue
             if done.kept is not None:
                 ctx.notices.append(
@@ -382,6 +391,7 @@ def _write_back(
                 )
             if done.written:
                 landed[kind] = paths[kind]
+                results[kind][0].written = True
             else:
                 moved[kind] = done.found
         _landed(ctx, landed)
@@ -394,6 +404,8 @@ def _write_back(
         retried, texts, writes = _transaction(ctx, again, subset, False, None)
         for kind, (report, _out) in retried.items():
             results[kind][0].merge(report)
+    for kind in writes:
+        results[kind][0].not_written = "it kept changing while hb wrote it; left as it is (run hb sync)"
     ctx.notices.append(
         "the workspace files kept changing while hb wrote them; left as they are (run hb sync)"
     )

@@ -21,6 +21,9 @@ class SyncReport:
     conflicts: list[str] = field(default_factory=list)  # changed on both sides: the file won
     preserved: list[str] = field(default_factory=list)  # "path:line: reason" kept verbatim, not understood
     written: bool = False  # the file was (or, with --dry-run, would be) rewritten
+    # why a write the sync meant to make did not land (read-only, a write error, a file that kept
+    # changing): the file is left as it was, and the next sync writes it. None otherwise.
+    not_written: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         # by hand: dataclasses.asdict deep-copies every id of a large first sync
@@ -34,6 +37,7 @@ class SyncReport:
             "conflicts": list(self.conflicts),
             "preserved": list(self.preserved),
             "written": self.written,
+            "not_written": self.not_written,
         }
 
     def merge(self, later: SyncReport) -> None:
@@ -43,6 +47,7 @@ class SyncReport:
             mine.extend(x for x in getattr(later, name) if x not in mine)
         self.preserved = later.preserved or self.preserved
         self.written = self.written or later.written
+        self.not_written = later.not_written or self.not_written
 
     @property
     def changed(self) -> bool:

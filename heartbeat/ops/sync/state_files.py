@@ -20,6 +20,13 @@ hb writes a setting into the file only when the file already holds it or it
 was set in the ledger (``hb config set``), so an untouched file with default
 settings is never rewritten. In ``hb sync`` a setting changed on both sides
 since the last sync is a conflict: the file wins and the report names it.
+
+``proactiveChat``, ``memoryHygiene`` or ``todoWatch`` holding null is read as an
+empty object, with a warning naming the line (:func:`heartbeat.formats.state.container_notes`),
+and replaced by an object only when hb writes a value into it (said once). One
+holding a string or a list is kept as written with a warning: ``hb sync`` leaves
+out the values hb would write into it, ``hb export state`` refuses naming the line.
+Neither stops the sync of the other files.
 """
 
 from __future__ import annotations
@@ -63,6 +70,48 @@ def _parse(text: str, path: Path) -> state_fmt.HeartbeatState:
         return state_fmt.parse(text)
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
+
+
+def _notes(doc: state_fmt.HeartbeatState, path: Path) -> list[str]:
+    """``path:line: note`` for each object hb reads that holds null or a value that is not one."""
+    return [
+        f"{path}:{line}: {note}" if line is not None else f"{path}: {note}"
+        for line, note in state_fmt.container_notes(doc)
+    ]
+
+
+def _said(
+    before: state_fmt.HeartbeatState, after: state_fmt.HeartbeatState, text: str, path: Path
+) -> tuple[list[str], list[str]]:
+    """What to say of the objects hb reads, in a file it leaves as ``text`` (``after``, made from
+    ``before``): the :func:`_notes` of that text (what the next sync says again, at the lines it
+    will find), and one line per null hb writes an object in place of (said once)."""
+    from heartbeat.formats.json_edit import line_of
+
+    filled = []
+    for name in state_fmt.CONTAINERS:
+        value = after.doc.get(name)
+        if name in before.doc and before.doc[name] is None and isinstance(value, dict):
+            places = ", ".join(f"{name}.{key}" for key in value)
+            filled.append(
+                f"{path}:{line_of(text, (name,))}: {name} was null: read as an empty object; "
+                f"hb writes {places} in its place"
+            )
+    return _notes(state_fmt.HeartbeatState(doc=after.doc, source=text), path), filled
+
+
+def _tell(ctx: Context, notes: list[str]) -> None:
+    """Add ``notes`` to the notices, once each (a sync may run its syncers again)."""
+    ctx.notices.extend(note for note in notes if note not in ctx.notices)
+
+
+def _rendered(ctx: Context, db: Db, doc: state_fmt.HeartbeatState, path: Path) -> str:
+    """An export's text of ``doc`` (read from ``path``), its notes told as notices."""
+    after = _updated(ctx, db, doc, path)
+    text = state_fmt.render(after)
+    left, filled = _said(doc, after, text, path)
+    _tell(ctx, left + filled)
+    return text
 
 
 def _read(
@@ -225,7 +274,9 @@ def _updated(
     except InvalidInput as exc:
         if path is None:
             raise
-        raise InvalidInput(f"{path}: {exc.message}") from None
+        line = getattr(exc, "line", None)
+        where = f"{path}:{line}" if line is not None else str(path)
+        raise InvalidInput(f"{where}: {exc.message}") from None
 
 
 def _empty() -> state_fmt.HeartbeatState:
@@ -248,7 +299,10 @@ def import_state(ctx: Context, db: Db, text: str, path: Path, now: datetime) -> 
     doc = _parse(text, path)
     changed, unchanged = _apply(ctx, db, doc, path, now)
     remember(db, KIND, path, text, now)
-    return ImportReport(KIND, str(path), updated=changed, unchanged=unchanged)
+    warnings = [
+        f"line {line}: {note}" if line is not None else note for line, note in state_fmt.container_notes(doc)
+    ]
+    return ImportReport(KIND, str(path), updated=changed, unchanged=unchanged, warnings=warnings)
 
 
 def render_state(ctx: Context, db: Db, path: Path | None = None) -> str | None:
@@ -264,7 +318,7 @@ def render_state(ctx: Context, db: Db, path: Path | None = None) -> str | None:
     workspace_file = default_path(ctx.workspace, KIND)
     other = other_file(path, workspace_file)
     if other is not None:  # another existing file: its text is the base, and must be readable
-        return state_fmt.render(_updated(ctx, db, _parse(read_text(other), other), other))
+        return _rendered(ctx, db, _parse(read_text(other), other), other)
     try:
         base = state_fmt.parse(read_text(workspace_file))
     except HbError:
@@ -279,7 +333,7 @@ def render_state(ctx: Context, db: Db, path: Path | None = None) -> str | None:
         if not _has_anything(db):
             return None
         base = _empty()
-    return state_fmt.render(_updated(ctx, db, base, workspace_file))
+    return _rendered(ctx, db, base, workspace_file)
 
 
 def sync_state(
@@ -302,6 +356,7 @@ def sync_state(
     problems: dict[str, str] = {}
     file_settings, _ = _read(ctx, doc, path, problems)
     report.preserved.extend(f"{path}: {reason}: kept as written, not read" for reason in problems.values())
+    blocked = state_fmt.blocked_keys(doc)  # inside a string or a list (a note says so): left out
     if file_changed:
         from heartbeat.formats.json_edit import repeated_keys
 
@@ -323,7 +378,11 @@ def sync_state(
                 report.conflicts.append(_LABELS[key])
         changed, _ = _apply(ctx, db, doc, path, now, skip_settings=keep_ledger, problems={})
         report.updated.extend(label for label in changed if label not in report.conflicts)
-    new = state_fmt.render(_updated(ctx, db, doc, path, keep=problems))
+    after = _updated(ctx, db, doc, path, keep=problems.keys() | blocked.keys())
+    new = state_fmt.render(after)
+    left, filled = _said(doc, after, new, path)
+    report.preserved.extend(left)
+    _tell(ctx, filled)
     if new == text:
         remember(db, KIND, path, text, now)
         return report, None
