@@ -423,3 +423,18 @@ def test_a_nul_in_a_title_id_text_field_or_key_is_refused_alike_on_both_backends
                 call()
         assert [(t["id"], t["title"]) for t in ledger.list(status="all")] == [("k", "kept")]
         assert ledger.get("k")["next_action"] is None
+
+
+def test_a_nul_the_checks_did_not_foresee_is_still_named_as_input_not_as_a_database_error() -> None:
+    """The last line of defence: psycopg's own refusal of a NUL, from a path no check covers,
+    is one line saying what is wrong (exit 1), not "database error: PostgreSQL text fields ..."."""
+    psycopg = pytest.importorskip("psycopg")
+    from heartbeat.errors import describe
+
+    refusal = psycopg.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
+    assert describe(refusal) == (
+        "a text value holds a NUL character, which the ledger does not store; nothing changed",
+        1,
+    )
+    other = psycopg.DataError("value too long for type character varying(16)")
+    assert describe(other) == ("database error: value too long for type character varying(16)", 1)
