@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from heartbeat.errors import FileFormatError, InvalidInput, InvalidState, ScopeNotFound
+from heartbeat.errors import NUL, FileFormatError, InvalidInput, InvalidState, ScopeNotFound, nul_reason
 from heartbeat.formats.json_edit import Layout, edit, edit_layout, load
 from heartbeat.formats.timestamps import format_timestamp, is_malformed, parse_timestamp, timestamp_or_none
 
@@ -66,6 +66,14 @@ _EXTENSION_KEY = re.compile(r"_.+_extension")
 _SCOPE_PATH = re.compile(r"(_.+?_extension)\.(.+)")
 _BLOCKED_PREFIX = "blocked_on_"
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+# the JSON escape of a NUL character: ``\u0000`` after an even run of backslashes (``\\u0000`` is a
+# backslash and the text ``u0000``); a NUL itself cannot stand in JSON text
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*(\\u0000)")
+_MAYBE_NUL = "\\u0000"
+# the members of an errors.json item / of last-run.json the ledger keeps as text (the whole
+# object is kept as JSON too, where a NUL is kept)
+_ERROR_TEXT_KEYS = ("task_id", "assigned_skill", "reason", "trace_id")
+_LAST_RUN_TEXT_KEYS = ("task_id", "status", "scope")
 # (record attribute, JSON key) of heartbeat.py's who/what fields.
 _ASSIGNMENT_KEYS = (
     ("skill", "assigned_skill"),
@@ -196,7 +204,7 @@ def parse(text: str) -> TasksDocument:
     text = text.removeprefix("\ufeff")  # read past; not written back (heartbeat.py cannot read it)
     repeats: list[bool] = []
     data = _load_json(text, repeats)
-    reader = _Reader(_Locator(text))
+    reader = _Reader(_Locator(text), nul=_MAYBE_NUL in text)
     if repeats:
         from heartbeat.formats.json_edit import repeated_keys
 
@@ -259,8 +267,9 @@ def status_as_written(scope: str, status: str) -> str:
 class _Reader:
     """Collects records, scopes and warnings while walking one document."""
 
-    def __init__(self, locator: _Locator) -> None:
+    def __init__(self, locator: _Locator, *, nul: bool = False) -> None:
         self.locator = locator
+        self.nul = nul  # the text may hold a NUL character: each record is looked at for one
         self.records: list[QueueRecord] = []
         self.scopes: list[str] = []
         self.warnings: list[str] = []
@@ -314,6 +323,14 @@ class _Reader:
             position = reading.order if reading.order is not None else index
             record = _record(task_id, scope, status, position, item, reading)
             record.blocked_by = _blocked_by(item, task_id, blockers)
+            if self.nul and record.blocked_by is not None and NUL in record.blocked_by:
+                blocker = next(b for b in blockers if b.label == record.blocked_by)
+                raise self.nul_error(
+                    (where[0], *blocker.where),
+                    record.blocked_by,
+                    what=f"the blocker of {_shown(path)}",
+                    key=len(blocker.where) == 1,
+                )
             self._add(record, path)
 
     def _task_id(self, item: Mapping[str, Any], key: str, path: JsonPath) -> str:
@@ -333,7 +350,38 @@ class _Reader:
             self.warn(f"unknown status {item.get('status')!r}: read as todo", path)
         return reading
 
+    def nul_error(
+        self, path: JsonPath, value: str, *, what: str | None = None, key: bool = False
+    ) -> FileFormatError:
+        """FileFormatError at the NUL character of ``value``, the string at ``path`` (``key``: a
+        key on that path holds it; the error then stands at its member's value)."""
+        line, column = self.locator.position(path, nul=not key)
+        return FileFormatError(nul_reason(what or _shown(path), value), line=line, column=column)
+
+    def _refuse_nul(self, record: QueueRecord, path: JsonPath) -> None:
+        """FileFormatError when a text of ``record`` the ledger stores as text (not as JSON)
+        holds a NUL character."""
+        if NUL in record.scope:
+            raise self.nul_error(
+                path[:2], record.scope, what=f"the queue path {_shown((record.scope,))}", key=True
+            )
+        fields = record.fields
+        title_key = "description" if isinstance(fields.get("description"), str) else "title"
+        for value, name in (
+            (record.id, "task_id" if record.scope else "id"),
+            (record.title, title_key),
+            (record.priority, "priority"),
+            (record.skill, "assigned_skill"),
+            (record.project_id, "project_id"),
+            (record.agent_id, "agent_id"),
+            (record.user_id, "user_id"),
+        ):
+            if value is not None and NUL in value:
+                raise self.nul_error((*path, name), value)
+
     def _add(self, record: QueueRecord, path: JsonPath) -> None:
+        if self.nul:
+            self._refuse_nul(record, path)
         earlier = self._seen.get((record.scope, record.id))
         if earlier is not None:
             raise self.error(f"duplicate id {record.id!r} (also at {_path_text(earlier)})", path)
@@ -448,6 +496,7 @@ class _Blocker:
     issues: frozenset[str]  # from "issues" and "gh_issue"
     task_ids: frozenset[str]  # from "task_id"
     label: str  # "<blocked_on_key>: <blocker or items text>"
+    where: JsonPath  # in its extension: the text of the label (its key, when it has none)
 
 
 def _blockers(body: Mapping[str, Any]) -> list[_Blocker]:
@@ -455,13 +504,15 @@ def _blockers(body: Mapping[str, Any]) -> list[_Blocker]:
     for key, value in body.items():
         if not key.startswith(_BLOCKED_PREFIX) or not isinstance(value, list):
             continue
-        for item in value:
+        for index, item in enumerate(value):
             if not isinstance(item, dict):
                 continue
             issues = _names(item.get("issues")) | _names(item.get("gh_issue"))
-            text = next((item[k] for k in ("blocker", "items") if isinstance(item.get(k), str)), "")
+            named = next((k for k in ("blocker", "items") if isinstance(item.get(k), str)), None)
+            text = item[named] if named is not None else ""
             label = f"{key}: {text}" if text else key
-            found.append(_Blocker(frozenset(issues), frozenset(_names(item.get("task_id"))), label))
+            where: JsonPath = (key, index, named) if named is not None and NUL not in key else (key,)
+            found.append(_Blocker(frozenset(issues), frozenset(_names(item.get("task_id"))), label, where))
     return found
 
 
@@ -806,6 +857,8 @@ def parse_errors(text: str) -> list[dict[str, Any]]:
             raise FileFormatError(
                 f"[{index}]: must be an object, not {_json_type(item)}", line=line, column=column
             )
+        if _MAYBE_NUL in text:
+            _refuse_nul_members(locator, (index,), item, _ERROR_TEXT_KEYS)
     return data
 
 
@@ -822,7 +875,21 @@ def parse_last_run(text: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         line, column = _Locator(text).position(())
         raise FileFormatError("last-run.json must hold a JSON object", line=line, column=column)
+    if _MAYBE_NUL in text:
+        _refuse_nul_members(_Locator(text), (), data, _LAST_RUN_TEXT_KEYS)
     return data
+
+
+def _refuse_nul_members(
+    locator: _Locator, path: JsonPath, obj: Mapping[str, Any], keys: Sequence[str]
+) -> None:
+    """FileFormatError at the first of ``obj``'s ``keys`` whose text holds a NUL character: the
+    ledger keeps these members as text (see :func:`heartbeat.errors.nul_reason`)."""
+    for key in keys:
+        value = obj.get(key)
+        if isinstance(value, str) and NUL in value:
+            line, column = locator.position((*path, key), nul=True)
+            raise FileFormatError(nul_reason(_shown((*path, key)), value), line=line, column=column)
 
 
 def unread_times(text: str, items: Iterable[tuple[JsonPath, Mapping[str, Any]]]) -> list[str]:
@@ -1011,6 +1078,11 @@ def _json_type(value: Any) -> str:
     return "a list" if isinstance(value, list) else "an object"
 
 
+def _shown(path: JsonPath) -> str:
+    """A path for a message: a NUL character in a key as JSON writes it (``\\u0000``)."""
+    return _path_text(path).replace(NUL, "\\u0000")
+
+
 def _path_text(path: JsonPath) -> str:
     text = ""
     for step in path:
@@ -1028,8 +1100,9 @@ class _Locator:
         self._text = text
         self._decoder = json.JSONDecoder()
 
-    def position(self, path: JsonPath) -> tuple[int | None, int | None]:
-        """(line, column), 1-based, of the value at ``path``; (None, None) if not found."""
+    def position(self, path: JsonPath, *, nul: bool = False) -> tuple[int | None, int | None]:
+        """(line, column), 1-based, of the value at ``path``; (None, None) if not found.
+        ``nul``: of the first NUL character's escape in it (a string that holds one)."""
         try:
             offset: int | None = self._skip(0)
             for step in path:
@@ -1040,6 +1113,8 @@ class _Locator:
             offset = None
         if offset is None:
             return None, None
+        if nul and (escape := _NUL_ESCAPE.search(self._text, offset)) is not None:
+            offset = escape.start(1)
         line_start = self._text.rfind("\n", 0, offset) + 1
         return self._text.count("\n", 0, offset) + 1, offset - line_start + 1
 
