@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from heartbeat.errors import FileFormatError, InvalidInput
+from heartbeat.errors import NUL, FileFormatError, InvalidInput, nul_reason
 from heartbeat.formats.timestamps import OUT_OF_RANGE, format_timestamp, in_range
 
 __all__ = [
@@ -440,6 +440,7 @@ class _Reader:
                 task_id=task_id,
             )
             return None
+        self._refuse_nul(block, yaml_text, data, heading.group(2).strip())
         frequency, why_not = _read_frequency(data, heading.group(1), issues)
         if frequency is None:
             self._reject(at, yaml_text, why_not, task_id=task_id)
@@ -489,6 +490,22 @@ class _Reader:
         for reason in issues:
             self._warn(at, reason)
         return task
+
+    def _refuse_nul(self, block: _Block, yaml_text: str, data: Mapping[str, Any], name: str) -> None:
+        """FileFormatError at the line of a text the ledger would store (the task's id, name or
+        instruction) that holds a NUL character: CraftBot reads and runs such a task, but the
+        ledger does not store the character (see :func:`heartbeat.errors.nul_reason`). A NUL
+        written as such in a yaml block makes it no YAML, a block kept as written."""
+        if NUL in name:
+            raise FileFormatError(nul_reason("the task's name", name), line=self.view.line_of(block.start))
+        for key in ("id", "instruction"):
+            value = data.get(key)
+            if isinstance(value, str) and NUL in value:
+                line = self.view.line_of(block.yaml_start)
+                found = re.search(rf"^{key}[ \t]*:", yaml_text, re.MULTILINE)
+                if found is not None:
+                    line += yaml_text.count("\n", 0, found.start())
+                raise FileFormatError(nul_reason(f"the task's {key}", value), line=line)
 
     def _unread_blocks(
         self,
