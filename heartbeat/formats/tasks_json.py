@@ -192,7 +192,7 @@ class _Reading:
 # --- reading -------------------------------------------------------------------
 
 
-def parse(text: str) -> TasksDocument:
+def parse(text: str, *, refuse_nul: bool = False) -> TasksDocument:
     """Read tasks.json text into records and a skeleton that re-renders it.
 
     Raises FileFormatError (with line and column where known) for invalid JSON,
@@ -200,11 +200,13 @@ def parse(text: str) -> TasksDocument:
     objects, a task without a usable id, or an id used twice in one queue.
     Oddities that do not stop reading (an unreadable timestamp, an unknown
     scoped status, a list only partly made of tasks) are listed in ``warnings``.
+    ``refuse_nul``: FileFormatError, too, for a NUL character in a text the ledger stores as text
+    (see :func:`refuse_nul`).
     """
     text = text.removeprefix("\ufeff")  # read past; not written back (heartbeat.py cannot read it)
     repeats: list[bool] = []
     data = _load_json(text, repeats)
-    reader = _Reader(_Locator(text), nul=_MAYBE_NUL in text)
+    reader = _Reader(_Locator(text), nul=refuse_nul and _MAYBE_NUL in text)
     if repeats:
         from heartbeat.formats.json_edit import repeated_keys
 
@@ -857,8 +859,6 @@ def parse_errors(text: str) -> list[dict[str, Any]]:
             raise FileFormatError(
                 f"[{index}]: must be an object, not {_json_type(item)}", line=line, column=column
             )
-        if _MAYBE_NUL in text:
-            _refuse_nul_members(locator, (index,), item, _ERROR_TEXT_KEYS)
     return data
 
 
@@ -875,9 +875,28 @@ def parse_last_run(text: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         line, column = _Locator(text).position(())
         raise FileFormatError("last-run.json must hold a JSON object", line=line, column=column)
-    if _MAYBE_NUL in text:
-        _refuse_nul_members(_Locator(text), (), data, _LAST_RUN_TEXT_KEYS)
     return data
+
+
+def refuse_nul(text: str, kind: str) -> None:
+    """FileFormatError at the first NUL character (a ``\\u0000`` escape) of a tasks.json,
+    errors.json or last-run.json text (``kind``: tasks-json, errors-json, last-run) in a string
+    the ledger stores as text: an id, a title, a priority, a skill, a queue path, a reason, ...
+    (:func:`heartbeat.errors.nul_reason`). What the ledger keeps as JSON (the whole object, so a
+    member hb does not read) may hold one. Most texts hold no such escape and are not read again."""
+    if _MAYBE_NUL not in text:
+        return
+    if kind == "tasks-json":
+        parse(text, refuse_nul=True)
+        return
+    text = text.removeprefix("\ufeff")
+    locator = _Locator(text)
+    data = _load_json(text)
+    if kind == "last-run":
+        _refuse_nul_members(locator, (), data, _LAST_RUN_TEXT_KEYS)
+        return
+    for index, item in enumerate(data):
+        _refuse_nul_members(locator, (index,), item, _ERROR_TEXT_KEYS)
 
 
 def _refuse_nul_members(
