@@ -170,6 +170,27 @@ class ProactiveDocument:
 # --- reading ---
 
 
+def refuse_nul(doc: ProactiveDocument) -> None:
+    """FileFormatError at the line of the first task whose name, id or instruction (texts the
+    ledger stores) holds a NUL character: CraftBot reads and runs such a task, but the ledger
+    does not store the character (see :func:`heartbeat.errors.nul_reason`). A NUL written as
+    such in a yaml block makes it no YAML (a block kept as written); a YAML escape (``\\0``)
+    reads as one."""
+    for task in doc.tasks:
+        if NUL in task.name:
+            raise FileFormatError(nul_reason("the task's name", task.name), line=task.line)
+        for key in ("id", "instruction"):
+            value = task.fields.get(key)
+            if isinstance(value, str) and NUL in value:
+                start, end = task.yaml_span
+                yaml_text = task.raw[start:end]
+                line = task.line + task.raw.count("\n", 0, start)  # the yaml block's first line
+                found = re.search(rf"^{key}[ \t]*:", yaml_text, re.MULTILINE)
+                if found is not None:
+                    line += yaml_text.count("\n", 0, found.start())
+                raise FileFormatError(nul_reason(f"the task's {key}", value), line=line)
+
+
 def parse(text: str) -> ProactiveDocument:
     """Read PROACTIVE.md as CraftBot does; ``render`` of the result gives ``text`` back unchanged.
 
@@ -440,7 +461,6 @@ class _Reader:
                 task_id=task_id,
             )
             return None
-        self._refuse_nul(block, yaml_text, data, heading.group(2).strip())
         frequency, why_not = _read_frequency(data, heading.group(1), issues)
         if frequency is None:
             self._reject(at, yaml_text, why_not, task_id=task_id)
@@ -490,22 +510,6 @@ class _Reader:
         for reason in issues:
             self._warn(at, reason)
         return task
-
-    def _refuse_nul(self, block: _Block, yaml_text: str, data: Mapping[str, Any], name: str) -> None:
-        """FileFormatError at the line of a text the ledger would store (the task's id, name or
-        instruction) that holds a NUL character: CraftBot reads and runs such a task, but the
-        ledger does not store the character (see :func:`heartbeat.errors.nul_reason`). A NUL
-        written as such in a yaml block makes it no YAML, a block kept as written."""
-        if NUL in name:
-            raise FileFormatError(nul_reason("the task's name", name), line=self.view.line_of(block.start))
-        for key in ("id", "instruction"):
-            value = data.get(key)
-            if isinstance(value, str) and NUL in value:
-                line = self.view.line_of(block.yaml_start)
-                found = re.search(rf"^{key}[ \t]*:", yaml_text, re.MULTILINE)
-                if found is not None:
-                    line += yaml_text.count("\n", 0, found.start())
-                raise FileFormatError(nul_reason(f"the task's {key}", value), line=line)
 
     def _unread_blocks(
         self,
