@@ -32,6 +32,17 @@ def one_line(exc: HbError | OSError) -> str:
     return f"{exc.filename}: {reason}" if exc.filename else reason
 
 
+NUL = "\x00"
+
+
+def nul_reason(what: str, text: str) -> str:
+    """Why ``text`` (named ``what``) is refused: it holds a NUL character. PostgreSQL's text
+    columns cannot store one, and hb refuses it on SQLite too, so that a workspace reads the
+    same on either backend (its ``json`` columns can, escaped: what hb keeps as JSON keeps it)."""
+    at = text.index(NUL) + 1
+    return f"{what} holds a NUL character (at {at}), which the ledger does not store; nothing changed"
+
+
 def describe(exc: BaseException) -> tuple[str, int] | None:
     """The one-line message and exit code of a failure the user can cause or fix: a domain
     error, a database's refusal, a file the system would not read or write, an argument that is
@@ -40,6 +51,10 @@ def describe(exc: BaseException) -> tuple[str, int] | None:
         return exc.message, exc.exit_code
     module = type(exc).__module__ or ""
     if module.startswith(("sqlalchemy", "psycopg", "sqlite3")):
+        if "cannot contain NUL" in str(getattr(exc, "orig", None) or exc):
+            # psycopg refuses to send it; hb refuses a NUL where one can come in, this is a way it
+            # did not foresee: still the input's fault, and nothing was written
+            return "a text value holds a NUL character, which the ledger does not store; nothing changed", 1
         text = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
         return f"database error: {text}", 1
     if isinstance(exc, OSError) and exc.filename:

@@ -12,18 +12,20 @@ directly::
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from pathlib import Path, PurePath
+from types import FunctionType
+from typing import TYPE_CHECKING, Any, TypeVar
 from zoneinfo import ZoneInfo
 
 from heartbeat import settings as settings_mod
 from heartbeat.context import Context, NowArg
 from heartbeat.db.queue import popped_object
 from heartbeat.db.status import TaskStatus
-from heartbeat.errors import NotFound
+from heartbeat.errors import NUL, InvalidInput, NotFound, nul_reason
 from heartbeat.ops import config as config_ops
 from heartbeat.ops import files as files_ops
 from heartbeat.ops import guard as guard_mod
@@ -49,6 +51,60 @@ def default_db_path(workspace: Path) -> Path:
     return workspace / STATE_DIR / DB_NAME
 
 
+# the arguments not looked at: the ledger keeps them as JSON, where a NUL character is kept
+# (escaped); a poke's text is refused any control character, a NUL too, by the poke itself
+_UNCHECKED_ARGUMENTS = frozenset({("complete", "outcome"), ("recur_outcome", "result"), ("poke", "text")})
+# how a refusal names an argument (the rest: its name with dashes, as the CLI's options read)
+_SHOWN_NAMES = {"task_id": "task id", "rule_id": "rule id", "key": "--key"}
+_NOT_CHECKED = frozenset({"open", "close", "now", "write", "read", "guard", "guard_holder"})
+L = TypeVar("L")
+
+
+def _no_nul(method: str, name: str, value: Any) -> None:
+    """InvalidInput naming the argument when ``value`` (a text, a path, or a list of them) holds
+    a NUL character: no text the ledger stores can hold one (:func:`heartbeat.errors.nul_reason`),
+    so no id, scope, worker or filter with one names anything; refused alike on both backends."""
+    if isinstance(value, str):
+        texts: Iterable[Any] = (value,)
+    elif isinstance(value, PurePath):
+        texts = (str(value),)
+    elif isinstance(value, list | tuple):
+        texts = value
+    else:
+        return
+    for text in texts:
+        if isinstance(text, str) and NUL in text and (method, name) not in _UNCHECKED_ARGUMENTS:
+            raise InvalidInput(nul_reason(_SHOWN_NAMES.get(name, name.replace("_", "-")), text))
+
+
+def _refusing_nul(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method``, first refusing an argument that holds a NUL character (:func:`_no_nul`)."""
+    code = method.__code__
+    names = code.co_varnames[1 : code.co_argcount]  # the positional parameters after self
+    title = method.__name__
+
+    @functools.wraps(method)
+    def checked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        for name, value in zip(names, args, strict=False):
+            _no_nul(title, name, value)
+        for name, value in kwargs.items():
+            _no_nul(title, name, value)
+        return method(self, *args, **kwargs)
+
+    return checked
+
+
+def _arguments_checked(cls: type[L]) -> type[L]:
+    """Every public method of ``cls`` refuses an argument holding a NUL character, the same on
+    both backends: the Python API, ``hb mcp`` and ``hb serve`` call them (a command line cannot
+    pass one, standard input can)."""
+    for name, member in list(vars(cls).items()):
+        if isinstance(member, FunctionType) and not name.startswith("_") and name not in _NOT_CHECKED:
+            setattr(cls, name, _refusing_nul(member))
+    return cls
+
+
+@_arguments_checked
 class Ledger:
     """A workspace's ledger: its database, its settings, its clock."""
 

@@ -127,3 +127,34 @@ def hb(workspace: Path) -> Runner:
 def hb_db(db_url: str) -> Runner:
     """The CLI pointed at each backend in turn."""
     return Runner({"HB_DATABASE_URL": db_url})
+
+
+def every_row(db_url: str) -> dict[str, list[tuple[str, ...]]]:
+    """Every row of every table of the ledger at ``db_url`` (a path or a URL), as text, in a fixed
+    order: to show that a refused command changed nothing."""
+    from sqlalchemy import create_engine, inspect, text
+
+    from heartbeat.db.engine import normalize_url
+
+    engine = create_engine(normalize_url(db_url))
+    try:
+        with engine.connect() as conn:
+            return {
+                name: sorted(tuple(map(str, row)) for row in conn.execute(text(f'SELECT * FROM "{name}"')))
+                for name in sorted(inspect(conn).get_table_names())
+            }
+    finally:
+        engine.dispose()
+
+
+def workspace_files(workspace: Path) -> dict[str, bytes]:
+    """Every file under ``workspace`` and its bytes; the SQLite ledger and its sidecars, and the
+    workspace lock's note of its last holder, aside."""
+    return {
+        str(path.relative_to(workspace)): path.read_bytes()
+        for path in sorted(workspace.rglob("*"))
+        if path.is_file()
+        and not path.name.startswith("heartbeat.db")
+        and path.name != ".files.lock"
+        and ".git" not in path.parts
+    }

@@ -18,7 +18,7 @@ from heartbeat.db.rows import OutcomeRow, TaskDependencyRow, TaskEventRow, TaskR
 from heartbeat.db.shape import TASKS
 from heartbeat.db.status import ACTIVE_STATUSES, TaskStatus
 from heartbeat.db.store import Db, statements
-from heartbeat.errors import InvalidInput, InvalidState, NotFound
+from heartbeat.errors import NUL, InvalidInput, InvalidState, NotFound, nul_reason
 from heartbeat.formats.tasks_json import PRIORITY_RANK, priority_rank
 
 SQL = statements("tasks")
@@ -121,8 +121,8 @@ def no_nul(what: str, text: str) -> str:
     """``text``, unless it holds a NUL character (from the Python API or an MCP client; a command
     line cannot pass one): InvalidInput naming ``what``. PostgreSQL's text columns cannot hold it,
     and refusing it on SQLite too keeps the two ledgers alike."""
-    if "\x00" in text:
-        raise InvalidInput(f"{what} holds a NUL character (at {text.index(chr(0)) + 1}); nothing changed")
+    if NUL in text:
+        raise InvalidInput(nul_reason(what, text))
     return text
 
 

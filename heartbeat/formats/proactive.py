@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from heartbeat.errors import FileFormatError, InvalidInput
+from heartbeat.errors import NUL, FileFormatError, InvalidInput, nul_reason
 from heartbeat.formats.timestamps import OUT_OF_RANGE, format_timestamp, in_range
 
 __all__ = [
@@ -168,6 +168,27 @@ class ProactiveDocument:
 
 
 # --- reading ---
+
+
+def refuse_nul(doc: ProactiveDocument) -> None:
+    """FileFormatError at the line of the first task whose name, id or instruction (texts the
+    ledger stores) holds a NUL character: CraftBot reads and runs such a task, but the ledger
+    does not store the character (see :func:`heartbeat.errors.nul_reason`). A NUL written as
+    such in a yaml block makes it no YAML (a block kept as written); a YAML escape (``\\0``)
+    reads as one."""
+    for task in doc.tasks:
+        if NUL in task.name:
+            raise FileFormatError(nul_reason("the task's name", task.name), line=task.line)
+        for key in ("id", "instruction"):
+            value = task.fields.get(key)
+            if isinstance(value, str) and NUL in value:
+                start, end = task.yaml_span
+                yaml_text = task.raw[start:end]
+                line = task.line + task.raw.count("\n", 0, start)  # the yaml block's first line
+                found = re.search(rf"^{key}[ \t]*:", yaml_text, re.MULTILINE)
+                if found is not None:
+                    line += yaml_text.count("\n", 0, found.start())
+                raise FileFormatError(nul_reason(f"the task's {key}", value), line=line)
 
 
 def parse(text: str) -> ProactiveDocument:

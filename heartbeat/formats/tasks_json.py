@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from heartbeat.errors import FileFormatError, InvalidInput, InvalidState, ScopeNotFound
+from heartbeat.errors import NUL, FileFormatError, InvalidInput, InvalidState, ScopeNotFound, nul_reason
 from heartbeat.formats.json_edit import Layout, edit, edit_layout, load
 from heartbeat.formats.timestamps import format_timestamp, is_malformed, parse_timestamp, timestamp_or_none
 
@@ -66,6 +66,14 @@ _EXTENSION_KEY = re.compile(r"_.+_extension")
 _SCOPE_PATH = re.compile(r"(_.+?_extension)\.(.+)")
 _BLOCKED_PREFIX = "blocked_on_"
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+# the JSON escape of a NUL character: ``\u0000`` after an even run of backslashes (``\\u0000`` is a
+# backslash and the text ``u0000``); a NUL itself cannot stand in JSON text
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*(\\u0000)")
+_MAYBE_NUL = "\\u0000"
+# the members of an errors.json item / of last-run.json the ledger keeps as text (the whole
+# object is kept as JSON too, where a NUL is kept)
+_ERROR_TEXT_KEYS = ("task_id", "assigned_skill", "reason", "trace_id")
+_LAST_RUN_TEXT_KEYS = ("task_id", "status", "scope")
 # (record attribute, JSON key) of heartbeat.py's who/what fields.
 _ASSIGNMENT_KEYS = (
     ("skill", "assigned_skill"),
@@ -184,7 +192,7 @@ class _Reading:
 # --- reading -------------------------------------------------------------------
 
 
-def parse(text: str) -> TasksDocument:
+def parse(text: str, *, refuse_nul: bool = False) -> TasksDocument:
     """Read tasks.json text into records and a skeleton that re-renders it.
 
     Raises FileFormatError (with line and column where known) for invalid JSON,
@@ -192,11 +200,13 @@ def parse(text: str) -> TasksDocument:
     objects, a task without a usable id, or an id used twice in one queue.
     Oddities that do not stop reading (an unreadable timestamp, an unknown
     scoped status, a list only partly made of tasks) are listed in ``warnings``.
+    ``refuse_nul``: FileFormatError, too, for a NUL character in a text the ledger stores as text
+    (see :func:`refuse_nul`).
     """
     text = text.removeprefix("\ufeff")  # read past; not written back (heartbeat.py cannot read it)
     repeats: list[bool] = []
     data = _load_json(text, repeats)
-    reader = _Reader(_Locator(text))
+    reader = _Reader(_Locator(text), nul=refuse_nul and _MAYBE_NUL in text)
     if repeats:
         from heartbeat.formats.json_edit import repeated_keys
 
@@ -259,8 +269,9 @@ def status_as_written(scope: str, status: str) -> str:
 class _Reader:
     """Collects records, scopes and warnings while walking one document."""
 
-    def __init__(self, locator: _Locator) -> None:
+    def __init__(self, locator: _Locator, *, nul: bool = False) -> None:
         self.locator = locator
+        self.nul = nul  # the text may hold a NUL character: each record is looked at for one
         self.records: list[QueueRecord] = []
         self.scopes: list[str] = []
         self.warnings: list[str] = []
@@ -314,6 +325,14 @@ class _Reader:
             position = reading.order if reading.order is not None else index
             record = _record(task_id, scope, status, position, item, reading)
             record.blocked_by = _blocked_by(item, task_id, blockers)
+            if self.nul and record.blocked_by is not None and NUL in record.blocked_by:
+                blocker = next(b for b in blockers if b.label == record.blocked_by)
+                raise self.nul_error(
+                    (where[0], *blocker.where),
+                    record.blocked_by,
+                    what=f"the blocker of {_shown(path)}",
+                    key=len(blocker.where) == 1,
+                )
             self._add(record, path)
 
     def _task_id(self, item: Mapping[str, Any], key: str, path: JsonPath) -> str:
@@ -333,7 +352,38 @@ class _Reader:
             self.warn(f"unknown status {item.get('status')!r}: read as todo", path)
         return reading
 
+    def nul_error(
+        self, path: JsonPath, value: str, *, what: str | None = None, key: bool = False
+    ) -> FileFormatError:
+        """FileFormatError at the NUL character of ``value``, the string at ``path`` (``key``: a
+        key on that path holds it; the error then stands at its member's value)."""
+        line, column = self.locator.position(path, nul=not key)
+        return FileFormatError(nul_reason(what or _shown(path), value), line=line, column=column)
+
+    def _refuse_nul(self, record: QueueRecord, path: JsonPath) -> None:
+        """FileFormatError when a text of ``record`` the ledger stores as text (not as JSON)
+        holds a NUL character."""
+        if NUL in record.scope:
+            raise self.nul_error(
+                path[:2], record.scope, what=f"the queue path {_shown((record.scope,))}", key=True
+            )
+        fields = record.fields
+        title_key = "description" if isinstance(fields.get("description"), str) else "title"
+        for value, name in (
+            (record.id, "task_id" if record.scope else "id"),
+            (record.title, title_key),
+            (record.priority, "priority"),
+            (record.skill, "assigned_skill"),
+            (record.project_id, "project_id"),
+            (record.agent_id, "agent_id"),
+            (record.user_id, "user_id"),
+        ):
+            if value is not None and NUL in value:
+                raise self.nul_error((*path, name), value)
+
     def _add(self, record: QueueRecord, path: JsonPath) -> None:
+        if self.nul:
+            self._refuse_nul(record, path)
         earlier = self._seen.get((record.scope, record.id))
         if earlier is not None:
             raise self.error(f"duplicate id {record.id!r} (also at {_path_text(earlier)})", path)
@@ -448,6 +498,7 @@ class _Blocker:
     issues: frozenset[str]  # from "issues" and "gh_issue"
     task_ids: frozenset[str]  # from "task_id"
     label: str  # "<blocked_on_key>: <blocker or items text>"
+    where: JsonPath  # in its extension: the text of the label (its key, when it has none)
 
 
 def _blockers(body: Mapping[str, Any]) -> list[_Blocker]:
@@ -455,13 +506,15 @@ def _blockers(body: Mapping[str, Any]) -> list[_Blocker]:
     for key, value in body.items():
         if not key.startswith(_BLOCKED_PREFIX) or not isinstance(value, list):
             continue
-        for item in value:
+        for index, item in enumerate(value):
             if not isinstance(item, dict):
                 continue
             issues = _names(item.get("issues")) | _names(item.get("gh_issue"))
-            text = next((item[k] for k in ("blocker", "items") if isinstance(item.get(k), str)), "")
+            named = next((k for k in ("blocker", "items") if isinstance(item.get(k), str)), None)
+            text = item[named] if named is not None else ""
             label = f"{key}: {text}" if text else key
-            found.append(_Blocker(frozenset(issues), frozenset(_names(item.get("task_id"))), label))
+            where: JsonPath = (key, index, named) if named is not None and NUL not in key else (key,)
+            found.append(_Blocker(frozenset(issues), frozenset(_names(item.get("task_id"))), label, where))
     return found
 
 
@@ -825,6 +878,39 @@ def parse_last_run(text: str) -> dict[str, Any]:
     return data
 
 
+def refuse_nul(text: str, kind: str) -> None:
+    """FileFormatError at the first NUL character (a ``\\u0000`` escape) of a tasks.json,
+    errors.json or last-run.json text (``kind``: tasks-json, errors-json, last-run) in a string
+    the ledger stores as text: an id, a title, a priority, a skill, a queue path, a reason, ...
+    (:func:`heartbeat.errors.nul_reason`). What the ledger keeps as JSON (the whole object, so a
+    member hb does not read) may hold one. Most texts hold no such escape and are not read again."""
+    if _MAYBE_NUL not in text:
+        return
+    if kind == "tasks-json":
+        parse(text, refuse_nul=True)
+        return
+    text = text.removeprefix("\ufeff")
+    locator = _Locator(text)
+    data = _load_json(text)
+    if kind == "last-run":
+        _refuse_nul_members(locator, (), data, _LAST_RUN_TEXT_KEYS)
+        return
+    for index, item in enumerate(data):
+        _refuse_nul_members(locator, (index,), item, _ERROR_TEXT_KEYS)
+
+
+def _refuse_nul_members(
+    locator: _Locator, path: JsonPath, obj: Mapping[str, Any], keys: Sequence[str]
+) -> None:
+    """FileFormatError at the first of ``obj``'s ``keys`` whose text holds a NUL character: the
+    ledger keeps these members as text (see :func:`heartbeat.errors.nul_reason`)."""
+    for key in keys:
+        value = obj.get(key)
+        if isinstance(value, str) and NUL in value:
+            line, column = locator.position((*path, key), nul=True)
+            raise FileFormatError(nul_reason(_shown((*path, key)), value), line=line, column=column)
+
+
 def unread_times(text: str, items: Iterable[tuple[JsonPath, Mapping[str, Any]]]) -> list[str]:
     """Warnings for the ``timestamp`` members of errors.json items or last-run.json's object (each
     with its path in ``text``) that hb does not read as a time: the item is kept as written, and
@@ -1011,6 +1097,11 @@ def _json_type(value: Any) -> str:
     return "a list" if isinstance(value, list) else "an object"
 
 
+def _shown(path: JsonPath) -> str:
+    """A path for a message: a NUL character in a key as JSON writes it (``\\u0000``)."""
+    return _path_text(path).replace(NUL, "\\u0000")
+
+
 def _path_text(path: JsonPath) -> str:
     text = ""
     for step in path:
@@ -1028,8 +1119,9 @@ class _Locator:
         self._text = text
         self._decoder = json.JSONDecoder()
 
-    def position(self, path: JsonPath) -> tuple[int | None, int | None]:
-        """(line, column), 1-based, of the value at ``path``; (None, None) if not found."""
+    def position(self, path: JsonPath, *, nul: bool = False) -> tuple[int | None, int | None]:
+        """(line, column), 1-based, of the value at ``path``; (None, None) if not found.
+        ``nul``: of the first NUL character's escape in it (a string that holds one)."""
         try:
             offset: int | None = self._skip(0)
             for step in path:
@@ -1040,6 +1132,8 @@ class _Locator:
             offset = None
         if offset is None:
             return None, None
+        if nul and (escape := _NUL_ESCAPE.search(self._text, offset)) is not None:
+            offset = escape.start(1)
         line_start = self._text.rfind("\n", 0, offset) + 1
         return self._text.count("\n", 0, offset) + 1, offset - line_start + 1
 

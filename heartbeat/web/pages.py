@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from heartbeat.clock import YEARS, isoformat
-from heartbeat.errors import InvalidInput
+from heartbeat.errors import NUL, InvalidInput, nul_reason
 from heartbeat.web import queries
 
 if TYPE_CHECKING:
@@ -91,6 +91,10 @@ class Params:
             raise InvalidInput("the query string is not readable (at most 50 fields, UTF-8)") from None
         values: dict[str, str] = {}
         for name, value in pairs:
+            if NUL in name:
+                raise InvalidInput(nul_reason("a query parameter's name", name))
+            if NUL in value:  # %00: no id, scope or filter value the ledger holds has one
+                raise InvalidInput(nul_reason(f"query parameter {name}", value))
             values.setdefault(name, value)
         return cls(values)
 

@@ -423,3 +423,127 @@ def test_a_nul_in_a_title_id_text_field_or_key_is_refused_alike_on_both_backends
                 call()
         assert [(t["id"], t["title"]) for t in ledger.list(status="all")] == [("k", "kept")]
         assert ledger.get("k")["next_action"] is None
+
+
+def test_a_nul_in_any_argument_is_refused_by_name_on_both_backends_and_nothing_changes(
+    db_url: str, workspace: Path
+) -> None:
+    """An id, scope, worker, reason, filter, query or path holding a NUL character (the Python
+    API, hb mcp and hb serve pass one; a command line cannot) is InvalidInput naming the argument,
+    alike on both backends. PostgreSQL said "database error" naming nothing; SQLite stored a worker
+    or a reason with it, or looked the id up and found nothing. No text the ledger holds has a
+    NUL, so a lookup by one could name nothing either: it is refused as the bad input it is."""
+    from heartbeat import Ledger
+    from heartbeat.errors import InvalidInput
+    from tests.conftest import every_row
+
+    n = "\x00"
+    tail = "which the ledger does not store; nothing changed"
+    with Ledger.open(workspace, db=db_url, now="2026-05-04T10:00:00Z") as ledger:
+        ledger.add("kept", task_id="k")
+        ledger.add("waiting", task_id="w")
+        claim = ledger.pop(worker="agent")["claim"]  # type: ignore[index]
+        ledger.recur_add("Water the plants", repeat="daily", next="2026-05-05T09:00")
+        rows = every_row(db_url)
+        calls = {
+            "get": (lambda: ledger.get("k" + n), f"task id holds a NUL character (at 2), {tail}"),
+            "get scope": (lambda: ledger.get("k", scope=n), f"scope holds a NUL character (at 1), {tail}"),
+            "update after": (
+                lambda: ledger.update("w", after=["k", n]),
+                f"after holds a NUL character (at 1), {tail}",
+            ),
+            "done": (lambda: ledger.done(n + "k"), f"task id holds a NUL character (at 1), {tail}"),
+            "list text": (lambda: ledger.list(text="ke" + n), f"text holds a NUL character (at 3), {tail}"),
+            "pop worker": (
+                lambda: ledger.pop(worker="agent" + n),
+                f"worker holds a NUL character (at 6), {tail}",
+            ),
+            "pop scope": (
+                lambda: ledger.pop(scope="_a_extension.q" + n),
+                f"scope holds a NUL character (at 15), {tail}",
+            ),
+            "complete": (
+                lambda: ledger.complete("k" + n, claim=claim),
+                f"task id holds a NUL character (at 2), {tail}",
+            ),
+            "fail reason": (
+                lambda: ledger.fail("k", reason="disk" + n),
+                f"reason holds a NUL character (at 5), {tail}",
+            ),
+            "renew claim": (
+                lambda: ledger.renew("k", claim + n),
+                f"claim holds a NUL character (at 25), {tail}",
+            ),
+            "ready": (lambda: ledger.ready(scope=n), f"scope holds a NUL character (at 1), {tail}"),
+            "clear-stale": (lambda: ledger.clear_stale(n), f"scope holds a NUL character (at 1), {tail}"),
+            "notify": (
+                lambda: ledger.notify("k", "P0", reason="late" + n),
+                f"reason holds a NUL character (at 5), {tail}",
+            ),
+            "proactive": (
+                lambda: ledger.proactive("topic" + n, "go"),
+                f"topic holds a NUL character (at 6), {tail}",
+            ),
+            "recur get": (
+                lambda: ledger.recur_get("recur-" + n),
+                f"rule id holds a NUL character (at 7), {tail}",
+            ),
+            "recur add": (
+                lambda: ledger.recur_add("t" + n, repeat="daily"),
+                f"title holds a NUL character (at 2), {tail}",
+            ),
+            "config": (
+                lambda: ledger.config_set("timezone", "UTC" + n),
+                f"value holds a NUL character (at 4), {tail}",
+            ),
+            "import": (
+                lambda: ledger.import_file("todo", workspace / ("T" + n)),
+                f"path holds a NUL character (at {len(str(workspace)) + 3}), {tail}",
+            ),
+            "sql": (
+                lambda: ledger.sql("SELECT 'a" + n + "'"),
+                f"query holds a NUL character (at 10), {tail}",
+            ),
+        }
+        for name, (call, message) in calls.items():
+            with pytest.raises(InvalidInput) as refused:
+                call()
+            assert refused.value.message == message, name
+        assert every_row(db_url) == rows
+        # what the ledger keeps as JSON keeps a NUL on both backends: an outcome
+        done = ledger.complete("k", outcome={"note": "a" + n + "b"}, claim=claim)
+        assert done["status"] == "done"
+        stored = ledger.sql("SELECT result FROM outcomes")[0]["result"]  # SQLite: the JSON text
+        assert (json.loads(stored) if isinstance(stored, str) else stored) == {"note": "a" + n + "b"}
+
+
+def test_hb_sql_refuses_a_query_holding_a_nul_on_both_backends(hb_db: Runner, db_url: str) -> None:
+    """From standard input a query can hold a NUL: PostgreSQL's client cut the query there (ran
+    `SELECT 1 -- ` as `SELECT 1`), SQLite refused it in its own words."""
+    from tests.conftest import every_row
+
+    hb_db("init")
+    rows = every_row(db_url)
+    for query in (b"SELECT 1 -- \x00 then more", b"SELECT 'a\x00b'"):
+        refused = hb_db("sql", "-", input=query, code=1)
+        assert refused.stdout == ""
+        at = query.index(b"\x00") + 1
+        assert _one_line(refused.stderr) == (
+            f"hb: query holds a NUL character (at {at}), which the ledger does not store; nothing changed"
+        )
+    assert every_row(db_url) == rows
+
+
+def test_a_nul_the_checks_did_not_foresee_is_still_named_as_input_not_as_a_database_error() -> None:
+    """The last line of defence: psycopg's own refusal of a NUL, from a path no check covers,
+    is one line saying what is wrong (exit 1), not "database error: PostgreSQL text fields ..."."""
+    psycopg = pytest.importorskip("psycopg")
+    from heartbeat.errors import describe
+
+    refusal = psycopg.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
+    assert describe(refusal) == (
+        "a text value holds a NUL character, which the ledger does not store; nothing changed",
+        1,
+    )
+    other = psycopg.DataError("value too long for type character varying(16)")
+    assert describe(other) == ("database error: value too long for type character varying(16)", 1)

@@ -458,3 +458,32 @@ def test_pop_returns_a_number_json_cannot_hold_as_its_string(ledger_ws: Path) ->
             assert result.structured_content == strict_json(text)
 
     run(main)
+
+
+def test_a_nul_in_a_tool_argument_is_invalid_input_naming_it_on_both_backends(
+    workspace: Path, db_url: str
+) -> None:
+    """An agent's JSON can carry "\\u0000": PostgreSQL answered "database error" naming nothing,
+    SQLite stored the worker or the reason with it. Both refuse it now, and nothing changes."""
+    from tests.conftest import every_row
+
+    with Ledger.open(workspace=workspace, db=db_url) as ledger:
+        task_id = ledger.add("Keep me as I am")["id"]
+    rows = every_row(db_url)
+    tail = "which the ledger does not store; nothing changed"
+
+    async def main() -> None:
+        async with mcp_session(workspace, db=db_url) as session:
+            for tool, arguments, expected in (
+                ("pop", {"worker": "agent\x00"}, "worker holds a NUL character (at 6)"),
+                ("complete", {"id": task_id + "\x00"}, "task id holds a NUL character (at 14)"),
+                ("fail", {"id": task_id, "reason": "\x00"}, "reason holds a NUL character (at 1)"),
+                ("add", {"title": "a\x00b"}, "title holds a NUL character (at 2)"),
+                ("ready", {"scope": "_a_extension.\x00"}, "scope holds a NUL character (at 14)"),
+                ("sql", {"query": "SELECT 1 -- \x00"}, "query holds a NUL character (at 13)"),
+            ):
+                text = await refused(session, tool, **arguments)
+                assert text == f"invalid input: {expected}, {tail}", text
+
+    run(main)
+    assert every_row(db_url) == rows

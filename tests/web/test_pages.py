@@ -377,6 +377,27 @@ def test_a_day_outside_the_years_hb_handles_or_a_number_not_in_ascii_digits_is_a
     assert served.get("/healthz").status == 200
 
 
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("/decisions.json?task=task-%00", "query parameter task holds a NUL character (at 6)"),
+        ("/task.json?id=%00", "query parameter id holds a NUL character (at 1)"),
+        ("/task.json?id=x&scope=q%00", "query parameter scope holds a NUL character (at 2)"),
+        ("/outcomes.json?by%00=day", "a query parameter's name holds a NUL character (at 3)"),
+    ],
+)
+def test_a_nul_in_a_query_parameter_is_a_400_naming_it_on_both_backends(
+    served: Served, query: str, named: str
+) -> None:
+    """PostgreSQL answered a NUL in a filter or an id with a failed page ("database error"),
+    SQLite with an empty answer or a 404: both say what is wrong now."""
+    before = len(served.log)
+    reply = served.get(query)
+    assert reply.status == 400, (reply.status, reply.text)
+    assert reply.json()["error"].endswith(f"{named}, which the ledger does not store; nothing changed")
+    assert not [line for line in served.log[before:] if "failed" in line]
+
+
 # --- Task -----------------------------------------------------------------------------------
 
 

@@ -322,11 +322,14 @@ def _reconcile(
 
 
 def _parse(text: str, path: Path) -> ProactiveDocument:
-    """PROACTIVE.md as read; a file hb refuses to load (an alias bomb) names ``path``."""
+    """PROACTIVE.md as read; a file hb refuses to load (an alias bomb) or to store (a NUL in a
+    task's text: :func:`heartbeat.formats.proactive.refuse_nul`) names ``path``."""
     try:
-        return proactive.parse(text)
+        doc = proactive.parse(text)
+        proactive.refuse_nul(doc)
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
+    return doc
 
 
 def _warnings(doc: ProactiveDocument) -> list[str]:

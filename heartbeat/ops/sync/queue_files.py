@@ -90,7 +90,7 @@ def import_tasks(
     """
     try:
         doc = tasks_json.parse(text)
-        _storable(db, text)
+        _storable(db, text, SOURCE)
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
     report = ImportReport(SOURCE, str(path), warnings=list(doc.warnings))
@@ -421,7 +421,7 @@ def import_errors(ctx: Context, db: Db, text: str, path: Path, now: datetime) ->
     """
     try:
         items = tasks_json.parse_errors(text)
-        _storable(db, text)
+        _storable(db, text, "errors-json")
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
     report = ImportReport("errors-json", str(path))
@@ -443,8 +443,11 @@ def import_errors(ctx: Context, db: Db, text: str, path: Path, now: datetime) ->
     return report
 
 
-def _storable(db: Db, text: str) -> None:
-    """PostgreSQL: FileFormatError when the text holds a number its ``json`` columns cannot."""
+def _storable(db: Db, text: str, kind: str) -> None:
+    """FileFormatError when the text (of a ``kind`` read already) holds a NUL character in a
+    text the ledger stores as text (both backends); on PostgreSQL, also when it holds a number
+    its ``json`` columns cannot."""
+    tasks_json.refuse_nul(text, kind)
     if not db.sqlite:
         tasks_json.refuse_not_finite(text)
 
@@ -505,7 +508,7 @@ def _errors_text(db: Db, source: str | None) -> str:
 def import_last_run(ctx: Context, db: Db, text: str, path: Path, now: datetime) -> ImportReport:
     try:
         obj = tasks_json.parse_last_run(text)
-        _storable(db, text)
+        _storable(db, text, "last-run")
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
     report = ImportReport("last-run", str(path))
@@ -857,7 +860,7 @@ def sync_tasks(
     if text is not None:
         try:
             doc = tasks_json.parse(text)
-            _storable(db, text)
+            _storable(db, text, SOURCE)
         except FileFormatError as exc:
             raise exc.at_path(str(path)) from None
         report.preserved = [f"{path}: {w}" for w in doc.warnings]
@@ -1023,7 +1026,7 @@ def sync_errors(
     if text is not None and (state is None or state.content_hash != digest(text) or state.path != str(path)):
         try:
             items = [tasks_json.fix_malformed(item) for item in tasks_json.parse_errors(text)]
-            _storable(db, text)
+            _storable(db, text, "errors-json")
         except FileFormatError as exc:
             raise exc.at_path(str(path)) from None
         rows = db.load(ErrorRow, SQL.errors)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from heartbeat.errors import FileFormatError
+from heartbeat.errors import NUL, FileFormatError, nul_reason
 from heartbeat.formats import todo as fmt
 from heartbeat.formats.todo import Entry, TodoKind
 from heartbeat.ops.sync.files import digest
@@ -36,16 +36,38 @@ def classify_line(kind: TodoKind, raw: str, dialect: str, *, first: bool = False
     return fmt.classify(raw, kind, dialect, first=first)
 
 
+def refuse_nul(path: Path, number: int, entry: Entry) -> None:
+    """FileFormatError naming ``path:number`` when a text of ``entry`` the ledger would store
+    holds a NUL character (the runtime reads such an entry; the ledger does not store the
+    character: see :func:`heartbeat.errors.nul_reason`). Lines hb keeps as written without
+    reading them (comments, front matter, lines that are no entry) may hold one."""
+    for what, value in (
+        ("content", entry.content),
+        ("ChatID", entry.chat_id),
+        ("TZ", entry.tz),
+        ("Repeat", entry.repeat),
+        *entry.extra,
+    ):
+        if value is not None and NUL in value:
+            raise FileFormatError(nul_reason(f"the entry's {what}", value), path=str(path), line=number)
+
+
 def read_file(kind: str, path: Path, text: str | None, dialect: str) -> ParsedFile:
     """Read a whole file. Without HTML comments the lines are read one by one (what
-    formats.todo.parse does, minus building the document, which waits for a render)."""
+    formats.todo.parse does, minus building the document, which waits for a render).
+    FileFormatError for an entry holding a NUL character (:func:`refuse_nul`)."""
     if text is None:
         return ParsedFile(kind, path, None, [], [])
     todo_kind = KIND_OF[kind]
     items: list[Item] = []
+    nul = NUL in text
     if "<!--" in text:
         doc = parse_doc(kind, path, text, dialect)
         items = [Item(kind, ln.number, ln.text, ln.entry) for ln in doc.lines if ln.entry is not None]
+        if nul:
+            for it in items:
+                assert it.entry is not None
+                refuse_nul(path, it.number, it.entry)
         return ParsedFile(kind, path, text, items, doc_warnings(doc), doc)
     lines = split_lines(text)
     bodies = [entry_body(line) for line in lines]
@@ -55,6 +77,8 @@ def read_file(kind: str, path: Path, text: str | None, dialect: str) -> ParsedFi
         raw = bodies[index]
         got = classify_line(todo_kind, raw, dialect, first=index == 0)
         if isinstance(got, Entry):
+            if nul:
+                refuse_nul(path, index + 1, got)
             items.append(Item(kind, index + 1, raw, got))
             note = fmt.entry_note(got)
             if note is not None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from heartbeat.db.plain import in_list
+from heartbeat.errors import NUL
 from heartbeat.formats import todo as fmt
 from heartbeat.formats.todo import Entry
 from heartbeat.ops.sync.markdown.base import (
@@ -23,7 +24,7 @@ from heartbeat.ops.sync.markdown.base import (
 )
 from heartbeat.ops.sync.markdown.family import Item, Row
 from heartbeat.ops.sync.markdown.merge import labels_of, match_entries
-from heartbeat.ops.sync.markdown.reading import Diff, classify_line
+from heartbeat.ops.sync.markdown.reading import Diff, classify_line, refuse_nul
 from heartbeat.ops.sync.markdown.tasks import TaskFamily
 from heartbeat.ops.sync.report import SyncReport
 
@@ -58,6 +59,8 @@ def targeted(
             raw = entry_body(d.new[index])
             got = classify_line(todo_kind, raw, dialect)
             if isinstance(got, Entry):
+                if NUL in raw:
+                    refuse_nul(given[kind][0], index + 1, got)
                 items.append(Item(kind, index + 1, raw, got))
                 note = fmt.entry_note(got)
                 if note is not None:
