@@ -222,11 +222,15 @@ def test_a_seal_another_hb_wrote_is_not_replayed(hb: Runner, workspace: Path) ->
     assert report(probe(workspace)[0], "todo")["preserved"] == [now]
 
     def rewrite_seal(version: str) -> None:
-        with sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db") as con:
+        con = sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db")
+        try:
             (text,) = con.execute("SELECT skeleton FROM sync_state WHERE kind = 'sync.seal'").fetchone()
             seal = json.loads(text)
             seal["hb"], seal["preserved"]["todo"] = version, ["TODO.md line 11: older words"]
             con.execute("UPDATE sync_state SET skeleton = ? WHERE kind = 'sync.seal'", (json.dumps(seal),))
+            con.commit()
+        finally:
+            con.close()
 
     from heartbeat import __version__
 
