@@ -25,10 +25,13 @@ def titles(hb: Runner) -> str:
     return "\n".join(t["title"] for t in hb.json("list"))
 
 
-def probe(workspace: Path) -> tuple[dict[str, Any], bool]:
+def probe(workspace: Path, version: str | None = None) -> tuple[dict[str, Any], bool]:
+    """hb sync --json in a new interpreter (as hb ``version``, when given); its report, and
+    whether it loaded SQLAlchemy."""
     env = {**os.environ, "HB_WORKSPACE": str(workspace), "HB_NOW": "2026-05-03T10:00:00Z"}
     env.pop("HB_DATABASE_URL", None)
-    done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True)
+    code = PROBE if version is None else f"import heartbeat\nheartbeat.__version__ = {version!r}\n{PROBE}"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     *report_lines, last = done.stdout.strip().splitlines()
     return json.loads("\n".join(report_lines)), json.loads(last)["sqlalchemy"]
 
@@ -214,30 +217,23 @@ def test_a_ledger_change_after_the_seal_check_syncs_every_kind(
 
 
 def test_a_seal_another_hb_wrote_is_not_replayed(hb: Runner, workspace: Path) -> None:
-    """The seal replays the warnings of the sync that wrote it; a seal written by another version of
-    hb (an upgrade since) is not used, so its warnings are read again in this version's words."""
+    """The seal replays the warnings of the sync that wrote it. hb's version is part of its
+    fingerprint: a seal another version wrote (an upgrade since) is not used, so the warnings are
+    read again, in this version's words."""
     write(workspace / "TODO.md", todo_text(LINE_JOHN, LINE_TYPO))
     hb("sync")
     now = f"{workspace / 'TODO.md'}:10: bad timestamp '2026-05-0 13:00' in Created"
     assert report(probe(workspace)[0], "todo")["preserved"] == [now]
-
-    def rewrite_seal(version: str) -> None:
-        con = sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db")
-        try:
-            (text,) = con.execute("SELECT skeleton FROM sync_state WHERE kind = 'sync.seal'").fetchone()
-            seal = json.loads(text)
-            seal["hb"], seal["preserved"]["todo"] = version, ["TODO.md line 11: older words"]
-            con.execute("UPDATE sync_state SET skeleton = ? WHERE kind = 'sync.seal'", (json.dumps(seal),))
-            con.commit()
-        finally:
-            con.close()
-
-    from heartbeat import __version__
-
-    rewrite_seal(__version__)  # this hb's seal is trusted as it stands (what it replays is its own)
-    assert report(probe(workspace)[0], "todo")["preserved"] == ["TODO.md line 11: older words"]
-    rewrite_seal("0.0.1")
-    out, _ = probe(workspace)
+    con = sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db")
+    try:  # the warning as an older hb worded it, in the seal this hb wrote
+        (text,) = con.execute("SELECT skeleton FROM sync_state WHERE kind = 'sync.seal'").fetchone()
+        seal = json.loads(text)
+        seal["preserved"]["todo"] = ["TODO.md line 10: older words"]
+        con.execute("UPDATE sync_state SET skeleton = ? WHERE kind = 'sync.seal'", (json.dumps(seal),))
+        con.commit()
+    finally:
+        con.close()
+    assert report(probe(workspace)[0], "todo")["preserved"] == ["TODO.md line 10: older words"]
+    out, _ = probe(workspace, version="0.0.1")  # the next version of hb: read again
     assert out["changed"] is False and report(out, "todo")["preserved"] == [now]
-    assert sealed(workspace)  # sealed again, by this hb
-    assert report(probe(workspace)[0], "todo")["preserved"] == [now]
+    assert report(probe(workspace, version="0.0.1")[0], "todo")["preserved"] == [now]  # its own seal

@@ -43,7 +43,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from heartbeat import __version__
 from heartbeat.db.plain import Conn
 from heartbeat.errors import FileFormatError, InvalidInput, one_line
 from heartbeat.ops.sync import bookmarks, writeback
@@ -516,7 +515,6 @@ def _seal(
         if k in results:
             preserved[k] = results[k][0].preserved
     skeleton = {
-        "hb": __version__,  # the warnings replayed are worded by the hb that wrote them
         "fingerprint": _fingerprint_of(db),
         "files": files,
         "order": prior.seal["order"] if prior is not None else synced,
@@ -541,8 +539,6 @@ def _check_seal(ctx: Context) -> _Seal | None:
         return None
     seal = json.loads(row[0])
     if not isinstance(seal, dict) or seal.get("fingerprint") != _fingerprint(row[1:]):
-        return None
-    if seal.get("hb") != __version__:  # another hb wrote it: its warnings may read otherwise
         return None
     changed = []
     for kind in seal["order"]:
