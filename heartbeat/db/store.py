@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any, TypeVar
 
 from heartbeat.db.plain import Conn, bind_time, postgres_json, read_time
@@ -89,20 +89,21 @@ def parse(text: str, area: str = "?") -> dict[str, str]:
     return out
 
 
+# the statements files, beside this module (read by path: importlib.resources costs every hb
+# command 3 ms of imports, and hb is installed as files)
+_SQL = Path(__file__).with_name("sql")
+
+
 @cache
 def statements(area: str) -> Statements:
     """The named statements of ``area``, read once per process."""
-    text = resources.files("heartbeat.db.sql").joinpath(f"{area}.sql").read_text(encoding="utf-8")
+    text = (_SQL / f"{area}.sql").read_text(encoding="utf-8")
     return Statements(area, text)
 
 
 def areas() -> list[str]:
     """Every statements file's area name."""
-    return sorted(
-        p.name.removesuffix(".sql")
-        for p in resources.files("heartbeat.db.sql").iterdir()
-        if p.name.endswith(".sql")
-    )
+    return sorted(p.name.removesuffix(".sql") for p in _SQL.iterdir() if p.name.endswith(".sql"))
 
 
 class Db(Conn):
