@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -145,6 +146,18 @@ def every_row(db_url: str) -> dict[str, list[tuple[str, ...]]]:
             }
     finally:
         engine.dispose()
+
+
+def read_until_closed(sock: socket.socket) -> bytes:
+    """Everything a server sends on ``sock`` until it closes the connection (bounded in reads; the
+    socket's own timeout bounds the wait)."""
+    chunks = []
+    for _ in range(1000):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def workspace_files(workspace: Path) -> dict[str, bytes]:

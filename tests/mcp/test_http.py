@@ -21,7 +21,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from heartbeat import Ledger
-from tests.conftest import Runner
+from tests.conftest import Runner, read_until_closed
 from tests.mcp.conftest import ROOT, TOOLS, call, run
 
 TOKEN = "mcp-s3cret-token-0123456789"
@@ -185,12 +185,7 @@ def raw_post(url: str, headers: list[tuple[str, str]], body: bytes) -> tuple[int
     head += [f"Content-Length: {len(body)}"]
     with socket.create_connection((parts.hostname or "", parts.port or 0), timeout=30) as sock:
         sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + body)
-        reply = b""
-        for _ in range(1000):  # bounded: the server closes after its answer
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            reply += chunk
+        reply = read_until_closed(sock)
     status_line, _, rest = reply.partition(b"\r\n")
     return int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2]
 

@@ -21,7 +21,7 @@ import pytest
 from heartbeat import Ledger
 from heartbeat import serve as serve_mod
 from heartbeat.serve import MAX_BODY, PokeServer, make_server, token_file_warning
-from tests.conftest import Runner
+from tests.conftest import Runner, read_until_closed
 from tests.round.conftest import db_of, open_ledger, runs, write
 
 TOKEN = "s3cret-token"
@@ -167,9 +167,7 @@ def raw_status(srv: PokeServer, head: bytes, body: bytes) -> tuple[int, bytes]:
             b"POST /poke HTTP/1.1\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n" + head + b"\r\n"
         )
         sock.sendall(body)
-        reply = b""
-        while chunk := sock.recv(65536):
-            reply += chunk
+        reply = read_until_closed(sock)
     status_line, _, rest = reply.partition(b"\r\n")
     return int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2]
 
@@ -283,13 +281,7 @@ def exchange(srv: PokeServer, data: bytes) -> bytes:
     host, port = srv.server_address[:2]
     with socket.create_connection((str(host), int(port)), timeout=10) as sock:
         sock.sendall(data)
-        reply = b""
-        for _ in range(1000):  # bounded: the server closes after its answer
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            reply += chunk
-    return reply
+        return read_until_closed(sock)
 
 
 def answer_of(reply: bytes) -> tuple[int, dict[str, str], Any]:
@@ -416,12 +408,7 @@ def test_a_refused_request_whose_body_is_still_coming_is_answered_all_the_same(s
                 sock.sendall(head)
                 time.sleep(0.3)  # the server has answered by now, the body unread
                 sock.sendall(b"x" * 300_000)
-                reply = b""
-                for _ in range(1000):  # bounded: the server closes after its answer
-                    chunk = sock.recv(65536)
-                    if not chunk:
-                        break
-                    reply += chunk
+                reply = read_until_closed(sock)
             assert answer_of(reply)[0] == status, reply[:200]
     assert sh_db.json("list") == []
 

@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 import pytest
 
+from tests.conftest import read_until_closed
 from tests.web.conftest import TOKEN, Served
 from tests.web.helpers import Reply
 
@@ -155,10 +156,7 @@ def _raw(served: Served, line: bytes) -> bytes:
 
     with socket.create_connection(("127.0.0.1", served.port), timeout=10) as sock:
         sock.sendall(line + b"\r\n\r\n")
-        chunks = []
-        while chunk := sock.recv(65536):
-            chunks.append(chunk)
-    return b"".join(chunks)
+        return read_until_closed(sock)
 
 
 def test_a_token_in_the_path_or_a_refused_request_line_is_blanked(served: Served) -> None:
