@@ -51,12 +51,12 @@ def describe(exc: BaseException) -> tuple[str, int] | None:
         return exc.message, exc.exit_code
     module = type(exc).__module__ or ""
     if module.startswith(("sqlalchemy", "psycopg", "sqlite3")):
-        if "cannot contain NUL" in str(getattr(exc, "orig", None) or exc):
+        said = str(getattr(exc, "orig", None) or exc)
+        if "cannot contain NUL" in said:
             # psycopg refuses to send it; hb refuses a NUL where one can come in, this is a way it
             # did not foresee: still the input's fault, and nothing was written
             return "a text value holds a NUL character, which the ledger does not store; nothing changed", 1
-        text = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        return f"database error: {text}", 1
+        return f"database error: {said.strip().splitlines()[0]}", 1
     if isinstance(exc, OSError) and exc.filename:
         return f"{exc.filename}: {exc.strerror}", 1
     if isinstance(exc, FileNotFoundError) and not _cwd_exists():
