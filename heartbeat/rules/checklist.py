@@ -3,10 +3,17 @@
 A checklist is **effectively empty** when, once HTML comments are removed
 (multi-line ones too; an unterminated ``<!--`` runs to the end, as in HTML),
 every line is blank, a Markdown heading (``#`` then a space or the end of the
-line), or a list item with nothing in it (``-``, ``*``, ``+``, optionally with an
-empty ``[ ]`` or ``[x]`` box, whose one blank may be a tab or a no-break space).
-``#tag`` is content: a heading needs the space. Lines and blanks are OpenClaw's:
-split at LF only, trimmed of JavaScript's whitespace.
+line), a list item with nothing in it (``-``, ``*``, ``+``, optionally with an
+empty ``[ ]`` or ``[x]`` box, whose one blank may be a tab or a no-break space),
+or a code fence marker: three backticks, alone or followed by one info word of
+ASCII letters, digits, ``_`` or ``-`` (as in a line ```markdown). OpenClaw skips
+fence lines so that its own template, a fenced block of headings, counts as
+empty; the lines between two fences are read like any other line, and a tilde
+fence or an info string with a space in it is content. ``#tag`` is content: a
+heading needs the space. Lines and blanks are OpenClaw's: split at LF only,
+trimmed of JavaScript's whitespace. Two choices are FORMATS.md's, not OpenClaw's
+code: HTML comments are no content (OpenClaw reads a comment line as an
+instruction), and a missing file is empty (OpenClaw then still runs the heartbeat).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ _BLANK = f"[{_JS_SPACE}]"
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _HEADING = re.compile(rf"^#+(?:{_BLANK}|$)")
 _EMPTY_ITEM = re.compile(rf"^[-*+]{_BLANK}*(?:\[(?:{_BLANK}|[xX])?\]{_BLANK}*)?$")
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*")  # ASCII only: a fence's info word, whole line
 _MARKUP = "*_`~"  # light Markdown a model may wrap the token in
 _OK_REPLY = re.compile(rf"[{_MARKUP}]*\s*{HEARTBEAT_OK}\s*[{_MARKUP}]*\s*\.?\s*[{_MARKUP}]*")
 
@@ -36,7 +44,9 @@ def is_effectively_empty(text: str | None) -> bool:
         return True
     for line in _COMMENT.sub("", text).split("\n"):
         stripped = line.strip(_JS_SPACE)
-        if stripped and not _HEADING.match(stripped) and not _EMPTY_ITEM.match(stripped):
+        if not stripped or _HEADING.match(stripped) or _EMPTY_ITEM.match(stripped):
+            continue
+        if _FENCE.fullmatch(stripped) is None:
             return False
     return True
 

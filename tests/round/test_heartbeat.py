@@ -61,6 +61,7 @@ def test_example_workspace_brief_is_the_checklist_plus_hygiene(example: Runner, 
         "",
         "# HEARTBEAT.md\n\n## Every heartbeat\n- \n- [ ]\n* [x]\n<!-- nothing to do\n     for now -->\n",
         "\ufeff# HEARTBEAT.md\n",  # a byte order mark is no content
+        "```markdown\n# Keep this file empty to skip heartbeats.\n```\n",  # OpenClaw's fenced template
     ],
 )
 def test_effectively_empty_checklist_and_nothing_to_send_is_heartbeat_ok(

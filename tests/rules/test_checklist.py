@@ -62,6 +62,38 @@ def test_openclaw_items_that_are_content(text: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
+        # OpenClaw's HEARTBEAT.md template: two headings inside a fenced block
+        "```markdown\n# Keep this file empty to skip heartbeats.\n\n# Add tasks below.\n```\n",
+        "```\n```\n",
+        "  ```md  \n- [ ]\n```\n",
+        "```py-3\r\n```my_notes\r\n",
+        "<!-- hb drops the comment -->```\n",
+    ],
+)
+def test_openclaw_code_fence_markers_are_no_content(text: str) -> None:
+    assert is_effectively_empty(text) is True
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```\nCheck the inbox\n```\n",  # what sits between the fences is read as usual
+        "```js x\n",  # an info string with a space is text
+        "``` md\n",
+        "```c++\n",
+        "````\n",  # four backticks
+        "~~~\n",  # a tilde fence is not a marker OpenClaw skips
+        "``\n",
+        "```mark\u00e9\n",  # the info word is ASCII only
+    ],
+)
+def test_fence_lines_that_are_content(text: str) -> None:
+    assert is_effectively_empty(text) is False
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         "Check the inbox",
         "# Heartbeat\n\n- Check the inbox\n",
         "- [ ] Check the inbox",
