@@ -34,8 +34,15 @@ _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _HEADING = re.compile(rf"^#+(?:{_BLANK}|$)")
 _EMPTY_ITEM = re.compile(rf"^[-*+]{_BLANK}*(?:\[(?:{_BLANK}|[xX])?\]{_BLANK}*)?$")
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*")  # ASCII only: a fence's info word, whole line
-_MARKUP = "*_`~"  # light Markdown a model may wrap the token in
-_OK_REPLY = re.compile(rf"[{_MARKUP}]*\s*{HEARTBEAT_OK}\s*[{_MARKUP}]*\s*\.?\s*[{_MARKUP}]*")
+HEARTBEAT_ACK_MAX_CHARS = 300  # OpenClaw's default heartbeat.ackMaxChars
+_TAG = re.compile(r"<[^>]*>")  # HTML tags count as a space when looking for the token
+_NBSP_ENTITY = re.compile("&nbsp;", re.IGNORECASE)
+_EDGE_MARKS = re.compile(r"\A[*`~_]+|[*`~_]+\Z")  # light Markdown at the reply's two ends
+_ASCII_WORD = re.compile(r"[A-Za-z0-9_]")  # JavaScript's \w
+_SPACE_RUN = re.compile(f"{_BLANK}+")
+_TAIL_MAX = 4  # non-word characters the token may carry after it at the end
+_MARKS = f"[*_`~{_JS_SPACE}]*"
+_BARE_TOKEN = re.compile(f"{_MARKS}{HEARTBEAT_OK}{_MARKS}(?:\\.{_MARKS})?")
 
 
 def is_effectively_empty(text: str | None) -> bool:
@@ -51,11 +58,74 @@ def is_effectively_empty(text: str | None) -> bool:
     return True
 
 
-def is_heartbeat_ok(reply: str) -> bool:
+def heartbeat_reply_to_deliver(reply: str, *, ack_max_chars: int = HEARTBEAT_ACK_MAX_CHARS) -> str | None:
+    """What OpenClaw delivers of a heartbeat reply: None when nothing, else the text.
+
+    Nothing is delivered for a blank reply, nor when ``HEARTBEAT_OK`` stands at
+    the reply's start or end and what remains without it is at most
+    ``ack_max_chars`` long (OpenClaw's default 300, counted in UTF-16 code units,
+    whitespace runs counted as one space): a short acknowledgement beside the token
+    is not worth a message. The token is taken off both ends again and again (``HEARTBEAT_OK
+    HEARTBEAT_OK``); at the end it may carry up to four characters that are not an
+    ASCII letter, digit or ``_`` (``HEARTBEAT_OK.``, ``!!!``, ``---``). When the plain
+    reply does not start or end with the token, it is looked for once more with HTML tags and
+    ``&nbsp;`` read as spaces and the marks ``*``, ``~``, ``_`` and the backtick dropped at
+    the two ends
+    (``**HEARTBEAT_OK**``, ``<b>HEARTBEAT_OK</b>``). The token is case-sensitive, and
+    one in the middle of the text does not count.
+
+    A reply that is delivered loses the token, and its whitespace runs become one
+    space; a reply without the token at an edge is delivered as it is, trimmed.
+
+    The token alone, with whitespace, light Markdown and one period around it, is
+    never delivered, whatever ``ack_max_chars`` (FORMATS.md section 4). OpenClaw would
+    deliver the marks left over (``****`` of ``**HEARTBEAT_OK**``) when its
+    ackMaxChars is below their length.
+    """
+    text = reply.strip(_JS_SPACE)
+    if not text or _BARE_TOKEN.fullmatch(text):
+        return None
+    unwrapped = _EDGE_MARKS.sub("", _NBSP_ENTITY.sub(" ", _TAG.sub(" ", text)))
+    rest, peeled = _peel_token(text)
+    if not (peeled and rest):
+        rest, peeled = _peel_token(unwrapped)
+    if not peeled:
+        return text
+    if _utf16_len(rest) <= max(0, ack_max_chars):
+        return None
+    return rest
+
+
+def is_heartbeat_ok(reply: str, *, ack_max_chars: int = HEARTBEAT_ACK_MAX_CHARS) -> bool:
     """Whether a heartbeat reply means "nothing to report" and must not be delivered.
 
-    True for exactly ``HEARTBEAT_OK`` with surrounding whitespace, light Markdown
-    (``**HEARTBEAT_OK**``, ```HEARTBEAT_OK```, ``_HEARTBEAT_OK_``) or one trailing
-    period; the token is case-sensitive and nothing else may accompany it.
+    True for ``HEARTBEAT_OK`` alone, with surrounding whitespace, light Markdown
+    (``**HEARTBEAT_OK**``, ```HEARTBEAT_OK```, ``_HEARTBEAT_OK_``) or trailing
+    punctuation, and for the token at the start or end of a note of at most
+    ``ack_max_chars`` characters: :func:`heartbeat_reply_to_deliver` has the rules.
     """
-    return _OK_REPLY.fullmatch(reply.strip()) is not None
+    return heartbeat_reply_to_deliver(reply, ack_max_chars=ack_max_chars) is None
+
+
+def _peel_token(text: str) -> tuple[str, bool]:
+    """The text left once the token is taken off its ends (folded), and whether it was."""
+    rest = text.strip(_JS_SPACE)
+    peeled = False
+    while rest:
+        if rest.startswith(HEARTBEAT_OK):
+            rest = rest[len(HEARTBEAT_OK) :].strip(_JS_SPACE)
+        else:
+            at = rest.rfind(HEARTBEAT_OK)
+            tail = rest[at + len(HEARTBEAT_OK) :]
+            if at < 0 or _ASCII_WORD.search(tail) or _utf16_len(tail) > _TAIL_MAX:
+                break
+            head = rest[:at].strip(_JS_SPACE)
+            # with nothing before it, the token's trailing punctuation goes too
+            rest = f"{head}{tail.strip(_JS_SPACE)}" if head else ""
+        peeled = True
+    return _SPACE_RUN.sub(" ", rest).strip(_JS_SPACE), peeled
+
+
+def _utf16_len(text: str) -> int:
+    """The length JavaScript gives a string: an emoji counts twice."""
+    return len(text.encode("utf-16-le")) // 2

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from heartbeat.rules.checklist import is_effectively_empty, is_heartbeat_ok
+from heartbeat.rules.checklist import (
+    HEARTBEAT_OK,
+    heartbeat_reply_to_deliver,
+    is_effectively_empty,
+    is_heartbeat_ok,
+)
 
 
 @pytest.mark.parametrize(
@@ -130,29 +135,127 @@ def test_heartbeat_ok_replies(reply: str) -> None:
 @pytest.mark.parametrize(
     "reply",
     [
-        "",
-        "heartbeat_ok",
-        "HEARTBEAT_OK!",
+        "",  # OpenClaw has nothing to deliver of a blank reply
+        " \n\t",
+        "HEARTBEAT_OK!",  # up to four characters that are not ASCII word characters may follow
+        "HEARTBEAT_OK!!!",
         "HEARTBEAT_OK..",
+        "HEARTBEAT_OK —",
+        "Report below\nHEARTBEAT_OK\u00e9",  # JavaScript's \w is ASCII: an accented letter is no word
+        "HEARTBEAT_OK\U0001f600\U0001f600",  # two emoji are four UTF-16 units
+        "<b>HEARTBEAT_OK</b>",  # HTML tags read as spaces
+        "&nbsp;HEARTBEAT_OK&nbsp;",
+        "# HEARTBEAT_OK",  # "#" is left over: one character, a short acknowledgement
+        "HEARTBEAT_OK HEARTBEAT_OK",  # the token comes off both ends again and again
+        "HEARTBEAT_OKAY",  # the token at the start; "AY" is left over, short
+    ],
+)
+def test_openclaw_drops_the_token_with_punctuation_markup_or_nothing(reply: str) -> None:
+    assert is_heartbeat_ok(reply) is True
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
         "HEARTBEAT_OK — nothing new",
         "All good. HEARTBEAT_OK",
         "HEARTBEAT_OK\nTask: t1 overdue",
-        "HEARTBEAT",
-        "# HEARTBEAT_OK",
+        "HEARTBEAT_OK\n\n" + "x" * 300,  # up to OpenClaw's default ackMaxChars, 300
+        "HEARTBEAT_OK " + "\U0001f600" * 150,  # 300 UTF-16 units
+        "HEARTBEAT_OK\n" + "word\n\n\n" * 60,  # 300 once the whitespace runs are one space
     ],
 )
-def test_replies_that_must_be_delivered(reply: str) -> None:
-    assert is_heartbeat_ok(reply) is False
+def test_openclaw_drops_a_short_acknowledgement_beside_the_token(reply: str) -> None:
+    assert is_heartbeat_ok(reply) is True
+    assert heartbeat_reply_to_deliver(reply) is None
 
 
-@given(
-    before=st.text(),
-    letter=st.characters(categories=("L", "N")),
-    after=st.text(),
+@pytest.mark.parametrize(
+    ("reply", "delivered"),
+    [
+        ("HEARTBEAT_OK\n\n" + "x" * 301, "x" * 301),  # one past 300: the note goes out, token removed
+        ("HEARTBEAT_OK " + "\U0001f600" * 151, "\U0001f600" * 151),  # 302 UTF-16 units
+        ("heartbeat_ok", "heartbeat_ok"),  # the token is case-sensitive
+        ("HEARTBEAT", "HEARTBEAT"),
+        ("Checked: HEARTBEAT_OK for now", "Checked: HEARTBEAT_OK for now"),  # not at an edge
+        ("All good HEARTBEAT_OK.....", "All good HEARTBEAT_OK....."),  # five marks after it: not an end
+        (
+            "Done HEARTBEAT_OK\U0001f600\U0001f600\U0001f600",
+            "Done HEARTBEAT_OK\U0001f600\U0001f600\U0001f600",
+        ),
+        ("  Task: t1\n  overdue  ", "Task: t1\n  overdue"),  # no token: delivered as written, trimmed
+    ],
 )
-def test_any_reply_with_a_word_besides_the_token_is_delivered(before: str, letter: str, after: str) -> None:
-    assert is_heartbeat_ok(f"HEARTBEAT_OK {before}{letter}{after}") is False
-    assert is_heartbeat_ok(f"{before}{letter}{after} HEARTBEAT_OK") is False
+def test_replies_that_openclaw_delivers(reply: str, delivered: str) -> None:
+    assert is_heartbeat_ok(reply) is False
+    assert heartbeat_reply_to_deliver(reply) == delivered
+
+
+@pytest.mark.parametrize(
+    ("reply", "limit", "delivered"),
+    [
+        ("HEARTBEAT_OK\nTask: t1\n\nStatus:  late", 5, "Task: t1 Status: late"),  # whitespace folded
+        ("Task: t1\nStatus: late\nHEARTBEAT_OK.", 5, "Task: t1 Status: late."),  # its punctuation stays
+        ("HEARTBEAT_OK x", 0, "x"),
+        ("x HEARTBEAT_OK", 0, "x"),
+        ("HEARTBEAT_OK!!!", 0, "!!!"),
+        ("Task: t1 HEARTBEAT_OK\u00a0!!", 0, "Task: t1!!"),
+        ("*HEARTBEAT_OK* x", 0, "* x"),
+        ("HEARTBEAT_OK x", 1, None),
+        ("HEARTBEAT_OK xy", 1, "xy"),
+        ("HEARTBEAT_OK x", -5, "x"),  # a negative limit is 0
+    ],
+)
+def test_openclaw_ack_max_chars(reply: str, limit: int, delivered: str | None) -> None:
+    assert heartbeat_reply_to_deliver(reply, ack_max_chars=limit) == delivered
+    assert is_heartbeat_ok(reply, ack_max_chars=limit) is (delivered is None)
+
+
+@pytest.mark.parametrize(
+    "reply", ["**HEARTBEAT_OK**", "`HEARTBEAT_OK`", "HEARTBEAT_OK.", "~~ HEARTBEAT_OK ~~."]
+)
+def test_the_bare_token_is_never_delivered_even_with_no_room_for_an_acknowledgement(reply: str) -> None:
+    # FORMATS.md: the token with whitespace or light Markdown is never delivered; OpenClaw with
+    # ackMaxChars 0 would send the marks it leaves over ("****", "``", ".")
+    assert heartbeat_reply_to_deliver(reply, ack_max_chars=0) is None
+
+
+# String.prototype.trim's set: a byte order mark is in it, NEL (U+0085) and U+001C-U+001F are not
+JS_WHITESPACE = "\t\n\v\f\r \u00a0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff" + "".join(
+    chr(c) for c in range(0x2000, 0x200B)
+)
+no_token = st.text().filter(lambda t: HEARTBEAT_OK not in t)
+
+
+@given(note=no_token.filter(lambda t: len(t.encode("utf-16-le")) <= 2 * 300), start=st.booleans())
+def test_a_note_of_at_most_300_beside_the_token_is_not_delivered(note: str, start: bool) -> None:
+    reply = f"{HEARTBEAT_OK}\n{note}" if start else f"{note}\n{HEARTBEAT_OK}"
+    assert is_heartbeat_ok(reply) is True
+
+
+@given(before=no_token, letter=st.characters(categories=("L", "N")), after=no_token, start=st.booleans())
+def test_with_no_room_any_word_besides_the_token_is_delivered(
+    before: str, letter: str, after: str, start: bool
+) -> None:
+    note = f"{before}{letter}{after}"
+    assume(HEARTBEAT_OK not in note)
+    reply = f"{HEARTBEAT_OK} {note}" if start else f"{note} {HEARTBEAT_OK}"
+    delivered = heartbeat_reply_to_deliver(reply, ack_max_chars=0)
+    assert delivered is not None and letter in delivered
+    assert is_heartbeat_ok(reply + " " + "w" * 301) is False  # past the default 300
+
+
+@given(left=no_token, right=no_token)
+def test_a_reply_without_the_token_is_delivered_trimmed(left: str, right: str) -> None:
+    reply = left + right
+    assume(HEARTBEAT_OK not in reply and reply.strip())
+    delivered = heartbeat_reply_to_deliver(reply)
+    assert delivered == reply.strip(JS_WHITESPACE)
+
+
+def test_javascript_whitespace_is_trimmed_and_python_only_whitespace_kept() -> None:
+    assert heartbeat_reply_to_deliver("\ufeff\u3000 Task: t1\u2028") == "Task: t1"
+    assert heartbeat_reply_to_deliver("\x85Task: t1\x1c") == "\x85Task: t1\x1c"
 
 
 @given(
@@ -162,3 +265,4 @@ def test_any_reply_with_a_word_besides_the_token_is_delivered(before: str, lette
 )
 def test_light_markdown_around_the_token_is_still_ok(marker: str, space: str, period: str) -> None:
     assert is_heartbeat_ok(f"{space}{marker}HEARTBEAT_OK{marker}{period}{space}") is True
+    assert is_heartbeat_ok(f"{space}{marker}HEARTBEAT_OK{marker}{period}{space}", ack_max_chars=0) is True
