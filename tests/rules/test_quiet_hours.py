@@ -74,6 +74,62 @@ def test_a_utc_instant_is_judged_after_conversion_to_the_workspace_zone() -> Non
     assert is_quiet(NIGHT, instant.astimezone(SH)) is True
 
 
+NY = ZoneInfo("America/New_York")
+EARLY = QuietHours.parse("01:00-03:00")
+
+
+def quiet_in_ny(month: int, day: int, hour: int, minute: int) -> bool:
+    """Whether 01:00-03:00 is quiet in New York at the given UTC time of 2026."""
+    return is_quiet(EARLY, datetime(2026, month, day, hour, minute, tzinfo=UTC).astimezone(NY))
+
+
+def test_quiet_hours_follow_the_wall_clock_across_daylight_saving_changes() -> None:
+    # As OpenClaw's active hours do: the window is read on the local clock of each instant.
+    # 2026-03-08: 02:00-02:59 does not exist in New York, so 01:00-03:00 lasts one hour.
+    assert quiet_in_ny(3, 8, 5, 59) is False  # 00:59 EST
+    assert quiet_in_ny(3, 8, 6, 0) is True  # 01:00 EST
+    assert quiet_in_ny(3, 8, 6, 59) is True  # 01:59 EST
+    assert quiet_in_ny(3, 8, 7, 0) is False  # 03:00 EDT, one minute later
+    # 2026-11-01: 01:00-01:59 happens twice, so the window lasts three hours.
+    assert quiet_in_ny(11, 1, 5, 0) is True  # 01:00 EDT
+    assert quiet_in_ny(11, 1, 6, 30) is True  # 01:30 EST, the second time
+    assert quiet_in_ny(11, 1, 7, 59) is True  # 02:59 EST
+    assert quiet_in_ny(11, 1, 8, 0) is False  # 03:00 EST
+
+
+def minute(clock: str) -> int:
+    hours, minutes = clock.split(":")
+    return int(hours) * 60 + int(minutes)
+
+
+@pytest.mark.parametrize(
+    ("quiet", "active_start", "active_end"),
+    [
+        ("23:00-08:00", "08:00", "23:00"),
+        ("00:00-07:00", "07:00", "24:00"),
+        ("20:00-24:00", "00:00", "20:00"),
+        ("08:00-23:00", "23:00", "08:00"),
+        ("23:59-00:00", "00:00", "23:59"),
+    ],
+)
+def test_quiet_hours_are_openclaws_active_hours_inverted(
+    quiet: str, active_start: str, active_end: str
+) -> None:
+    # OpenClaw's activeHours {start, end}: active from start (inclusive) to end (exclusive),
+    # wrapping past midnight, 24:00 only as the end. hb's quiet window is the rest of the day.
+    start, end = minute(active_start), minute(active_end)
+    for m in range(24 * 60):
+        active = start <= m < end if start < end else m >= start or m < end
+        assert is_quiet(QuietHours.parse(quiet), time(m // 60, m % 60)) is not active
+
+
+def test_openclaws_never_active_window_is_hb_quiet_all_day() -> None:
+    # OpenClaw reads an active window whose start equals its end as never active; in hb a
+    # start equal to the end is an empty quiet window (never quiet), and all day is 00:00-24:00.
+    assert all(is_quiet(QuietHours.parse("00:00-24:00"), time(m // 60, m % 60)) for m in range(24 * 60))
+    assert not any(is_quiet(QuietHours.parse("09:00-09:00"), time(m // 60, m % 60)) for m in range(24 * 60))
+
+
 def test_a_window_that_does_not_wrap() -> None:
     lunch = QuietHours.parse("13:00-14:00")
     assert lunch is not None and not lunch.wraps_midnight
