@@ -555,8 +555,11 @@ def render_layout(
     scoped records into their queue, with ``status`` set in place. A record
     already in that list keeps its place (``pending`` follows ``position``,
     the queue's order); one that arrived there is appended, as heartbeat.py
-    appends a task to ``in_progress``, ``completed`` or ``failed`` (and
-    clear-stale one back to ``pending``). Records not given are left out.
+    appends a task to ``in_progress``, ``completed`` or ``failed``. ``pending``
+    is written in hb pop's order (priority, then ``position``) once the file has
+    it in priority order, as heartbeat.py's ``add`` keeps it, or a task arrives
+    there (added, or back from a claim): ``pending[0]``, which heartbeat.py
+    pops, is then the task hb pop takes. Records not given are left out.
     Unknown keys and their order survive; a known field is rewritten only
     when its value changed, except malformed ``+00:00Z`` timestamps, which
     are always written as ``Z``. The text is laid over ``doc.source``: what
@@ -601,22 +604,38 @@ def _place(doc: TasksDocument, records: Sequence[QueueRecord]) -> dict[tuple[str
     """Group records by destination list, each list in its written order."""
     home = {(r.scope, r.id): (_target(r), index) for index, r in enumerate(doc.records)}
     keyed: dict[tuple[str, str], list[tuple[tuple[int, int, int], QueueRecord]]] = {}
+    pending: list[tuple[tuple[int, int, int], QueueRecord]] = []
+    ranks = [priority_rank(r.priority) for r in doc.records if not r.scope and r.status == "todo"]
+    by_priority = ranks == sorted(ranks)  # the file's pending is in priority order, as heartbeat.py keeps it
     for record in records:
         target = _target(record)
         origin = home.get((record.scope, record.id))
-        if origin is None or origin[0] != target:
-            order = (1, record.position, 0)  # arrived here: after everything that stayed
-        elif target[0] or target[1] != "pending":
-            # a scoped entry keeps its place (position is its "order"); so does a task in the
-            # lists heartbeat.py appends to as work moves on (in_progress, completed, failed)
-            order = (0, origin[1], 0)
-        else:
-            order = (0, record.position, origin[1])  # pending: the queue's order
+        if target == ("", "pending"):
+            if origin is None or origin[0] != target:
+                by_priority = True  # a task arrives: sorted, as heartbeat.py's add sorts pending
+                pending.append(((record.position, 1 << 62, 0), record))
+            else:
+                pending.append(((record.position, origin[1], 0), record))  # the queue's order
+            continue
+        # arrived here: after everything that stayed; a scoped entry keeps its place (position is
+        # its "order"); so does a task in the lists heartbeat.py appends to as work moves on
+        # (in_progress, completed, failed)
+        arrived = origin is None or origin[0] != target
+        order = (1, record.position, 0) if arrived else (0, origin[1] if origin else 0, 0)
         keyed.setdefault(target, []).append((order, record))
-    return {
+    placed = {
         target: [record for _, record in sorted(group, key=lambda pair: pair[0])]
         for target, group in keyed.items()
     }
+    if pending:
+        # heartbeat.py pops pending[0] and sorts pending by priority (stable) whenever it adds a
+        # task: once the file's pending is in that order, or a task arrives there, hb writes it in
+        # its own pop order (priority, then the queue's order), so pending[0] is what hb pop takes
+        def key(pair: tuple[tuple[int, int, int], QueueRecord]) -> tuple[int, ...]:
+            return (priority_rank(pair[1].priority), *pair[0]) if by_priority else pair[0]
+
+        placed[("", "pending")] = [record for _, record in sorted(pending, key=key)]
+    return placed
 
 
 def _render_extension(

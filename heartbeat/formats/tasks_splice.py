@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from functools import cache
 
 from heartbeat.formats.json_edit import Layout
-from heartbeat.formats.tasks_json import LEGACY_LIST_OF_STATUS, QueueRecord, render_task
+from heartbeat.formats.tasks_json import LEGACY_LIST_OF_STATUS, QueueRecord, priority_rank, render_task
 
 _DECODER = json.JSONDecoder()
 
@@ -98,6 +98,8 @@ def _legacy(text: str, layout: Layout, record: QueueRecord, start: int, end: int
     if home not in LEGACY_LIST_OF_STATUS.values():
         return None
     item = _dumped(render_task(record), layout, depth=2)
+    if home == target == "pending" and _rank_changed(text[start:end], record):
+        return None  # a new priority sorts pending again (render does it)
     if home == target:
         return [(start, end, item)]
     if target == "pending":
@@ -108,6 +110,16 @@ def _legacy(text: str, layout: Layout, record: QueueRecord, start: int, end: int
     empty = text[at - 1] == "["
     added = (at, at, f"\n{unit * 2}{item}\n{unit}" if empty else f",\n{unit * 2}{item}")
     return [_cut(text, unit, start, end, depth=2), added]
+
+
+def _rank_changed(item: str, record: QueueRecord) -> bool:
+    """Whether the task object ``item`` (as written) ranks differently from ``record``."""
+    try:
+        was = json.loads(item)
+    except ValueError:
+        return True
+    priority = was.get("priority") if isinstance(was, dict) else None
+    return priority_rank(priority if isinstance(priority, str) else None) != priority_rank(record.priority)
 
 
 def _scoped(text: str, layout: Layout, record: QueueRecord, start: int, end: int) -> list[Edit] | None:

@@ -404,10 +404,10 @@ def test_auto_export_keeps_hand_edits_made_since_the_last_sync(hb_db: Runner, wo
     assert json.loads(hb_db("pop").stdout)["id"] == "c"
     hb_db("fail", "c", "--reason", "boom")
     doc = json.loads(path.read_text())
-    assert doc["pending"] == [
+    assert doc["pending"] == [  # c is retried: back in pending where hb pop takes it, first
+        {"id": "c", "priority": "critical", "trace_id": "T"},
         {"id": "a", "priority": "low"},
         {"id": "b", "priority": "low", "note": "edited by hand"},
-        {"id": "c", "priority": "critical", "trace_id": "T"},
     ]
     assert [e["reason"] for e in json.loads(errors.read_text())] == ["by hand", "boom"]
     assert json.loads(hb_db("sync", "--json").stdout)["changed"] is False

@@ -396,11 +396,42 @@ def test_legacy_positions_order_the_list_and_unchanged_fields_keep_their_text() 
     assert out["pending"][0]["created_at"] == "2026-04-25T09:00:00.5+02:00"
 
 
-def test_clear_stale_moves_back_to_the_end_of_pending() -> None:
-    doc = parse(LEGACY_WORN)
+def test_a_task_back_in_pending_sorts_pending_by_priority_as_hb_pop_takes_it() -> None:
+    """heartbeat.py pops pending[0] and sorts pending by priority when it adds a task: a task hb
+    returns to pending (clear-stale, a retry) sorts it too, critical first (heartbeat.py's own
+    sort ranks an unknown priority as medium: "urgent" does here too)."""
+    doc = parse(LEGACY_WORN)  # pending: task-a (low), then 7 ("urgent")
     out = json.loads(render(doc, with_record(doc, "task-stale", status="todo")))
-    assert [t["id"] for t in out["pending"]] == ["task-a", 7, "task-stale"]
+    assert [t["id"] for t in out["pending"]] == ["task-stale", 7, "task-a"]
     assert out["in_progress"] == []
+
+
+def test_an_unsorted_pending_list_keeps_its_order_until_a_task_arrives() -> None:
+    doc = parse(LEGACY_WORN)
+    assert render(doc) == LEGACY_WORN  # nothing changed: byte for byte
+    out = json.loads(render(doc, with_record(doc, "task-a", title="renamed")))
+    assert [t["id"] for t in out["pending"]] == ["task-a", 7]  # a change in place moves nothing
+
+
+def test_a_task_hb_adds_goes_where_heartbeat_py_add_puts_it() -> None:
+    """heartbeat.py's add appends, then sorts pending by priority, stable (high, medium, low,
+    anything else as medium): a new task lands after the tasks of its priority and before the
+    lower ones; the file's pending[0] stays what hb pop takes."""
+    text = json.dumps(
+        {"pending": [{"id": "h1", "priority": "high"}, {"id": "m1"}, {"id": "l1", "priority": "low"}]},
+        indent=2,
+    )
+    doc = parse(text)
+    for priority, expected in [
+        ("high", ["h1", "new", "m1", "l1"]),
+        ("medium", ["h1", "m1", "new", "l1"]),
+        (None, ["h1", "m1", "new", "l1"]),
+        ("low", ["h1", "m1", "l1", "new"]),
+        ("critical", ["new", "h1", "m1", "l1"]),
+    ]:
+        new = QueueRecord(id="new", status="todo", priority=priority, position=3)
+        out = json.loads(render(doc, [*doc.records, new]))
+        assert [t["id"] for t in out["pending"]] == expected, priority
 
 
 def test_scoped_pop_sets_status_in_place_and_nothing_else_changes() -> None:

@@ -110,9 +110,11 @@ def test_a_task_returned_to_pending_is_rendered_whole(
     popped = ledger.pop(scope="", worker="w1")
     assert popped is not None
     renders.clear()
-    ledger.fail(popped["id"], scope="", reason="retry me")  # back to the end of pending
+    ledger.fail(popped["id"], scope="", reason="retry me")  # back in pending
     assert renders  # only a whole render knows where the queue's order puts the rest
-    assert [t["id"] for t in json.loads(_file(workspace))["pending"]][-1] == popped["id"]
+    pending = [t["id"] for t in json.loads(_file(workspace))["pending"]]
+    assert pending[0] == popped["id"]  # high, and first in the queue's order: the next pop's
+    assert _file(workspace) == ledger.export_text("tasks-json")
 
 
 def test_a_file_edited_since_is_synced_not_spliced(ledger: Ledger, workspace: Path) -> None:
@@ -143,4 +145,18 @@ def test_a_change_by_another_connection_between_two_pops_is_rendered(
     assert _file(workspace) == ledger.export_text("tasks-json")
     assert "renamed elsewhere" in _file(workspace)
     ledger.complete("t4", scope="")  # and the exports after it splice again
+    assert _file(workspace) == ledger.export_text("tasks-json")
+
+
+def test_a_new_priority_moves_the_task_where_the_next_pop_takes_it(ledger: Ledger, workspace: Path) -> None:
+    """heartbeat.py pops pending[0]: a pending task raised to critical is written first, as
+    hb pop would take it, not rewritten where it stood."""
+    ledger.pop(scope="", worker="w1")
+    ledger.update("t3", scope="", priority="critical")
+    ledger.pop(scope="", worker="w1")  # the export after this pop writes the file
+    assert [t["id"] for t in json.loads(_file(workspace))["in_progress"]][-1] == "t3"
+    ledger.update("t0", scope="", priority="critical")
+    ledger.fail("t3", scope="", reason="again")  # rendered whole: t0 and t3 both critical
+    pending = [t["id"] for t in json.loads(_file(workspace))["pending"]]
+    assert pending[:2] == ["t0", "t3"]
     assert _file(workspace) == ledger.export_text("tasks-json")

@@ -489,3 +489,37 @@ def test_a_sync_after_auto_exported_pops_reads_the_file_hb_wrote_alone(
     # the pop moved t0 out of pending: the task warned about is one place and eleven lines up
     assert [t["preserved"] for t in tasks] == [[said % (25, 2)], [said % (14, 1)], [said % (14, 1)]]
     assert not any(t["written"] or t["added"] or t["updated"] for t in tasks[1:])
+
+
+def _pending_as_the_script_keeps_it(path: Path, pop: int = 0, add: tuple[str, ...] = ()) -> None:
+    """What heartbeat.py does to pending: ``pop`` takes pending[0] into in_progress; ``add``
+    appends a medium task, then sorts pending by priority (stable), and writes indent 2."""
+    doc = json.loads(path.read_text())
+    for _ in range(pop):
+        doc["in_progress"].append(doc["pending"].pop(0))
+    rank = {"high": 0, "medium": 1, "low": 2}
+    for task_id in add:
+        doc["pending"].append({"id": task_id, "priority": "medium", "description": task_id})
+        doc["pending"].sort(key=lambda t: rank.get(t.get("priority", "medium"), 1))
+    path.write_text(json.dumps(doc, indent=2))
+
+
+def test_the_files_order_stays_the_queues_order_after_the_script_pops_and_adds(
+    hb_db: Runner, workspace: Path
+) -> None:
+    """heartbeat.py pops pending[0] and appends what it adds after the tasks of the same
+    priority: first in, first out. Its pops shift the tasks after the one taken, without changing
+    them; a sync between its pops and adds must neither rewrite that order nor pop out of it."""
+    path = workspace / ".agent" / "state" / "tasks.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"pending": [], "in_progress": [], "completed": [], "failed": []}, indent=2))
+    _pending_as_the_script_keeps_it(path, add=("m1", "m2", "m3"))
+    sync(hb_db)
+    for pop, add in [(2, ("m4",)), (1, ()), (0, ("m5",)), (1, ("m6", "m7"))]:
+        _pending_as_the_script_keeps_it(path, pop=pop, add=add)
+        before = json.loads(path.read_text())["pending"]
+        sync(hb_db)
+        assert json.loads(path.read_text())["pending"] == before
+    assert [t["id"] for t in json.loads(path.read_text())["pending"]] == ["m5", "m6", "m7"]
+    ready = hb_db("ready", "--json").stdout
+    assert [t["id"] for t in json.loads(ready)][:3] == ["m5", "m6", "m7"]

@@ -876,6 +876,10 @@ def sync_tasks(
                 tasks[key] = task
                 report.added.append(_key(*key))
                 continue
+            if task.position != record.position:
+                # the file's order is the queue's: a pop or an add by heartbeat.py moves the
+                # tasks after it without changing them (bookkeeping, not a change of the task)
+                task.position = record.position
             ledger_digest = _record_digest(record_from_row(task))
             if file_digest == ledger_digest:
                 continue
