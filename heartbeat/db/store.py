@@ -226,6 +226,12 @@ class Db(Conn):
         self._track(row)
         return row
 
+    def track(self, row: R) -> R:
+        """Attach ``row``, inserted already with exactly these values (by :meth:`insert_many`),
+        as :meth:`add` attaches the row it inserts: later changes to it are written."""
+        self._track(row)
+        return row
+
     def add_all(self, rows: Sequence[Row]) -> None:
         """INSERT many rows of one table with one executemany; they are not attached (their
         ``pk`` stays unset): for bulk imports that do not change them again."""

@@ -85,3 +85,48 @@ def test_an_imported_task_holds_the_tables_defaults_elsewhere(db_url: str, works
     for row in rows:
         rest = {k: row[k] for k in row if k not in ("id", "status", "attempts", "version", "follow_up")}
         assert set(rest.values()) == {None}, rest
+
+
+def _doc(records: list[QueueRecord]) -> str:
+    """tasks.json holding ``records`` (ids made unique) in the lists of their statuses."""
+    lists: dict[str, list[dict[str, Any]]] = {"pending": [], "in_progress": [], "completed": [], "failed": []}
+    home = {"todo": "pending", "doing": "in_progress", "done": "completed", "failed": "failed"}
+    for n, record in enumerate(records):
+        item: dict[str, Any] = {**record.fields, "id": f"{record.id}-{n}", "description": record.title}
+        for name in ("priority", "skill", "project_id", "agent_id", "user_id"):
+            value = getattr(record, name)
+            if value is not None:
+                item["assigned_skill" if name == "skill" else name] = value
+        if record.created_at is not None:
+            item["created_at"] = record.created_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+        lists[home[record.status]].append(item)
+    return json.dumps(lists, indent=2)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batch=st.lists(records, min_size=1, max_size=6))
+def test_the_tasks_a_sync_inserts_in_bulk_are_what_it_keeps_in_hand(
+    db_url: str, workspace: Path, batch: list[QueueRecord]
+) -> None:
+    """hb sync inserts the tasks new in tasks.json in bulk and keeps its own copy of each to write
+    the file back and make later changes: that copy is the row as stored, column for column."""
+    from heartbeat.db.rows import TaskRow
+    from heartbeat.ops.sync.queue_files import sync_tasks
+
+    path = workspace / "tasks.json"
+    text = _doc(batch)
+    with Ledger.open(workspace, db=db_url, now=NOW) as ledger, ledger.ctx.write() as db:
+        before = db.value("SELECT COUNT(*) FROM tasks") or 0
+        sync_tasks(ledger.ctx, db, path, text, NOW)
+        names, rows = next(db.batches("SELECT * FROM tasks ORDER BY pk"))
+        stored = db.rows_of(TaskRow, names, rows)
+        assert len(stored) == before + len(batch)
+        for row in stored:
+            kept = db.get(TaskRow, row.pk)  # the sync's own copy, from the transaction's rows
+            assert kept is not None and kept is not row
+            assert kept.values() == row.values(), row.id
+        events = db.rows("SELECT task_pk, task_id, kind, actor FROM task_events ORDER BY pk")
+        db.raw.rollback()
+    assert [(pk, kind, actor) for pk, _id, kind, actor in events][-len(batch) :] == [
+        (row.pk, "created", "sync") for row in stored[-len(batch) :]
+    ]

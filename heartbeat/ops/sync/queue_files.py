@@ -866,16 +866,21 @@ def sync_tasks(
         report.preserved = [f"{path}: {w}" for w in doc.warnings]
         base = _base_records(db, SOURCE, path) or {}
         seen: set[tuple[str, str]] = set()
+        # the new tasks and the history of this loop are inserted in bulk after it, in the file's
+        # order (as hb import inserts them): each task with the pk it would have had on its own
+        fresh: list[tasks_json.QueueRecord] = []
+        events: list[_Event] = []
+        created = {"file": str(path)}
         for record in doc.records:
             key = (record.scope, record.id)
             seen.add(key)
             task = tasks.get(key)
-            file_digest = _record_digest(record)
             if task is None:
-                task = _new_task(db, record, now, path)
-                tasks[key] = task
+                events.append((len(fresh), "created", None, created))
+                fresh.append(record)
                 report.added.append(_key(*key))
                 continue
+            file_digest = _record_digest(record)
             if task.position != record.position:
                 # the file's order is the queue's: a pop or an add by heartbeat.py moves the
                 # tasks after it without changing them (bookkeeping, not a change of the task)
@@ -905,13 +910,18 @@ def sync_tasks(
                 report.preserved.append(f"{path}: {_key(*key)}: was done; the file reopens it")
             conflict = base_digest is None or ledger_digest != base_digest
             was_done = task.status is TaskStatus.DONE
-            _take_file_version(db, task, record, now, path, conflict=conflict)
+            _take_file_version(db, task, record, now, path, conflict=conflict, events=events)
             if conflict:
                 report.conflicts.append(_key(*key))
             elif task.status is TaskStatus.DONE and not was_done:
                 report.completed.append(_key(*key))
             else:
                 report.updated.append(_key(*key))
+        pks = _insert_records(db, fresh, now)
+        named = [(pk, r.id, r.scope) for pk, r in zip(pks, fresh, strict=True)]
+        _insert_events(db, events, named, now, "sync")
+        for record, pk in zip(fresh, pks, strict=True):
+            tasks[(record.scope, record.id)] = db.track(_task_of(record, now, pk))
         for key, base_digest in base.items():
             task = tasks.get(key)
             if key in seen or task is None:
@@ -985,18 +995,9 @@ def _written(
     return report, out
 
 
-def _new_task(
-    db: Db, record: tasks_json.QueueRecord, now: datetime, path: Path, *, actor: str = "sync"
-) -> TaskRow:
-    """A task for a record new in tasks.json, with its "created" history entry."""
-    task = db.add(_task_of(record, now))
-    record_event(db, task, "created", now, actor=actor, detail={"file": str(path)})
-    return task
-
-
-def _task_of(record: tasks_json.QueueRecord, now: datetime) -> TaskRow:
-    """The task of a record new in tasks.json (not inserted yet)."""
-    return TaskRow(**_fresh(record, now))
+def _task_of(record: tasks_json.QueueRecord, now: datetime, pk: int) -> TaskRow:
+    """The task of a record new in tasks.json, as :func:`_insert_records` inserted it."""
+    return TaskRow(pk=pk, **_fresh(record, now))
 
 
 def _fresh(record: tasks_json.QueueRecord, now: datetime) -> dict[str, Any]:
