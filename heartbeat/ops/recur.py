@@ -378,6 +378,7 @@ def _materialize_rule(
     now: datetime,
     created: list[dict[str, Any]],
     advanced: list[dict[str, Any]],
+    made: list[tuple[dict[str, Any], RecurrenceRow]],
     *,
     dry_run: bool,
 ) -> None:
@@ -402,7 +403,7 @@ def _materialize_rule(
         title = moved.text if at == first else f"{at.astimezone(zone):{NEXT_LAYOUT}}{label} {row.title}"
         entry = {"id": None, "title": title, "recurrence": row.id, "chat_id": row.chat_id}
         if not dry_run:
-            entry["id"] = _add_todo_entry(db, row, title, now)
+            made.append((entry, row))
         created.append(entry)
     advanced.append(
         {
@@ -419,12 +420,20 @@ def _materialize_rule(
         row.updated_at = now
 
 
-def _add_todo_entry(db: Db, row: RecurrenceRow, title: str, now: datetime) -> str:
+def _add_todo_entries(db: Db, made: list[tuple[dict[str, Any], RecurrenceRow]], now: datetime) -> None:
+    """The TODO.md tasks of one materialize, as one block on top of TODO.md in the order they were
+    made (the rules' file order), as mistermorph puts its generated entries above the list."""
+    top = db.value(SQL.first_todo_position)
+    first = (top if top is not None else 0) - len(made)
+    for offset, (entry, row) in enumerate(made):
+        entry["id"] = _add_todo_entry(db, row, entry["title"], now, first + offset)
+
+
+def _add_todo_entry(db: Db, row: RecurrenceRow, title: str, now: datetime, position: int) -> str:
     from heartbeat.db.status import TaskStatus
     from heartbeat.db.tasks import record_event
     from heartbeat.formats.tasks_json import priority_rank
 
-    top = db.value(SQL.first_todo_position)
     task = db.add(
         TaskRow(
             id=_new_todo_id(db),
@@ -433,7 +442,7 @@ def _add_todo_entry(db: Db, row: RecurrenceRow, title: str, now: datetime) -> st
             title=title,
             status=TaskStatus.TODO,
             priority_rank=priority_rank(None),
-            position=(top if top is not None else 0) - 1,
+            position=position,
             chat_id=row.chat_id,
             follow_up=False,
             attempts=0,
@@ -717,6 +726,7 @@ def materialize(ctx: Context, *, dry_run: bool = False) -> dict[str, Any]:
     created: list[dict[str, Any]] = []
     advanced: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
+    made: list[tuple[dict[str, Any], RecurrenceRow]] = []
     with ctx.read() if dry_run else ctx.write() as db:
         query = SQL.to_materialize if dry_run else SQL.to_materialize_locked
         for row in db.load(RecurrenceRow, query, {"horizon": db.time(now + _ZONE_SLACK)}):
@@ -733,8 +743,9 @@ def materialize(ctx: Context, *, dry_run: bool = False) -> dict[str, Any]:
                         )
                 continue
             with contextlib.suppress(InvalidInput):  # an unreadable rule is left alone
-                _materialize_rule(db, zone, row, now, created, advanced, dry_run=dry_run)
+                _materialize_rule(db, zone, row, now, created, advanced, made, dry_run=dry_run)
         if not dry_run:
+            _add_todo_entries(db, made, now)
             _record_materialize_run(db, now, created, advanced)
     return {"dry_run": dry_run, "created": created, "advanced": advanced, "skipped": skipped}
 

@@ -803,3 +803,29 @@ def test_hb_heartbeat_materialises_around_a_rule_whose_title_the_runtime_refuses
     assert f"hb: warning: {rule['id']} not materialised: link [the doc](./doc.md)" in result.stderr
     assert f"hb: warning: {recur}:1: link [the doc](./doc.md) is not a protocol:id reference" in result.stderr
     assert not (workspace / "TODO.md").exists() and rule["next"] == "2026-05-01 09:00"
+
+
+def test_one_materialize_puts_its_entries_on_top_in_the_order_of_the_rules(
+    mm: Runner, workspace: Path
+) -> None:
+    """mistermorph collects the due rules' entries in TODO.RECUR.md's order and puts that block
+    above TODO.md's list: the first rule's entry is the first line, not the last."""
+    write(workspace / "TODO.md", WIP_HEAD + "- [ ] [Created](2026-04-30 08:00) | older entry\n")
+    recur = (
+        "- [ ] [Next](2026-05-01 06:00), [Repeat](daily) | feed the cat\n"
+        "- [ ] [Next](2026-05-02 09:00), [Repeat](weekly) | not due yet\n"
+        "- [ ] [Next](2026-04-28 07:30), [Repeat](every 2 days), [ChatID](tg:42) | water the ferns\n"
+        "- [ ] [Next](2026-05-01 10:00), [Repeat](every 3 hours) | stretch\n"
+    )
+    result = materialize(mm, workspace, recur, "2026-05-01T11:00:00Z")
+    assert [e["title"] for e in result["created"]] == [
+        "2026-05-01 06:00 feed the cat",
+        "2026-04-28 07:30 water the ferns",
+        "2026-05-01 10:00 stretch",
+    ]
+    assert [(c, chat) for _, chat, c in entries(read(workspace / "TODO.md"))] == [
+        ("2026-05-01 06:00 feed the cat", None),
+        ("2026-04-28 07:30 water the ferns", "tg:42"),
+        ("2026-05-01 10:00 stretch", None),
+        ("older entry", None),
+    ]
