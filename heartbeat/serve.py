@@ -24,7 +24,11 @@ A small stdlib server (a thread per connection, pokes taking turns):
   request line that is not ``METHOD /path HTTP/1.x`` in printable ASCII (a two-word HTTP/0.9
   line included) and for more than one Authorization header (which copy counts would be a
   guess); 505 for another HTTP version; 414 for a request line, 431 for headers past
-  http.server's limits; 501 for a method hb has no use for.
+  http.server's limits; 501 for a method hb has no use for. Up to :data:`MAX_EMPTY_LINES`
+  empty lines before the request line are skipped (RFC 9112 section 2.2), one more is a 400. A
+  header line RFC 9112 section 5 rejects is a 400 too, though http.server's parser takes it:
+  a folded line (obs-fold), a line without a colon or with space before it, a control
+  character (NUL, a bare CR, ESC) in a value; bytes past ASCII in a value are taken (obs-text).
 
 The token comes from a file (its first line, surrounding whitespace removed);
 without one the server does not start: a poke endpoint anyone can call would
@@ -38,9 +42,11 @@ message that would quote the request has the token and any ``Bearer``
 credentials blanked.
 
 A client has :data:`REQUEST_TIMEOUT` seconds for its whole request (line,
-headers and body: one header line every few seconds does not keep it open),
-and at most :data:`MAX_CONNECTIONS` connections are served at once (the next
-gets 503 and is closed).
+headers and body: one header line every few seconds does not keep it open; half a
+request gets 408 then, a connection that sent nothing is closed), and at most
+:data:`MAX_CONNECTIONS` connections are served at once (the next gets 503, JSON with
+``Retry-After``, and is closed). The Server header is ``hb-serve``, without the Python
+version http.server would add.
 """
 
 from __future__ import annotations
@@ -77,9 +83,15 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 REQUEST_TIMEOUT = 10  # seconds a client may take to send its whole request
 MAX_CONNECTIONS = 64  # connections served at once; more are refused with 503
 MAX_LINE = 65536  # bytes of the request line and of each header line (http.server's limits)
+MAX_EMPTY_LINES = 4  # empty lines ignored before a request line (RFC 9112 section 2.2); one more is a 400
+RETRY_AFTER = 1  # seconds a client refused for too many connections is told to wait
+SERVER = "hb-serve"  # the Server header: names hb, not the Python that runs it
 _BEARER = re.compile(r"(?i)(bearer)\s+\S+")
 _METHOD = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # a token (RFC 9110 section 5.6.2)
 _VERSION = re.compile(rb"HTTP/([0-9])\.[0-9]")  # RFC 9112 section 2.3
+# a field value: visible ASCII, spaces and tabs, and obs-text (bytes 0x80-0xFF, which RFC 9110
+# section 5.5 lets through: a browser sends another local app's UTF-8 cookie to every port)
+_FIELD_VALUE = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")
 BAD_LINE = "malformed request line: expected METHOD /path HTTP/1.1"
 # what a refusal http.server itself makes says (its own text quotes the request and is HTML)
 REFUSALS = {
@@ -122,14 +134,12 @@ def token_file_warning(path: Path) -> str | None:
 
 def request_line_refusal(raw: bytes) -> tuple[HTTPStatus, str] | None:
     """Why a request line is refused (the status and the one line to answer), or None when it
-    is ``METHOD TARGET HTTP/1.x`` in printable ASCII, or empty (http.server closes the
-    connection then, unanswered). Stricter than http.server, which takes a two-word line as an
-    HTTP/0.9 request (answered without a status line or headers), any ``HTTP/0.x``, whitespace
-    of any kind between the words and any byte in them."""
+    is ``METHOD TARGET HTTP/1.x`` in printable ASCII. Stricter than http.server, which takes a
+    two-word line as an HTTP/0.9 request (answered without a status line or headers), any
+    ``HTTP/0.x``, whitespace of any kind between the words and any byte in them, and closes
+    the connection unanswered on a line of spaces. (Empty lines before it are skipped first.)"""
     line = raw[:-1] if raw.endswith(b"\n") else raw
     line = line[:-1] if line.endswith(b"\r") else line
-    if not line.strip():
-        return None
     if any(byte < 0x20 or byte > 0x7E for byte in line):
         return HTTPStatus.BAD_REQUEST, "malformed request line: not printable ASCII (percent-encode the path)"
     words = line.split(b" ")
@@ -141,6 +151,44 @@ def request_line_refusal(raw: bytes) -> tuple[HTTPStatus, str] | None:
     if version.group(1) != b"1":
         return HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, "HTTP version not supported: use HTTP/1.1"
     return None
+
+
+def header_refusal(lines: list[bytes]) -> str | None:
+    """Why the header lines of a request (as sent, each with its line end) are refused, or None.
+    http.server's parser (the email package's) takes them all: a continuation line (obs-fold)
+    is glued to the header before it, a line without a colon ends the headers and hides the
+    ones after it, ``Name :`` is a header named ``"Name "``, and a NUL or CR stays in a value.
+    RFC 9112 section 5 says a server rejects these (or, for obs-fold, may unfold it), and what
+    another server or a proxy in front would make of them is a guess: 400 for each."""
+    for raw in lines:
+        line = raw[:-1] if raw.endswith(b"\n") else raw
+        line = line[:-1] if line.endswith(b"\r") else line
+        if not line:  # the empty line that ends the headers
+            break
+        if line[:1] in (b" ", b"\t"):
+            return "obsolete line folding in the headers: send each header on one line"
+        name, colon, value = line.partition(b":")
+        if not colon or not _METHOD.fullmatch(name):  # a field name is a token, as a method is
+            return "malformed header line: expected Name: value"
+        if not _FIELD_VALUE.fullmatch(value):
+            return "control character in a header value"
+    return None
+
+
+def busy_answer(error: str) -> bytes:
+    """The whole 503 answer to a connection past :data:`MAX_CONNECTIONS`, written before any
+    handler (and its thread) exists: the JSON error every other refusal has, the same headers,
+    and ``Retry-After``, for the connections end within :data:`REQUEST_TIMEOUT` seconds."""
+    body = (strict_json.dumps({"error": error}, ensure_ascii=False) + "\n").encode("utf-8")
+    head = (
+        "HTTP/1.0 503 Service Unavailable\r\n"
+        f"Server: {SERVER}\r\n"
+        "Content-Type: application/json; charset=utf-8\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        f"Retry-After: {RETRY_AFTER}\r\n"
+        "Connection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
 
 
 class PokeServer(ThreadingHTTPServer):
@@ -174,10 +222,11 @@ class PokeServer(ThreadingHTTPServer):
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self.slots.acquire(blocking=False):  # too many at once: refuse, do not queue
+            error = f"too many connections at once (over {MAX_CONNECTIONS}); try again in a moment"
             with contextlib.suppress(OSError):
-                request.sendall(
-                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                )
+                request.sendall(busy_answer(error))
+            if self.log is not None:
+                self.log(f"{client_address[0]} - - 503: {error}")
             self.shutdown_request(request)
             return
         try:
@@ -223,42 +272,117 @@ class _DeadlineSocket(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         left = self.handler.deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("the request took too long")
-        self.sock.settimeout(left)
-        return self.sock.recv_into(buffer)
+        try:
+            if left <= 0:
+                raise TimeoutError("the request took too long")
+            self.sock.settimeout(left)
+            received = self.sock.recv_into(buffer)
+        except TimeoutError:
+            self.handler.timed_out = True
+            raise
+        self.handler.received += received
+        return received
+
+
+class _RequestReader(io.BufferedReader):
+    """The request's reader, which keeps the lines read while ``lines`` is a list: the header
+    lines as sent, for :func:`header_refusal` (http.server keeps only what it parsed)."""
+
+    lines: list[bytes] | None = None
+
+    def readline(self, size: int | None = -1) -> bytes:
+        line = super().readline(-1 if size is None else size)
+        if self.lines is not None:
+            self.lines.append(line)
+        return line
 
 
 class PokeHandler(BaseHTTPRequestHandler):
     server: PokeServer
-    server_version = "hb-serve"
+    server_version = SERVER
     timeout = REQUEST_TIMEOUT
     deadline = 0.0
     raw_requestline = b""  # set by http.server as it reads the request line
     refusal: str | None = None  # why the request was refused before it was served: for the log
+    reader: _RequestReader  # the request's reader (rfile), which keeps the header lines
+    received = 0  # bytes of the request received so far
+    timed_out = False  # the request was not received whole before its deadline
+    answered = False  # a status line was sent for this request
 
     def setup(self) -> None:
         super().setup()
         self.rfile.close()
-        self.rfile = io.BufferedReader(_DeadlineSocket(self.connection, self))
+        self.rfile = self.reader = _RequestReader(_DeadlineSocket(self.connection, self))
+
+    def version_string(self) -> str:
+        """The Server header: hb's name alone (http.server adds ``Python/3.x``)."""
+        return SERVER
 
     def handle_one_request(self) -> None:
         self.deadline = time.monotonic() + REQUEST_TIMEOUT  # each request on the connection
-        self.refusal = None
-        super().handle_one_request()
+        self.refusal, self.received, self.timed_out, self.answered = None, 0, False, False
+        self.command, self.requestline, self.request_version = "", "", "HTTP/1.0"
+        super().handle_one_request()  # a timeout ends it (http.server closes the connection)
+        if self.timed_out and self.received and not self.answered:
+            # half a request (a body shorter than its Content-Length, headers that never end):
+            # told why, once, rather than a connection that just closes; a connection that sent
+            # nothing at all (a browser's spare one) is closed without a word, as before
+            with contextlib.suppress(OSError):
+                error = f"request not received whole within {REQUEST_TIMEOUT} seconds"
+                self._refuse(HTTPStatus.REQUEST_TIMEOUT, error)
+
+    def send_response_only(self, code: int, message: str | None = None) -> None:
+        self.answered = True
+        super().send_response_only(code, message)
+
+    def log_error(self, format: str, *args: Any) -> None:
+        if not self.timed_out:  # a timeout has its own line: the request's, with the 408
+            super().log_error(format, *args)
 
     def parse_request(self) -> bool:
         """The request line and headers read, or False when the request was refused (answered
         here, as every other error: JSON with one line, nothing of the request quoted)."""
+        if not self._skip_empty_lines():
+            return False
         refused = request_line_refusal(self.raw_requestline)
         if refused is not None:  # nothing of the line is kept: neither answered nor logged
             self.command, self.requestline, self.request_version = "", "", "HTTP/1.0"
             self._refuse(*refused)
             return False
-        if not super().parse_request():
+        self.reader.lines = []
+        try:
+            if not super().parse_request():
+                return False
+        finally:
+            lines, self.reader.lines = self.reader.lines, None
+        refusal = header_refusal(lines or [])
+        if refusal is not None:
+            self._refuse(HTTPStatus.BAD_REQUEST, refusal)
             return False
         if len(self.headers.get_all("Authorization") or []) > 1:  # which one counts would be a guess
             self._refuse(HTTPStatus.BAD_REQUEST, "more than one Authorization header")
+            return False
+        return True
+
+    def _skip_empty_lines(self) -> bool:
+        """Past up to :data:`MAX_EMPTY_LINES` empty lines before the request line, which a server
+        SHOULD ignore (RFC 9112 section 2.2: a client may send one after a POST's body); False
+        when the request ended there (the client went away, or was answered: more empty lines
+        than that, or a request line too long). Each line is read within the request's deadline
+        and :data:`MAX_LINE`."""
+        for _ in range(MAX_EMPTY_LINES):
+            if self.raw_requestline not in (b"\r\n", b"\n"):
+                break
+            self.raw_requestline = self.rfile.readline(MAX_LINE + 1)
+        if not self.raw_requestline:  # the connection ended after the empty lines
+            self.close_connection = True
+            return False
+        if self.raw_requestline in (b"\r\n", b"\n") or len(self.raw_requestline) > MAX_LINE:
+            self.command, self.requestline, self.request_version = "", "", "HTTP/1.0"
+            if len(self.raw_requestline) > MAX_LINE:
+                self._refuse(HTTPStatus.REQUEST_URI_TOO_LONG, REFUSALS[HTTPStatus.REQUEST_URI_TOO_LONG])
+            else:
+                self._refuse(HTTPStatus.BAD_REQUEST, f"no request line after {MAX_EMPTY_LINES} empty lines")
             return False
         return True
 

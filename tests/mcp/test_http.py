@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -10,9 +11,11 @@ import selectors
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx2
@@ -20,7 +23,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from heartbeat import Ledger
+from heartbeat import Ledger, mcp_server
 from tests.conftest import Runner, read_until_closed
 from tests.mcp.conftest import ROOT, TOOLS, call, run
 
@@ -209,3 +212,184 @@ def test_more_than_one_authorization_header_is_a_400_whichever_comes_first(
         assert proc.stderr is not None
         log = proc.stderr.read()
     assert TOKEN not in log and "Traceback" not in log
+
+
+# --- what uvicorn would answer on its own: hb's answers, JSON as hb serve's ------------------
+
+
+def exchange(url: str, data: bytes) -> bytes:
+    """``data`` sent as is on a new connection to the server of ``url``; all it answered before
+    it closed."""
+    parts = urlsplit(url)
+    with socket.create_connection((parts.hostname or "", parts.port or 0), timeout=30) as sock:
+        sock.sendall(data)
+        return read_until_closed(sock)
+
+
+def answer_of(reply: bytes) -> tuple[int, dict[str, str], object]:
+    """The status, headers (names in lower case) and JSON body of a raw HTTP/1.1 answer."""
+    head, _, body = reply.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    assert status_line.startswith("HTTP/1.1 "), reply[:200]
+    headers = {name.lower(): value for name, value in (line.split(": ", 1) for line in lines)}
+    assert headers["content-type"] == "application/json", reply[:300]
+    assert int(headers["content-length"]) == len(body)
+    return int(status_line.split(" ")[1]), headers, json.loads(body)
+
+
+MALFORMED_OVER_HTTP = "malformed request: expected METHOD /path HTTP/1.1 and Name: value headers"
+HOST = "Host: 127.0.0.1:1\r\n"
+
+
+def test_what_uvicorn_refuses_or_would_serve_is_answered_as_json(workspace: Path, token_file: Path) -> None:
+    """uvicorn answered a request h11 cannot parse with text/plain ``Invalid HTTP request
+    received.``, took HTTP/9.9 as HTTP/1.1, and named itself in every answer's Server header."""
+    token = f"Authorization: Bearer {TOKEN}\r\n"
+    bad = [
+        b"GARBAGE\r\n\r\n",
+        b"GET /mcp\r\n\r\n",  # HTTP/0.9
+        b"GET /caf\xc3\xa9 HTTP/1.1\r\n" + HOST.encode() + b"\r\n",
+        b"GET /mcp HTTP/1.1\r\n" + HOST.encode() + b"X-A: a\x00b\r\n\r\n",
+        b"GET /mcp HTTP/1.1\r\n" + HOST.encode() + b"X-A : b\r\n\r\n",
+        b"GET /mcp HTTP/1.1\r\n\r\n",  # no Host
+        f"POST /mcp HTTP/1.1\r\n{HOST}{token}Content-Length: -1\r\n\r\n".encode(),
+        f"POST /mcp HTTP/1.1\r\n{HOST}{token}Content-Length: 99999999999999999999999\r\n\r\n".encode(),
+        b"\r\n" * 5 + f"GET /mcp HTTP/1.1\r\n{HOST}\r\n".encode(),  # past the 4 empty lines skipped
+    ]
+    with http_server(workspace, "--token-file", str(token_file)) as (url, _head, proc):
+        for data in bad:
+            reply = exchange(url, data)
+            status, headers, payload = answer_of(reply)
+            assert (status, payload) == (400, {"error": MALFORMED_OVER_HTTP}), data
+            assert headers["connection"] == "close" and headers["server"] == "hb-mcp"
+        for version in ("9.9", "2.0"):  # before the token, as hb serve
+            for sent in ("", token):
+                reply = exchange(url, f"GET /mcp HTTP/{version}\r\n{HOST}{sent}\r\n".encode())
+                assert answer_of(reply)[::2] == (505, {"error": "HTTP version not supported: use HTTP/1.1"})
+        for path in ("/mcp/", "/../mcp", "/mcp%00", "/", "/healthz"):  # only the exact path
+            reply = exchange(url, f"GET {path} HTTP/1.1\r\n{HOST}{token}Connection: close\r\n\r\n".encode())
+            assert answer_of(reply)[::2] == (404, {"error": "not found"}), path
+        both = f"POST /mcp HTTP/1.1\r\n{HOST}{token}Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+        status, headers, payload = answer_of(exchange(url, both.encode() + b"0\r\n\r\n"))
+        assert (status, payload) == (400, {"error": "both Content-Length and Transfer-Encoding: send one"})
+        assert headers["connection"] == "close"
+        for empty in ("\r\n", "\n", "\r\n" * 4):  # RFC 9112 section 2.2: skipped (h11 refused them)
+            reply = exchange(url, f"{empty}POST /mcp HTTP/1.1\r\n{HOST}Content-Length: 0\r\n\r\n".encode())
+            assert answer_of(reply)[::2] == (401, {"error": "missing or wrong bearer token"})
+        status, headers, _ = post(url, INIT, {"Authorization": f"Bearer {TOKEN}"})
+        assert status == 200 and headers["server"] == "hb-mcp"
+        proc.terminate()
+        assert proc.wait(20) == 0
+        assert proc.stderr is not None
+        log = proc.stderr.read()
+    assert TOKEN not in log and "Traceback" not in log
+
+
+def test_headers_past_64_kib_are_a_431(workspace: Path, token_file: Path) -> None:
+    with http_server(workspace, "--token-file", str(token_file)) as (url, _head, _proc):
+        parts = urlsplit(url)
+        with socket.create_connection((parts.hostname or "", parts.port or 0), timeout=30) as sock:
+            with contextlib.suppress(OSError):  # the server may answer and close mid-way
+                sock.sendall(f"GET /mcp HTTP/1.1\r\n{HOST}".encode())
+                for n in range(80):  # 80 KiB of headers, a line at a time, bounded
+                    sock.sendall(b"X-%d: %s\r\n" % (n, b"a" * 1024))
+                    time.sleep(0.002)
+            reply = read_until_closed(sock)
+    assert answer_of(reply)[::2] == (431, {"error": "request headers too large"})
+
+
+@contextmanager
+def in_process(monkeypatch: pytest.MonkeyPatch, seconds: float) -> Iterator[str]:
+    """hb's uvicorn settings and gate in front of a small app that reads the body and answers
+    after ``seconds``, in a thread, with a request deadline of 1 second; its URL."""
+    import asyncio
+    import threading
+
+    import uvicorn
+
+    monkeypatch.setattr(mcp_server, "REQUEST_TIMEOUT", 1)
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            for _ in range(2):
+                message = await receive()
+                await send({"type": message["type"] + ".complete"})
+            return
+        body = b""
+        for _ in range(1000):
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        await asyncio.sleep(seconds)
+        answer = json.dumps({"read": len(body)}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(answer))],
+            }
+        )
+        await send({"type": "http.response.body", "body": answer})
+
+    sock = mcp_server.listen("127.0.0.1", 0)
+    server = uvicorn.Server(mcp_server.http_config(mcp_server.BearerGate(app, TOKEN)))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        for _ in range(200):
+            if server.started:
+                break
+            time.sleep(0.05)
+        yield mcp_server.url_of(sock)
+    finally:
+        server.should_exit = True
+        thread.join(20)
+        sock.close()
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        f"POST /mcp HTTP/1.1\r\n{HOST}Authorization: Bearer {TOKEN}\r\nContent-Length: 10\r\n\r\nabc",
+        f"POST /mcp HTTP/1.1\r\n{HOST}Authorization: Bearer {TOKEN}\r\n",  # headers that never end
+        "POST /mcp HTT",  # half a request line
+    ],
+    ids=["body short", "headers unfinished", "request line unfinished"],
+)
+def test_half_a_request_is_a_408_at_the_deadline(monkeypatch: pytest.MonkeyPatch, sent: str) -> None:
+    """uvicorn waited for the rest for ever (its keep-alive timeout starts after an answer)."""
+    with in_process(monkeypatch, 0) as url:
+        started = time.monotonic()
+        reply = exchange(url, sent.encode())
+        assert time.monotonic() - started < 10
+        status, headers, payload = answer_of(reply)
+        assert (status, payload) == (408, {"error": "request not received whole within 1 seconds"})
+        assert headers["connection"] == "close" and headers["server"] == "hb-mcp"
+        assert TOKEN.encode() not in reply
+
+
+def test_the_deadline_is_for_the_request_not_the_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request received whole may take longer than the deadline to answer (a heartbeat tool
+    call), and each request on a kept connection has a deadline of its own; a connection that
+    sends nothing is closed without a word."""
+    with in_process(monkeypatch, 1.5) as url:
+        parts = urlsplit(url)
+        head = f"POST /mcp HTTP/1.1\r\n{HOST}Authorization: Bearer {TOKEN}\r\nContent-Length: 5\r\n\r\n"
+        with socket.create_connection((parts.hostname or "", parts.port or 0), timeout=30) as sock:
+            sock.sendall(head.encode() + b"hello")
+            reply = b""
+            for _ in range(100):  # the first answer, then half a second request on the connection
+                reply += sock.recv(65536)
+                if reply.endswith(b"}"):
+                    break
+            assert reply.startswith(b"HTTP/1.1 200 ") and reply.endswith(b'{"read": 5}')
+            sock.sendall(head.encode() + b"hel")
+            second = read_until_closed(sock)
+        assert answer_of(second)[0] == 408
+        with socket.create_connection((parts.hostname or "", parts.port or 0), timeout=30) as idle:
+            started = time.monotonic()
+            assert read_until_closed(idle) == b""
+            assert time.monotonic() - started < 10

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -372,6 +373,168 @@ def test_what_http_server_refuses_itself_is_answered_as_json_too(
     assert "Traceback" not in capfd.readouterr().err
 
 
+def test_the_server_header_names_hb_and_not_the_python_that_runs_it(sh_db: Runner) -> None:
+    """http.server's default is ``BaseHTTP/0.6 Python/3.x``: which Python runs the server is
+    nobody's business."""
+    token = f"Authorization: Bearer {TOKEN}\r\n"
+    with running(make_server(lambda: open_ledger(sh_db), token=TOKEN)) as srv:
+        replies = [
+            exchange(srv, f"GET /healthz HTTP/1.1\r\n{request_end}".encode())
+            for request_end in ("\r\n", token + "\r\n")
+        ] + [
+            exchange(srv, f"GET /nope HTTP/1.1\r\n{token}\r\n".encode()),  # an error of hb's
+            exchange(srv, b"POST /poke HTTP/1.1\r\nContent-Length: 1\r\n\r\nx"),  # 401
+            exchange(srv, f"GET /now.json HTTP/1.1\r\n{token}\r\n".encode()),  # the dashboard, JSON
+            exchange(srv, f"GET / HTTP/1.1\r\n{token}\r\n".encode()),  # and HTML
+            exchange(srv, b"GET / HTTP/1.1\r\n\r\n"),  # its login form
+            exchange(srv, b"GARBAGE\r\n\r\n"),  # a refused request line
+            exchange(srv, b"BREW /healthz HTTP/1.1\r\n\r\n"),  # one http.server refuses itself
+        ]
+    statuses = [int(reply.split(b" ", 2)[1]) for reply in replies]
+    assert statuses == [200, 200, 404, 401, 200, 200, 401, 400, 501]
+    for reply in replies:
+        head = reply.partition(b"\r\n\r\n")[0]
+        assert b"\r\nServer: hb-serve\r\n" in head and b"Python" not in head, head
+
+
+@pytest.mark.parametrize("empty", [b"\r\n", b"\n", b"\r\n" * 4, b"\n\r\n\n\r\n"])
+def test_a_few_empty_lines_before_the_request_line_are_ignored(sh_db: Runner, empty: bytes) -> None:
+    """RFC 9112 section 2.2: a server SHOULD ignore at least one empty line before the
+    request line (a client may send a CRLF after a POST's body); http.server closed the
+    connection unanswered."""
+    lines: list[str] = []
+    with running(make_server(lambda: open_ledger(sh_db), token=TOKEN, log=lines.append)) as srv:
+        status, _, payload = answer_of(exchange(srv, empty + b"GET /healthz HTTP/1.1\r\n\r\n"))
+        assert (status, payload) == (200, {"ok": True})
+        head = f"POST /poke HTTP/1.1\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 5\r\n\r\n"
+        status, _, payload = answer_of(exchange(srv, empty + head.encode() + b"hello"))
+        assert (status, payload["title"]) == (202, "hello")
+    assert lines == ["127.0.0.1 GET /healthz 200", "127.0.0.1 POST /poke 202"]
+
+
+def test_more_empty_lines_than_a_few_are_a_400_and_a_flood_ends_at_once(sh_db: Runner) -> None:
+    lines: list[str] = []
+    with running(make_server(lambda: open_ledger(sh_db), token=TOKEN, log=lines.append)) as srv:
+        status, headers, payload = answer_of(exchange(srv, b"\r\n" * 5 + b"GET /healthz HTTP/1.1\r\n\r\n"))
+        assert (status, payload) == (400, {"error": "no request line after 4 empty lines"})
+        assert headers["Connection"] == "close"
+        host, port = srv.server_address[:2]
+        started = time.monotonic()
+        with socket.create_connection((str(host), int(port)), timeout=10) as sock:
+            with contextlib.suppress(OSError):  # the server may close while the flood still comes
+                for _ in range(50):  # 50 x 2,000 empty lines, bounded
+                    sock.sendall(b"\r\n" * 2000)
+            with contextlib.suppress(OSError):
+                reply = read_until_closed(sock)
+                assert not reply or answer_of(reply)[0] == 400
+        assert time.monotonic() - started < 5  # answered at once, not read to the end of the flood
+        assert request(srv, "GET", "/healthz")[0] == 200
+    assert lines[0] == "127.0.0.1 - - 400: no request line after 4 empty lines"
+
+
+HEADER_REFUSALS = [
+    (b"X-A: a\r\n  folded\r\n", "obsolete line folding in the headers: send each header on one line"),
+    (b"X-A: a\r\n\tfolded\r\n", "obsolete line folding in the headers: send each header on one line"),
+    (b"X-A: a\x00b\r\n", "control character in a header value"),
+    (b"X-A: a\rb\r\n", "control character in a header value"),  # a bare CR
+    (b"X-A: a\x1b[2Jb\r\n", "control character in a header value"),
+    (b"X-A: a\x7fb\r\n", "control character in a header value"),
+    (b"X-A : b\r\n", "malformed header line: expected Name: value"),  # RFC 9112 section 5.1: MUST 400
+    (b"X-A\t: b\r\n", "malformed header line: expected Name: value"),
+    (b"no colon here\r\n", "malformed header line: expected Name: value"),
+    (b": no name\r\n", "malformed header line: expected Name: value"),
+    (b"X(A): b\r\n", "malformed header line: expected Name: value"),
+]
+
+
+@pytest.mark.parametrize(("header", "error"), HEADER_REFUSALS, ids=[repr(h[0][:16]) for h in HEADER_REFUSALS])
+def test_a_header_line_the_rfc_rejects_is_a_400_as_json(
+    sh_db: Runner, capfd: pytest.CaptureFixture[str], header: bytes, error: str
+) -> None:
+    """http.server's parser takes each of these (folding a line into the one before it, ending
+    the headers at a line without a colon, keeping a NUL): hb refuses them, whichever header
+    they are in, before anything is served."""
+    lines: list[str] = []
+    with running(make_server(lambda: open_ledger(sh_db), token=TOKEN, log=lines.append)) as srv:
+        for head in (
+            b"GET /healthz HTTP/1.1\r\n" + header + b"\r\n",
+            b"POST /poke HTTP/1.1\r\n" + header + f"Authorization: Bearer {TOKEN}\r\n".encode(),
+            b"POST /poke HTTP/1.1\r\nAuthorization: Bearer\r\n " + TOKEN.encode() + b"\r\n" + header,
+        ):
+            reply = exchange(srv, head + b"Content-Length: 5\r\n\r\nhello")
+            status, headers, payload = answer_of(reply)
+            assert status == 400, head
+            assert headers["Connection"] == "close" and TOKEN.encode() not in reply
+            if b"Authorization: Bearer\r\n " not in head:  # (a folded Authorization: the folding)
+                assert payload == {"error": error}
+        assert request(srv, "GET", "/healthz")[0] == 200
+    assert lines[0] == f"127.0.0.1 GET /healthz 400: {error}"
+    assert lines[-1] == "127.0.0.1 GET /healthz 200"
+    assert TOKEN not in "\n".join(lines) and "Traceback" not in capfd.readouterr().err
+    assert sh_db.json("list") == []
+
+
+def test_a_header_value_past_ascii_is_taken_as_rfc_9110_allows(sh_db: Runner) -> None:
+    """Bytes 0x80-0xFF (obs-text) are allowed in a value: a browser sends another local app's
+    UTF-8 cookie along to every port of the host. A token that is not the token is a 401."""
+    with running(make_server(lambda: open_ledger(sh_db), token=TOKEN)) as srv:
+        reply = exchange(srv, b"GET /healthz HTTP/1.1\r\nCookie: other=caf\xc3\xa9\xff\r\n\r\n")
+        assert answer_of(reply)[::2] == (200, {"ok": True})
+        reply = exchange(srv, b"GET /now.json HTTP/1.1\r\nAuthorization: Bearer caf\xc3\xa9\xff\r\n\r\n")
+        assert answer_of(reply)[0] == 401
+        head = b"POST /poke HTTP/1.1\r\nAuthorization: Bearer \xff" + TOKEN.encode() + b"\r\n"
+        assert answer_of(exchange(srv, head + b"Content-Length: 5\r\n\r\nhello"))[0] == 401
+    assert sh_db.json("list") == []
+
+
+def test_odd_paths_are_404s_and_odd_lengths_400_or_413(server: PokeServer, sh_db: Runner) -> None:
+    for path in ("/../../etc/passwd", "/%2e%2e/healthz", "/healthz%00", "/poke%00", "/./healthz", "*"):
+        method = "OPTIONS" if path == "*" else "GET"
+        reply = exchange(server, f"{method} {path} HTTP/1.1\r\n\r\n".encode())
+        assert answer_of(reply)[::2] == (404, {"error": "not found"}), path
+    token = f"Authorization: Bearer {TOKEN}\r\n".encode()
+    for head, status, error in (
+        (b"Content-Length: -1\r\n", 400, "bad Content-Length"),
+        (b"Content-Length: 99999999999999999999999999\r\n", 413, "body over 4096 bytes"),
+        (b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", 400, "send the body with a Content-Length"),
+        (b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", 400, "send the body with a Content-Length"),
+    ):
+        reply = exchange(server, b"POST /poke HTTP/1.1\r\n" + token + head + b"\r\n0\r\n\r\n")
+        assert answer_of(reply)[::2] == (status, {"error": error}), head
+    assert sh_db.json("list") == []
+
+
+@pytest.mark.parametrize(
+    ("sent", "logged"),
+    [
+        (b"POST /poke HTTP/1.1\r\nAuthorization: Bearer %s\r\nContent-Length: 10\r\n\r\nabc", "POST /poke"),
+        (b"POST /login HTTP/1.1\r\nContent-Length: 40\r\n\r\ntoken=%s", "POST /login"),
+        (b"GET /healthz HTTP/1.1\r\nX-Trickle: 1\r\n", "GET /healthz"),  # headers that never end
+        (b"GET /healthz HTT", "- -"),  # half a request line
+    ],
+    ids=["poke body short", "login body short", "headers unfinished", "request line unfinished"],
+)
+def test_half_a_request_is_a_408_at_the_deadline_and_frees_its_thread(
+    sh_db: Runner, monkeypatch: pytest.MonkeyPatch, sent: bytes, logged: str
+) -> None:
+    monkeypatch.setattr(serve_mod, "REQUEST_TIMEOUT", 1)
+    lines: list[str] = []
+    with running(make_server(lambda: open_ledger(sh_db), token=TOKEN, log=lines.append)) as srv:
+        started = time.monotonic()
+        reply = exchange(srv, sent.replace(b"%s", TOKEN.encode()))
+        assert time.monotonic() - started < 5
+        status, headers, payload = answer_of(reply)
+        assert (status, payload) == (408, {"error": "request not received whole within 1 seconds"})
+        assert headers["Connection"] == "close" and TOKEN.encode() not in reply
+        host, port = srv.server_address[:2]
+        with socket.create_connection((str(host), int(port)), timeout=10) as idle:  # sends nothing
+            assert read_until_closed(idle) == b""  # closed at the deadline without a word
+        assert request(srv, "GET", "/healthz")[0] == 200
+    assert lines[0] == f"127.0.0.1 {logged} 408: request not received whole within 1 seconds"
+    assert TOKEN not in "\n".join(lines) and "timed out" not in "\n".join(lines)
+    assert sh_db.json("list") == []
+
+
 def test_more_than_one_authorization_header_is_a_400_whichever_comes_first(sh_db: Runner) -> None:
     lines: list[str] = []
     right, wrong = f"Bearer {TOKEN}", "Bearer wrong"
@@ -474,7 +637,9 @@ def test_a_trickling_client_is_cut_off_at_the_request_deadline(
 
 def test_connections_past_the_cap_are_refused(sh_db: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(serve_mod, "MAX_CONNECTIONS", 3)
-    with running(make_server(lambda: open_ledger(sh_db), host="127.0.0.1", port=0, token=TOKEN)) as srv:
+    lines: list[str] = []
+    srv = make_server(lambda: open_ledger(sh_db), host="127.0.0.1", port=0, token=TOKEN, log=lines.append)
+    with running(srv):
         host, port = srv.server_address[:2]
         idle = [socket.create_connection((str(host), int(port)), timeout=10) for _ in range(3)]
         try:
@@ -483,7 +648,13 @@ def test_connections_past_the_cap_are_refused(sh_db: Runner, monkeypatch: pytest
             time.sleep(0.2)  # let the server take them before the next one knocks
             with socket.create_connection((str(host), int(port)), timeout=10) as extra:
                 extra.sendall(b"GET /healthz HTTP/1.1\r\n\r\n")
-                assert extra.recv(4096).startswith(b"HTTP/1.1 503")
+                reply = read_until_closed(extra)
+            status, headers, payload = answer_of(reply)  # JSON, as every other error
+            assert status == 503
+            assert payload == {"error": "too many connections at once (over 3); try again in a moment"}
+            assert headers["Retry-After"] == "1" and headers["Connection"] == "close"
+            assert headers["Content-Type"] == "application/json; charset=utf-8"
+            assert headers["Server"] == "hb-serve"
         finally:
             for conn in idle:
                 conn.close()
@@ -496,6 +667,7 @@ def test_connections_past_the_cap_are_refused(sh_db: Runner, monkeypatch: pytest
             time.sleep(0.05)
         else:
             pytest.fail("the server did not serve again after the idle connections closed")
+    assert "127.0.0.1 - - 503: too many connections at once (over 3); try again in a moment" in lines
 
 
 # --- the command ---------------------------------------------------------------------
