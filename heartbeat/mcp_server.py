@@ -26,11 +26,11 @@ surrogate escape) is answered with a parse error under its id instead of going u
 
 Over HTTP (``--http``) the same tools are served as streamable HTTP at ``/mcp`` behind a
 bearer token (401 without it; 400 for more than one Authorization header), on loopback by
-default; the token is never logged. uvicorn serves it with hb's :class:`HttpProtocol` (h11):
-what uvicorn would refuse in text or take is answered as hb serve answers, JSON with one line
-(400 for a request h11 cannot parse, 431 past :data:`MAX_HEAD` bytes of headers, 505 for
-another HTTP version, 404 for another path, 408 for half a request after
-:data:`REQUEST_TIMEOUT` seconds), up to :data:`MAX_EMPTY_LINES` empty lines before a request
+default; the token is never logged. uvicorn serves it with hb's protocol
+(:class:`heartbeat.mcp_http.HttpProtocol`, on h11, imported only for ``--http``): what uvicorn
+would refuse in text or take is answered as hb serve answers, JSON with one line (400 for a
+request h11 cannot parse, 431 past 64 KiB of headers, 505 for another HTTP version, 404 for
+another path, 408 for half a request after 10 seconds), up to 4 empty lines before a request
 line are skipped, and the Server header is ``hb-mcp``.
 """
 
@@ -46,17 +46,14 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from http import HTTPStatus
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import h11
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.shared.message import SessionMessage
 from mcp_types import PARSE_ERROR, CallToolResult, ErrorData, JSONRPCError, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from heartbeat import __version__
 from heartbeat.clock import isoformat, parse_duration
@@ -88,10 +85,6 @@ MAX_TEXT = 2_000  # characters of one text in a listed item (a title, an instruc
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
 HTTP_PATH = "/mcp"
-REQUEST_TIMEOUT = 10  # seconds a client has for its whole request over HTTP, as hb serve gives
-SERVER = "hb-mcp"  # the Server header over HTTP (uvicorn would name itself)
-MAX_EMPTY_LINES = 4  # empty lines skipped before a request line over HTTP, as hb serve skips
-MAX_HEAD = 65536  # bytes of a request line and its headers over HTTP (h11's default is 16 KiB)
 
 INSTRUCTIONS = (
     'hb is this workspace\'s task ledger. On a heartbeat call `heartbeat`: {"ok": true} means '
@@ -806,96 +799,6 @@ class BearerGate:
         return hmac.compare_digest(credentials.strip(), self.token)
 
 
-def refusal(status: int, error: str) -> bytes:
-    """A whole JSON answer with ``Connection: close``, written to the socket as is: for the
-    answers uvicorn makes before any app runs."""
-    body = (dumps({"error": error}) + "\n").encode()
-    phrase = HTTPStatus(status).phrase
-    head = (
-        f"HTTP/1.1 {status} {phrase}\r\nserver: {SERVER}\r\ncontent-type: application/json\r\n"
-        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
-    )
-    return head.encode("ascii") + body
-
-
-class HttpProtocol(H11Protocol):
-    """uvicorn's h11 protocol (chosen by name, so whether httptools is installed changes
-    nothing) with hb's answers where uvicorn has its own, and a deadline it lacks:
-
-    - a request h11 cannot parse (a malformed request line, HTTP/0.9, a header line with a NUL
-      or space before its colon, an obs-fold, a bad Content-Length, headers past
-      ``h11_max_incomplete_event_size``) is answered as hb serve does, JSON with one line, 400
-      or 431, instead of uvicorn's text/plain ``Invalid HTTP request received.``;
-    - a request not received whole within :data:`REQUEST_TIMEOUT` seconds (headers that never
-      end, a body shorter than its Content-Length) is a 408, or only closed when an answer went
-      out already or nothing was sent: uvicorn waits for it for ever (its keep-alive timeout
-      starts only after an answer).
-
-    It overrides ``send_400_response`` (the one place uvicorn answers a protocol error) and
-    hooks ``connection_made``, ``data_received``, ``handle_events`` and ``connection_lost``
-    around uvicorn's own; tests/mcp/test_http.py pins each answer, so an uvicorn that changes
-    them fails there."""
-
-    deadline: asyncio.TimerHandle | None = None
-    skipped = 0  # bytes of empty lines skipped before this request's line
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)  # type: ignore[arg-type]
-        self._arm()
-
-    def data_received(self, data: bytes) -> None:
-        if self.conn.their_state is h11.IDLE and not self.conn.trailing_data[0]:
-            if self.deadline is None:  # the next request begins
-                self.skipped = 0
-                self._arm()
-            # up to MAX_EMPTY_LINES CRLFs before the request line are skipped (RFC 9112 section
-            # 2.2), which h11 refuses; past that h11 sees them, and answers 400
-            rest = data.lstrip(b"\r\n")
-            if self.skipped + len(data) - len(rest) <= 2 * MAX_EMPTY_LINES:
-                self.skipped += len(data) - len(rest)
-                data = rest
-                if not data:  # (no empty call: h11 reads b"" as the end of the connection)
-                    return
-        super().data_received(data)
-
-    def handle_events(self) -> None:
-        super().handle_events()
-        if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED, h11.ERROR):
-            self._disarm()  # read whole (or refused): the app's answer takes the time it takes
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        super().connection_lost(exc)
-
-    def send_400_response(self, msg: str) -> None:
-        """What a request h11 refused gets (``msg`` is uvicorn's text, not shown)."""
-        received = self.conn.trailing_data[0]
-        if len(received) > MAX_HEAD and b"\r\n\r\n" not in received[: MAX_HEAD + 4]:  # h11's limit
-            answer = refusal(431, "request headers too large")
-        else:
-            answer = refusal(400, "malformed request: expected METHOD /path HTTP/1.1 and Name: value headers")
-        self.transport.write(answer)
-        self.transport.close()
-
-    def _arm(self) -> None:
-        self._disarm()
-        self.deadline = self.loop.call_later(REQUEST_TIMEOUT, self._too_slow)
-
-    def _disarm(self) -> None:
-        if self.deadline is not None:
-            self.deadline.cancel()
-            self.deadline = None
-
-    def _too_slow(self) -> None:
-        self.deadline = None
-        if self.transport.is_closing():
-            return
-        started = self.conn.their_state is not h11.IDLE or self.conn.trailing_data[0]
-        if started and self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):  # nothing answered yet
-            self.transport.write(refusal(408, f"request not received whole within {REQUEST_TIMEOUT} seconds"))
-        self.transport.close()  # the app waiting for the body reads a disconnect
-
-
 def listen(host: str, port: int) -> socket.socket:
     """A listening socket on ``host:port`` (port 0: any free one); InvalidInput when it cannot."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -920,23 +823,6 @@ class _Stop(Exception):
     """SIGTERM: stop serving as Ctrl-C does."""
 
 
-def http_config(app: Any) -> Any:
-    """uvicorn's settings for ``app``: hb's protocol (h11, never httptools), its Server header,
-    no access log (it would show query strings)."""
-    import uvicorn
-
-    return uvicorn.Config(
-        app,
-        http=HttpProtocol,
-        log_level="warning",
-        access_log=False,
-        lifespan="on",
-        server_header=False,
-        headers=[("server", SERVER)],
-        h11_max_incomplete_event_size=MAX_HEAD,
-    )
-
-
 def serve_http(server: MCPServer[Any], sock: socket.socket, token: str) -> None:
     """Serve streamable HTTP on ``sock`` behind the bearer token until SIGINT or SIGTERM, which
     end it cleanly (uvicorn shuts down, then re-raises the signal it caught: here, to return)."""
@@ -951,6 +837,8 @@ def serve_http(server: MCPServer[Any], sock: socket.socket, token: str) -> None:
     app = BearerGate(server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host), token)
     previous = signal.signal(signal.SIGTERM, stop)
     try:
+        from heartbeat.mcp_http import http_config
+
         uvicorn.Server(http_config(app)).run(sockets=[sock])
     except (KeyboardInterrupt, _Stop):
         pass

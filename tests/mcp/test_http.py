@@ -23,7 +23,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from heartbeat import Ledger, mcp_server
+from heartbeat import Ledger, mcp_http, mcp_server
 from tests.conftest import Runner, read_until_closed
 from tests.mcp.conftest import ROOT, TOOLS, call, run
 
@@ -307,7 +307,7 @@ def in_process(monkeypatch: pytest.MonkeyPatch, seconds: float) -> Iterator[str]
 
     import uvicorn
 
-    monkeypatch.setattr(mcp_server, "REQUEST_TIMEOUT", 1)
+    monkeypatch.setattr(mcp_http, "REQUEST_TIMEOUT", 1)
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -335,7 +335,7 @@ def in_process(monkeypatch: pytest.MonkeyPatch, seconds: float) -> Iterator[str]
         await send({"type": "http.response.body", "body": answer})
 
     sock = mcp_server.listen("127.0.0.1", 0)
-    server = uvicorn.Server(mcp_server.http_config(mcp_server.BearerGate(app, TOKEN)))
+    server = uvicorn.Server(mcp_http.http_config(mcp_server.BearerGate(app, TOKEN)))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:

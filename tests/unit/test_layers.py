@@ -15,6 +15,7 @@ ROOT = Path(heartbeat.__file__).parent
 LAYERS = [
     ("__main__", "cli"),
     ("mcp_server", "serve", "web", "compat"),
+    ("mcp_http",),  # hb mcp --http's protocol, loaded by mcp_server only for --http
     ("ledger",),
     ("ops",),
     ("context",),
