@@ -644,6 +644,11 @@ def remove(ctx: Context, rule_id: str) -> dict[str, Any]:
             )
         out = rule_dict(row, zone)
         db.delete(row)
+        if row.synced_hash and (row.extra or {}).get("file") == "recur":
+            # its line in TODO.RECUR.md: the next sync drops it rather than read it as a new rule
+            from heartbeat.ops.sync import bookmarks
+
+            bookmarks.note_removed(db, "recur", row.id, row.synced_hash)
         return out
 
 

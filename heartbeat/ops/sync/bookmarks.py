@@ -137,6 +137,27 @@ def save(
     )
 
 
+def note_removed(db: Conn, kind: str, entry_id: str, synced_hash: str) -> None:
+    """Remember that the ledger removed ``entry_id``, which the last sync of ``kind`` left in the
+    file as ``synced_hash`` (the digest of its line's values): the next sync of the file drops a
+    line that still reads so, instead of taking it for a new entry. The note lasts until that
+    sync, which records the file afresh; a line edited since is the file's, read as new."""
+    row = load(db, kind)
+    if row is None or not isinstance(row["skeleton"], dict):
+        return
+    skeleton = dict(row["skeleton"])
+    skeleton["removed"] = [*skeleton.get("removed", []), [entry_id, synced_hash]]
+    save(
+        db,
+        kind,
+        path=row["path"],
+        content_hash=row["content_hash"],
+        size=row["size"],
+        synced_at=row["synced_at"],
+        skeleton=skeleton,
+    )
+
+
 def _edited_text(db: Conn, edits: dict[str, Any]) -> str | None:
     """The older text :func:`keep_edits` points to, with its edits made (None: that text is gone
     or is another one, or the edits do not read)."""

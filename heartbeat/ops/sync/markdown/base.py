@@ -150,6 +150,8 @@ class Stored:
     warnings: list[tuple[int, str, str]] = field(default_factory=list)
     ours: bool = False  # written by this module's sync: a baseline to trust
     retry: bool = False  # the last sync left a ledger change it could not write: sync in full
+    # (id, synced_hash) of each entry the ledger removed since (bookmarks.note_removed)
+    removed: list[tuple[str, str]] = field(default_factory=list)
 
     @classmethod
     def load(cls, db: Conn, kind: str) -> Stored:
@@ -167,6 +169,7 @@ class Stored:
             warnings=[(int(n), str(t), str(r)) for n, t, r in skeleton.get("warnings", [])],
             ours=True,
             retry=bool(skeleton.get("retry")),
+            removed=[(str(i), str(h)) for i, h in skeleton.get("removed", [])],
         )
 
 

@@ -174,6 +174,7 @@ def full_sync(
             files[k] = read_file(k, path, text, dialect)
     items = [it for k in family.kinds for it in files[k].items]
     match_entries(family, items, rows, importing=False)
+    _drop_removed(files, stored, reports)
     label = {id(it): f"{files[it.kind].path}:{it.number}" for it in items}
 
     changes: list[tuple[Row, Item, bool]] = []
@@ -265,6 +266,24 @@ def full_sync(
             retry=retry,
         )
     return {k: (reports[k], texts[k]) for k in family.kinds}
+
+
+def _drop_removed(
+    files: dict[str, ParsedFile], stored: dict[str, Stored], reports: dict[str, SyncReport]
+) -> None:
+    """An entry the ledger removed since the last sync (``hb recur remove``) leaves the file: a
+    line that matches no row and still reads as that sync left the entry is dropped, not
+    taken for a new one (which would bring the entry back). One line per removal."""
+    for kind, f in files.items():
+        gone = list(stored[kind].removed)
+        for it in f.items if gone else ():
+            if it.row is not None or it.record is None:
+                continue
+            hit = next((g for g in gone if g[1] == it.record.digest), None)
+            if hit is not None:
+                gone.remove(hit)
+                it.fate = "drop"
+                reports[kind].removed.append(hit[0])
 
 
 def _render_all(
