@@ -132,14 +132,19 @@ def token_file_warning(path: Path) -> str | None:
     )
 
 
+def _without_line_end(raw: bytes) -> bytes:
+    """A line as read, without its LF or CRLF."""
+    line = raw[:-1] if raw.endswith(b"\n") else raw
+    return line[:-1] if line.endswith(b"\r") else line
+
+
 def request_line_refusal(raw: bytes) -> tuple[HTTPStatus, str] | None:
     """Why a request line is refused (the status and the one line to answer), or None when it
     is ``METHOD TARGET HTTP/1.x`` in printable ASCII. Stricter than http.server, which takes a
     two-word line as an HTTP/0.9 request (answered without a status line or headers), any
     ``HTTP/0.x``, whitespace of any kind between the words and any byte in them, and closes
     the connection unanswered on a line of spaces. (Empty lines before it are skipped first.)"""
-    line = raw[:-1] if raw.endswith(b"\n") else raw
-    line = line[:-1] if line.endswith(b"\r") else line
+    line = _without_line_end(raw)
     if any(byte < 0x20 or byte > 0x7E for byte in line):
         return HTTPStatus.BAD_REQUEST, "malformed request line: not printable ASCII (percent-encode the path)"
     words = line.split(b" ")
@@ -161,8 +166,7 @@ def header_refusal(lines: list[bytes]) -> str | None:
     RFC 9112 section 5 says a server rejects these (or, for obs-fold, may unfold it), and what
     another server or a proxy in front would make of them is a guess: 400 for each."""
     for raw in lines:
-        line = raw[:-1] if raw.endswith(b"\n") else raw
-        line = line[:-1] if line.endswith(b"\r") else line
+        line = _without_line_end(raw)
         if not line:  # the empty line that ends the headers
             break
         if line[:1] in (b" ", b"\t"):
@@ -321,7 +325,7 @@ class PokeHandler(BaseHTTPRequestHandler):
     def handle_one_request(self) -> None:
         self.deadline = time.monotonic() + REQUEST_TIMEOUT  # each request on the connection
         self.refusal, self.received, self.timed_out, self.answered = None, 0, False, False
-        self.command, self.requestline, self.request_version = "", "", "HTTP/1.0"
+        self._forget_request()
         super().handle_one_request()  # a timeout ends it (http.server closes the connection)
         if self.timed_out and self.received and not self.answered:
             # half a request (a body shorter than its Content-Length, headers that never end):
@@ -346,7 +350,7 @@ class PokeHandler(BaseHTTPRequestHandler):
             return False
         refused = request_line_refusal(self.raw_requestline)
         if refused is not None:  # nothing of the line is kept: neither answered nor logged
-            self.command, self.requestline, self.request_version = "", "", "HTTP/1.0"
+            self._forget_request()
             self._refuse(*refused)
             return False
         self.reader.lines = []
@@ -364,6 +368,10 @@ class PokeHandler(BaseHTTPRequestHandler):
             return False
         return True
 
+    def _forget_request(self) -> None:
+        """No request line is kept: none to answer in, log or quote (an HTTP/1.0 answer)."""
+        self.command, self.requestline, self.request_version = "", "", "HTTP/1.0"
+
     def _skip_empty_lines(self) -> bool:
         """Past up to :data:`MAX_EMPTY_LINES` empty lines before the request line, which a server
         SHOULD ignore (RFC 9112 section 2.2: a client may send one after a POST's body); False
@@ -378,7 +386,7 @@ class PokeHandler(BaseHTTPRequestHandler):
             self.close_connection = True
             return False
         if self.raw_requestline in (b"\r\n", b"\n") or len(self.raw_requestline) > MAX_LINE:
-            self.command, self.requestline, self.request_version = "", "", "HTTP/1.0"
+            self._forget_request()
             if len(self.raw_requestline) > MAX_LINE:
                 self._refuse(HTTPStatus.REQUEST_URI_TOO_LONG, REFUSALS[HTTPStatus.REQUEST_URI_TOO_LONG])
             else:
