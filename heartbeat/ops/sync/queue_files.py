@@ -109,10 +109,19 @@ def import_tasks(
             report.unchanged += 1
             continue
         report.updated.append(_key(record.scope, record.id))
-    pks = _insert_records(db, fresh, now)
-    _insert_events(db, events, [(pk, r.id, r.scope) for pk, r in zip(pks, fresh, strict=True)], now, actor)
+    _insert_fresh(db, fresh, events, now, actor)
     remember(db, SOURCE, path, text, now)
     return report
+
+
+def _insert_fresh(
+    db: Db, fresh: list[tasks_json.QueueRecord], events: list[_Event], now: datetime, actor: str
+) -> list[int]:
+    """The tasks new in tasks.json and the history of the pass that found them (the events name
+    a new task by its index in ``fresh``), each with one executemany; the new tasks' pks."""
+    pks = _insert_records(db, fresh, now)
+    _insert_events(db, events, [(pk, r.id, r.scope) for pk, r in zip(pks, fresh, strict=True)], now, actor)
+    return pks
 
 
 def _insert_records(db: Db, records: list[tasks_json.QueueRecord], now: datetime) -> list[int]:
@@ -917,9 +926,7 @@ def sync_tasks(
                 report.completed.append(_key(*key))
             else:
                 report.updated.append(_key(*key))
-        pks = _insert_records(db, fresh, now)
-        named = [(pk, r.id, r.scope) for pk, r in zip(pks, fresh, strict=True)]
-        _insert_events(db, events, named, now, "sync")
+        pks = _insert_fresh(db, fresh, events, now, "sync")
         for record, pk in zip(fresh, pks, strict=True):
             tasks[(record.scope, record.id)] = db.track(_task_of(record, now, pk))
         for key, base_digest in base.items():
