@@ -603,25 +603,24 @@ def _target(record: QueueRecord) -> tuple[str, str]:
 def _place(doc: TasksDocument, records: Sequence[QueueRecord]) -> dict[tuple[str, str], list[QueueRecord]]:
     """Group records by destination list, each list in its written order."""
     home = {(r.scope, r.id): (_target(r), index) for index, r in enumerate(doc.records)}
-    keyed: dict[tuple[str, str], list[tuple[tuple[int, int, int], QueueRecord]]] = {}
-    pending: list[tuple[tuple[int, int, int], QueueRecord]] = []
+    keyed: dict[tuple[str, str], list[tuple[tuple[int, int], QueueRecord]]] = {}
+    pending: list[tuple[tuple[int, int], QueueRecord]] = []
     ranks = [priority_rank(r.priority) for r in doc.records if not r.scope and r.status == "todo"]
     by_priority = ranks == sorted(ranks)  # the file's pending is in priority order, as heartbeat.py keeps it
     for record in records:
         target = _target(record)
         origin = home.get((record.scope, record.id))
+        stayed = origin[1] if origin is not None and origin[0] == target else None  # its index in the file
         if target == ("", "pending"):
-            if origin is None or origin[0] != target:
+            if stayed is None:
                 by_priority = True  # a task arrives: sorted, as heartbeat.py's add sorts pending
-                pending.append(((record.position, 1 << 62, 0), record))
-            else:
-                pending.append(((record.position, origin[1], 0), record))  # the queue's order
+            # the queue's order; one that arrived after those of its position that stayed
+            pending.append(((record.position, 1 << 62 if stayed is None else stayed), record))
             continue
         # arrived here: after everything that stayed; a scoped entry keeps its place (position is
         # its "order"); so does a task in the lists heartbeat.py appends to as work moves on
         # (in_progress, completed, failed)
-        arrived = origin is None or origin[0] != target
-        order = (1, record.position, 0) if arrived else (0, origin[1] if origin else 0, 0)
+        order = (1, record.position) if stayed is None else (0, stayed)
         keyed.setdefault(target, []).append((order, record))
     placed = {
         target: [record for _, record in sorted(group, key=lambda pair: pair[0])]
@@ -631,7 +630,7 @@ def _place(doc: TasksDocument, records: Sequence[QueueRecord]) -> dict[tuple[str
         # heartbeat.py pops pending[0] and sorts pending by priority (stable) whenever it adds a
         # task: once the file's pending is in that order, or a task arrives there, hb writes it in
         # its own pop order (priority, then the queue's order), so pending[0] is what hb pop takes
-        def key(pair: tuple[tuple[int, int, int], QueueRecord]) -> tuple[int, ...]:
+        def key(pair: tuple[tuple[int, int], QueueRecord]) -> tuple[int, ...]:
             return (priority_rank(pair[1].priority), *pair[0]) if by_priority else pair[0]
 
         placed[("", "pending")] = [record for _, record in sorted(pending, key=key)]
