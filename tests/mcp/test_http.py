@@ -79,6 +79,14 @@ def http_server(workspace: Path, *options: str) -> Iterator[tuple[str, str, subp
         proc.stderr.close()
 
 
+def stopped_log(proc: subprocess.Popen[str]) -> str:
+    """SIGTERM to the server, which must stop cleanly (exit 0); all it wrote to stderr."""
+    proc.terminate()
+    assert proc.wait(20) == 0
+    assert proc.stderr is not None
+    return proc.stderr.read()
+
+
 def _line(proc: subprocess.Popen[str], seconds: float) -> str:
     assert proc.stderr is not None
     with selectors.DefaultSelector() as selector:
@@ -127,10 +135,7 @@ def test_401_without_the_token_and_the_tools_work_with_it(workspace: Path, token
                 await call(session, "complete", id=task["id"], claim=task["claim"], outcome="green")
 
         run(main)
-        proc.terminate()
-        assert proc.wait(20) == 0
-        assert proc.stderr is not None
-        log = proc.stderr.read()
+        log = stopped_log(proc)
     assert "hb mcp: stopped" in log
     assert TOKEN not in log and "Traceback" not in log
     with Ledger.open(workspace=workspace) as ledger:
@@ -207,10 +212,7 @@ def test_more_than_one_authorization_header_is_a_400_whichever_comes_first(
             assert json.loads(answer) == {"error": "more than one Authorization header"}
         assert raw_post(url, [*kinds, ("Authorization", wrong)], body)[0] == 401
         assert raw_post(url, [*kinds, ("Authorization", right)], body)[0] == 200
-        proc.terminate()
-        assert proc.wait(20) == 0
-        assert proc.stderr is not None
-        log = proc.stderr.read()
+        log = stopped_log(proc)
     assert TOKEN not in log and "Traceback" not in log
 
 
@@ -278,10 +280,7 @@ def test_what_uvicorn_refuses_or_would_serve_is_answered_as_json(workspace: Path
             assert answer_of(reply)[::2] == (401, {"error": "missing or wrong bearer token"})
         status, headers, _ = post(url, INIT, {"Authorization": f"Bearer {TOKEN}"})
         assert status == 200 and headers["server"] == "hb-mcp"
-        proc.terminate()
-        assert proc.wait(20) == 0
-        assert proc.stderr is not None
-        log = proc.stderr.read()
+        log = stopped_log(proc)
     assert TOKEN not in log and "Traceback" not in log
 
 
