@@ -111,6 +111,9 @@ class HeartbeatState:
 
     doc: dict[str, Any]
     source: str | None = field(default=None, repr=False, compare=False)
+    # what the file held in place of an object, when it held no value at all: "empty" (nothing but
+    # whitespace), "null" or "an empty array" (read as an empty object; see :func:`parse`)
+    placeholder: str | None = field(default=None, compare=False)
 
 
 class NotAnObject(InvalidInput):
@@ -126,9 +129,18 @@ class NotAnObject(InvalidInput):
 
 
 def parse(text: str) -> HeartbeatState:
-    """Read the state file; raises FileFormatError (line, column) unless it is a JSON object."""
+    """Read the state file; raises FileFormatError (line, column) unless it is a JSON object.
+
+    A file that holds no value (nothing but whitespace, ``null`` or ``[]``: an agent that created
+    the file before it had anything to record) is read as an empty object, as a missing file is:
+    it stays as it is until hb writes a value, which then replaces it with an object."""
     body = text.removeprefix(_BOM)
+    if not body.strip(" \t\r\n"):
+        return HeartbeatState(doc={}, source=text, placeholder="empty")
     doc = load(body)
+    if doc is None or doc == []:
+        kind = "null" if doc is None else "an empty array"
+        return HeartbeatState(doc={}, source=text, placeholder=kind)
     if not isinstance(doc, dict):
         at = len(body) - len(body.lstrip(" \t\r\n"))
         line = body.count("\n", 0, at) + 1
@@ -223,6 +235,9 @@ def container_notes(state: HeartbeatState) -> list[tuple[int | None, str]]:
     """(line, note) for each of :data:`CONTAINERS` the file holds as null (read as empty) or as
     a value that is not an object (nothing in it read or written), in the file's key order."""
     notes: list[tuple[int | None, str]] = []
+    if state.placeholder is not None and not state.doc:
+        what = "is empty" if state.placeholder == "empty" else f"holds {state.placeholder}"
+        notes.append((1, f"the file {what}: read as an empty object (hb replaces it only to write a value)"))
     for name in state.doc:
         if name not in CONTAINERS:
             continue
@@ -322,6 +337,7 @@ def with_updates(
     it replaces the null with an object holding that value.
     """
     doc = copy.deepcopy(state.doc)
+    placeholder = state.placeholder
     for key, value in settings.items():
         if key not in SETTING_PATHS:
             raise InvalidInput(f"{key!r} is not a setting heartbeat-state.json holds")
@@ -338,7 +354,7 @@ def with_updates(
         old = found[1] if found is not None else None
         if found is None or not _same_time(old, moment, tz):
             _write(doc, FACT_PATHS[key], _time_value(moment, old, tz), _never_same, state.source)
-    return HeartbeatState(doc=doc, source=state.source)
+    return HeartbeatState(doc=doc, source=state.source, placeholder=placeholder)
 
 
 def _write(
@@ -405,8 +421,14 @@ def render(state: HeartbeatState) -> str:
 
     Values that did not change keep their text; changed ones are replaced where they stand
     (:func:`heartbeat.formats.json_edit.edit`). A state built without a source renders as
-    ``json.dumps(indent=2)`` plus a newline.
+    ``json.dumps(indent=2)`` plus a newline, and so does one read from a file that held no value
+    (see :func:`parse`) once it holds something; until then that file stays as it is.
     """
     from heartbeat.formats.json_edit import edit
 
+    if state.placeholder is not None and state.source is not None:
+        if not state.doc:
+            return state.source  # still nothing to hold: the file stays as it is
+        bom = _BOM if state.source.startswith(_BOM) else ""
+        return bom + edit(None, state.doc)  # an object in place of the file's empty value
     return edit(state.source, state.doc)

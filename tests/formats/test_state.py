@@ -158,9 +158,10 @@ TRAILING_COMMA_AT = (2, 9) if sys.version_info >= (3, 13) else (3, 1)
         # Python 3.13's reader names the trailing comma itself, older ones the brace after it
         ('{\n  "a": 1,\n}', *TRAILING_COMMA_AT, "invalid JSON"),
         ('{"a": tru}', 1, 7, "invalid JSON"),
-        ("", 1, 1, "invalid JSON"),
         ('\n  ["a"]\n', 2, 3, "must hold a JSON object"),
-        ("null", 1, 1, "must hold a JSON object"),
+        ('"null"', 1, 1, "must hold a JSON object"),
+        ("[null]", 1, 1, "must hold a JSON object"),
+        ("0", 1, 1, "must hold a JSON object"),
     ],
 )
 def test_unreadable_file_is_a_file_format_error(text: str, line: int, column: int, reason: str) -> None:
@@ -341,6 +342,35 @@ def test_bad_updates_are_invalid_input(kwargs: dict[str, Any], message: str) -> 
 
     with pytest.raises(InvalidInput, match=message):
         with_updates(state, tz=SHANGHAI, **kwargs)
+
+
+# --- a file that holds no value: empty, null or [] ---
+
+
+@pytest.mark.parametrize(
+    ("text", "note"),
+    [
+        ("", "the file is empty"),
+        ("\ufeff \r\n\t\n", "the file is empty"),
+        ("null\n", "the file holds null"),
+        (" [ ]", "the file holds an empty array"),
+    ],
+)
+def test_a_file_without_a_value_reads_as_empty_and_stays_until_hb_writes(text: str, note: str) -> None:
+    """An agent may create heartbeat-state.json before it has anything to record (touch, or
+    null / [] for "nothing yet"): read as a missing file is, not refused, and kept byte for byte
+    until hb has a value to write; then the file becomes an object holding just that value."""
+    state = parse(text)
+
+    assert (state.doc, settings_from_state(state), facts_from_state(state, tz=UTC)) == ({}, {}, {})
+    assert container_notes(state) == [
+        (1, f"{note}: read as an empty object (hb replaces it only to write a value)")
+    ]
+    assert render(with_updates(state, facts={"hygiene.last_run_at": None}, tz=UTC)) == text
+    written = with_updates(state, settings={"proactive.max_per_day": 2}, tz=UTC)
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    assert render(written) == bom + '{\n  "proactiveChat": {\n    "maxProactivePerDay": 2\n  }\n}\n'
+    assert container_notes(parse(render(written))) == []
 
 
 # --- objects holding null, or something else ---

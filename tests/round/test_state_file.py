@@ -217,6 +217,38 @@ def test_a_null_object_is_read_as_empty_and_blocks_no_sync(sh_db: Runner, worksp
     assert path.read_text() == synced.replace("T09:00", "T09:20").replace("T10:00", "T10:20")
 
 
+@pytest.mark.parametrize(
+    ("text", "held"), [("", "is empty"), ("null\n", "holds null"), ("[]", "holds an empty array")]
+)
+def test_a_file_without_a_value_blocks_no_sync_and_becomes_an_object_when_hb_writes(
+    sh_db: Runner, workspace: Path, text: str, held: str
+) -> None:
+    """An agent may create memory/heartbeat-state.json before it has anything to note in it
+    (an empty file, or null / [] for "nothing yet"). That used to stop every hb sync (exit 1, or
+    an internal error for the empty file) and so every heartbeat. Now it reads as a missing file
+    does: the other files sync, a warning names the file's line 1, and the file keeps its bytes
+    until hb has a value to write; then it is an object holding that value, said once."""
+    path = write(workspace / "memory" / "heartbeat-state.json", text)
+    write(workspace / "TODO.md", TODO)
+    result = sh_db("--now", "2026-05-01T09:00", "sync", "--json")
+    state = next(r for r in json.loads(result.stdout)["reports"] if r["kind"] == "state")
+    note = f"{path}:1: the file {held}: read as an empty object (hb replaces it only to write a value)"
+    assert (state["written"], state["preserved"]) == (False, [note])
+    assert f"hb: warning: {note}\n" in result.stderr and "Traceback" not in result.stderr
+    assert [t["title"] for t in sh_db.json("list") if t["source"] == "todo"] == ["Send the invoice"]
+    assert path.read_text() == text
+    sh_db("--now", "2026-05-01T09:05", "seen")  # a conversation time hb writes into the file
+    result = sh_db("--now", "2026-05-01T09:10", "sync", "--json")
+    was = "was empty" if held == "is empty" else held.replace("holds", "held")
+    said = f"{path}:1: the file {was}: read as an empty object; hb writes an object in its place"
+    assert f"hb: warning: {said}\n" in result.stderr
+    written = json.loads(path.read_text())
+    assert written == {"proactiveChat": {"lastConversationAt": "2026-05-01T09:05:00+08:00"}}
+    again = sh_db("--now", "2026-05-01T09:15", "sync", "--json")
+    state = next(r for r in json.loads(again.stdout)["reports"] if r["kind"] == "state")
+    assert (state["written"], state["preserved"], again.stderr) == (False, [], "")
+
+
 def test_export_writes_into_a_null_object_and_keeps_every_other_byte(sh_db: Runner, workspace: Path) -> None:
     """The round trip after the sync above: an export with nothing new leaves the file as it is;
     a setting set in the ledger replaces the null proactiveChat where it stands (an object holding

@@ -21,7 +21,9 @@ was set in the ledger (``hb config set``), so an untouched file with default
 settings is never rewritten. In ``hb sync`` a setting changed on both sides
 since the last sync is a conflict: the file wins and the report names it.
 
-``proactiveChat``, ``memoryHygiene`` or ``todoWatch`` holding null is read as an
+A file that holds no value (empty, ``null``, ``[]``) is read as an empty object and
+kept as it is until hb writes a value (said once). ``proactiveChat``, ``memoryHygiene`` or
+``todoWatch`` holding null is read as an
 empty object, with a warning naming the line (:func:`heartbeat.formats.state.container_notes`),
 and replaced by an object only when hb writes a value into it (said once). One
 holding a string or a list is kept as written with a warning: ``hb sync`` leaves
@@ -89,6 +91,9 @@ def _said(
     from heartbeat.formats.json_edit import line_of
 
     filled = []
+    if before.placeholder is not None and after.doc:
+        held = "was empty" if before.placeholder == "empty" else f"held {before.placeholder}"
+        filled.append(f"{path}:1: the file {held}: read as an empty object; hb writes an object in its place")
     for name in state_fmt.CONTAINERS:
         value = after.doc.get(name)
         if name in before.doc and before.doc[name] is None and isinstance(value, dict):
@@ -97,7 +102,8 @@ def _said(
                 f"{path}:{line_of(text, (name,))}: {name} was null: read as an empty object; "
                 f"hb writes {places} in its place"
             )
-    return _notes(state_fmt.HeartbeatState(doc=after.doc, source=text), path), filled
+    left = after if text == after.source else state_fmt.HeartbeatState(doc=after.doc, source=text)
+    return _notes(left, path), filled
 
 
 def _tell(ctx: Context, notes: list[str]) -> None:
@@ -357,7 +363,7 @@ def sync_state(
     file_settings, _ = _read(ctx, doc, path, problems)
     report.preserved.extend(f"{path}: {reason}: kept as written, not read" for reason in problems.values())
     blocked = state_fmt.blocked_keys(doc)  # inside a string or a list (a note says so): left out
-    if file_changed:
+    if file_changed and doc.placeholder is None:
         from heartbeat.formats.json_edit import repeated_keys
 
         report.preserved.extend(  # as tasks.json says it: the first value is lost at a rewrite
@@ -365,6 +371,7 @@ def sync_state(
             "change to the object writes it out whole"
             for line, key in repeated_keys(text)
         )
+    if file_changed:
         baseline = _baseline(last)
         keep_ledger = set()
         for key, value in file_settings.items():
