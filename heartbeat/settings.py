@@ -48,7 +48,9 @@ class Settings:
     queue_lease: str = _opt("30m", "how long a pop holds a task before it is stale")
     queue_max_attempts: int = _opt(3, "tries before a failing task becomes failed", ge=1, le=1_000_000)
     todo_dialect: str = _opt("strict", "strict | extended (ids and cron in TODO files)")
-    sync_auto_export: bool = _opt(False, "re-render tasks.json & co after each queue operation")
+    sync_auto_export: bool = _opt(
+        False, "re-render tasks.json & co after each queue operation, the recurrence files after recur ones"
+    )
     recur_materialize: bool = _opt(False, "hb heartbeat copies due TODO.RECUR.md entries into TODO.md")
     lang: str = _opt("en", "message language: en | zh")
     check_interval: str = _opt("1h", "the heartbeat interval: todoWatch.nextScanAt = now + this")

@@ -222,7 +222,7 @@ def materialize(dry_run: bool) -> None:
 
 @recur.command()
 @click.argument("rule_id", metavar="ID")
-@click.option("--result", required=True, metavar="TEXT", help="What was done.")
+@click.option("--result", required=True, metavar="TEXT", help="What was done (may be empty).")
 @click.option("--success/--failure", default=True, show_default=True, help="How it went.")
 @json_option
 def outcome(rule_id: str, result: str, success: bool) -> None:

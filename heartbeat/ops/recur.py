@@ -38,6 +38,12 @@ Choices the contract leaves open, made here:
   first match at or after ``--next``.
 - PROACTIVE.md tasks are defined by their file: ``recur_update`` only enables
   or disables them and ``recur_remove`` refuses (remove the block instead).
+- With ``sync.auto_export``, an operation that changes what a runtime's file says writes
+  that file after its commit, as ``hb sync`` of that file would (:func:`_export`): an
+  outcome or an enable/disable PROACTIVE.md (CraftBot's own manager saves the file with
+  each, and decides due-ness from ``last_run``), an added, updated or removed repeat rule
+  TODO.RECUR.md, a materialize run TODO.md and TODO.RECUR.md (mistermorph would otherwise
+  materialize the same occurrence again from the file's old ``Next``).
 """
 
 from __future__ import annotations
@@ -53,7 +59,7 @@ from heartbeat.context import Context
 from heartbeat.db.plain import read_time
 from heartbeat.db.rows import OutcomeRow, RecurrenceRow, RunRow, TaskRow
 from heartbeat.db.store import Db, statements
-from heartbeat.errors import InvalidInput, InvalidState, NotFound
+from heartbeat.errors import HbError, InvalidInput, InvalidState, NotFound, one_line
 
 if TYPE_CHECKING:
     from heartbeat.rules.repeat import Repeat
@@ -579,7 +585,9 @@ def add(
         )
         _set_next(row, first, rule_zone)
         db.add(row)
-        return rule_dict(row, workspace_zone)
+        out = rule_dict(row, workspace_zone)
+    _export(ctx, "recur")
+    return out
 
 
 def update(
@@ -629,7 +637,9 @@ def update(
         if given & {"repeat", "next", "tz"}:
             _reschedule(zone, now, row, repeat, next, tz)
         row.updated_at = now
-        return rule_dict(row, zone)
+        out = rule_dict(row, zone)
+    _export(ctx, _kind(row))
+    return out
 
 
 def remove(ctx: Context, rule_id: str) -> dict[str, Any]:
@@ -649,15 +659,16 @@ def remove(ctx: Context, rule_id: str) -> dict[str, Any]:
             from heartbeat.ops.sync import bookmarks
 
             bookmarks.note_removed(db, "recur", row.id, row.synced_hash)
-        return out
+    _export(ctx, "recur")
+    return out
 
 
 def outcome(ctx: Context, rule_id: str, *, result: str, success: bool = True) -> dict[str, Any]:
     """``hb recur outcome``."""
     from heartbeat.formats.timestamps import format_timestamp
 
-    if not isinstance(result, str) or not result.strip():
-        raise InvalidInput("an outcome needs a result text")
+    if not isinstance(result, str):
+        raise InvalidInput("an outcome's result is a text (it may be empty, as CraftBot's default is)")
     now = ctx.now()
     zone = ctx.zone
     with ctx.write() as db:
@@ -685,7 +696,8 @@ def outcome(ctx: Context, rule_id: str, *, result: str, success: bool = True) ->
         row.last_run_at = now
         out = rule_dict(row, zone)
         out["outcome"] = {"timestamp": format_timestamp(now), "result": result, "success": success}
-        return out
+    _export(ctx, _kind(row))
+    return out
 
 
 def evaluate(
@@ -722,8 +734,9 @@ def evaluate(
         return {"id": row.id, **record, "at": isoformat(now, zone)}
 
 
-def materialize(ctx: Context, *, dry_run: bool = False) -> dict[str, Any]:
-    """``hb recur materialize`` (and the heartbeat's, with setting ``recur.materialize``)."""
+def materialize(ctx: Context, *, dry_run: bool = False, export: bool = True) -> dict[str, Any]:
+    """``hb recur materialize`` (and the heartbeat's, with setting ``recur.materialize``; the
+    heartbeat writes the files itself: ``export=False``)."""
     from heartbeat.formats.todo import link_problem
 
     now = ctx.now()
@@ -752,7 +765,29 @@ def materialize(ctx: Context, *, dry_run: bool = False) -> dict[str, Any]:
         if not dry_run:
             _add_todo_entries(db, made, now)
             _record_materialize_run(db, now, created, advanced)
+    if export and not dry_run and (created or advanced):
+        _export(ctx, "todo", "recur")
     return {"dry_run": dry_run, "created": created, "advanced": advanced, "skipped": skipped}
+
+
+def _kind(row: RecurrenceRow) -> str:
+    """The sync kind of the file that holds ``row``: PROACTIVE.md or TODO.RECUR.md."""
+    return "proactive" if row.source == PROACTIVE else "recur"
+
+
+def _export(ctx: Context, *kinds: str) -> None:
+    """With ``sync.auto_export``: after the operation's commit, sync the files of ``kinds``, as
+    ``hb sync`` of them would (hand edits in first, then the ledger's change written), so the
+    runtime reading them sees it at once. The operation stands whatever the writing does: a
+    failure is a notice, and the next ``hb sync`` writes the file."""
+    if not ctx.settings.sync_auto_export:
+        return
+    from heartbeat.ops.sync.engine import run
+
+    try:
+        run(ctx, only=list(kinds))
+    except (HbError, OSError) as exc:
+        ctx.notices.append(f"the recurrence files were not written ({one_line(exc)}); hb sync retries")
 
 
 def _token() -> str:

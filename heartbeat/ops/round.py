@@ -266,7 +266,7 @@ def heartbeat(ctx: Context, *, lang: str | None = None) -> dict[str, Any]:
     with guard_mod.held(ctx, "heartbeat") as held:
         checklist = _read_checklist(ctx)
         synced = sync_files(ctx)  # also re-reads settings: heartbeat-state.json may carry some
-        materialized = recur.materialize(ctx) if ctx.settings.recur_materialize else None
+        materialized = recur.materialize(ctx, export=False) if ctx.settings.recur_materialize else None
         round_ = check(ctx, lang=lang)
         brief = render_brief(checklist, round_["messages"])
         # the round committed its messages as sent: they are printed whatever the export does
