@@ -237,3 +237,21 @@ def test_a_seal_another_hb_wrote_is_not_replayed(hb: Runner, workspace: Path) ->
     out, _ = probe(workspace, version="0.0.1")  # the next version of hb: read again
     assert out["changed"] is False and report(out, "todo")["preserved"] == [now]
     assert report(probe(workspace, version="0.0.1")[0], "todo")["preserved"] == [now]  # its own seal
+
+
+def test_a_heartbeat_leaves_the_seal_its_export_made(hb: Runner, workspace: Path) -> None:
+    """A tick syncs, runs the round and writes the files back (a full sync that seals); then the
+    guard's run row is closed. That row is in no file, so the seal stands, and the next tick's
+    first sync is answered by it instead of reading and merging every file again."""
+    write(workspace / "TODO.md", todo_text(LINE_JOHN))
+    hb("add", "queue job")
+    write(workspace / "HEARTBEAT.md", "- check the queue\n")
+    hb("--now", "2026-05-03T10:00:00Z", "heartbeat")
+    assert sealed(workspace)
+    hb("--now", "2026-05-03T10:30:00Z", "heartbeat")
+    assert sealed(workspace)
+    hb("--now", "2026-05-03T10:31:00Z", "pop")  # a pop that takes nothing writes no filed run either
+    assert not sealed(workspace)  # the pop moved a task tasks.json shows
+    hb("sync")
+    assert hb("--now", "2026-05-03T10:33:00Z", "pop").stdout == "No pending tasks.\n"
+    assert sealed(workspace)

@@ -47,7 +47,7 @@ from heartbeat.db.plain import Conn
 from heartbeat.errors import FileFormatError, InvalidInput, one_line
 from heartbeat.ops.sync import bookmarks, writeback
 from heartbeat.ops.sync.files import default_path, digest, file_lock, lock_timeout, read_optional
-from heartbeat.ops.sync.registry import KINDS, MODULES, holds_sql
+from heartbeat.ops.sync.registry import FILED_RUNS, KINDS, MODULES, holds_sql
 from heartbeat.ops.sync.report import SyncReport
 
 if TYPE_CHECKING:
@@ -72,8 +72,12 @@ _FINGERPRINT = (
     "FROM (SELECT * FROM recurrences ORDER BY pk))",
     "(SELECT count(*) || ':' || coalesce(max(pk), 0) FROM outcomes)",
     "(SELECT count(*) || ':' || coalesce(max(pk), 0) || ':' || coalesce(sum(resolved), 0) FROM errors)",
+    # the runs a file is rendered from: last-run.json's records, heartbeat-state.json's times. The
+    # heartbeat's and a poke's own run (its guard, released after the tick's export) is in no file:
+    # counting it would break the seal the export just made, and the next tick would sync in full
     "(SELECT count(*) || ':' || coalesce(max(pk), 0) || ':' || coalesce(max(started_at), '') || ':' || "
-    "coalesce(max(finished_at), '') || ':' || count(record) || ':' || count(finished_at) FROM runs)",
+    "coalesce(max(finished_at), '') || ':' || count(record) || ':' || count(finished_at) FROM runs "
+    f"WHERE {FILED_RUNS})",
     "(SELECT count(*) || ':' || coalesce(max(pk), 0) FROM notifications)",
     "(SELECT group_concat(key || '=' || value, char(30)) "
     "FROM (SELECT key, value FROM settings ORDER BY key))",

@@ -57,6 +57,11 @@ MODULES: dict[str, str] = {
 }
 KINDS = tuple(MODULES)
 
+# The runs rows a workspace file is rendered from: last-run.json's records (a completion's record
+# is its outcome row) and heartbeat-state.json's times (state_files._facts). Every other run (a
+# heartbeat's, a poke's, a materialize run, a pop that took nothing) is in no file.
+FILED_RUNS = "record IS NOT NULL OR kind IN ('seen', 'hygiene', 'check')"
+
 # kind -> one statement that returns a row when the ledger holds something the kind's file
 # shows. With no such row and no file, the kind's syncer changes nothing and writes nothing
 # (tests/sync/test_idle_kinds.py holds every syncer to that), so hb sync can leave the kind
