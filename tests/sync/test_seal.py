@@ -7,8 +7,12 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.conftest import Runner
 from tests.sync.helpers import LINE_JOHN, LINE_MILK, LINE_TYPO, read, report, todo_text, write
@@ -254,4 +258,94 @@ def test_a_heartbeat_leaves_the_seal_its_export_made(hb: Runner, workspace: Path
     assert not sealed(workspace)  # the pop moved a task tasks.json shows
     hb("sync")
     assert hb("--now", "2026-05-03T10:33:00Z", "pop").stdout == "No pending tasks.\n"
+    assert sealed(workspace)
+
+
+@contextmanager
+def _refused(*modules: str) -> Iterator[None]:
+    """The syncers of ``modules`` fail when called: the seal must vouch for their kinds."""
+    import importlib
+
+    def refused(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("a kind the seal vouches for was synced")
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name in modules:
+            module = importlib.import_module(name)
+            for table in ("SYNCERS", "SYNC_GROUPS"):
+                for key in getattr(module, table, {}):
+                    patch.setitem(getattr(module, table), key, refused)
+        yield
+
+
+def test_after_the_round_only_the_files_showing_what_it_changed_are_synced(
+    hb: Runner, workspace: Path
+) -> None:
+    """The round records a check run (heartbeat-state.json's todoWatch) and the decisions it
+    took. The tick's export then reads and writes heartbeat-state.json alone: the seal holds for
+    the parts of the ledger every other file shows, so TODO.md, PROACTIVE.md and tasks.json are not
+    parsed again. A change to one of those parts brings exactly its files back in."""
+    write(workspace / "TODO.md", todo_text(LINE_JOHN))
+    hb("add", "queue job")
+    state = workspace / "memory" / "heartbeat-state.json"
+    state.parent.mkdir()
+    write(state, '{"todoWatch": {"lastScanAt": null}}\n')
+    hb("--now", "2026-05-03T10:00:00Z", "heartbeat")
+    todo_before = read(workspace / "TODO.md")
+    markdown, proactive = "heartbeat.ops.sync.markdown", "heartbeat.ops.sync.proactive_files"
+    with _refused(markdown, proactive, "heartbeat.ops.sync.queue_files"):
+        hb("--now", "2026-05-03T10:30:00Z", "heartbeat")
+    assert json.loads(read(state))["todoWatch"]["lastScanAt"].startswith("2026-05-03T")
+    assert "10:30:00" in read(state)  # this tick's scan, written by the export
+    assert read(workspace / "TODO.md") == todo_before
+    hb("--now", "2026-05-03T10:40:00Z", "add", "another queue job")
+    with _refused(markdown, proactive):
+        hb("--now", "2026-05-03T11:00:00Z", "heartbeat")  # tasks.json's part moved: its file is synced
+    tasks = json.loads((workspace / ".agent" / "state" / "tasks.json").read_text())
+    assert [t["description"] for t in tasks["pending"]] == ["queue job", "another queue job"]
+    assert sealed(workspace)
+
+
+def test_a_setting_any_file_may_show_syncs_every_kind(hb: Runner, workspace: Path) -> None:
+    from heartbeat import Ledger
+    from heartbeat.ops.sync import engine
+
+    write(workspace / "TODO.md", todo_text(LINE_JOHN))
+    hb("sync")
+    hb("config", "set", "proactive.max_per_day", "3")  # a setting heartbeat-state.json holds
+    with Ledger.open(workspace=workspace) as led:
+        seal = engine._check_seal(led)
+        assert seal is not None and seal.changed == ["state"] and seal.moved == {"state"}
+    hb("sync")
+    hb("config", "set", "todo.dialect", "extended")  # may change how every file is written
+    with Ledger.open(workspace=workspace) as led:
+        assert engine._check_seal(led) is None
+
+
+def test_a_sync_that_changes_what_another_file_shows_starts_over_with_every_kind(
+    hb: Runner, workspace: Path, monkeypatch: Any
+) -> None:
+    """An entry removed from TODO.md records a removal event, a part every task file's seal
+    rests on (a removed task's pk may be taken again): the partial sync cannot vouch for
+    tasks.json any more, so it starts over with every kind, and the result is the full sync's."""
+    from heartbeat.ops.sync import engine
+
+    todo = workspace / "TODO.md"
+    write(todo, todo_text(LINE_JOHN, LINE_MILK))
+    hb("add", "queue job")
+    hb("sync")
+    write(
+        todo, read(todo).replace(next(line for line in read(todo).splitlines() if "milk" in line) + "\n", "")
+    )
+    runs: list[Any] = []
+    real = engine._run
+
+    def counted(*args: Any) -> Any:
+        runs.append(args[4])  # the seal the run starts from (None: every kind)
+        return real(*args)
+
+    monkeypatch.setattr(engine, "_run", counted)
+    out = hb.json("sync")
+    assert [r is None for r in runs] == [False, True]  # the partial sync, then the full one
+    assert len(report(out, "todo")["removed"]) == 1 and "Buy milk" not in titles(hb)
     assert sealed(workspace)

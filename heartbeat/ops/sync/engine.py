@@ -16,12 +16,15 @@ statements): hb sync never loads SQLAlchemy.
 
 The seal. A full sync on SQLite also records, in the same transaction, the
 hash of every file as it leaves it and a fingerprint of every table a file
-is rendered from. The next ``hb sync`` first compares both, with one SQL
+is rendered from, in parts, each part with the kinds whose file shows it
+(:data:`_PARTS`). The next ``hb sync`` first compares both, with one SQL
 statement: when nothing moved on either side it reports exactly that and
-touches nothing. Any difference, ``--only``, ``--dry-run`` or PostgreSQL take
-the full path. When the seal holds for the ledger and only files changed,
-just their kinds are synced (the same checks, the seal renewed inside the
-transaction).
+touches nothing. Otherwise just the kinds whose file changed, or whose part of
+the ledger did, are synced (the same checks, the seal renewed inside the
+transaction): after a heartbeat's round, which records a check run, only
+heartbeat-state.json is read and written. When those syncs change a part
+another kind's file shows, the sync starts over with every kind. ``--only``,
+``--dry-run`` and PostgreSQL take the full path.
 
 Idle kinds. A full sync leaves out a kind whose file does not exist while the
 ledger holds nothing that file shows (:func:`heartbeat.ops.sync.registry.holds_sql`):
@@ -47,7 +50,7 @@ from heartbeat.db.plain import Conn
 from heartbeat.errors import FileFormatError, InvalidInput, one_line
 from heartbeat.ops.sync import bookmarks, writeback
 from heartbeat.ops.sync.files import default_path, digest, file_lock, lock_timeout, read_optional
-from heartbeat.ops.sync.registry import FILED_RUNS, KINDS, MODULES, holds_sql
+from heartbeat.ops.sync.registry import FACT_RUNS, KINDS, MODULES, RECORD_RUNS, STATE_SETTINGS, holds_sql
 from heartbeat.ops.sync.report import SyncReport
 
 if TYPE_CHECKING:
@@ -58,31 +61,75 @@ Results = dict[str, tuple[SyncReport, str | None]]
 ATTEMPTS = 3  # rounds of merging a file another program keeps changing while hb writes it
 SEAL = "sync.seal"  # the sync_state row of the seal
 
-# What the files are rendered from, as one consistent snapshot (a single statement).
-# The same text runs on the driver connection (check) and in the sync's transaction
-# (write), so its values compare as they are; an order SQLite happens to change only
-# costs a full sync, never a skipped one.
-_FINGERPRINT = (
-    # versions only grow and every removal records an event: these sums see every task change
-    "(SELECT count(*) || ':' || coalesce(max(pk), 0) || ':' || coalesce(sum(version), 0) || ':' || "
-    "coalesce(sum(pk * version), 0) FROM tasks)",
-    "(SELECT group_concat(pk || '|' || id || '|' || source || '|' || title || '|' || rule || '|' || "
-    "coalesce(tz, '') || '|' || coalesce(next_local, '') || '|' || coalesce(chat_id, '') || '|' || "
-    "position || '|' || enabled || '|' || run_count || '|' || updated_at, char(30)) "
-    "FROM (SELECT * FROM recurrences ORDER BY pk))",
-    "(SELECT count(*) || ':' || coalesce(max(pk), 0) FROM outcomes)",
-    "(SELECT count(*) || ':' || coalesce(max(pk), 0) || ':' || coalesce(sum(resolved), 0) FROM errors)",
+# What the files are rendered from, as one consistent snapshot (a single statement), in parts:
+# each part with the kinds whose file shows it. The same text runs on the driver connection
+# (check) and in the sync's transaction (write), so its values compare as they are; an order
+# SQLite happens to change only costs a sync of those kinds, never a skipped one.
+_QUEUE = "scope <> '' OR source <> 'todo'"  # tasks.json's tasks; the rest are TODO entries
+_TASK_FILES = ("tasks-json", "errors-json", "last-run")
+_ALL = KINDS
+_PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # versions only grow, and every removal records an event: these sums see every task change
+    (
+        "(SELECT count(*) || ':' || coalesce(max(pk), 0) || ':' || coalesce(sum(version), 0) || ':' || "
+        f"coalesce(sum(pk * version), 0) FROM tasks WHERE {_QUEUE})",
+        _TASK_FILES,
+    ),
+    (
+        "(SELECT count(*) || ':' || coalesce(max(pk), 0) || ':' || coalesce(sum(version), 0) || ':' || "
+        f"coalesce(sum(pk * version), 0) FROM tasks WHERE NOT ({_QUEUE}))",
+        ("todo", "done"),
+    ),
+    # a removed task's pk may be taken again by a new one: the removal's event tells them apart
+    ("(SELECT count(*) || ':' || coalesce(max(pk), 0) FROM task_events WHERE kind = 'removed')", _ALL),
+    *(
+        (
+            "(SELECT group_concat(pk || '|' || id || '|' || source || '|' || title || '|' || rule || '|' || "
+            "coalesce(tz, '') || '|' || coalesce(next_local, '') || '|' || coalesce(chat_id, '') || '|' || "
+            "position || '|' || enabled || '|' || run_count || '|' || updated_at, char(30)) "
+            f"FROM (SELECT * FROM recurrences WHERE {where} ORDER BY pk))",
+            kinds,
+        )
+        for where, kinds in (("source = 'proactive'", ("proactive",)), ("source <> 'proactive'", ("recur",)))
+    ),
+    (
+        "(SELECT count(*) || ':' || coalesce(max(pk), 0) FROM outcomes WHERE recurrence_pk IS NULL)",
+        _TASK_FILES,
+    ),
+    (
+        "(SELECT count(*) || ':' || coalesce(max(pk), 0) FROM outcomes WHERE recurrence_pk IS NOT NULL)",
+        ("proactive",),
+    ),
+    (
+        "(SELECT count(*) || ':' || coalesce(max(pk), 0) || ':' || coalesce(sum(resolved), 0) FROM errors)",
+        _TASK_FILES,
+    ),
     # the runs a file is rendered from: last-run.json's records, heartbeat-state.json's times. The
     # heartbeat's and a poke's own run (its guard, released after the tick's export) is in no file:
     # counting it would break the seal the export just made, and the next tick would sync in full
-    "(SELECT count(*) || ':' || coalesce(max(pk), 0) || ':' || coalesce(max(started_at), '') || ':' || "
-    "coalesce(max(finished_at), '') || ':' || count(record) || ':' || count(finished_at) FROM runs "
-    f"WHERE {FILED_RUNS})",
-    "(SELECT count(*) || ':' || coalesce(max(pk), 0) FROM notifications)",
-    "(SELECT group_concat(key || '=' || value, char(30)) "
-    "FROM (SELECT key, value FROM settings ORDER BY key))",
-    "(SELECT count(*) || ':' || coalesce(max(pk), 0) FROM task_events)",
+    *(
+        (
+            "(SELECT count(*) || ':' || coalesce(max(pk), 0) || ':' || coalesce(max(started_at), '') "
+            "|| ':' || coalesce(max(finished_at), '') || ':' || count(record) || ':' || count(finished_at) "
+            f"FROM runs WHERE {where})",
+            kinds,
+        )
+        for where, kinds in ((RECORD_RUNS, ("last-run",)), (FACT_RUNS, ("state",)))
+    ),
+    ("(SELECT count(*) || ':' || coalesce(max(pk), 0) FROM notifications)", ("state",)),
+    *(
+        (
+            "(SELECT group_concat(key || '=' || value, char(30)) "
+            f"FROM (SELECT key, value FROM settings WHERE {where} ORDER BY key))",
+            kinds,
+        )
+        for where, kinds in (
+            (f"key IN ({STATE_SETTINGS})", ("state",)),
+            (f"key NOT IN ({STATE_SETTINGS})", _ALL),
+        )
+    ),
 )
+_FINGERPRINT = tuple(sql for sql, _ in _PARTS)
 _FINGERPRINT_SQL = "SELECT " + ", ".join(_FINGERPRINT)
 _CHECK_SQL = f"SELECT (SELECT skeleton FROM sync_state WHERE kind = '{SEAL}'), " + ", ".join(_FINGERPRINT)
 
@@ -238,13 +285,13 @@ def _transaction(
 ) -> tuple[Results, dict[str, str | None], dict[str, str]]:
     """The sync's transaction: (the reports and texts the syncers returned, the files' texts as
     read, the texts to write back)."""
-    sealed = seal is not None and seal[0] is not None
+    prior = seal[0] if seal is not None else None
     kinds = [k for unit in units for k in unit.kinds]
     texts = {k: read_optional(p) for k, p in paths.items()}
     now = ctx.now()
     try:
         with ctx.write() as db:
-            if seal is not None and seal[0] is not None and _moved(db, seal[0]):
+            if prior is not None and _moved(db, prior):
                 raise _Unsealed  # the ledger moved since the check: sync every kind
             waiting = writeback.pending(db, kinds)
             inputs = _inputs(ctx, db, waiting, texts, paths, now)
@@ -257,6 +304,8 @@ def _transaction(
                     results.update({k: (SyncReport(k, str(paths[k])), None) for k in unit.kinds})
                 else:
                     assert unit.run is not None
+                    # ``sealed``: no part of the ledger this unit's files show moved since the seal
+                    sealed = prior is not None and not set(unit.kinds) & prior.moved
                     results.update(unit.run(ctx, db, given, now, sealed=sealed))
             # a file another program changes from here on is merged in by the write-back
             # (a compare-and-swap against ``texts``), not written over
@@ -458,21 +507,36 @@ def _fingerprint(values: Sequence[Any]) -> str:
     return h.hexdigest()
 
 
+def _part_digests(values: Sequence[Any]) -> list[str]:
+    """A short digest of each part of the fingerprint (see :data:`_PARTS`)."""
+    return [hashlib.sha256(str(value).encode("utf-8")).hexdigest()[:24] for value in values]
+
+
+def _moved_kinds(before: Sequence[str], after: Sequence[str]) -> set[str]:
+    """The kinds whose file shows a part that differs between two lists of part digests."""
+    return {
+        kind
+        for (_, kinds), old, new in zip(_PARTS, before, after, strict=True)
+        if old != new
+        for kind in kinds
+    }
+
+
 def _file_hash(text: str | None) -> str | None:
     return None if text is None else digest(text)
 
 
 @dataclass(frozen=True)
 class _Seal:
-    """The last full sync's seal, when the ledger has not moved since: the kinds whose file did."""
+    """The last full sync's seal, where it still holds: the kinds whose file changed since, or
+    whose part of the ledger did (``moved``); the seal vouches for every other kind."""
 
     seal: dict[str, Any]
     changed: list[str]
     data_version: int | None = None  # SQLite's PRAGMA data_version when the check began
-
-    @property
-    def fingerprint(self) -> str:
-        return str(self.seal["fingerprint"])
+    current: str = ""  # the ledger's fingerprint when checked
+    parts: tuple[str, ...] = ()  # and its parts' digests
+    moved: frozenset[str] = frozenset()
 
     @property
     def skipped(self) -> list[str]:
@@ -480,7 +544,8 @@ class _Seal:
 
 
 class _Unsealed(Exception):
-    """The ledger changed between the seal check and the sync's transaction."""
+    """The ledger changed between the seal check and the sync's transaction, or the kinds synced
+    changed a part of it that a kind left to the seal shows."""
 
 
 def _moved(db: Conn, prior: _Seal) -> bool:
@@ -489,13 +554,13 @@ def _moved(db: Conn, prior: _Seal) -> bool:
         row = db.one("PRAGMA data_version")
         if row is not None and row[0] == prior.data_version:
             return False  # no other connection committed since: the check still holds
-    return _fingerprint_of(db) != prior.fingerprint
+    return _fingerprint(_fingerprint_values(db)) != prior.current
 
 
-def _fingerprint_of(db: Conn) -> str:
+def _fingerprint_values(db: Conn) -> Sequence[Any]:
     row = db.one(_FINGERPRINT_SQL)
     assert row is not None
-    return _fingerprint(row)
+    return row
 
 
 def _seal(
@@ -508,9 +573,17 @@ def _seal(
     seal: tuple[_Seal | None, list[str]],
     now: datetime,
 ) -> None:
-    """Record, in the sync's transaction, how it leaves the files and the ledger."""
+    """Record, in the sync's transaction, how it leaves the files and the ledger.
+
+    After a sync of some kinds only, a part of the ledger those syncs changed must be one no
+    other kind's file shows, else the seal would vouch for a file that no longer says what the
+    ledger does: :class:`_Unsealed` then starts the sync over with every kind."""
     prior, skipped = seal
     synced = [k for unit in units for k in unit.kinds]
+    values = _fingerprint_values(db)
+    parts = _part_digests(values)
+    if prior is not None and not _moved_kinds(prior.parts, parts) <= set(synced):
+        raise _Unsealed
     files: dict[str, Any] = dict(prior.seal["files"]) if prior is not None else {}
     preserved: dict[str, Any] = dict(prior.seal["preserved"]) if prior is not None else {}
     for k in synced:
@@ -519,7 +592,9 @@ def _seal(
         if k in results:
             preserved[k] = results[k][0].preserved
     skeleton = {
-        "fingerprint": _fingerprint_of(db),
+        "fingerprint": _fingerprint(values),
+        "head": _fingerprint(()),
+        "parts": parts,
         "files": files,
         "order": prior.seal["order"] if prior is not None else synced,
         "skipped": skipped,
@@ -530,7 +605,9 @@ def _seal(
 
 
 def _check_seal(ctx: Context) -> _Seal | None:
-    """The seal, if the ledger is as the last full sync left it (None: it is not, or no seal)."""
+    """The seal, where the ledger is as the last full sync left it (None: no seal, or one that
+    vouches for no kind). A kind is left to sync when its file changed since, or a part of the
+    ledger its file shows did (:data:`_PARTS`)."""
     import sqlite3
 
     try:
@@ -542,20 +619,34 @@ def _check_seal(ctx: Context) -> _Seal | None:
     if row is None or row[0] is None:
         return None
     seal = json.loads(row[0])
-    if not isinstance(seal, dict) or seal.get("fingerprint") != _fingerprint(row[1:]):
+    if not isinstance(seal, dict):
         return None
+    values = row[1:]
+    current = _fingerprint(values)
+    parts = _part_digests(values)
+    moved: set[str] = set()
+    if seal.get("fingerprint") != current:
+        before = seal.get("parts")
+        if seal.get("head") != _fingerprint(()) or not isinstance(before, list) or len(before) != len(parts):
+            return None  # another hb's seal, or one of every table at once: sync in full
+        moved = _moved_kinds(before, parts)
     changed = []
     for kind in seal["order"]:
         path, expected = seal["files"][kind]
         if path != str(default_path(ctx.workspace, kind)):
             return None
-        try:
-            current = _file_hash(read_optional(Path(path)))
-        except FileFormatError:
-            current = "unreadable"  # the sync of that kind says where and why
-        if current != expected:
+        if kind in moved:
             changed.append(kind)
-    return _Seal(seal, changed, version)
+            continue
+        try:
+            current_hash = _file_hash(read_optional(Path(path)))
+        except FileFormatError:
+            current_hash = "unreadable"  # the sync of that kind says where and why
+        if current_hash != expected:
+            changed.append(kind)
+    if moved and len(changed) == len(seal["order"]):
+        return None  # the seal vouches for nothing: the full path (it also leaves idle kinds out)
+    return _Seal(seal, changed, version, current, tuple(parts), frozenset(moved))
 
 
 def _sealed_report(seal: dict[str, Any], kind: str) -> SyncReport:

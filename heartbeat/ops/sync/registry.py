@@ -60,7 +60,14 @@ KINDS = tuple(MODULES)
 # The runs rows a workspace file is rendered from: last-run.json's records (a completion's record
 # is its outcome row) and heartbeat-state.json's times (state_files._facts). Every other run (a
 # heartbeat's, a poke's, a materialize run, a pop that took nothing) is in no file.
-FILED_RUNS = "record IS NOT NULL OR kind IN ('seen', 'hygiene', 'check')"
+RECORD_RUNS = "record IS NOT NULL"
+FACT_RUNS = "kind IN ('seen', 'hygiene', 'check')"
+# The settings heartbeat-state.json holds (formats.state.SETTING_PATHS, named here so the checks
+# do not load that module); every other setting may change how any file is written.
+STATE_SETTINGS = (
+    "'proactive.enabled', 'proactive.max_per_day', 'proactive.min_hours_between', "
+    "'proactive.min_hours_since_conversation', 'hygiene.enabled', 'hygiene.every_hours'"
+)
 
 # kind -> one statement that returns a row when the ledger holds something the kind's file
 # shows. With no such row and no file, the kind's syncer changes nothing and writes nothing
@@ -79,9 +86,7 @@ _HOLDS: dict[str, str] = {
     # state_files._has_anything(): a setting the file holds (formats.state.SETTING_PATHS, named
     # here so the check does not load that module), or one of the facts it records
     "state": (
-        "SELECT 1 FROM settings WHERE key IN ('proactive.enabled', 'proactive.max_per_day', "
-        "'proactive.min_hours_between', 'proactive.min_hours_since_conversation', 'hygiene.enabled', "
-        "'hygiene.every_hours') "
+        f"SELECT 1 FROM settings WHERE key IN ({STATE_SETTINGS}) "
         "UNION ALL SELECT 1 FROM runs WHERE kind IN ('seen', 'hygiene', 'check') "
         "UNION ALL SELECT 1 FROM notifications WHERE kind = 'proactive' AND decision = 'sent' "
         "LIMIT 1"
