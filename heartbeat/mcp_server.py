@@ -30,8 +30,9 @@ default; the token is never logged. uvicorn serves it with hb's protocol
 (:class:`heartbeat.mcp_http.HttpProtocol`, on h11, imported only for ``--http``): what uvicorn
 would refuse in text or take is answered as hb serve answers, JSON with one line (400 for a
 request h11 cannot parse, 431 past 64 KiB of headers, 505 for another HTTP version, 404 for
-another path, 408 for half a request after 10 seconds), up to 4 empty lines before a request
-line are skipped, and the Server header is ``hb-mcp``.
+another path, 408 for half a request after 10 seconds, 503 with ``Retry-After`` past 64
+connections at once), up to 4 empty lines before a request line are skipped, and the Server
+header is ``hb-mcp``.
 """
 
 from __future__ import annotations

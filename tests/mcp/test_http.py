@@ -392,3 +392,62 @@ def test_the_deadline_is_for_the_request_not_the_answer(monkeypatch: pytest.Monk
             started = time.monotonic()
             assert read_until_closed(idle) == b""
             assert time.monotonic() - started < 10
+
+
+# --- limits: connections at once, body size --------------------------------------------------
+
+
+def answer_until_closed(sock: socket.socket) -> bytes:
+    """All the server sent on ``sock`` until it closed it, or reset it: a server that closes a
+    connection with bytes of the request unread resets it, after its answer."""
+    chunks = []
+    for _ in range(1000):
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_past_64_connections_the_next_is_a_json_503_until_one_closes(
+    workspace: Path, token_file: Path
+) -> None:
+    """uvicorn served any number of connections at once; hb serve serves 64 and refuses the
+    next with a JSON 503, Retry-After and a log line: so does hb mcp --http."""
+    with http_server(workspace, "--token-file", str(token_file)) as (url, _head, proc):
+        parts = urlsplit(url)
+        address = (parts.hostname or "", parts.port or 0)
+        request = f"POST /mcp HTTP/1.1\r\n{HOST}Content-Length: 0\r\n\r\n".encode()
+        idle: list[socket.socket] = []
+        try:
+            for _ in range(mcp_http.MAX_CONNECTIONS):  # 64 that send nothing (for under 10 s)
+                idle.append(socket.create_connection(address, timeout=10))
+            time.sleep(0.3)  # let the server take them before the next one knocks
+            with socket.create_connection(address, timeout=10) as extra:
+                extra.sendall(request)
+                reply = answer_until_closed(extra)
+            status, headers, payload = answer_of(reply)
+            assert status == 503
+            assert payload == {"error": "too many connections at once (over 64); try again in a moment"}
+            assert headers["retry-after"] == "1" and headers["connection"] == "close"
+            assert headers["server"] == "hb-mcp"
+            for conn in idle[:4]:
+                conn.close()
+            for _ in range(100):  # places come back once those connections are gone
+                with socket.create_connection(address, timeout=10) as again:
+                    again.sendall(request)
+                    status = answer_of(answer_until_closed(again))[0]
+                if status != 503:
+                    break
+                time.sleep(0.05)
+            assert status == 401  # served: the gate's answer to a request without the token
+            assert post(url, INIT, {"Authorization": f"Bearer {TOKEN}"})[0] == 200
+        finally:
+            for conn in idle:
+                conn.close()
+        log = stopped_log(proc)
+    assert "hb mcp: 127.0.0.1 - - 503: too many connections at once (over 64); try again in a moment" in log
+    assert "Traceback" not in log
