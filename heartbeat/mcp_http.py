@@ -137,7 +137,9 @@ class HttpProtocol(H11Protocol):
 
 def http_config(app: Any) -> Any:
     """uvicorn's settings for ``app``: hb's protocol (h11, never httptools), its Server header,
-    no access log (it would show query strings)."""
+    no access log (it would show query strings), and no proxy headers: uvicorn would otherwise
+    take the client address and scheme a local client claims in X-Forwarded-For and
+    X-Forwarded-Proto (it trusts them from 127.0.0.1, where every client on the machine is)."""
     import uvicorn
 
     return uvicorn.Config(
@@ -149,4 +151,5 @@ def http_config(app: Any) -> Any:
         server_header=False,
         headers=[("server", SERVER)],
         h11_max_incomplete_event_size=MAX_HEAD,
+        proxy_headers=False,
     )

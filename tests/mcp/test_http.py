@@ -324,13 +324,10 @@ def in_process(monkeypatch: pytest.MonkeyPatch, seconds: float) -> Iterator[str]
                 break
         await asyncio.sleep(seconds)
         answer = json.dumps({"read": len(body)}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(answer))],
-            }
-        )
+        client, scheme = scope["client"][0].encode(), scope["scheme"].encode()  # as the app saw them
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(answer))]
+        headers += [(b"x-client", client), (b"x-scheme", scheme)]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": answer})
 
     sock = mcp_server.listen("127.0.0.1", 0)
@@ -451,3 +448,14 @@ def test_past_64_connections_the_next_is_a_json_503_until_one_closes(
         log = stopped_log(proc)
     assert "hb mcp: 127.0.0.1 - - 503: too many connections at once (over 64); try again in a moment" in log
     assert "Traceback" not in log
+
+
+def test_forwarded_headers_change_neither_client_nor_scheme(monkeypatch: pytest.MonkeyPatch) -> None:
+    """uvicorn took X-Forwarded-For and X-Forwarded-Proto from any client on 127.0.0.1 as the
+    client's address and scheme; hb has no proxy in front to trust."""
+    with in_process(monkeypatch, 0) as url:
+        forged = "X-Forwarded-For: 203.0.113.9\r\nX-Forwarded-Proto: https\r\n"
+        head = f"POST /mcp HTTP/1.1\r\n{HOST}Authorization: Bearer {TOKEN}\r\nConnection: close\r\n{forged}"
+        reply = exchange(url, f"{head}Content-Length: 2\r\n\r\n{{}}".encode())
+    headers = reply.partition(b"\r\n\r\n")[0].decode("latin-1").lower()
+    assert "\r\nx-client: 127.0.0.1\r\n" in headers and "\r\nx-scheme: http\r\n" in headers
