@@ -7,6 +7,7 @@ not load uvicorn's protocol; :mod:`heartbeat.mcp_server` describes the answers.
 from __future__ import annotations
 
 import asyncio
+import sys
 from http import HTTPStatus
 from typing import Any
 
@@ -19,18 +20,27 @@ REQUEST_TIMEOUT = 10  # seconds a client has for its whole request over HTTP, as
 SERVER = "hb-mcp"  # the Server header over HTTP (uvicorn would name itself)
 MAX_EMPTY_LINES = 4  # empty lines skipped before a request line over HTTP, as hb serve skips
 MAX_HEAD = 65536  # bytes of a request line and its headers over HTTP (h11's default is 16 KiB)
+MAX_CONNECTIONS = 64  # connections served at once over HTTP, as hb serve serves; more get 503
+RETRY_AFTER = 1  # seconds a connection refused for being one too many is told to wait
 
 
-def refusal(status: int, error: str) -> bytes:
-    """A whole JSON answer with ``Connection: close``, written to the socket as is: for the
-    answers uvicorn makes before any app runs."""
+def refusal(status: int, error: str, *extra: str) -> bytes:
+    """A whole JSON answer with ``Connection: close`` (and the ``extra`` header lines), written
+    to the socket as is: for the answers uvicorn makes before any app runs."""
     body = (strict_json.dumps({"error": error}, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
     phrase = HTTPStatus(status).phrase
+    lines = [f"content-length: {len(body)}", *extra, "connection: close"]
     head = (
         f"HTTP/1.1 {status} {phrase}\r\nserver: {SERVER}\r\ncontent-type: application/json\r\n"
-        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+        + "".join(line + "\r\n" for line in lines)
+        + "\r\n"
     )
     return head.encode("ascii") + body
+
+
+def log(message: str) -> None:
+    """One line on standard error, as hb mcp writes its others."""
+    print(f"hb mcp: {message}", file=sys.stderr, flush=True)
 
 
 class HttpProtocol(H11Protocol):
@@ -44,7 +54,11 @@ class HttpProtocol(H11Protocol):
     - a request not received whole within :data:`REQUEST_TIMEOUT` seconds (headers that never
       end, a body shorter than its Content-Length) is a 408, or only closed when an answer went
       out already or nothing was sent: uvicorn waits for it for ever (its keep-alive timeout
-      starts only after an answer).
+      starts only after an answer);
+    - at most :data:`MAX_CONNECTIONS` connections are served at once, as hb serve serves: the
+      next one is answered 503, JSON with ``Retry-After``, closed at once and logged as hb serve
+      logs it (uvicorn's ``limit_concurrency`` would answer in text, and only once a request
+      came, holding the connection until then). A refused connection holds no place.
 
     It overrides ``send_400_response`` (the one place uvicorn answers a protocol error) and
     hooks ``connection_made``, ``data_received``, ``handle_events`` and ``connection_lost``
@@ -56,7 +70,17 @@ class HttpProtocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[arg-type]
+        if len(self.connections) > MAX_CONNECTIONS:  # (uvicorn's set of them, this one included)
+            self.connections.discard(self)
+            self._refuse_busy()
+            return
         self._arm()
+
+    def _refuse_busy(self) -> None:
+        error = f"too many connections at once (over {MAX_CONNECTIONS}); try again in a moment"
+        self.transport.write(refusal(503, error, f"retry-after: {RETRY_AFTER}"))
+        self.transport.close()
+        log(f"{self.client[0] if self.client else '-'} - - 503: {error}")
 
     def data_received(self, data: bytes) -> None:
         if self.conn.their_state is h11.IDLE and not self.conn.trailing_data[0]:
@@ -113,7 +137,9 @@ class HttpProtocol(H11Protocol):
 
 def http_config(app: Any) -> Any:
     """uvicorn's settings for ``app``: hb's protocol (h11, never httptools), its Server header,
-    no access log (it would show query strings)."""
+    no access log (it would show query strings), and no proxy headers: uvicorn would otherwise
+    take the client address and scheme a local client claims in X-Forwarded-For and
+    X-Forwarded-Proto (it trusts them from 127.0.0.1, where every client on the machine is)."""
     import uvicorn
 
     return uvicorn.Config(
@@ -125,4 +151,5 @@ def http_config(app: Any) -> Any:
         server_header=False,
         headers=[("server", SERVER)],
         h11_max_incomplete_event_size=MAX_HEAD,
+        proxy_headers=False,
     )

@@ -30,8 +30,9 @@ default; the token is never logged. uvicorn serves it with hb's protocol
 (:class:`heartbeat.mcp_http.HttpProtocol`, on h11, imported only for ``--http``): what uvicorn
 would refuse in text or take is answered as hb serve answers, JSON with one line (400 for a
 request h11 cannot parse, 431 past 64 KiB of headers, 505 for another HTTP version, 404 for
-another path, 408 for half a request after 10 seconds), up to 4 empty lines before a request
-line are skipped, and the Server header is ``hb-mcp``.
+another path, 408 for half a request after 10 seconds, 413 for a body past :data:`MAX_BODY`
+bytes once the token is right, 503 with ``Retry-After`` past 64 connections at once), up to 4
+empty lines before a request line are skipped, and the Server header is ``hb-mcp``.
 """
 
 from __future__ import annotations
@@ -85,6 +86,9 @@ MAX_TEXT = 2_000  # characters of one text in a listed item (a title, an instruc
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
 HTTP_PATH = "/mcp"
+# bytes of a request body over HTTP: a tool call is a few KiB (hb serve's 4 KiB is for a poke's
+# one instruction); the SDK's own limit, 4 MiB, is answered in text and the rest of the body read
+MAX_BODY = 1024 * 1024
 
 INSTRUCTIONS = (
     'hb is this workspace\'s task ledger. On a heartbeat call `heartbeat`: {"ok": true} means '
@@ -751,7 +755,11 @@ class BearerGate:
     the token, as hb serve does: another HTTP version than 1.x is 505, another path than
     :data:`HTTP_PATH` 404 (the SDK's own are text), a request with both Content-Length and
     Transfer-Encoding 400 (h11 would read the chunks and drop the length: a proxy in front
-    may have read the other). Each refusal closes the connection."""
+    may have read the other). After the token, as hb serve does, the body: a Content-Length
+    past :data:`MAX_BODY` is 413 before any of it is read, and so is a chunked body as soon as
+    it grows past that; the app is handed the body read whole (it holds at most
+    :data:`MAX_BODY` bytes here, uvicorn's own buffer stays under its flow-control limit). Each
+    refusal closes the connection."""
 
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
@@ -778,6 +786,24 @@ class BearerGate:
                 challenge = (b"www-authenticate", b'Bearer realm="hb"')
                 await self.refuse(send, 401, {"error": "missing or wrong bearer token"}, challenge)
                 return
+            too_large = {"error": f"body over {MAX_BODY} bytes"}
+            declared = [v for k, v in scope.get("headers", ()) if k.lower() == b"content-length"]
+            if declared and int(declared[0]) > MAX_BODY:  # (h11 took it: one plain number)
+                await self.refuse(send, 413, too_large)
+                return
+            body = bytearray()
+            while True:  # until the body's end, past MAX_BODY or the client gone
+                message = await receive()
+                if message["type"] != "http.request":  # the client went away: no one to answer
+                    return
+                chunk = message.get("body", b"")
+                if len(body) + len(chunk) > MAX_BODY:  # (a chunked body: its length was not said)
+                    await self.refuse(send, 413, too_large)
+                    return
+                body += chunk
+                if not message.get("more_body", False):
+                    break
+            receive = _replay(bytes(body), receive)
         await self.app(scope, receive, send)
 
     @staticmethod
@@ -797,6 +823,17 @@ class BearerGate:
         if scheme.lower() != b"bearer" or not credentials.strip():
             return False
         return hmac.compare_digest(credentials.strip(), self.token)
+
+
+def _replay(body: bytes, receive: Any) -> Any:
+    """An ASGI ``receive`` that hands out ``body``, whole, then what ``receive`` brings (the
+    client going away)."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay() -> Any:
+        return pending.pop() if pending else await receive()
+
+    return replay
 
 
 def listen(host: str, port: int) -> socket.socket:

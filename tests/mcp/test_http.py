@@ -324,13 +324,10 @@ def in_process(monkeypatch: pytest.MonkeyPatch, seconds: float) -> Iterator[str]
                 break
         await asyncio.sleep(seconds)
         answer = json.dumps({"read": len(body)}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(answer))],
-            }
-        )
+        client, scheme = scope["client"][0].encode(), scope["scheme"].encode()  # as the app saw them
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(answer))]
+        headers += [(b"x-client", client), (b"x-scheme", scheme)]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": answer})
 
     sock = mcp_server.listen("127.0.0.1", 0)
@@ -392,3 +389,137 @@ def test_the_deadline_is_for_the_request_not_the_answer(monkeypatch: pytest.Monk
             started = time.monotonic()
             assert read_until_closed(idle) == b""
             assert time.monotonic() - started < 10
+
+
+# --- limits: connections at once, body size --------------------------------------------------
+
+
+def answer_until_closed(sock: socket.socket) -> bytes:
+    """All the server sent on ``sock`` until it closed it, or reset it: a server that closes a
+    connection with bytes of the request unread resets it, after its answer."""
+    chunks = []
+    for _ in range(1000):
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_past_64_connections_the_next_is_a_json_503_until_one_closes(
+    workspace: Path, token_file: Path
+) -> None:
+    """uvicorn served any number of connections at once; hb serve serves 64 and refuses the
+    next with a JSON 503, Retry-After and a log line: so does hb mcp --http."""
+    with http_server(workspace, "--token-file", str(token_file)) as (url, _head, proc):
+        parts = urlsplit(url)
+        address = (parts.hostname or "", parts.port or 0)
+        request = f"POST /mcp HTTP/1.1\r\n{HOST}Content-Length: 0\r\n\r\n".encode()
+        idle: list[socket.socket] = []
+        try:
+            for _ in range(mcp_http.MAX_CONNECTIONS):  # 64 that send nothing (for under 10 s)
+                idle.append(socket.create_connection(address, timeout=10))
+            time.sleep(0.3)  # let the server take them before the next one knocks
+            with socket.create_connection(address, timeout=10) as extra:
+                extra.sendall(request)
+                reply = answer_until_closed(extra)
+            status, headers, payload = answer_of(reply)
+            assert status == 503
+            assert payload == {"error": "too many connections at once (over 64); try again in a moment"}
+            assert headers["retry-after"] == "1" and headers["connection"] == "close"
+            assert headers["server"] == "hb-mcp"
+            for conn in idle[:4]:
+                conn.close()
+            for _ in range(100):  # places come back once those connections are gone
+                with socket.create_connection(address, timeout=10) as again:
+                    again.sendall(request)
+                    status = answer_of(answer_until_closed(again))[0]
+                if status != 503:
+                    break
+                time.sleep(0.05)
+            assert status == 401  # served: the gate's answer to a request without the token
+            assert post(url, INIT, {"Authorization": f"Bearer {TOKEN}"})[0] == 200
+        finally:
+            for conn in idle:
+                conn.close()
+        log = stopped_log(proc)
+    assert "hb mcp: 127.0.0.1 - - 503: too many connections at once (over 64); try again in a moment" in log
+    assert "Traceback" not in log
+
+
+def test_a_declared_body_past_1_mib_is_a_413_before_it_is_sent_and_after_the_token(
+    workspace: Path, token_file: Path
+) -> None:
+    """The SDK read any body up to 4 MiB, and answered past that in text, reading the rest."""
+    assert mcp_server.MAX_BODY == 1024 * 1024
+    token = f"Authorization: Bearer {TOKEN}\r\n"
+    head = f"POST /mcp HTTP/1.1\r\n{HOST}Content-Type: application/json\r\nContent-Length: {2**20 + 1}\r\n"
+    with http_server(workspace, "--token-file", str(token_file)) as (url, _head, proc):
+        parts = urlsplit(url)
+        with socket.create_connection((parts.hostname or "", parts.port or 0), timeout=30) as sock:
+            sock.sendall(f"{head}{token}\r\n".encode())  # the head alone: the answer comes first
+            status, headers, payload = answer_of(read_until_closed(sock))
+        assert (status, payload) == (413, {"error": "body over 1048576 bytes"})
+        assert headers["connection"] == "close" and headers["server"] == "hb-mcp"
+        for sent in ("", "Authorization: Bearer wrong\r\n"):  # the token first, as hb serve
+            status, headers, payload = answer_of(exchange(url, f"{head}{sent}\r\n".encode()))
+            assert (status, payload) == (401, {"error": "missing or wrong bearer token"})
+        log = stopped_log(proc)
+    assert TOKEN not in log and "Traceback" not in log
+
+
+def chunked_post(url: str, token: str, total: int) -> tuple[int, bytes]:
+    """A chunked POST of ``total`` bytes in 64 KiB chunks, sent until the server answers (looked
+    for after each chunk; past 1 MiB, waited for up to 5 s): the bytes sent, and the answer."""
+    parts = urlsplit(url)
+    head = f"POST /mcp HTTP/1.1\r\n{HOST}Authorization: Bearer {token}\r\nTransfer-Encoding: chunked\r\n\r\n"
+    sent = 0
+    with socket.create_connection((parts.hostname or "", parts.port or 0), timeout=30) as sock:
+        sock.sendall(head.encode())
+        with selectors.DefaultSelector() as selector:
+            selector.register(sock, selectors.EVENT_READ)
+            while sent < total and not selector.select(0.01 if sent <= 2**20 else 5):  # sent grows
+                size = min(65536, total - sent)
+                try:
+                    sock.sendall(b"%x\r\n%s\r\n" % (size, b"a" * size))
+                except OSError:  # answered and reset mid-way
+                    break
+                sent += size
+        if sent == total:
+            with contextlib.suppress(OSError):
+                sock.sendall(b"0\r\n\r\n")
+        return sent, answer_until_closed(sock)
+
+
+def test_a_chunked_body_is_a_413_as_it_grows_past_1_mib(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunked body says no length: it is read up to 1 MiB, answered 413 on the byte past
+    it and the connection closed, never read whole; a body of 1 MiB, chunked or with its
+    length, reaches the app whole."""
+    with in_process(monkeypatch, 0) as url:
+        sent, reply = chunked_post(url, TOKEN, 4 * 2**20)
+        status, headers, payload = answer_of(reply)
+        assert (status, payload) == (413, {"error": "body over 1048576 bytes"})
+        assert headers["connection"] == "close"
+        assert sent < 2 * 2**20  # answered while the client was still sending
+        sent, reply = chunked_post(url, TOKEN, 2**20)
+        assert sent == 2**20
+        assert reply.startswith(b"HTTP/1.1 200 ") and reply.endswith(b'{"read": 1048576}')
+        sent, reply = chunked_post(url, "wrong", 4 * 2**20)
+        assert answer_of(reply)[::2] == (401, {"error": "missing or wrong bearer token"})
+        head = f"POST /mcp HTTP/1.1\r\n{HOST}Authorization: Bearer {TOKEN}\r\nConnection: close\r\n"
+        reply = exchange(url, f"{head}Content-Length: {2**20}\r\n\r\n".encode() + b"a" * 2**20)
+        assert reply.startswith(b"HTTP/1.1 200 ") and reply.endswith(b'{"read": 1048576}')
+
+
+def test_forwarded_headers_change_neither_client_nor_scheme(monkeypatch: pytest.MonkeyPatch) -> None:
+    """uvicorn took X-Forwarded-For and X-Forwarded-Proto from any client on 127.0.0.1 as the
+    client's address and scheme; hb has no proxy in front to trust."""
+    with in_process(monkeypatch, 0) as url:
+        forged = "X-Forwarded-For: 203.0.113.9\r\nX-Forwarded-Proto: https\r\n"
+        head = f"POST /mcp HTTP/1.1\r\n{HOST}Authorization: Bearer {TOKEN}\r\nConnection: close\r\n{forged}"
+        reply = exchange(url, f"{head}Content-Length: 2\r\n\r\n{{}}".encode())
+    headers = reply.partition(b"\r\n\r\n")[0].decode("latin-1").lower()
+    assert "\r\nx-client: 127.0.0.1\r\n" in headers and "\r\nx-scheme: http\r\n" in headers
