@@ -568,7 +568,7 @@ def add(
     chat = _chat_id(chat_id)
     policy = _missed(missed)
     with ctx.write() as db:
-        last = db.value(SQL.last_repeat_position)
+        top = db.value(SQL.first_repeat_position)  # on top, as mistermorph's AddRecurring puts it
         row = RecurrenceRow(
             id=_new_rule_id(db),
             source="cli",
@@ -579,7 +579,7 @@ def add(
             enabled=enabled,
             missed_policy=policy,
             run_count=0,
-            position=(last + 1) if last is not None else 0,
+            position=(top if top is not None and top < 0 else 0) - 1,
             created_at=now,
             updated_at=now,
         )

@@ -703,11 +703,12 @@ def test_an_export_after_import_follows_the_ledger_and_keeps_the_rest(mm: Runner
     assert out.startswith(
         '---\ncreated_at: "2026-05-01T03:41:00Z"  # by hand\nopen_count: 2\nupdated_at: "2026'
     )
-    assert [c for _, _, c in entries(out)] == ["joined  lines", "new one"]
+    # the new entry on top, where mistermorph's Add puts one
+    assert [c for _, _, c in entries(out)] == ["new one", "joined  lines"]
     assert titles(mm)["joined  lines"]["status"] == "todo"
     mm("update", titles(mm)["new one"]["id"], "--title", "renamed")
     mm("export", "todo", str(dst), HB_NOW="2026-05-02T13:00:00Z")  # its own last export: known
-    assert [c for _, _, c in entries(read(dst))] == ["joined  lines", "renamed"]
+    assert [c for _, _, c in entries(read(dst))] == ["renamed", "joined  lines"]
 
 
 def test_export_refuses_a_workspace_file_it_cannot_read(mm: Runner, workspace: Path) -> None:

@@ -157,9 +157,10 @@ def test_missed_policy_all_and_skip_when_materialising(hb: Runner) -> None:
         "2026-05-03 09:00 Every",
     ]
     assert rule(hb, every)["next"] == rule(hb, skip)["next"] == "2026-05-04 09:00"
-    # skip, on time (only one occurrence due): it runs
+    # skip, on time (only one occurrence due): it runs. In TODO.RECUR.md's order: the rule added
+    # last is on top, where mistermorph's AddRecurring puts a new one
     result = hb.json("--now", "2026-05-04T09:00Z", "recur", "materialize")
-    assert [e["title"] for e in result["created"]] == ["2026-05-04 09:00 Every", "2026-05-04 09:00 Skip"]
+    assert [e["title"] for e in result["created"]] == ["2026-05-04 09:00 Skip", "2026-05-04 09:00 Every"]
 
 
 # --- recur due and claims -------------------------------------------------------------------

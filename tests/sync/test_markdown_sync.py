@@ -182,8 +182,10 @@ def test_a_typo_line_stays_in_place_while_hb_rewrites_the_file(hb: Runner, todo:
         out = sync(hb, now=f"2026-05-{10 + day:02d}T09:00:00Z")
         assert report(out, "todo")["written"] is True
         lines = read(todo).splitlines()
-        assert lines[-1] == LINE_TYPO  # new entries go after the last readable entry, before it
-        assert lines[-2] == f"- [ ] [Created](2026-05-{10 + day:02d} 08:00) | ledger task {day}"
+        assert lines[-1] == LINE_TYPO  # kept where it is, the last line
+        # a new entry goes on top of the list, where mistermorph's Add puts one
+        first = next(ln for ln in lines if ln.startswith("- ["))
+        assert first == f"- [ ] [Created](2026-05-{10 + day:02d} 08:00) | ledger task {day}"
         assert sum(1 for ln in lines if ln == LINE_TYPO) == 1
     assert len(hb.json("list", "--source", "todo")) == 12
 
@@ -347,13 +349,16 @@ def test_crlf_and_a_missing_final_newline_survive(hb: Runner, workspace: Path) -
     hb("add", "Water the plants", "--source", "todo", HB_NOW=NOW)
     sync(hb, now="2026-05-03T10:30:00Z")
     got = read(todo)
-    assert got.endswith("\r\n- [ ] [Created](2026-05-03 10:00) | Water the plants")
+    added = "- [ ] [Created](2026-05-03 10:00) | Water the plants\r\n"
+    assert got.endswith("\r\n" + LINE_MILK)  # still no final newline
     assert "\n" not in got.replace("\r\n", "")
+    # the new entry on top, as mistermorph's Add puts one; every other byte as it was
+    assert added + LINE_JOHN in got
     assert (
-        got.replace('updated_at: "2026-05-03T10:30:00Z"', 'updated_at: "2026-05-02T00:00:00Z"')
+        got.replace(added, "")
+        .replace('updated_at: "2026-05-03T10:30:00Z"', 'updated_at: "2026-05-02T00:00:00Z"')
         .replace("open_count: 3", "open_count: 2")
-        .startswith(text)
-    )
+    ) == text
 
 
 def test_a_file_that_keeps_its_mode(hb: Runner, todo: Path) -> None:
@@ -398,17 +403,20 @@ def test_new_tasks_go_by_position_a_lower_one_to_the_top(hb: Runner, todo: Path,
                 updated_at=datetime(2026, 5, 3, 9, 0, 30, tzinfo=UTC),
             )
         )
-    hb("add", "at the end", "--source", "todo", HB_NOW=NOW)
+    hb("add", "on top", "--source", "todo", HB_NOW=NOW)  # above the first, as mistermorph's Add
     out = sync(hb)
-    assert sorted(report(out, "todo")["added"]) == sorted(["todo-0000beef", ids_by_title(hb)["at the end"]])
+    assert sorted(report(out, "todo")["added"]) == sorted(["todo-0000beef", ids_by_title(hb)["on top"]])
     entries = [ln for ln in read(todo).splitlines() if ln.startswith("- [ ]")]
-    assert entries[0] == "- [ ] [Created](2026-05-03 09:00) | 2026-05-03 09:00 Materialised rule"
-    assert entries[-2:] == ["- [ ] [Created](2026-05-03 10:00) | at the end", LINE_TYPO]
+    assert entries[:2] == [
+        "- [ ] [Created](2026-05-03 10:00) | on top",
+        "- [ ] [Created](2026-05-03 09:00) | 2026-05-03 09:00 Materialised rule",
+    ]
+    assert entries[-1] == LINE_TYPO
     assert [t["title"] for t in todo_rows(workspace)] == [
+        "on top",
         "2026-05-03 09:00 Materialised rule",
         "Remind [John](tg:@john) to submit report.",
         "Buy milk | and eggs",
-        "at the end",
     ]
 
 
@@ -488,5 +496,5 @@ def test_a_carriage_return_inside_an_entry_stays(hb_db: Runner, workspace: Path)
     hb_db("add", "new", "--source", "todo", HB_NOW=NOW)
     out = sync(hb_db)
     assert report(out, "todo")["updated"] == [] and report(out, "todo")["conflicts"] == []
-    assert path.read_bytes().endswith(b"| lone\rCR\n- [ ] [Created](2026-05-03 10:00) | new\n")
-    assert [t["title"] for t in hb_db.json("list", "--source", "todo")] == ["lone\rCR", "new"]
+    assert path.read_bytes().endswith(b"| new\n- [ ] [Created](2026-05-01 09:02) | lone\rCR\n")
+    assert sorted(t["title"] for t in hb_db.json("list", "--source", "todo")) == ["lone\rCR", "new"]

@@ -35,9 +35,9 @@ ORDER BY position, pk{for_update}
 -- When the user last spoke (hb seen).
 SELECT max(started_at) FROM runs WHERE kind = 'seen'
 
--- name: last_repeat_position
--- The last file position of the repeat rules (TODO.RECUR.md entries and hb recur add rules).
-SELECT max(position) FROM recurrences WHERE source IN ('recur', 'cli')
+-- name: first_repeat_position
+-- The first file position of the repeat rules (TODO.RECUR.md entries and hb recur add rules).
+SELECT min(position) FROM recurrences WHERE source IN ('recur', 'cli')
 
 -- name: to_materialize
 -- The enabled repeat rules whose Next is before :horizon, in file order.

@@ -209,7 +209,8 @@ def todo_title_problem(title: str, chat_id: str | None = None) -> str | None:
 def add_todo(
     ctx: Context, db: Db, title: str, now: datetime, *, chat_id: str | None, **fields: Any
 ) -> TaskRow:
-    """A TODO.md task created in the ledger (``hb add --source todo``); the next sync writes it."""
+    """A TODO.md task created in the ledger (``hb add --source todo``); the next sync writes it
+    on top of TODO.md's entries, where mistermorph's Add puts a new one."""
     from heartbeat.db import tasks as tasks_mod
 
     content = title.strip()
@@ -238,4 +239,11 @@ def add_todo(
     changes = tasks_mod.Changes.from_input({**fields, "chat_id": chat_id}, ctx.zone)
     task = tasks_mod.add(db, content, changes, now, scope="", source=TODO_SOURCE, task_id=task_id)
     task.external_key = key
+    # on top of the list, as mistermorph's Add puts a new entry (the next sync writes it there;
+    # entries of a file not synced yet are read in from position 0)
+    top = db.value(
+        "SELECT min(position) FROM tasks WHERE source = :source AND pk <> :pk",
+        {"source": TODO_SOURCE, "pk": task.pk},
+    )
+    task.position = (top if top is not None and top < 0 else 0) - 1
     return task

@@ -432,6 +432,13 @@ def render_file(
         order = [*kept, *arriving]
     else:
         pending = list(arriving)
+        # a row placed below every one the file's lines are known by goes on top of the list,
+        # above lines new in the file too (mistermorph puts a new entry and a materialised one
+        # there); with none known yet (a file never synced), below position 0
+        known = [it.row.position for it in kept if it.row is not None]
+        lowest = min(known) if known else 0
+        while pending and pending[0][0].position < lowest:
+            order.append(pending.pop(0))
         for it in kept:
             position = it.row.position if it.row is not None else None
             while pending and position is not None and pending[0][0].position < position:

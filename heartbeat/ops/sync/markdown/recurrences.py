@@ -118,7 +118,9 @@ class RecurrenceFamily(Family):
         )
 
     def arrivals(self, kind: str) -> str:
-        return "end"
+        # by position: `hb recur add` gives a rule the place above the first one, where
+        # mistermorph's AddRecurring puts a new entry
+        return "position"
 
     def merge(self, row: Row, entry: Entry) -> Entry | None:
         # hb moves Next past an occurrence that came due (materialize): an edit that left the
