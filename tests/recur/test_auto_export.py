@@ -115,7 +115,9 @@ def test_materialize_add_and_remove_write_the_todo_files(hb_db: Runner, workspac
     assert (workspace / "TODO.md").read_text().count("Water the plants.") == 1
 
     added = hb_db.json("--now", "2026-05-04T09:40", "recur", "add", "Feed the cat.", "--repeat", "daily")
-    assert "| Feed the cat." in (workspace / "TODO.RECUR.md").read_text()
+    recur = (workspace / "TODO.RECUR.md").read_text()
+    # on top of the list, where mistermorph's AddRecurring puts a new rule
+    assert recur.index("| Feed the cat.") < recur.index("| Water the plants.")
     hb_db("--now", "2026-05-04T09:41", "recur", "remove", added["id"])
     assert "Feed the cat." not in (workspace / "TODO.RECUR.md").read_text()
     assert "Water the plants." in (workspace / "TODO.RECUR.md").read_text()
