@@ -259,6 +259,9 @@ def show(task_id: str, scope: str | None, history: bool, fields: str | None) -> 
     help="Disambiguate an id that exists in several queues.",
 )
 @click.option("--title", metavar="TEXT", help="New title.")
+@click.option(
+    "--chat-id", "chat_id", metavar="REF", help="Chat to report to, like tg:-100123 (ChatID); 'none' clears."
+)
 @field_options
 @json_option
 def update(task_id: str, scope: str | None, title: str | None, after: tuple[str, ...], **fields: Any) -> None:
@@ -271,6 +274,7 @@ def update(task_id: str, scope: str | None, title: str | None, after: tuple[str,
     Example:
       hb update task-1a2b3c4d --status blocked --blocker "waiting for the API key" --risk P1
       hb update task-1a2b3c4d --after task-9f8e7d6c --not-before none
+      hb update todo-5e6f7a8b --chat-id tg:-100123
     """
     if title is None and not after and all(value is None for value in fields.values()):
         raise click.UsageError("nothing to update: pass at least one field (hb update --help lists them)")

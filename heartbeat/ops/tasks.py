@@ -144,18 +144,34 @@ def update(
     now = ctx.now()
     with ctx.write() as db:
         task = tasks_db.find(db, task_id, scope, lock=True)
-        title = changes.values.get("title")
-        if task.source == "todo" and isinstance(title, str):
-            from heartbeat.ops.sync.markdown import todo_title_problem
-
-            problem = todo_title_problem(title)
-            if problem is not None:
-                raise InvalidInput(f"{task.id}: cannot be a TODO.md entry: {problem}")
+        if task.source == "todo" and ({"title", "chat_id"} & changes.values.keys()):
+            changes = _todo_changes(task, changes)
         waits = None
         if after is not None:
             waits = [] if cleared else tasks_db.resolve_after(db, after, task.scope)
         tasks_db.update(db, task, changes, now, after=waits)
         return shown(ctx, task, db)
+
+
+def _todo_changes(task: Any, changes: tasks_db.Changes) -> tasks_db.Changes:
+    """``changes`` to a TODO.md entry, its ChatID stored as mistermorph stores one; InvalidInput
+    naming the task when its line would not read as that entry."""
+    from heartbeat.ops.sync.markdown import todo_chat_id, todo_title_problem
+
+    values = dict(changes.values)
+    chat_id = task.chat_id
+    if "chat_id" in values:
+        chat_id = values["chat_id"] if isinstance(values["chat_id"], str) else None  # or cleared
+        try:
+            chat_id = todo_chat_id(chat_id)
+        except InvalidInput as exc:
+            raise InvalidInput(f"{task.id}: {exc.message}") from None
+        if chat_id is not None:
+            values["chat_id"] = chat_id
+    problem = todo_title_problem(values.get("title", task.title), chat_id)
+    if problem is not None:
+        raise InvalidInput(f"{task.id}: cannot be a TODO.md entry: {problem}")
+    return tasks_db.Changes(values)
 
 
 def finish(ctx: Context, task_id: str, status: TaskStatus, *, scope: str | None = None) -> dict[str, Any]:

@@ -447,6 +447,31 @@ def test_add_todo_rejects_what_cannot_be_a_line(hb: Runner) -> None:
     assert hb.json("list", "--all") == []
 
 
+def test_update_chat_id_of_a_todo_entry_is_stored_and_written_as_mistermorph_reads_it(
+    hb_db: Runner, todo: Path
+) -> None:
+    """hb update --chat-id: a TODO.md entry's ChatID normalised as mistermorph's AddWithChatID
+    stores one, one mistermorph would not read refused naming the task (nothing changes), none
+    clearing it; the next sync writes the line."""
+    sync(hb_db)
+    milk = ids_by_title(hb_db)["Buy milk | and eggs"]
+    assert hb_db.json("update", milk, "--chat-id", "TG : 5")["chat_id"] == "tg:5"
+    out = sync(hb_db, now="2026-05-03T10:05:00Z")
+    assert report(out, "todo")["updated"] == [milk]
+    assert "- [ ] [Created](2026-05-01 13:00), [ChatID](tg:5) | Buy milk | and eggs\n" in read(todo)
+    before = read(todo)
+    refused = hb_db("update", milk, "--chat-id", "line-user:U1", code=1)
+    assert refused.stderr.startswith(f"hb: {milk}: --chat-id 'line-user:U1' is not a protocol:id reference")
+    assert hb_db.json("show", milk)["chat_id"] == "tg:5"
+    assert hb_db.json("update", milk, "--chat-id", "none")["chat_id"] is None
+    sync(hb_db, now="2026-05-03T10:10:00Z")
+    assert read(todo) == before.replace(", [ChatID](tg:5)", "").replace(
+        'updated_at: "2026-05-03T10:05:00Z"', 'updated_at: "2026-05-03T10:10:00Z"'
+    )
+    queue = hb_db.json("add", "queue job")["id"]  # not a TODO.md entry: kept as given
+    assert hb_db.json("update", queue, "--chat-id", "whatever")["chat_id"] == "whatever"
+
+
 def test_only_restricts_the_kinds(hb: Runner, todo: Path, workspace: Path) -> None:
     write(workspace / "TODO.RECUR.md", "- [ ] [Next](2026-05-02 09:00), [Repeat](daily) | Stand-up.\n")
     out = sync(hb, "--only", "recur")

@@ -192,6 +192,19 @@ RENDERERS = {kind: _renderer(kind) for kind in ("todo", "done", "recur")}
 _METADATA_ROOM = 512
 
 
+def todo_chat_id(chat_id: str | None) -> str | None:
+    """A TODO.md entry's ChatID as mistermorph's AddWithChatID stores it (``TG : 5`` -> ``tg:5``;
+    None for none); InvalidInput for one mistermorph would not read."""
+    if chat_id is None or not chat_id.strip():
+        return None
+    try:
+        return fmt.normalize_chat_id(chat_id)
+    except ValueError as exc:
+        raise InvalidInput(
+            f"--chat-id {chat_id!r} is not a protocol:id reference like tg:-100123: {exc}"
+        ) from None
+
+
 def todo_title_problem(title: str, chat_id: str | None = None) -> str | None:
     """Why ``title`` (with ``chat_id``) cannot be the text of a TODO.md entry (None: it can)."""
     if "\n" in title or "\r" in title:
@@ -214,15 +227,7 @@ def add_todo(
     from heartbeat.db import tasks as tasks_mod
 
     content = title.strip()
-    if chat_id is not None and chat_id.strip():
-        try:
-            chat_id = fmt.normalize_chat_id(chat_id)  # as mistermorph's AddWithChatID stores it
-        except ValueError as exc:
-            raise InvalidInput(
-                f"--chat-id {chat_id!r} is not a protocol:id reference like tg:-100123: {exc}"
-            ) from None
-    else:
-        chat_id = None
+    chat_id = todo_chat_id(chat_id)
     entry = Entry(kind=TodoKind.TODO, content=content, created=now, chat_id=chat_id)
     problem = todo_title_problem(title, chat_id)
     if problem is not None:
