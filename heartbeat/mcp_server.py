@@ -47,6 +47,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -804,6 +805,7 @@ class BearerGate:
                 if not message.get("more_body", False):
                     break
             receive = _replay(bytes(body), receive)
+            send = _json_errors(send)
         await self.app(scope, receive, send)
 
     @staticmethod
@@ -823,6 +825,41 @@ class BearerGate:
         if scheme.lower() != b"bearer" or not credentials.strip():
             return False
         return hmac.compare_digest(credentials.strip(), self.token)
+
+
+def _json_errors(send: Any) -> Any:
+    """An ASGI ``send`` that passes every answer on, but for an error the app answers in text
+    (the SDK's 421 for a Host header, 403 for an Origin, 400 for a Content-Type it does not
+    take): that one goes out as hb's other refusals do, ``{"error": TEXT}`` in JSON, its other
+    headers kept. Answers already JSON (the SDK's JSON-RPC errors) pass as they are."""
+    held: dict[str, Any] | None = None
+    parts: list[bytes] = []
+
+    async def wrapped(message: dict[str, Any]) -> None:
+        nonlocal held
+        if message["type"] == "http.response.start" and message["status"] >= 400:
+            kind = next((v for k, v in message.get("headers", ()) if k.lower() == b"content-type"), b"")
+            if not kind.lower().startswith(b"application/json"):
+                held = message
+                return
+        if held is None or message["type"] != "http.response.body":
+            await send(message)
+            return
+        parts.append(message.get("body", b""))
+        if message.get("more_body", False):
+            return
+        text = b"".join(parts).decode("utf-8", "replace").strip() or HTTPStatus(held["status"]).phrase
+        body = (dumps({"error": text}) + "\n").encode()
+        headers = [
+            (k, v)
+            for k, v in held.get("headers", ())
+            if k.lower() not in (b"content-type", b"content-length")
+        ]
+        headers += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({**held, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return wrapped
 
 
 def _replay(body: bytes, receive: Any) -> Any:

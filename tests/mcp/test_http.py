@@ -523,3 +523,33 @@ def test_forwarded_headers_change_neither_client_nor_scheme(monkeypatch: pytest.
         reply = exchange(url, f"{head}Content-Length: 2\r\n\r\n{{}}".encode())
     headers = reply.partition(b"\r\n\r\n")[0].decode("latin-1").lower()
     assert "\r\nx-client: 127.0.0.1\r\n" in headers and "\r\nx-scheme: http\r\n" in headers
+
+
+def test_the_sdks_own_refusals_in_text_are_answered_as_json(workspace: Path, token_file: Path) -> None:
+    """The MCP SDK answers a Host or Origin header it does not serve, and a POST that is not
+    JSON, in text/plain; hb turns each into its JSON refusal (the status and the SDK's words
+    kept). Its JSON-RPC errors pass as they are."""
+    token = f"Authorization: Bearer {TOKEN}\r\n"
+    kinds = "Accept: application/json, text/event-stream\r\nConnection: close\r\n"
+    body = json.dumps(INIT)
+    with http_server(workspace, "--token-file", str(token_file)) as (url, _head, proc):
+        here = f"Host: {urlsplit(url).netloc}\r\n"
+        cases = [
+            (f"Host: evil.example\r\n{token}Content-Type: application/json\r\n", 421, "Invalid Host header"),
+            (
+                f"{here}Origin: http://evil.example\r\n{token}Content-Type: application/json\r\n",
+                403,
+                "Invalid Origin header",
+            ),
+            (f"{here}{token}Content-Type: text/plain\r\n", 400, "Invalid Content-Type header"),
+        ]
+        for head, status, error in cases:
+            sent = f"POST /mcp HTTP/1.1\r\n{head}{kinds}Content-Length: {len(body)}\r\n\r\n{body}"
+            got, headers, payload = answer_of(exchange(url, sent.encode()))
+            assert (got, payload) == (status, {"error": error}), head
+            assert headers["server"] == "hb-mcp"
+        reply = exchange(url, f"DELETE /mcp HTTP/1.1\r\n{here}{token}{kinds}\r\n".encode())
+        status, _headers, payload = answer_of(reply)
+        assert status == 400 and payload["jsonrpc"] == "2.0"  # type: ignore[index]
+        log = stopped_log(proc)
+    assert TOKEN not in log and "Traceback" not in log
