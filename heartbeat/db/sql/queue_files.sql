@@ -22,6 +22,10 @@ SELECT * FROM tasks WHERE pk IN {ints:pks} AND (scope <> '' OR source <> 'todo')
 -- A task's place in its queue, as the file has it (bookkeeping: no new version).
 UPDATE tasks SET position = :position WHERE pk = :pk
 
+-- name: shift_task_positions
+-- Tasks shifted alike in their queue (a pop or an add by heartbeat.py moves those after it by one).
+UPDATE tasks SET position = position + :shift WHERE pk IN {ints:pks}
+
 -- name: legacy_list_tasks
 -- The queue tasks of the legacy lists (pending, in_progress, ...), whose place a file edit may move.
 SELECT * FROM tasks WHERE scope = '' AND source <> 'todo'

@@ -850,15 +850,28 @@ def _take_file_version(
 
 
 def set_positions(db: Db, places: Sequence[tuple[TaskRow, int]]) -> None:
-    """Give each task its place in the file (``places``: the task and its position there): the
-    tasks whose position changed are updated with one executemany, as assigning and flushing each
-    would (their other changes are written as before)."""
+    """Give each task its place in the file (``places``: the task and its position there), as
+    assigning and flushing each would, in a few statements (see :func:`write_positions`)."""
     moved = [(task, position) for task, position in places if task.position != position]
-    if not moved:
-        return
-    db.executemany(SQL.set_task_position, [{"pk": t.pk, "position": p} for t, p in moved])
+    write_positions(db, [(t.pk or 0, t.position, p) for t, p in moved])
     for task, position in moved:
         db.written(task, position=position)
+
+
+def write_positions(db: Db, moves: Sequence[tuple[int, int, int]]) -> None:
+    """Move tasks in their queue (``moves``: pk, position now, new position). A pop or an add by
+    heartbeat.py shifts every task after it by one: the tasks shifted alike move with one
+    statement, the few others with one executemany."""
+    shifts: dict[int, list[tuple[int, int]]] = {}
+    for pk, was, position in moves:
+        shifts.setdefault(position - was, []).append((pk, position))
+    alone: list[dict[str, int]] = []
+    for shift, group in shifts.items():
+        if len(group) < 8:
+            alone.extend({"pk": pk, "position": position} for pk, position in group)
+        else:
+            db.execute(SQL.shift_task_positions, {"shift": shift, "pks": [pk for pk, _ in group]})
+    db.executemany(SQL.set_task_position, alone)
 
 
 def merge_record(
@@ -944,6 +957,12 @@ def sync_tasks(
         report.preserved = [f"{path}: {w}" for w in warnings]
         remember(db, SOURCE, path, text, now, rendered={"warnings": warnings})
         return report, None
+    if text is not None:
+        from heartbeat.ops.sync.tasks_targeted import sync_changed
+
+        done = sync_changed(db, path, text, now)  # a few records changed: only those read
+        if done is not None:
+            return done
     tasks = {(t.scope, t.id): t for t in db.load(TaskRow, SQL.tasks_json_tasks)}
     doc: tasks_json.TasksDocument | None = None
     if text is not None:
