@@ -711,6 +711,63 @@ def bench_markdown(entries: int, rules: int, runs: int) -> None:
     )
 
 
+def _script_workspace(n: int) -> tuple[Path, dict[str, str]]:
+    """A workspace whose tasks.json heartbeat.py wrote with ``n`` pending tasks, and its env."""
+    ws = Path(tempfile.mkdtemp(prefix="hb-tj-"))
+    state = ws / ".agent" / "state"
+    state.mkdir(parents=True)
+    (state / "tasks.json").write_text(json.dumps(tasks_json_doc(n), indent=2))
+    env = {**os.environ, "HB_WORKSPACE": str(ws), "HB_NOW": "2026-05-01T00:00:00Z"}
+    subprocess.run([*hb_command(), "init"], env=env, cwd=ws, capture_output=True, check=True)
+    return ws, env
+
+
+def bench_tasks_sync(small: int, large: int, runs: int) -> None:
+    """13. hb sync of tasks.json after one pop by heartbeat.py, at two queue sizes, as whole
+    processes: the steady state (hb synced the file before the pop) against the first sync."""
+    hb = hb_command()
+    spaces = {n: _script_workspace(n) for n in (small, large)}
+    first = {n: _timed([*hb, "sync"], env, ws) for n, (ws, env) in spaces.items()}
+    for ws, env in spaces.values():  # the first pop after the import: the steady state from here
+        json_script_pop(ws / ".agent" / "state" / "tasks.json")
+        _timed([*hb, "sync"], env, ws)
+    after: dict[int, list[float]] = {small: [], large: []}
+    for _ in range(runs):  # the sizes take turns
+        for n, (ws, env) in spaces.items():
+            json_script_pop(ws / ".agent" / "state" / "tasks.json")
+            after[n].append(_timed([*hb, "sync"], env, ws))
+    for ws, _env in spaces.values():
+        shutil.rmtree(ws, ignore_errors=True)
+    med = {n: statistics.median(samples) * 1e3 for n, samples in after.items()}
+    ratio, of_first = med[large] / med[small], med[large] / (first[large] * 1e3)
+    record("tasks_sync", "first_sync_large_ms", first[large] * 1e3, "ms", tasks=large)
+    record("tasks_sync", "sync_after_pop_small_ms", med[small], "ms", tasks=small, runs=runs)
+    record(
+        "tasks_sync",
+        "sync_after_pop_large_ms",
+        med[large],
+        "ms",
+        tasks=large,
+        runs=runs,
+        vs_small=round(ratio, 2),
+        vs_first_sync=round(of_first, 3),
+    )
+    table(
+        f"13. hb sync of tasks.json after one heartbeat.py pop, whole processes (median of {runs})",
+        [
+            (f"first sync: import {large:,} tasks", f"{first[large] * 1e3:.0f}", "", ""),
+            (f"sync after a pop, {small:,} tasks", f"{med[small]:.0f}", "", ""),
+            (
+                f"sync after a pop, {large:,} tasks",
+                f"{med[large]:.0f}",
+                f"{ratio:.2f} x the small one",
+                f"{of_first:.2f} x the first sync",
+            ),
+        ],
+        ["operation", "ms", "vs small", "vs first sync"],
+    )
+
+
 REPORTS = ("outcomes", "failures", "notifications", "queue", "recurrences")
 
 
@@ -1650,6 +1707,7 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "dashboard": lambda a: bench_dashboard(a.outcomes, a.outcomes // 10, 3 if a.quick else 7, a.report_cache),
     "round": lambda a: bench_round(a.runs),
     "exports": lambda a: bench_exports(100, a.tasks, 5 * a.tasks, 5 if a.quick else 15),
+    "tasks_sync": lambda a: bench_tasks_sync(100, a.tasks, 3 if a.quick else 7),
 }
 
 

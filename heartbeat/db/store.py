@@ -232,6 +232,15 @@ class Db(Conn):
         self._track(row)
         return row
 
+    def written(self, row: Row, **values: Any) -> None:
+        """Set columns of an attached ``row`` to ``values`` that a statement already wrote to its
+        table row (they are not written again)."""
+        state = row.__dict__
+        state.update(values)
+        loaded = state.get(_LOADED)
+        if loaded is not None:
+            loaded.update(values)
+
     def add_all(self, rows: Sequence[Row]) -> None:
         """INSERT many rows of one table with one executemany; they are not attached (their
         ``pk`` stays unset): for bulk imports that do not change them again."""

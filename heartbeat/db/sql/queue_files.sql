@@ -9,6 +9,23 @@ SELECT * FROM tasks WHERE scope <> '' OR source <> 'todo'
 -- The same, in the file's order: by queue, then place in it.
 SELECT * FROM tasks WHERE scope <> '' OR source <> 'todo' ORDER BY scope, position, pk
 
+-- name: tasks_json_places
+-- Where each task tasks.json shows is, and what its status and blocker are (a sync that reads only
+-- the records changed in the file places the others without loading their rows).
+SELECT pk, scope, id, position, status, blocked_by FROM tasks WHERE scope <> '' OR source <> 'todo'
+
+-- name: tasks_json_tasks_by_pk
+-- The tasks tasks.json shows with these pks.
+SELECT * FROM tasks WHERE pk IN {ints:pks} AND (scope <> '' OR source <> 'todo')
+
+-- name: set_task_position
+-- A task's place in its queue, as the file has it (bookkeeping: no new version).
+UPDATE tasks SET position = :position WHERE pk = :pk
+
+-- name: shift_task_positions
+-- Tasks shifted alike in their queue (a pop or an add by heartbeat.py moves those after it by one).
+UPDATE tasks SET position = position + :shift WHERE pk IN {ints:pks}
+
 -- name: legacy_list_tasks
 -- The queue tasks of the legacy lists (pending, in_progress, ...), whose place a file edit may move.
 SELECT * FROM tasks WHERE scope = '' AND source <> 'todo'

@@ -849,6 +849,99 @@ def _take_file_version(
     return sorted(changed)
 
 
+def set_positions(db: Db, places: Sequence[tuple[TaskRow, int]]) -> None:
+    """Give each task its place in the file (``places``: the task and its position there), as
+    assigning and flushing each would, in a few statements (see :func:`write_positions`)."""
+    moved = [(task, position) for task, position in places if task.position != position]
+    write_positions(db, [(t.pk or 0, t.position, p) for t, p in moved])
+    for task, position in moved:
+        db.written(task, position=position)
+
+
+def write_positions(db: Db, moves: Sequence[tuple[int, int, int]]) -> None:
+    """Move tasks in their queue (``moves``: pk, position now, new position). A pop or an add by
+    heartbeat.py shifts every task after it by one: the tasks shifted alike move with one
+    statement, the few others with one executemany."""
+    shifts: dict[int, list[tuple[int, int]]] = {}
+    for pk, was, position in moves:
+        shifts.setdefault(position - was, []).append((pk, position))
+    alone: list[dict[str, int]] = []
+    for shift, group in shifts.items():
+        if len(group) < 8:
+            alone.extend({"pk": pk, "position": position} for pk, position in group)
+        else:
+            db.execute(SQL.shift_task_positions, {"shift": shift, "pks": [pk for pk, _ in group]})
+    db.executemany(SQL.set_task_position, alone)
+
+
+def merge_record(
+    db: Db,
+    task: TaskRow,
+    record: tasks_json.QueueRecord,
+    base_digest: str | None,
+    now: datetime,
+    path: Path,
+    report: SyncReport,
+    events: list[_Event],
+) -> None:
+    """One record of the file whose task the ledger holds, three-way against ``base_digest`` (its
+    digest in the text hb last synced; None: it was not there); the task is already at the
+    record's position."""
+    key = (record.scope, record.id)
+    file_digest = _record_digest(record)
+    ledger_digest = _record_digest(record_from_row(task))
+    if file_digest == ledger_digest:
+        return
+    if base_digest is not None and file_digest == base_digest:
+        # only the ledger changed: rendered below
+        target = report.completed if task.status is TaskStatus.DONE else report.updated
+        target.append(_key(*key))
+        return
+    if record.status == TaskStatus.TODO.value and _live_claim(task, now):
+        # a live claim is not returned to the queue by the file (a stale copy the old
+        # script wrote back would have it handed out twice): the claim stands, the rest
+        # applies; a task the file completes or fails is taken as done by hand
+        report.preserved.append(
+            f"{path}: {_key(*key)}: {_claim_text(task)}; it stays claimed "
+            "(hb fail or hb clear-stale returns it to the queue)"
+        )
+        record = replace(record, status=TaskStatus.DOING.value, completed_at=None)
+        if _record_digest(record) == ledger_digest:
+            report.updated.append(_key(*key))  # written back as the ledger has it
+            return
+    if task.status is TaskStatus.DONE and record.status != TaskStatus.DONE.value:
+        report.preserved.append(f"{path}: {_key(*key)}: was done; the file reopens it")
+    conflict = base_digest is None or ledger_digest != base_digest
+    was_done = task.status is TaskStatus.DONE
+    _take_file_version(db, task, record, now, path, conflict=conflict, events=events)
+    if conflict:
+        report.conflicts.append(_key(*key))
+    elif task.status is TaskStatus.DONE and not was_done:
+        report.completed.append(_key(*key))
+    else:
+        report.updated.append(_key(*key))
+
+
+def remove_task(
+    db: Db, task: TaskRow, base_digest: str, now: datetime, path: Path, report: SyncReport
+) -> bool:
+    """A task whose record (``base_digest`` in the text hb last synced) is gone from the file:
+    removed, its history kept; whether it was (a live claim keeps it, to be written back)."""
+    key = _key(task.scope, task.id)
+    if _live_claim(task, now):  # its worker holds it: written back, not removed
+        report.preserved.append(f"{path}: {key}: {_claim_text(task)}; not removed")
+        return False
+    before = snapshot(task)
+    detail: dict[str, Any] = {"reason": "the record was deleted from tasks.json", "file": str(path)}
+    if _record_digest(record_from_row(task)) != base_digest:
+        detail["note"] = "changed in the ledger too; the file won"
+        report.conflicts.append(key)
+    record_event(db, task, "removed", now, before=before, actor="sync", detail=detail)
+    db.delete(task)
+    report.removed.append(key)
+    return True
+
+
 def sync_tasks(
     ctx: Context, db: Db, path: Path, text: str | None, now: datetime
 ) -> tuple[SyncReport, str | None]:
@@ -864,6 +957,12 @@ def sync_tasks(
         report.preserved = [f"{path}: {w}" for w in warnings]
         remember(db, SOURCE, path, text, now, rendered={"warnings": warnings})
         return report, None
+    if text is not None:
+        from heartbeat.ops.sync.tasks_targeted import sync_changed
+
+        done = sync_changed(db, path, text, now)  # a few records changed: only those read
+        if done is not None:
+            return done
     tasks = {(t.scope, t.id): t for t in db.load(TaskRow, SQL.tasks_json_tasks)}
     doc: tasks_json.TasksDocument | None = None
     if text is not None:
@@ -880,6 +979,11 @@ def sync_tasks(
         fresh: list[tasks_json.QueueRecord] = []
         events: list[_Event] = []
         created = {"file": str(path)}
+        # the file's order is the queue's: a pop or an add by heartbeat.py moves the tasks after
+        # it without changing them (bookkeeping, not a change of a task), written in one statement
+        set_positions(
+            db, [(t, r.position) for r in doc.records if (t := tasks.get((r.scope, r.id))) is not None]
+        )
         for record in doc.records:
             key = (record.scope, record.id)
             seen.add(key)
@@ -889,43 +993,7 @@ def sync_tasks(
                 fresh.append(record)
                 report.added.append(_key(*key))
                 continue
-            file_digest = _record_digest(record)
-            if task.position != record.position:
-                # the file's order is the queue's: a pop or an add by heartbeat.py moves the
-                # tasks after it without changing them (bookkeeping, not a change of the task)
-                task.position = record.position
-            ledger_digest = _record_digest(record_from_row(task))
-            if file_digest == ledger_digest:
-                continue
-            base_digest = base.get(key)
-            if base_digest is not None and file_digest == base_digest:
-                # only the ledger changed: rendered below
-                target = report.completed if task.status is TaskStatus.DONE else report.updated
-                target.append(_key(*key))
-                continue
-            if record.status == TaskStatus.TODO.value and _live_claim(task, now):
-                # a live claim is not returned to the queue by the file (a stale copy the old
-                # script wrote back would have it handed out twice): the claim stands, the rest
-                # applies; a task the file completes or fails is taken as done by hand
-                report.preserved.append(
-                    f"{path}: {_key(*key)}: {_claim_text(task)}; it stays claimed "
-                    "(hb fail or hb clear-stale returns it to the queue)"
-                )
-                record = replace(record, status=TaskStatus.DOING.value, completed_at=None)
-                if _record_digest(record) == ledger_digest:
-                    report.updated.append(_key(*key))  # written back as the ledger has it
-                    continue
-            if task.status is TaskStatus.DONE and record.status != TaskStatus.DONE.value:
-                report.preserved.append(f"{path}: {_key(*key)}: was done; the file reopens it")
-            conflict = base_digest is None or ledger_digest != base_digest
-            was_done = task.status is TaskStatus.DONE
-            _take_file_version(db, task, record, now, path, conflict=conflict, events=events)
-            if conflict:
-                report.conflicts.append(_key(*key))
-            elif task.status is TaskStatus.DONE and not was_done:
-                report.completed.append(_key(*key))
-            else:
-                report.updated.append(_key(*key))
+            merge_record(db, task, record, base.get(key), now, path, report, events)
         pks = _insert_fresh(db, fresh, events, now, "sync")
         for record, pk in zip(fresh, pks, strict=True):
             tasks[(record.scope, record.id)] = db.track(_task_of(record, now, pk))
@@ -933,18 +1001,8 @@ def sync_tasks(
             task = tasks.get(key)
             if key in seen or task is None:
                 continue
-            if _live_claim(task, now):  # its worker holds it: written back, not removed
-                report.preserved.append(f"{path}: {_key(*key)}: {_claim_text(task)}; not removed")
-                continue
-            before = snapshot(task)
-            detail: dict[str, Any] = {"reason": "the record was deleted from tasks.json", "file": str(path)}
-            if _record_digest(record_from_row(task)) != base_digest:
-                detail["note"] = "changed in the ledger too; the file won"
-                report.conflicts.append(_key(*key))
-            record_event(db, task, "removed", now, before=before, actor="sync", detail=detail)
-            db.delete(task)
-            del tasks[key]
-            report.removed.append(_key(*key))
+            if remove_task(db, task, base_digest, now, path, report):
+                del tasks[key]
         for key in tasks:
             if key not in seen and key not in base:
                 report.added.append(_key(*key))  # new in the ledger: written below
