@@ -40,7 +40,7 @@ LEGACY_LIST_OF_STATUS = {
     "cancelled": "failed",
 }
 CANONICAL_STATUSES = frozenset(LEGACY_LIST_OF_STATUS)
-_STATUS_OF_LEGACY_LIST = {
+STATUS_OF_LEGACY_LIST = {
     "pending": "todo",
     "in_progress": "doing",
     "completed": "done",
@@ -205,8 +205,8 @@ def parse(text: str, *, refuse_nul: bool = False) -> TasksDocument:
     """
     text = text.removeprefix("\ufeff")  # read past; not written back (heartbeat.py cannot read it)
     repeats: list[bool] = []
-    data = _load_json(text, repeats)
-    reader = _Reader(_Locator(text), nul=refuse_nul and _MAYBE_NUL in text)
+    data = load_json(text, repeats)
+    reader = Reader(Locator(text), nul=refuse_nul and _MAYBE_NUL in text)
     if repeats:
         from heartbeat.formats.json_edit import repeated_keys
 
@@ -263,13 +263,13 @@ def status_as_written(scope: str, status: str) -> str:
     _check_status(status)
     if scope:
         return status
-    return _STATUS_OF_LEGACY_LIST[LEGACY_LIST_OF_STATUS[status]]
+    return STATUS_OF_LEGACY_LIST[LEGACY_LIST_OF_STATUS[status]]
 
 
-class _Reader:
+class Reader:
     """Collects records, scopes and warnings while walking one document."""
 
-    def __init__(self, locator: _Locator, *, nul: bool = False) -> None:
+    def __init__(self, locator: Locator, *, nul: bool = False) -> None:
         self.locator = locator
         self.nul = nul  # the text may hold a NUL character: each record is looked at for one
         self.records: list[QueueRecord] = []
@@ -296,11 +296,11 @@ class _Reader:
                 raise self.error(f"must be a task object, not {_json_type(item)}", path)
             task_id = self._task_id(item, "id", path)
             reading = self._read(item, task_id, path, scoped=False)
-            record = _record(task_id, "", _STATUS_OF_LEGACY_LIST[key], index, item, reading)
+            record = record_of(task_id, "", STATUS_OF_LEGACY_LIST[key], index, item, reading)
             self._add(record, path)
 
     def read_extension(self, key: str, body: dict[str, Any]) -> Extension:
-        blockers = _blockers(body)
+        blockers = read_blockers(body)
         entries: list[Queue | Verbatim] = []
         for name, value in body.items():
             if not name.startswith(_BLOCKED_PREFIX) and _is_queue(value):
@@ -314,7 +314,7 @@ class _Reader:
         return Extension(key, tuple(entries))
 
     def _read_queue(
-        self, scope: str, where: JsonPath, items: list[dict[str, Any]], blockers: list[_Blocker]
+        self, scope: str, where: JsonPath, items: list[dict[str, Any]], blockers: list[Blocker]
     ) -> None:
         self.scopes.append(scope)
         for index, item in enumerate(items):
@@ -323,8 +323,8 @@ class _Reader:
             reading = self._read(item, task_id, path, scoped=True)
             status = reading.status or "todo"
             position = reading.order if reading.order is not None else index
-            record = _record(task_id, scope, status, position, item, reading)
-            record.blocked_by = _blocked_by(item, task_id, blockers)
+            record = record_of(task_id, scope, status, position, item, reading)
+            record.blocked_by = blocked_by_value(item, task_id, blockers)
             if self.nul and record.blocked_by is not None and NUL in record.blocked_by:
                 blocker = next(b for b in blockers if b.label == record.blocked_by)
                 raise self.nul_error(
@@ -338,7 +338,7 @@ class _Reader:
     def _task_id(self, item: Mapping[str, Any], key: str, path: JsonPath) -> str:
         if key not in item:
             raise self.error(f"missing {key}", path)
-        task_id = _id_text(item[key])
+        task_id = id_text(item[key])
         if task_id is None:
             raise self.error(f"{key} must be a non-empty string or an integer", path)
         return task_id
@@ -391,7 +391,7 @@ class _Reader:
         self.records.append(record)
 
 
-def _record(
+def record_of(
     task_id: str, scope: str, status: str, position: int, item: dict[str, Any], reading: _Reading
 ) -> QueueRecord:
     return QueueRecord(
@@ -425,7 +425,7 @@ def _title(item: Mapping[str, Any], task_id: str) -> tuple[str, str]:
 _ORDERS = range(-(2**31), 2**31)
 
 
-def _held_order(value: Any) -> int | None:
+def held_order(value: Any) -> int | None:
     """A scoped entry's ``order`` as its place in the ledger: a whole number in :data:`_ORDERS`."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value in _ORDERS else None
 
@@ -444,8 +444,8 @@ def _reading(item: Mapping[str, Any], task_id: str, *, scoped: bool) -> _Reading
         title=title,
         title_key=title_key,
         priority=priority,
-        status=_scoped_status(get("status")) if scoped else None,
-        order=None if order is None else _held_order(order),
+        status=scoped_status(get("status")) if scoped else None,
+        order=None if order is None else held_order(order),
         created_at=None if created is None else timestamp_or_none(created),
         completed_at=None if completed is None else timestamp_or_none(completed),
         skill=skill if skill is None or skill.__class__ is str else _text_or_none(skill),
@@ -455,7 +455,7 @@ def _reading(item: Mapping[str, Any], task_id: str, *, scoped: bool) -> _Reading
     )
 
 
-def _scoped_status(value: Any) -> str | None:
+def scoped_status(value: Any) -> str | None:
     if value is None:
         return "todo"  # an entry without status is ready
     if not isinstance(value, str):
@@ -463,7 +463,7 @@ def _scoped_status(value: Any) -> str | None:
     return _STATUS_OF_SCOPED_VALUE.get(value.strip().lower())
 
 
-def _id_text(value: Any) -> str | None:
+def id_text(value: Any) -> str | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -494,15 +494,15 @@ def _is_queue(value: Any) -> bool:
 
 
 @dataclass(frozen=True)
-class _Blocker:
+class Blocker:
     issues: frozenset[str]  # from "issues" and "gh_issue"
     task_ids: frozenset[str]  # from "task_id"
     label: str  # "<blocked_on_key>: <blocker or items text>"
     where: JsonPath  # in its extension: the text of the label (its key, when it has none)
 
 
-def _blockers(body: Mapping[str, Any]) -> list[_Blocker]:
-    found: list[_Blocker] = []
+def read_blockers(body: Mapping[str, Any]) -> list[Blocker]:
+    found: list[Blocker] = []
     for key, value in body.items():
         if not key.startswith(_BLOCKED_PREFIX) or not isinstance(value, list):
             continue
@@ -514,7 +514,7 @@ def _blockers(body: Mapping[str, Any]) -> list[_Blocker]:
             text = item[named] if named is not None else ""
             label = f"{key}: {text}" if text else key
             where: JsonPath = (key, index, named) if named is not None and NUL not in key else (key,)
-            found.append(_Blocker(frozenset(issues), frozenset(_names(item.get("task_id"))), label, where))
+            found.append(Blocker(frozenset(issues), frozenset(_names(item.get("task_id"))), label, where))
     return found
 
 
@@ -530,7 +530,7 @@ def _names(value: Any) -> set[str]:
     return names
 
 
-def _blocked_by(item: Mapping[str, Any], task_id: str, blockers: list[_Blocker]) -> str | None:
+def blocked_by_value(item: Mapping[str, Any], task_id: str, blockers: list[Blocker]) -> str | None:
     issues = _names(item.get("gh_issue"))
     for blocker in blockers:
         if issues & blocker.issues or task_id in blocker.task_ids:
@@ -764,16 +764,16 @@ def render_over(
     overlap the keys read after them."""
     out = dict(fields)
     id_key = "task_id" if scoped else "id"
-    current = _id_text(out.get(id_key))
+    current = id_text(out.get(id_key))
     if task_id != current:
         out[id_key] = task_id
     title_was, title_key = _title(out, current or "")
     if title != title_was:
         out[title_key] = title
     if scoped:
-        _write_scoped_status(out, status, _scoped_status(out.get("status")))
+        _write_scoped_status(out, status, scoped_status(out.get("status")))
         # an order hb does not hold stays as written (hb placed the entry by its index)
-        order = _held_order(out.get("order"))
+        order = held_order(out.get("order"))
         if order is not None and position != order:
             out["order"] = position
     else:
@@ -866,8 +866,8 @@ def _fix_malformed_in_place(obj: dict[str, Any]) -> None:
 def parse_errors(text: str) -> list[dict[str, Any]]:
     """Read errors.json: a JSON array of objects. FileFormatError for anything else."""
     text = text.removeprefix("\ufeff")
-    data = _load_json(text)
-    locator = _Locator(text)
+    data = load_json(text)
+    locator = Locator(text)
     if not isinstance(data, list):
         line, column = locator.position(())
         raise FileFormatError("errors.json must hold a JSON array", line=line, column=column)
@@ -889,9 +889,9 @@ def render_errors(items: Sequence[Mapping[str, Any]], source: str | None = None)
 def parse_last_run(text: str) -> dict[str, Any]:
     """Read last-run.json: one JSON object. FileFormatError for anything else."""
     text = text.removeprefix("\ufeff")
-    data = _load_json(text)
+    data = load_json(text)
     if not isinstance(data, dict):
-        line, column = _Locator(text).position(())
+        line, column = Locator(text).position(())
         raise FileFormatError("last-run.json must hold a JSON object", line=line, column=column)
     return data
 
@@ -908,8 +908,8 @@ def refuse_nul(text: str, kind: str) -> None:
         parse(text, refuse_nul=True)
         return
     text = text.removeprefix("\ufeff")
-    locator = _Locator(text)
-    data = _load_json(text)
+    locator = Locator(text)
+    data = load_json(text)
     if kind == "last-run":
         _refuse_nul_members(locator, (), data, _LAST_RUN_TEXT_KEYS)
         return
@@ -918,7 +918,7 @@ def refuse_nul(text: str, kind: str) -> None:
 
 
 def _refuse_nul_members(
-    locator: _Locator, path: JsonPath, obj: Mapping[str, Any], keys: Sequence[str]
+    locator: Locator, path: JsonPath, obj: Mapping[str, Any], keys: Sequence[str]
 ) -> None:
     """FileFormatError at the first of ``obj``'s ``keys`` whose text holds a NUL character: the
     ledger keeps these members as text (see :func:`heartbeat.errors.nul_reason`)."""
@@ -934,12 +934,12 @@ def unread_times(text: str, items: Iterable[tuple[JsonPath, Mapping[str, Any]]])
     with its path in ``text``) that hb does not read as a time: the item is kept as written, and
     its row in the ledger is dated when hb read it (``line N: PATH: ...``)."""
     warnings = []
-    locator: _Locator | None = None
+    locator: Locator | None = None
     for path, item in items:
         value = item.get("timestamp")
         if value is None or timestamp_or_none(value) is not None:
             continue
-        locator = locator or _Locator(text.removeprefix("\ufeff"))
+        locator = locator or Locator(text.removeprefix("\ufeff"))
         line, _ = locator.position((*path, "timestamp"))
         where = f"line {line}: " if line is not None else ""
         shown = _path_text((*path, "timestamp"))
@@ -1052,10 +1052,10 @@ def refuse_not_finite(text: str) -> None:
     if not _MAYBE_NOT_FINITE.search(text):
         return
     text = text.removeprefix("\ufeff")
-    where = _not_finite(_load_json(text), ())
+    where = _not_finite(load_json(text), ())
     if where is None:
         return
-    line, column = _Locator(text).position(where)
+    line, column = Locator(text).position(where)
     raise FileFormatError(
         f"{_path_text(where)}: a number JSON cannot hold (NaN, Infinity, or past 1.8e308), which a "
         "ledger on PostgreSQL cannot store; nothing changed",
@@ -1076,7 +1076,7 @@ def _not_finite(value: Any, where: JsonPath) -> JsonPath | None:
     return None
 
 
-def _load_json(text: str, repeats: list[bool] | None = None) -> Any:
+def load_json(text: str, repeats: list[bool] | None = None) -> Any:
     """The JSON value of ``text``; ``repeats`` gets an item when an object repeats a key."""
     hook = None
     if repeats is not None:
@@ -1130,7 +1130,7 @@ def _path_text(path: JsonPath) -> str:
     return text
 
 
-class _Locator:
+class Locator:
     """Finds where a JSON path's value starts in already-valid JSON text (best effort)."""
 
     def __init__(self, text: str) -> None:

@@ -23,19 +23,19 @@ from typing import Any
 
 from heartbeat.errors import FileFormatError
 from heartbeat.formats.tasks_json import (
-    _STATUS_OF_LEGACY_LIST,
     LEGACY_LISTS,
+    STATUS_OF_LEGACY_LIST,
+    Blocker,
     JsonPath,
+    Locator,
     QueueRecord,
-    _blocked_by,
-    _Blocker,
-    _blockers,
-    _held_order,
-    _id_text,
-    _load_json,
-    _Locator,
-    _Reader,
-    _record,
+    Reader,
+    blocked_by_value,
+    held_order,
+    id_text,
+    load_json,
+    read_blockers,
+    record_of,
 )
 
 _DECODER = json.JSONDecoder()
@@ -157,7 +157,7 @@ class _Walk:
                 raise _NotSure
             task_id = value["id"]
             if task_id.__class__ is not str or not task_id.strip():
-                task_id = _id_text(task_id)
+                task_id = id_text(task_id)
                 if task_id is None:
                     raise _NotSure
             key = ("", task_id)
@@ -188,11 +188,11 @@ class _Walk:
             if not (isinstance(value, dict) and "task_id" in value):
                 queue = False
             elif queue:
-                task_id = _id_text(value["task_id"])
+                task_id = id_text(value["task_id"])
                 if task_id is None:
                     raise _NotSure
                 order = value.get("order")
-                held = None if order is None else _held_order(order)
+                held = None if order is None else held_order(order)
                 position = held if held is not None else index
                 raw = self.text[at:end]
                 found.append(Item(scope, "", index, task_id, raw, value, position, (extension, name, index)))
@@ -217,9 +217,9 @@ class _Walk:
         self.items[key] = item
 
 
-def blockers(frame: list[tuple[Any, ...]]) -> dict[str, list[_Blocker]]:
+def blockers(frame: list[tuple[Any, ...]]) -> dict[str, list[Blocker]]:
     """The ``blocked_on_*`` filters of each extension of a frame."""
-    out: dict[str, list[_Blocker]] = {}
+    out: dict[str, list[Blocker]] = {}
     for slot in frame:
         if slot[0] == "extension":
             body = {
@@ -227,19 +227,19 @@ def blockers(frame: list[tuple[Any, ...]]) -> dict[str, list[_Blocker]]:
                 for e in slot[2]
                 if e[0] == "value" and e[1].startswith(_BLOCKED_PREFIX)
             }
-            out[slot[1]] = _blockers(body)
+            out[slot[1]] = read_blockers(body)
     return out
 
 
-def read_items(text: str, items: list[Item], filters: dict[str, list[_Blocker]]) -> list[QueueRecord] | None:
+def read_items(text: str, items: list[Item], filters: dict[str, list[Blocker]]) -> list[QueueRecord] | None:
     """The records of ``items`` (of ``text``; ``filters``: its :func:`blockers`) as
     :func:`heartbeat.formats.tasks_json.parse` reads them; None when reading one gives a warning or
     an error, or when one repeats a key (a warning too)."""
-    reader = _Reader(_Locator(text))
+    reader = Reader(Locator(text))
     records = []
     for item in items:
         repeats: list[bool] = []
-        _load_json(item.raw, repeats)
+        load_json(item.raw, repeats)
         if repeats:
             return None
         try:
@@ -251,10 +251,10 @@ def read_items(text: str, items: list[Item], filters: dict[str, list[_Blocker]])
         if item.scope:
             status = reading.status or "todo"
             position = reading.order if reading.order is not None else item.index
-            record = _record(item.id, item.scope, status, position, item.value, reading)
-            record.blocked_by = _blocked_by(item.value, item.id, filters[str(item.where[0])])
+            record = record_of(item.id, item.scope, status, position, item.value, reading)
+            record.blocked_by = blocked_by_value(item.value, item.id, filters[str(item.where[0])])
         else:
-            status = _STATUS_OF_LEGACY_LIST[item.home]
-            record = _record(item.id, "", status, item.index, item.value, reading)
+            status = STATUS_OF_LEGACY_LIST[item.home]
+            record = record_of(item.id, "", status, item.index, item.value, reading)
         records.append(record)
     return records

@@ -69,7 +69,7 @@ def _columns(record: tasks_json.QueueRecord, now: datetime) -> dict[str, Any]:
     }
 
 
-def _key(scope: str, task_id: str) -> str:
+def task_key(scope: str, task_id: str) -> str:
     return f"{scope}:{task_id}" if scope else task_id
 
 
@@ -77,7 +77,7 @@ Key = tuple[str, str]  # a task's (scope, id)
 
 # a history entry to insert: the task (a row, or the index of a new one among those inserted),
 # its kind, the version it replaced, the detail
-_Event = tuple[TaskRow | int, str, dict[str, Any] | None, dict[str, Any]]
+Event = tuple[TaskRow | int, str, dict[str, Any] | None, dict[str, Any]]
 
 
 def import_tasks(
@@ -90,32 +90,32 @@ def import_tasks(
     """
     try:
         doc = tasks_json.parse(text)
-        _storable(db, text, SOURCE)
+        storable(db, text, SOURCE)
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
     report = ImportReport(SOURCE, str(path), warnings=list(doc.warnings))
     existing = {(t.scope, t.id): t for t in db.load(TaskRow, SQL.tasks_json_tasks)}
     fresh: list[tasks_json.QueueRecord] = []
-    events: list[_Event] = []
+    events: list[Event] = []
     created = {"file": str(path)}
     for record in progress.each(f"importing {path.name}", doc.records, len(doc.records)):
         task = existing.get((record.scope, record.id))
         if task is None:
             events.append((len(fresh), "created", None, created))
             fresh.append(record)
-            report.added.append(_key(record.scope, record.id))
+            report.added.append(task_key(record.scope, record.id))
             continue
         if not _take_file_version(db, task, record, now, path, actor=actor, events=events):
             report.unchanged += 1
             continue
-        report.updated.append(_key(record.scope, record.id))
-    _insert_fresh(db, fresh, events, now, actor)
+        report.updated.append(task_key(record.scope, record.id))
+    insert_fresh(db, fresh, events, now, actor)
     remember(db, SOURCE, path, text, now)
     return report
 
 
-def _insert_fresh(
-    db: Db, fresh: list[tasks_json.QueueRecord], events: list[_Event], now: datetime, actor: str
+def insert_fresh(
+    db: Db, fresh: list[tasks_json.QueueRecord], events: list[Event], now: datetime, actor: str
 ) -> list[int]:
     """The tasks new in tasks.json and the history of the pass that found them (the events name
     a new task by its index in ``fresh``), each with one executemany; the new tasks' pks."""
@@ -200,7 +200,7 @@ EVENT_COLUMNS = ("task_pk", "task_id", "scope", "at", "kind", "actor", "before",
 
 
 def _insert_events(
-    db: Db, events: list[_Event], fresh: list[tuple[int, str, str]], now: datetime, actor: str
+    db: Db, events: list[Event], fresh: list[tuple[int, str, str]], now: datetime, actor: str
 ) -> None:
     """The history entries' rows with one executemany, in order (as
     :func:`heartbeat.db.tasks.record_event` writes each); ``fresh``: the (pk, id, scope) of the
@@ -234,7 +234,7 @@ def remember(
 ) -> None:
     """Record what the file held when hb last read or wrote it (for sync and exports).
 
-    ``rendered`` (tasks.json rendered from the ledger, see :func:`_rendered`): the stamp of the
+    ``rendered`` (tasks.json rendered from the ledger, see :func:`rendered_marker`): the stamp of the
     tasks it shows, and what is known of the text itself: the layout ``json.dumps`` wrote it in
     and the warnings reading it gives. With them the next export after a queue operation
     rewrites only what the operation moved, and a sync that finds neither side changed reads
@@ -278,7 +278,7 @@ def remember(
     row.skeleton = skeleton
 
 
-def _stamp(tasks: Iterable[TaskRow]) -> list[int]:
+def stamp_of(tasks: Iterable[TaskRow]) -> list[int]:
     """What tasks.json's tasks are: how many, their versions summed plainly and by pk (every
     change of a task adds one to its version); the statement ``tasks_json_stamp`` counts the same."""
     count = versions = weighted = 0
@@ -289,7 +289,9 @@ def _stamp(tasks: Iterable[TaskRow]) -> list[int]:
     return [count, versions, weighted]
 
 
-def _rendered(layout: Layout | None, stamp: list[int], warnings: list[str] | None = None) -> dict[str, Any]:
+def rendered_marker(
+    layout: Layout | None, stamp: list[int], warnings: list[str] | None = None
+) -> dict[str, Any]:
     """What :func:`remember` keeps of a tasks.json text rendered from the ledger whose tasks had
     ``stamp``: its layout (None: not json.dumps's, or not known) and the warnings reading it
     gives (None: not known)."""
@@ -305,8 +307,8 @@ def _kept_rendered(db: Db) -> dict[str, Any] | None:
     return rendered if isinstance(rendered, dict) and isinstance(rendered.get("stamp"), list) else None
 
 
-def _ledger_stamp(db: Db) -> list[int]:
-    """:func:`_stamp` of the ledger's tasks.json tasks now, counted by the database."""
+def ledger_stamp(db: Db) -> list[int]:
+    """:func:`stamp_of` of the ledger's tasks.json tasks now, counted by the database."""
     return [int(v) for v in db.rows(SQL.tasks_json_stamp)[0]]
 
 
@@ -318,7 +320,7 @@ def _unchanged(db: Db, path: Path, text: str) -> list[str] | None:
     if _edited(db, SOURCE, path, text):
         return None
     rendered = _kept_rendered(db)
-    if rendered is None or _ledger_stamp(db) != rendered["stamp"]:
+    if rendered is None or ledger_stamp(db) != rendered["stamp"]:
         return None
     if isinstance(rendered.get("warnings"), list):
         return [str(w) for w in rendered["warnings"]]
@@ -371,7 +373,7 @@ def _render_tasks(db: Db, current: str | None) -> tuple[str, dict[str, Any]]:
         doc = replace(doc, source=current)
     rows = db.load(TaskRow, SQL.tasks_json_tasks_in_order)
     text, layout = tasks_json.render_layout(doc, [record_from_row(t) for t in rows])
-    return text, _rendered(layout, _stamp(rows))
+    return text, rendered_marker(layout, stamp_of(rows))
 
 
 def _export_tasks(
@@ -403,7 +405,7 @@ def _export_tasks(
         count, versions, weighted = rendered["stamp"]
         # every change of a task adds one to its version: the moved tasks, each changed once
         expected = [count, versions + len(tasks), weighted + sum(t.pk or 0 for t in tasks)]
-        stamp = expected if alone and len(tasks) == len(moved) else _ledger_stamp(db)
+        stamp = expected if alone and len(tasks) == len(moved) else ledger_stamp(db)
         only_moved = len(tasks) == len(moved) and stamp == expected
         if only_moved and rendered.get("warnings") == []:
             clean = []  # a text that read without warnings still does with hb's objects for them
@@ -413,7 +415,7 @@ def _export_tasks(
             found = tasks_splice.splice_edits(current, layout, [record_from_row(t) for t in tasks])
             if found is not None:
                 text, edits = found
-                facts = _rendered(layout, stamp, clean)
+                facts = rendered_marker(layout, stamp, clean)
                 return text, partial(remember, db, SOURCE, path, text, now, rendered=facts, edits=edits)
     text, rendered = _render_tasks(db, current)
     rendered["warnings"] = clean
@@ -430,7 +432,7 @@ def import_errors(ctx: Context, db: Db, text: str, path: Path, now: datetime) ->
     """
     try:
         items = tasks_json.parse_errors(text)
-        _storable(db, text, "errors-json")
+        storable(db, text, "errors-json")
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
     report = ImportReport("errors-json", str(path))
@@ -452,7 +454,7 @@ def import_errors(ctx: Context, db: Db, text: str, path: Path, now: datetime) ->
     return report
 
 
-def _storable(db: Db, text: str, kind: str) -> None:
+def storable(db: Db, text: str, kind: str) -> None:
     """FileFormatError when the text (of a ``kind`` read already) holds a NUL character in a
     text the ledger stores as text (both backends); on PostgreSQL, also when it holds a number
     its ``json`` columns cannot."""
@@ -517,7 +519,7 @@ def _errors_text(db: Db, source: str | None) -> str:
 def import_last_run(ctx: Context, db: Db, text: str, path: Path, now: datetime) -> ImportReport:
     try:
         obj = tasks_json.parse_last_run(text)
-        _storable(db, text, "last-run")
+        storable(db, text, "last-run")
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
     report = ImportReport("last-run", str(path))
@@ -784,7 +786,7 @@ def sync_notices(report: SyncReport) -> list[str]:
 # --- hb sync (two-way; added for the sync engine) -----------------------------------
 
 
-def _record_digest(record: tasks_json.QueueRecord) -> str:
+def record_digest(record: tasks_json.QueueRecord) -> str:
     """What a task looks like in tasks.json: its queue, its status, its blockers and its object.
 
     The blockers are the ``blocked_on_*`` lists that name the entry, outside its object.
@@ -805,7 +807,7 @@ def _base_records(db: Db, kind: str, path: Path) -> dict[tuple[str, str], str] |
         doc = tasks_json.parse(text)
     except FileFormatError:
         return None
-    return {(r.scope, r.id): _record_digest(r) for r in doc.records}
+    return {(r.scope, r.id): record_digest(r) for r in doc.records}
 
 
 def _take_file_version(
@@ -817,7 +819,7 @@ def _take_file_version(
     *,
     actor: str = "sync",
     conflict: bool = False,
-    events: list[_Event] | None = None,
+    events: list[Event] | None = None,
 ) -> list[str]:
     """Give ``task`` the file's version of its record; the fields that changed.
 
@@ -882,44 +884,44 @@ def merge_record(
     now: datetime,
     path: Path,
     report: SyncReport,
-    events: list[_Event],
+    events: list[Event],
 ) -> None:
     """One record of the file whose task the ledger holds, three-way against ``base_digest`` (its
     digest in the text hb last synced; None: it was not there); the task is already at the
     record's position."""
     key = (record.scope, record.id)
-    file_digest = _record_digest(record)
-    ledger_digest = _record_digest(record_from_row(task))
+    file_digest = record_digest(record)
+    ledger_digest = record_digest(record_from_row(task))
     if file_digest == ledger_digest:
         return
     if base_digest is not None and file_digest == base_digest:
         # only the ledger changed: rendered below
         target = report.completed if task.status is TaskStatus.DONE else report.updated
-        target.append(_key(*key))
+        target.append(task_key(*key))
         return
     if record.status == TaskStatus.TODO.value and _live_claim(task, now):
         # a live claim is not returned to the queue by the file (a stale copy the old
         # script wrote back would have it handed out twice): the claim stands, the rest
         # applies; a task the file completes or fails is taken as done by hand
         report.preserved.append(
-            f"{path}: {_key(*key)}: {_claim_text(task)}; it stays claimed "
+            f"{path}: {task_key(*key)}: {_claim_text(task)}; it stays claimed "
             "(hb fail or hb clear-stale returns it to the queue)"
         )
         record = replace(record, status=TaskStatus.DOING.value, completed_at=None)
-        if _record_digest(record) == ledger_digest:
-            report.updated.append(_key(*key))  # written back as the ledger has it
+        if record_digest(record) == ledger_digest:
+            report.updated.append(task_key(*key))  # written back as the ledger has it
             return
     if task.status is TaskStatus.DONE and record.status != TaskStatus.DONE.value:
-        report.preserved.append(f"{path}: {_key(*key)}: was done; the file reopens it")
+        report.preserved.append(f"{path}: {task_key(*key)}: was done; the file reopens it")
     conflict = base_digest is None or ledger_digest != base_digest
     was_done = task.status is TaskStatus.DONE
     _take_file_version(db, task, record, now, path, conflict=conflict, events=events)
     if conflict:
-        report.conflicts.append(_key(*key))
+        report.conflicts.append(task_key(*key))
     elif task.status is TaskStatus.DONE and not was_done:
-        report.completed.append(_key(*key))
+        report.completed.append(task_key(*key))
     else:
-        report.updated.append(_key(*key))
+        report.updated.append(task_key(*key))
 
 
 def remove_task(
@@ -927,13 +929,13 @@ def remove_task(
 ) -> bool:
     """A task whose record (``base_digest`` in the text hb last synced) is gone from the file:
     removed, its history kept; whether it was (a live claim keeps it, to be written back)."""
-    key = _key(task.scope, task.id)
+    key = task_key(task.scope, task.id)
     if _live_claim(task, now):  # its worker holds it: written back, not removed
         report.preserved.append(f"{path}: {key}: {_claim_text(task)}; not removed")
         return False
     before = snapshot(task)
     detail: dict[str, Any] = {"reason": "the record was deleted from tasks.json", "file": str(path)}
-    if _record_digest(record_from_row(task)) != base_digest:
+    if record_digest(record_from_row(task)) != base_digest:
         detail["note"] = "changed in the ledger too; the file won"
         report.conflicts.append(key)
     record_event(db, task, "removed", now, before=before, actor="sync", detail=detail)
@@ -968,7 +970,7 @@ def sync_tasks(
     if text is not None:
         try:
             doc = tasks_json.parse(text)
-            _storable(db, text, SOURCE)
+            storable(db, text, SOURCE)
         except FileFormatError as exc:
             raise exc.at_path(str(path)) from None
         report.preserved = [f"{path}: {w}" for w in doc.warnings]
@@ -977,7 +979,7 @@ def sync_tasks(
         # the new tasks and the history of this loop are inserted in bulk after it, in the file's
         # order (as hb import inserts them): each task with the pk it would have had on its own
         fresh: list[tasks_json.QueueRecord] = []
-        events: list[_Event] = []
+        events: list[Event] = []
         created = {"file": str(path)}
         # the file's order is the queue's: a pop or an add by heartbeat.py moves the tasks after
         # it without changing them (bookkeeping, not a change of a task), written in one statement
@@ -991,12 +993,12 @@ def sync_tasks(
             if task is None:
                 events.append((len(fresh), "created", None, created))
                 fresh.append(record)
-                report.added.append(_key(*key))
+                report.added.append(task_key(*key))
                 continue
             merge_record(db, task, record, base.get(key), now, path, report, events)
-        pks = _insert_fresh(db, fresh, events, now, "sync")
+        pks = insert_fresh(db, fresh, events, now, "sync")
         for record, pk in zip(fresh, pks, strict=True):
-            tasks[(record.scope, record.id)] = db.track(_task_of(record, now, pk))
+            tasks[(record.scope, record.id)] = db.track(task_of(record, now, pk))
         for key, base_digest in base.items():
             task = tasks.get(key)
             if key in seen or task is None:
@@ -1005,9 +1007,9 @@ def sync_tasks(
                 del tasks[key]
         for key in tasks:
             if key not in seen and key not in base:
-                report.added.append(_key(*key))  # new in the ledger: written below
+                report.added.append(task_key(*key))  # new in the ledger: written below
     elif tasks:
-        report.added.extend(_key(*key) for key in tasks)
+        report.added.extend(task_key(*key) for key in tasks)
     db.flush()
     if doc is None and not tasks:
         return report, None
@@ -1015,8 +1017,10 @@ def sync_tasks(
     out, layout = tasks_json.render_layout(
         doc or tasks_json.empty_document(), [record_from_row(t) for t in ordered]
     )
-    rendered = _rendered(layout, _stamp(ordered), doc.warnings if doc is not None and out == text else None)
-    return _written(db, SOURCE, path, text, out, now, report, rendered=rendered)
+    rendered = rendered_marker(
+        layout, stamp_of(ordered), doc.warnings if doc is not None and out == text else None
+    )
+    return written_text(db, SOURCE, path, text, out, now, report, rendered=rendered)
 
 
 def _claim_text(task: TaskRow) -> str:
@@ -1037,7 +1041,7 @@ def _same_json(a: str, b: str) -> bool:
         return False
 
 
-def _written(
+def written_text(
     db: Db,
     kind: str,
     path: Path,
@@ -1060,7 +1064,7 @@ def _written(
     return report, out
 
 
-def _task_of(record: tasks_json.QueueRecord, now: datetime, pk: int) -> TaskRow:
+def task_of(record: tasks_json.QueueRecord, now: datetime, pk: int) -> TaskRow:
     """The task of a record new in tasks.json, as :func:`_insert_records` inserted it."""
     return TaskRow(pk=pk, **_fresh(record, now))
 
@@ -1096,7 +1100,7 @@ def sync_errors(
     if text is not None and (state is None or state.content_hash != digest(text) or state.path != str(path)):
         try:
             items = [tasks_json.fix_malformed(item) for item in tasks_json.parse_errors(text)]
-            _storable(db, text, "errors-json")
+            storable(db, text, "errors-json")
         except FileFormatError as exc:
             raise exc.at_path(str(path)) from None
         rows = db.load(ErrorRow, SQL.errors)
@@ -1127,7 +1131,7 @@ def sync_errors(
             _notice(ctx, f"{path}: {warning}")  # once, as the item comes in (not a note of the file)
     if text is None and db.value(SQL.any_error) is None:
         return report, None
-    return _written(db, "errors-json", path, text, _errors_text(db, text), now, report)
+    return written_text(db, "errors-json", path, text, _errors_text(db, text), now, report)
 
 
 def sync_last_run(
@@ -1144,7 +1148,7 @@ def sync_last_run(
     out = _last_run_text(db, text)
     if out is None:
         return report, None
-    return _written(db, "last-run", path, text, out, now, report)
+    return written_text(db, "last-run", path, text, out, now, report)
 
 
 SYNCERS = {"tasks-json": sync_tasks, "errors-json": sync_errors, "last-run": sync_last_run}

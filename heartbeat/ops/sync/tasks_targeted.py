@@ -31,30 +31,30 @@ from heartbeat.errors import FileFormatError
 from heartbeat.formats import tasks_json
 from heartbeat.formats.json_edit import same
 from heartbeat.formats.tasks_json import (
-    _STATUS_OF_LEGACY_LIST,
     LEGACY_LIST_OF_STATUS,
-    _blocked_by,
-    _Blocker,
-    _scoped_status,
+    STATUS_OF_LEGACY_LIST,
+    Blocker,
+    blocked_by_value,
+    scoped_status,
 )
 from heartbeat.formats.tasks_outline import Item, blockers, outline, read_items
 from heartbeat.ops.sync import bookmarks
 from heartbeat.ops.sync.queue_files import (
     SOURCE,
     SQL,
-    _Event,
-    _insert_fresh,
-    _key,
-    _ledger_stamp,
-    _record_digest,
-    _rendered,
-    _stamp,
-    _storable,
-    _task_of,
-    _written,
+    Event,
+    insert_fresh,
+    ledger_stamp,
     merge_record,
+    record_digest,
     remove_task,
+    rendered_marker,
+    stamp_of,
+    storable,
+    task_key,
+    task_of,
     write_positions,
+    written_text,
 )
 from heartbeat.ops.sync.report import SyncReport
 
@@ -82,7 +82,7 @@ def sync_changed(db: Db, path: Path, text: str, now: datetime) -> tuple[SyncRepo
     old = outline(base_text)
     if old is None or old.frame != new.frame:
         return None
-    if _ledger_stamp(db) != rendered["stamp"]:
+    if ledger_stamp(db) != rendered["stamp"]:
         return None  # the ledger changed since: the full sync compares every record with it
     places = {
         (scope, task_id): (pk, position, status, blocked)
@@ -103,10 +103,10 @@ def sync_changed(db: Db, path: Path, text: str, now: datetime) -> tuple[SyncRepo
     if records is None or bases is None or gone_records is None:
         return None
     try:
-        _storable(db, text, SOURCE)
+        storable(db, text, SOURCE)
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
-    base_digests = {(r.scope, r.id): _record_digest(r) for r in (*bases, *gone_records)}
+    base_digests = {(r.scope, r.id): record_digest(r) for r in (*bases, *gone_records)}
     by_key = {(r.scope, r.id): r for r in records}
     loaded = [places[k][0] for k in (*changed, *gone) if k in places]
     tasks = (
@@ -127,7 +127,7 @@ def sync_changed(db: Db, path: Path, text: str, now: datetime) -> tuple[SyncRepo
             db.written(task, position=new.items[key].position)
 
     fresh: list[tasks_json.QueueRecord] = []
-    events: list[_Event] = []
+    events: list[Event] = []
     created = {"file": str(path)}
     for key, item in new.items.items():
         record = by_key.get(key)
@@ -135,18 +135,18 @@ def sync_changed(db: Db, path: Path, text: str, now: datetime) -> tuple[SyncRepo
             _, _, status, blocked = places[key]
             if _drifts(item, status, blocked, filters):
                 target = report.completed if status == TaskStatus.DONE.value else report.updated
-                target.append(_key(*key))
+                target.append(task_key(*key))
             continue
         held = tasks.get(key)
         if held is None:
             events.append((len(fresh), "created", None, created))
             fresh.append(record)
-            report.added.append(_key(*key))
+            report.added.append(task_key(*key))
             continue
         merge_record(db, held, record, base_digests.get(key), now, path, report, events)
-    pks = _insert_fresh(db, fresh, events, now, "sync")
+    pks = insert_fresh(db, fresh, events, now, "sync")
     for record, pk in zip(fresh, pks, strict=True):
-        tasks[(record.scope, record.id)] = db.track(_task_of(record, now, pk))
+        tasks[(record.scope, record.id)] = db.track(task_of(record, now, pk))
     kept = False  # a task gone from the file stays (a live claim): written back
     for key in gone:
         task = tasks[key]
@@ -157,25 +157,25 @@ def sync_changed(db: Db, path: Path, text: str, now: datetime) -> tuple[SyncRepo
     db.flush()
     if not kept and all(_reads_as(tasks[k], new.items[k]) for k in changed):
         # every task renders as the file reads: the full sync would write the file as it is
-        return _written(
-            db, SOURCE, path, text, text, now, report, rendered=_rendered(None, _ledger_stamp(db), [])
+        return written_text(
+            db, SOURCE, path, text, text, now, report, rendered=rendered_marker(None, ledger_stamp(db), [])
         )
     doc = tasks_json.parse(text)
     ordered = sorted(db.load(TaskRow, SQL.tasks_json_tasks), key=lambda t: (t.scope, t.position, t.pk))
     out, layout = tasks_json.render_layout(doc, [record_from_row(t) for t in ordered])
-    facts = _rendered(layout, _stamp(ordered), doc.warnings if out == text else None)
-    return _written(db, SOURCE, path, text, out, now, report, rendered=facts)
+    facts = rendered_marker(layout, stamp_of(ordered), doc.warnings if out == text else None)
+    return written_text(db, SOURCE, path, text, out, now, report, rendered=facts)
 
 
-def _drifts(item: Item, status: str, blocked: str | None, filters: dict[str, list[_Blocker]]) -> bool:
+def _drifts(item: Item, status: str, blocked: str | None, filters: dict[str, list[Blocker]]) -> bool:
     """Whether the ledger's task of a record that reads as hb rendered it reads otherwise than the
     record all the same: a status the legacy lists cannot show (``waiting`` is written into
     ``pending``, which reads as ``todo``), or a blocker the file does not name."""
     if item.scope:
-        shown = _scoped_status(item.value.get("status")) or "todo"
-        named = _blocked_by(item.value, item.id, filters[str(item.where[0])])
+        shown = scoped_status(item.value.get("status")) or "todo"
+        named = blocked_by_value(item.value, item.id, filters[str(item.where[0])])
     else:
-        shown, named = _STATUS_OF_LEGACY_LIST[item.home], None
+        shown, named = STATUS_OF_LEGACY_LIST[item.home], None
     return shown != status or named != blocked
 
 
