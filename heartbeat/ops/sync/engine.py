@@ -66,10 +66,14 @@ SEAL = "sync.seal"  # the sync_state row of the seal
 # (check) and in the sync's transaction (write), so its values compare as they are; an order
 # SQLite happens to change only costs a sync of those kinds, never a skipped one.
 _QUEUE = "scope <> '' OR source <> 'todo'"  # tasks.json's tasks; the rest are TODO entries
+# the queue's files: a sync of one of them syncs all three (the other two are small), so that what
+# one changes in the parts they share (a completion's task, outcome and record) leaves none behind
 _TASK_FILES = ("tasks-json", "errors-json", "last-run")
 _ALL = KINDS
 _PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    # versions only grow, and every removal records an event: these sums see every task change
+    # versions only grow: these sums see every task change. A task is removed only by the sync of
+    # the file it was taken out of, whose text then differs from the seal's: so a new task that
+    # takes a removed one's pk (and version) again cannot hide the removal from that file
     (
         "(SELECT count(*) || ':' || coalesce(max(pk), 0) || ':' || coalesce(sum(version), 0) || ':' || "
         f"coalesce(sum(pk * version), 0) FROM tasks WHERE {_QUEUE})",
@@ -80,8 +84,6 @@ _PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         f"coalesce(sum(pk * version), 0) FROM tasks WHERE NOT ({_QUEUE}))",
         ("todo", "done"),
     ),
-    # a removed task's pk may be taken again by a new one: the removal's event tells them apart
-    ("(SELECT count(*) || ':' || coalesce(max(pk), 0) FROM task_events WHERE kind = 'removed')", _ALL),
     *(
         (
             "(SELECT group_concat(pk || '|' || id || '|' || source || '|' || title || '|' || rule || '|' || "
@@ -644,6 +646,8 @@ def _check_seal(ctx: Context) -> _Seal | None:
             current_hash = "unreadable"  # the sync of that kind says where and why
         if current_hash != expected:
             changed.append(kind)
+    if any(kind in _TASK_FILES for kind in changed):  # the queue's files share their parts
+        changed = [kind for kind in seal["order"] if kind in changed or kind in _TASK_FILES]
     if moved and len(changed) == len(seal["order"]):
         return None  # the seal vouches for nothing: the full path (it also leaves idle kinds out)
     return _Seal(seal, changed, version, current, tuple(parts), frozenset(moved))
