@@ -9,7 +9,7 @@ metadata list it did not change.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
@@ -25,8 +25,16 @@ from heartbeat.db.store import Db, statements
 from heartbeat.db.tasks import record_event, snapshot
 from heartbeat.errors import FileFormatError, HbError, InvalidState, one_line
 from heartbeat.formats import tasks_json, tasks_splice
-from heartbeat.formats.json_edit import Layout
-from heartbeat.formats.tasks_json import priority_rank
+from heartbeat.formats.json_edit import Layout, same
+from heartbeat.formats.tasks_json import (
+    LEGACY_LIST_OF_STATUS,
+    STATUS_OF_LEGACY_LIST,
+    Blocker,
+    blocked_by_value,
+    priority_rank,
+    scoped_status,
+)
+from heartbeat.formats.tasks_outline import Item, blockers, outline, read_items
 from heartbeat.formats.tasks_splice import Edit
 from heartbeat.formats.timestamps import timestamp_or_none
 from heartbeat.ops.sync import bookmarks
@@ -69,7 +77,7 @@ def _columns(record: tasks_json.QueueRecord, now: datetime) -> dict[str, Any]:
     }
 
 
-def task_key(scope: str, task_id: str) -> str:
+def _key(scope: str, task_id: str) -> str:
     return f"{scope}:{task_id}" if scope else task_id
 
 
@@ -77,7 +85,7 @@ Key = tuple[str, str]  # a task's (scope, id)
 
 # a history entry to insert: the task (a row, or the index of a new one among those inserted),
 # its kind, the version it replaced, the detail
-Event = tuple[TaskRow | int, str, dict[str, Any] | None, dict[str, Any]]
+_Event = tuple[TaskRow | int, str, dict[str, Any] | None, dict[str, Any]]
 
 
 def import_tasks(
@@ -90,32 +98,32 @@ def import_tasks(
     """
     try:
         doc = tasks_json.parse(text)
-        storable(db, text, SOURCE)
+        _storable(db, text, SOURCE)
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
     report = ImportReport(SOURCE, str(path), warnings=list(doc.warnings))
     existing = {(t.scope, t.id): t for t in db.load(TaskRow, SQL.tasks_json_tasks)}
     fresh: list[tasks_json.QueueRecord] = []
-    events: list[Event] = []
+    events: list[_Event] = []
     created = {"file": str(path)}
     for record in progress.each(f"importing {path.name}", doc.records, len(doc.records)):
         task = existing.get((record.scope, record.id))
         if task is None:
             events.append((len(fresh), "created", None, created))
             fresh.append(record)
-            report.added.append(task_key(record.scope, record.id))
+            report.added.append(_key(record.scope, record.id))
             continue
         if not _take_file_version(db, task, record, now, path, actor=actor, events=events):
             report.unchanged += 1
             continue
-        report.updated.append(task_key(record.scope, record.id))
-    insert_fresh(db, fresh, events, now, actor)
+        report.updated.append(_key(record.scope, record.id))
+    _insert_fresh(db, fresh, events, now, actor)
     remember(db, SOURCE, path, text, now)
     return report
 
 
-def insert_fresh(
-    db: Db, fresh: list[tasks_json.QueueRecord], events: list[Event], now: datetime, actor: str
+def _insert_fresh(
+    db: Db, fresh: list[tasks_json.QueueRecord], events: list[_Event], now: datetime, actor: str
 ) -> list[int]:
     """The tasks new in tasks.json and the history of the pass that found them (the events name
     a new task by its index in ``fresh``), each with one executemany; the new tasks' pks."""
@@ -200,7 +208,7 @@ EVENT_COLUMNS = ("task_pk", "task_id", "scope", "at", "kind", "actor", "before",
 
 
 def _insert_events(
-    db: Db, events: list[Event], fresh: list[tuple[int, str, str]], now: datetime, actor: str
+    db: Db, events: list[_Event], fresh: list[tuple[int, str, str]], now: datetime, actor: str
 ) -> None:
     """The history entries' rows with one executemany, in order (as
     :func:`heartbeat.db.tasks.record_event` writes each); ``fresh``: the (pk, id, scope) of the
@@ -234,7 +242,7 @@ def remember(
 ) -> None:
     """Record what the file held when hb last read or wrote it (for sync and exports).
 
-    ``rendered`` (tasks.json rendered from the ledger, see :func:`rendered_marker`): the stamp of the
+    ``rendered`` (tasks.json rendered from the ledger, see :func:`_rendered`): the stamp of the
     tasks it shows, and what is known of the text itself: the layout ``json.dumps`` wrote it in
     and the warnings reading it gives. With them the next export after a queue operation
     rewrites only what the operation moved, and a sync that finds neither side changed reads
@@ -278,7 +286,7 @@ def remember(
     row.skeleton = skeleton
 
 
-def stamp_of(tasks: Iterable[TaskRow]) -> list[int]:
+def _stamp(tasks: Iterable[TaskRow]) -> list[int]:
     """What tasks.json's tasks are: how many, their versions summed plainly and by pk (every
     change of a task adds one to its version); the statement ``tasks_json_stamp`` counts the same."""
     count = versions = weighted = 0
@@ -289,9 +297,7 @@ def stamp_of(tasks: Iterable[TaskRow]) -> list[int]:
     return [count, versions, weighted]
 
 
-def rendered_marker(
-    layout: Layout | None, stamp: list[int], warnings: list[str] | None = None
-) -> dict[str, Any]:
+def _rendered(layout: Layout | None, stamp: list[int], warnings: list[str] | None = None) -> dict[str, Any]:
     """What :func:`remember` keeps of a tasks.json text rendered from the ledger whose tasks had
     ``stamp``: its layout (None: not json.dumps's, or not known) and the warnings reading it
     gives (None: not known)."""
@@ -307,8 +313,8 @@ def _kept_rendered(db: Db) -> dict[str, Any] | None:
     return rendered if isinstance(rendered, dict) and isinstance(rendered.get("stamp"), list) else None
 
 
-def ledger_stamp(db: Db) -> list[int]:
-    """:func:`stamp_of` of the ledger's tasks.json tasks now, counted by the database."""
+def _ledger_stamp(db: Db) -> list[int]:
+    """:func:`_stamp` of the ledger's tasks.json tasks now, counted by the database."""
     return [int(v) for v in db.rows(SQL.tasks_json_stamp)[0]]
 
 
@@ -320,7 +326,7 @@ def _unchanged(db: Db, path: Path, text: str) -> list[str] | None:
     if _edited(db, SOURCE, path, text):
         return None
     rendered = _kept_rendered(db)
-    if rendered is None or ledger_stamp(db) != rendered["stamp"]:
+    if rendered is None or _ledger_stamp(db) != rendered["stamp"]:
         return None
     if isinstance(rendered.get("warnings"), list):
         return [str(w) for w in rendered["warnings"]]
@@ -373,7 +379,7 @@ def _render_tasks(db: Db, current: str | None) -> tuple[str, dict[str, Any]]:
         doc = replace(doc, source=current)
     rows = db.load(TaskRow, SQL.tasks_json_tasks_in_order)
     text, layout = tasks_json.render_layout(doc, [record_from_row(t) for t in rows])
-    return text, rendered_marker(layout, stamp_of(rows))
+    return text, _rendered(layout, _stamp(rows))
 
 
 def _export_tasks(
@@ -405,7 +411,7 @@ def _export_tasks(
         count, versions, weighted = rendered["stamp"]
         # every change of a task adds one to its version: the moved tasks, each changed once
         expected = [count, versions + len(tasks), weighted + sum(t.pk or 0 for t in tasks)]
-        stamp = expected if alone and len(tasks) == len(moved) else ledger_stamp(db)
+        stamp = expected if alone and len(tasks) == len(moved) else _ledger_stamp(db)
         only_moved = len(tasks) == len(moved) and stamp == expected
         if only_moved and rendered.get("warnings") == []:
             clean = []  # a text that read without warnings still does with hb's objects for them
@@ -415,7 +421,7 @@ def _export_tasks(
             found = tasks_splice.splice_edits(current, layout, [record_from_row(t) for t in tasks])
             if found is not None:
                 text, edits = found
-                facts = rendered_marker(layout, stamp, clean)
+                facts = _rendered(layout, stamp, clean)
                 return text, partial(remember, db, SOURCE, path, text, now, rendered=facts, edits=edits)
     text, rendered = _render_tasks(db, current)
     rendered["warnings"] = clean
@@ -432,7 +438,7 @@ def import_errors(ctx: Context, db: Db, text: str, path: Path, now: datetime) ->
     """
     try:
         items = tasks_json.parse_errors(text)
-        storable(db, text, "errors-json")
+        _storable(db, text, "errors-json")
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
     report = ImportReport("errors-json", str(path))
@@ -454,7 +460,7 @@ def import_errors(ctx: Context, db: Db, text: str, path: Path, now: datetime) ->
     return report
 
 
-def storable(db: Db, text: str, kind: str) -> None:
+def _storable(db: Db, text: str, kind: str) -> None:
     """FileFormatError when the text (of a ``kind`` read already) holds a NUL character in a
     text the ledger stores as text (both backends); on PostgreSQL, also when it holds a number
     its ``json`` columns cannot."""
@@ -519,7 +525,7 @@ def _errors_text(db: Db, source: str | None) -> str:
 def import_last_run(ctx: Context, db: Db, text: str, path: Path, now: datetime) -> ImportReport:
     try:
         obj = tasks_json.parse_last_run(text)
-        storable(db, text, "last-run")
+        _storable(db, text, "last-run")
     except FileFormatError as exc:
         raise exc.at_path(str(path)) from None
     report = ImportReport("last-run", str(path))
@@ -786,7 +792,7 @@ def sync_notices(report: SyncReport) -> list[str]:
 # --- hb sync (two-way; added for the sync engine) -----------------------------------
 
 
-def record_digest(record: tasks_json.QueueRecord) -> str:
+def _record_digest(record: tasks_json.QueueRecord) -> str:
     """What a task looks like in tasks.json: its queue, its status, its blockers and its object.
 
     The blockers are the ``blocked_on_*`` lists that name the entry, outside its object.
@@ -807,7 +813,7 @@ def _base_records(db: Db, kind: str, path: Path) -> dict[tuple[str, str], str] |
         doc = tasks_json.parse(text)
     except FileFormatError:
         return None
-    return {(r.scope, r.id): record_digest(r) for r in doc.records}
+    return {(r.scope, r.id): _record_digest(r) for r in doc.records}
 
 
 def _take_file_version(
@@ -819,7 +825,7 @@ def _take_file_version(
     *,
     actor: str = "sync",
     conflict: bool = False,
-    events: list[Event] | None = None,
+    events: list[_Event] | None = None,
 ) -> list[str]:
     """Give ``task`` the file's version of its record; the fields that changed.
 
@@ -853,14 +859,14 @@ def _take_file_version(
 
 def set_positions(db: Db, places: Sequence[tuple[TaskRow, int]]) -> None:
     """Give each task its place in the file (``places``: the task and its position there), as
-    assigning and flushing each would, in a few statements (see :func:`write_positions`)."""
+    assigning and flushing each would, in a few statements (see :func:`_write_positions`)."""
     moved = [(task, position) for task, position in places if task.position != position]
-    write_positions(db, [(t.pk or 0, t.position, p) for t, p in moved])
+    _write_positions(db, [(t.pk or 0, t.position, p) for t, p in moved])
     for task, position in moved:
         db.written(task, position=position)
 
 
-def write_positions(db: Db, moves: Sequence[tuple[int, int, int]]) -> None:
+def _write_positions(db: Db, moves: Sequence[tuple[int, int, int]]) -> None:
     """Move tasks in their queue (``moves``: pk, position now, new position). A pop or an add by
     heartbeat.py shifts every task after it by one: the tasks shifted alike move with one
     statement, the few others with one executemany."""
@@ -876,7 +882,7 @@ def write_positions(db: Db, moves: Sequence[tuple[int, int, int]]) -> None:
     db.executemany(SQL.set_task_position, alone)
 
 
-def merge_record(
+def _merge_record(
     db: Db,
     task: TaskRow,
     record: tasks_json.QueueRecord,
@@ -884,64 +890,93 @@ def merge_record(
     now: datetime,
     path: Path,
     report: SyncReport,
-    events: list[Event],
+    events: list[_Event],
 ) -> None:
     """One record of the file whose task the ledger holds, three-way against ``base_digest`` (its
     digest in the text hb last synced; None: it was not there); the task is already at the
     record's position."""
     key = (record.scope, record.id)
-    file_digest = record_digest(record)
-    ledger_digest = record_digest(record_from_row(task))
+    file_digest = _record_digest(record)
+    ledger_digest = _record_digest(record_from_row(task))
     if file_digest == ledger_digest:
         return
     if base_digest is not None and file_digest == base_digest:
         # only the ledger changed: rendered below
         target = report.completed if task.status is TaskStatus.DONE else report.updated
-        target.append(task_key(*key))
+        target.append(_key(*key))
         return
     if record.status == TaskStatus.TODO.value and _live_claim(task, now):
         # a live claim is not returned to the queue by the file (a stale copy the old
         # script wrote back would have it handed out twice): the claim stands, the rest
         # applies; a task the file completes or fails is taken as done by hand
         report.preserved.append(
-            f"{path}: {task_key(*key)}: {_claim_text(task)}; it stays claimed "
+            f"{path}: {_key(*key)}: {_claim_text(task)}; it stays claimed "
             "(hb fail or hb clear-stale returns it to the queue)"
         )
         record = replace(record, status=TaskStatus.DOING.value, completed_at=None)
-        if record_digest(record) == ledger_digest:
-            report.updated.append(task_key(*key))  # written back as the ledger has it
+        if _record_digest(record) == ledger_digest:
+            report.updated.append(_key(*key))  # written back as the ledger has it
             return
     if task.status is TaskStatus.DONE and record.status != TaskStatus.DONE.value:
-        report.preserved.append(f"{path}: {task_key(*key)}: was done; the file reopens it")
+        report.preserved.append(f"{path}: {_key(*key)}: was done; the file reopens it")
     conflict = base_digest is None or ledger_digest != base_digest
     was_done = task.status is TaskStatus.DONE
     _take_file_version(db, task, record, now, path, conflict=conflict, events=events)
     if conflict:
-        report.conflicts.append(task_key(*key))
+        report.conflicts.append(_key(*key))
     elif task.status is TaskStatus.DONE and not was_done:
-        report.completed.append(task_key(*key))
+        report.completed.append(_key(*key))
     else:
-        report.updated.append(task_key(*key))
+        report.updated.append(_key(*key))
 
 
-def remove_task(
+def _remove_task(
     db: Db, task: TaskRow, base_digest: str, now: datetime, path: Path, report: SyncReport
 ) -> bool:
     """A task whose record (``base_digest`` in the text hb last synced) is gone from the file:
     removed, its history kept; whether it was (a live claim keeps it, to be written back)."""
-    key = task_key(task.scope, task.id)
+    key = _key(task.scope, task.id)
     if _live_claim(task, now):  # its worker holds it: written back, not removed
         report.preserved.append(f"{path}: {key}: {_claim_text(task)}; not removed")
         return False
     before = snapshot(task)
     detail: dict[str, Any] = {"reason": "the record was deleted from tasks.json", "file": str(path)}
-    if record_digest(record_from_row(task)) != base_digest:
+    if _record_digest(record_from_row(task)) != base_digest:
         detail["note"] = "changed in the ledger too; the file won"
         report.conflicts.append(key)
     record_event(db, task, "removed", now, before=before, actor="sync", detail=detail)
     db.delete(task)
     report.removed.append(key)
     return True
+
+
+def _merge_records(
+    db: Db,
+    tasks: dict[tuple[str, str], TaskRow],
+    records: Iterable[tuple[tasks_json.QueueRecord, str | None]],
+    now: datetime,
+    path: Path,
+    report: SyncReport,
+) -> None:
+    """Each (record, its digest at the last sync) merged into its task of ``tasks`` three ways,
+    or made a new task. The new tasks and the history are inserted in bulk after the loop, in
+    the file's order (as hb import inserts them), each task with the pk it would have had on its
+    own; ``tasks`` gains them."""
+    fresh: list[tasks_json.QueueRecord] = []
+    events: list[_Event] = []
+    created = {"file": str(path)}
+    for record, base_digest in records:
+        key = (record.scope, record.id)
+        task = tasks.get(key)
+        if task is None:
+            events.append((len(fresh), "created", None, created))
+            fresh.append(record)
+            report.added.append(_key(*key))
+            continue
+        _merge_record(db, task, record, base_digest, now, path, report, events)
+    pks = _insert_fresh(db, fresh, events, now, "sync")
+    for record, pk in zip(fresh, pks, strict=True):
+        tasks[(record.scope, record.id)] = db.track(_task_of(record, now, pk))
 
 
 def sync_tasks(
@@ -960,8 +995,6 @@ def sync_tasks(
         remember(db, SOURCE, path, text, now, rendered={"warnings": warnings})
         return report, None
     if text is not None:
-        from heartbeat.ops.sync.tasks_targeted import sync_changed
-
         done = sync_changed(db, path, text, now)  # a few records changed: only those read
         if done is not None:
             return done
@@ -970,46 +1003,29 @@ def sync_tasks(
     if text is not None:
         try:
             doc = tasks_json.parse(text)
-            storable(db, text, SOURCE)
+            _storable(db, text, SOURCE)
         except FileFormatError as exc:
             raise exc.at_path(str(path)) from None
         report.preserved = [f"{path}: {w}" for w in doc.warnings]
         base = _base_records(db, SOURCE, path) or {}
-        seen: set[tuple[str, str]] = set()
-        # the new tasks and the history of this loop are inserted in bulk after it, in the file's
-        # order (as hb import inserts them): each task with the pk it would have had on its own
-        fresh: list[tasks_json.QueueRecord] = []
-        events: list[Event] = []
-        created = {"file": str(path)}
+        seen = {(r.scope, r.id) for r in doc.records}
         # the file's order is the queue's: a pop or an add by heartbeat.py moves the tasks after
         # it without changing them (bookkeeping, not a change of a task), written in one statement
         set_positions(
             db, [(t, r.position) for r in doc.records if (t := tasks.get((r.scope, r.id))) is not None]
         )
-        for record in doc.records:
-            key = (record.scope, record.id)
-            seen.add(key)
-            task = tasks.get(key)
-            if task is None:
-                events.append((len(fresh), "created", None, created))
-                fresh.append(record)
-                report.added.append(task_key(*key))
-                continue
-            merge_record(db, task, record, base.get(key), now, path, report, events)
-        pks = insert_fresh(db, fresh, events, now, "sync")
-        for record, pk in zip(fresh, pks, strict=True):
-            tasks[(record.scope, record.id)] = db.track(task_of(record, now, pk))
+        _merge_records(db, tasks, ((r, base.get((r.scope, r.id))) for r in doc.records), now, path, report)
         for key, base_digest in base.items():
             task = tasks.get(key)
             if key in seen or task is None:
                 continue
-            if remove_task(db, task, base_digest, now, path, report):
+            if _remove_task(db, task, base_digest, now, path, report):
                 del tasks[key]
         for key in tasks:
             if key not in seen and key not in base:
-                report.added.append(task_key(*key))  # new in the ledger: written below
+                report.added.append(_key(*key))  # new in the ledger: written below
     elif tasks:
-        report.added.extend(task_key(*key) for key in tasks)
+        report.added.extend(_key(*key) for key in tasks)
     db.flush()
     if doc is None and not tasks:
         return report, None
@@ -1017,10 +1033,8 @@ def sync_tasks(
     out, layout = tasks_json.render_layout(
         doc or tasks_json.empty_document(), [record_from_row(t) for t in ordered]
     )
-    rendered = rendered_marker(
-        layout, stamp_of(ordered), doc.warnings if doc is not None and out == text else None
-    )
-    return written_text(db, SOURCE, path, text, out, now, report, rendered=rendered)
+    rendered = _rendered(layout, _stamp(ordered), doc.warnings if doc is not None and out == text else None)
+    return _written(db, SOURCE, path, text, out, now, report, rendered=rendered)
 
 
 def _claim_text(task: TaskRow) -> str:
@@ -1041,7 +1055,7 @@ def _same_json(a: str, b: str) -> bool:
         return False
 
 
-def written_text(
+def _written(
     db: Db,
     kind: str,
     path: Path,
@@ -1064,7 +1078,7 @@ def written_text(
     return report, out
 
 
-def task_of(record: tasks_json.QueueRecord, now: datetime, pk: int) -> TaskRow:
+def _task_of(record: tasks_json.QueueRecord, now: datetime, pk: int) -> TaskRow:
     """The task of a record new in tasks.json, as :func:`_insert_records` inserted it."""
     return TaskRow(pk=pk, **_fresh(record, now))
 
@@ -1100,7 +1114,7 @@ def sync_errors(
     if text is not None and (state is None or state.content_hash != digest(text) or state.path != str(path)):
         try:
             items = [tasks_json.fix_malformed(item) for item in tasks_json.parse_errors(text)]
-            storable(db, text, "errors-json")
+            _storable(db, text, "errors-json")
         except FileFormatError as exc:
             raise exc.at_path(str(path)) from None
         rows = db.load(ErrorRow, SQL.errors)
@@ -1131,7 +1145,7 @@ def sync_errors(
             _notice(ctx, f"{path}: {warning}")  # once, as the item comes in (not a note of the file)
     if text is None and db.value(SQL.any_error) is None:
         return report, None
-    return written_text(db, "errors-json", path, text, _errors_text(db, text), now, report)
+    return _written(db, "errors-json", path, text, _errors_text(db, text), now, report)
 
 
 def sync_last_run(
@@ -1148,7 +1162,150 @@ def sync_last_run(
     out = _last_run_text(db, text)
     if out is None:
         return report, None
-    return written_text(db, "last-run", path, text, out, now, report)
+    return _written(db, "last-run", path, text, out, now, report)
+
+
+# --- a few records changed: the targeted sync -------------------------------------------
+#
+# A few records of tasks.json changed, nothing in the ledger: hb sync reads only those records.
+#
+# heartbeat.py rewrites the whole file for each pop, completion or add; in a large queue that moves
+# one record (and shifts the places of the ones after it). :func:`sync_changed` compares the file
+# with the text hb last synced record by record, by the text each task object is written as
+# (:mod:`heartbeat.formats.tasks_outline`), and runs the three-way merge of
+# :func:`heartbeat.ops.sync.queue_files.sync_tasks` for the records whose text changed, came or
+# went. Every other record reads as it did then, and the ledger's task of it is as hb rendered it
+# then (the ledger's stamp says its tasks did not change since): its row stays as it is, but for its
+# position, which follows the file's order. The result is the full sync's, row for row and byte for
+# byte: the file is written back only when the ledger's tasks render otherwise than it reads, and
+# then rendered as the full sync renders it.
+#
+# :func:`sync_changed` answers None, having changed nothing, whenever it cannot be sure: no text
+# kept of the last sync, or not one hb rendered from the ledger, or not known to read without
+# warnings; the ledger changed since; the file's frame (anything but the task objects) changed;
+# the text is not laid out as the outline reads it; a changed record reads with a warning. The
+# caller then runs the full sync.
+
+
+def sync_changed(db: Db, path: Path, text: str, now: datetime) -> tuple[SyncReport, str | None] | None:
+    """:func:`heartbeat.ops.sync.queue_files.sync_tasks` of ``text``, which differs from the text hb
+    last synced, reading only the records that changed; None (nothing done) when that cannot be
+    sure to give the full sync's result (see the module docstring)."""
+    state = db.get(SyncStateRow, SOURCE)
+    if state is None or Path(state.path).resolve() != path.resolve():
+        return None
+    rendered = (state.skeleton or {}).get("rendered")
+    if (
+        not isinstance(rendered, dict)
+        or rendered.get("warnings") != []
+        or not isinstance(rendered.get("stamp"), list)
+    ):
+        return None  # hb did not render the text it keeps, or does not know it reads without warnings
+    base_text = bookmarks.kept_text(state.skeleton, db)
+    if base_text is None:
+        return None
+    new = outline(text)
+    if new is None:
+        return None
+    old = outline(base_text)
+    if old is None or old.frame != new.frame:
+        return None
+    if _ledger_stamp(db) != rendered["stamp"]:
+        return None  # the ledger changed since: the full sync compares every record with it
+    places = {
+        (scope, task_id): (pk, position, status, blocked)
+        for pk, scope, task_id, position, status, blocked in db.rows(SQL.tasks_json_places)
+    }
+    if places.keys() != old.items.keys():
+        return None  # not every task of the ledger is a record of the text kept, or the reverse
+    changed = [
+        key
+        for key, item in new.items.items()
+        if (was := old.items.get(key)) is None or was.raw != item.raw or was.home != item.home
+    ]
+    gone = [key for key in old.items if key not in new.items]
+    filters = blockers(new.frame)
+    records = read_items(text, [new.items[k] for k in changed], filters)
+    bases = read_items(base_text, [old.items[k] for k in changed if k in old.items], filters)
+    gone_records = read_items(base_text, [old.items[k] for k in gone], filters)
+    if records is None or bases is None or gone_records is None:
+        return None
+    try:
+        _storable(db, text, SOURCE)
+    except FileFormatError as exc:
+        raise exc.at_path(str(path)) from None
+    base_digests = {(r.scope, r.id): _record_digest(r) for r in (*bases, *gone_records)}
+    by_key = {(r.scope, r.id): r for r in records}
+    loaded = [places[k][0] for k in (*changed, *gone) if k in places]
+    tasks = (
+        {(t.scope, t.id): t for t in db.load(TaskRow, SQL.tasks_json_tasks_by_pk, {"pks": loaded})}
+        if loaded
+        else {}
+    )
+
+    report = SyncReport(kind=SOURCE, path=str(path))
+    moves = []
+    for key, item in new.items.items():
+        place = places.get(key)
+        if place is not None and place[1] != item.position:
+            moves.append((place[0], place[1], item.position))
+    _write_positions(db, moves)
+    for key, task in tasks.items():
+        if key in new.items:
+            db.written(task, position=new.items[key].position)
+
+    def merged() -> Iterator[tuple[tasks_json.QueueRecord, str | None]]:
+        """The records to merge, in the file's order; the others reported as the full sync would."""
+        for key, item in new.items.items():
+            record = by_key.get(key)
+            if record is not None:
+                yield record, base_digests.get(key)
+                continue
+            _, _, status, blocked = places[key]  # as it was: the ledger's version stands
+            if _drifts(item, status, blocked, filters):  # reported when it reads otherwise
+                target = report.completed if status == TaskStatus.DONE.value else report.updated
+                target.append(_key(*key))
+
+    _merge_records(db, tasks, merged(), now, path, report)
+    kept = False  # a task gone from the file stays (a live claim): written back
+    for key in gone:
+        task = tasks[key]
+        if _remove_task(db, task, base_digests[key], now, path, report):
+            del tasks[key]
+        else:
+            kept = True
+    db.flush()
+    if not kept and all(_reads_as(tasks[k], new.items[k]) for k in changed):
+        # every task renders as the file reads: the full sync would write the file as it is
+        return _written(
+            db, SOURCE, path, text, text, now, report, rendered=_rendered(None, _ledger_stamp(db), [])
+        )
+    doc = tasks_json.parse(text)
+    ordered = sorted(db.load(TaskRow, SQL.tasks_json_tasks), key=lambda t: (t.scope, t.position, t.pk))
+    out, layout = tasks_json.render_layout(doc, [record_from_row(t) for t in ordered])
+    facts = _rendered(layout, _stamp(ordered), doc.warnings if out == text else None)
+    return _written(db, SOURCE, path, text, out, now, report, rendered=facts)
+
+
+def _drifts(item: Item, status: str, blocked: str | None, filters: dict[str, list[Blocker]]) -> bool:
+    """Whether the ledger's task of a record that reads as hb rendered it reads otherwise than the
+    record all the same: a status the legacy lists cannot show (``waiting`` is written into
+    ``pending``, which reads as ``todo``), or a blocker the file does not name."""
+    if item.scope:
+        shown = scoped_status(item.value.get("status")) or "todo"
+        named = blocked_by_value(item.value, item.id, filters[str(item.where[0])])
+    else:
+        shown, named = STATUS_OF_LEGACY_LIST[item.home], None
+    return shown != status or named != blocked
+
+
+def _reads_as(task: TaskRow, item: Item) -> bool:
+    """Whether ``task`` renders in the place and as the object ``item`` is in the file."""
+    record = record_from_row(task)
+    home = "" if record.scope else LEGACY_LIST_OF_STATUS[record.status]
+    return (
+        record.scope == item.scope and home == item.home and same(tasks_json.render_task(record), item.value)
+    )
 
 
 SYNCERS = {"tasks-json": sync_tasks, "errors-json": sync_errors, "last-run": sync_last_run}
