@@ -579,7 +579,7 @@ def add(
             enabled=enabled,
             missed_policy=policy,
             run_count=0,
-            position=(top if top is not None and top < 0 else 0) - 1,
+            position=min(top if top is not None else 0, 0) - 1,
             created_at=now,
             updated_at=now,
         )

@@ -242,13 +242,10 @@ def add_todo(
         key = family.dup_key(key, record)
     [task_id] = family.new_ids([key], [None])
     changes = tasks_mod.Changes.from_input({**fields, "chat_id": chat_id}, ctx.zone)
+    # on top of the list, as mistermorph's Add puts a new entry (the next sync writes it there);
+    # the entries of a file not synced yet are read in from position 0
+    top = db.value(f"SELECT min(position) FROM tasks WHERE source = '{TODO_SOURCE}'")
     task = tasks_mod.add(db, content, changes, now, scope="", source=TODO_SOURCE, task_id=task_id)
     task.external_key = key
-    # on top of the list, as mistermorph's Add puts a new entry (the next sync writes it there;
-    # entries of a file not synced yet are read in from position 0)
-    top = db.value(
-        "SELECT min(position) FROM tasks WHERE source = :source AND pk <> :pk",
-        {"source": TODO_SOURCE, "pk": task.pk},
-    )
-    task.position = (top if top is not None and top < 0 else 0) - 1
+    task.position = min(top if top is not None else 0, 0) - 1
     return task
