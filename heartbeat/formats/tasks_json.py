@@ -62,9 +62,9 @@ _STATUS_OF_SCOPED_VALUE = {"pending": "todo", "in_progress": "doing", "completed
 }
 PRIORITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 
-_EXTENSION_KEY = re.compile(r"_.+_extension")
+EXTENSION_KEY = re.compile(r"_.+_extension")
 _SCOPE_PATH = re.compile(r"(_.+?_extension)\.(.+)")
-_BLOCKED_PREFIX = "blocked_on_"
+BLOCKED_PREFIX = "blocked_on_"
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 # the JSON escape of a NUL character: ``\u0000`` after an even run of backslashes (``\\u0000`` is a
 # backslash and the text ``u0000``); a NUL itself cannot stand in JSON text
@@ -221,7 +221,7 @@ def parse(text: str, *, refuse_nul: bool = False) -> TasksDocument:
         if key in LEGACY_LISTS:
             reader.read_legacy_list(key, value)
             slots.append(LegacyList(key))
-        elif _EXTENSION_KEY.fullmatch(key) and isinstance(value, dict):
+        elif EXTENSION_KEY.fullmatch(key) and isinstance(value, dict):
             slots.append(reader.read_extension(key, value))
         else:
             slots.append(Verbatim(key, value))
@@ -295,7 +295,7 @@ class Reader:
             if not isinstance(item, dict):
                 raise self.error(f"must be a task object, not {_json_type(item)}", path)
             task_id = self._task_id(item, "id", path)
-            reading = self._read(item, task_id, path, scoped=False)
+            reading = self.read_item(item, task_id, path, scoped=False)
             record = record_of(task_id, "", STATUS_OF_LEGACY_LIST[key], index, item, reading)
             self._add(record, path)
 
@@ -303,11 +303,11 @@ class Reader:
         blockers = read_blockers(body)
         entries: list[Queue | Verbatim] = []
         for name, value in body.items():
-            if not name.startswith(_BLOCKED_PREFIX) and _is_queue(value):
+            if not name.startswith(BLOCKED_PREFIX) and _is_queue(value):
                 self._read_queue(f"{key}.{name}", (key, name), value, blockers)
                 entries.append(Queue(name))
                 continue
-            blocked = name.startswith(_BLOCKED_PREFIX)  # a filter of the queues, not a queue
+            blocked = name.startswith(BLOCKED_PREFIX)  # a filter of the queues, not a queue
             if not blocked and isinstance(value, list) and any(_is_entry(item) for item in value):
                 self.warn("some items have no task_id: kept as metadata, not a queue", (key, name))
             entries.append(Verbatim(name, value))
@@ -320,7 +320,7 @@ class Reader:
         for index, item in enumerate(items):
             path = (*where, index)
             task_id = self._task_id(item, "task_id", path)
-            reading = self._read(item, task_id, path, scoped=True)
+            reading = self.read_item(item, task_id, path, scoped=True)
             status = reading.status or "todo"
             position = reading.order if reading.order is not None else index
             record = record_of(task_id, scope, status, position, item, reading)
@@ -343,7 +343,7 @@ class Reader:
             raise self.error(f"{key} must be a non-empty string or an integer", path)
         return task_id
 
-    def _read(self, item: Mapping[str, Any], task_id: str, path: JsonPath, *, scoped: bool) -> _Reading:
+    def read_item(self, item: Mapping[str, Any], task_id: str, path: JsonPath, *, scoped: bool) -> _Reading:
         reading = _reading(item, task_id, scoped=scoped)
         for key in _TIMESTAMP_KEYS:
             if item.get(key) is not None and getattr(reading, key) is None:
@@ -504,7 +504,7 @@ class Blocker:
 def read_blockers(body: Mapping[str, Any]) -> list[Blocker]:
     found: list[Blocker] = []
     for key, value in body.items():
-        if not key.startswith(_BLOCKED_PREFIX) or not isinstance(value, list):
+        if not key.startswith(BLOCKED_PREFIX) or not isinstance(value, list):
             continue
         for index, item in enumerate(value):
             if not isinstance(item, dict):
@@ -694,8 +694,8 @@ def check_scope(scope: str, doc: TasksDocument | None = None) -> str:
     name that is already a metadata list or a plain value there is refused too.
     """
     extension, name = _split_scope(scope)
-    if name.startswith(_BLOCKED_PREFIX):
-        raise InvalidInput(f"scope {scope!r} is a {_BLOCKED_PREFIX}* filter of tasks.json, not a queue")
+    if name.startswith(BLOCKED_PREFIX):
+        raise InvalidInput(f"scope {scope!r} is a {BLOCKED_PREFIX}* filter of tasks.json, not a queue")
     if doc is None:
         return scope
     for slot in doc.skeleton.slots:

@@ -23,6 +23,8 @@ from typing import Any
 
 from heartbeat.errors import FileFormatError
 from heartbeat.formats.tasks_json import (
+    BLOCKED_PREFIX,
+    EXTENSION_KEY,
     LEGACY_LISTS,
     STATUS_OF_LEGACY_LIST,
     Blocker,
@@ -40,8 +42,6 @@ from heartbeat.formats.tasks_json import (
 
 _DECODER = json.JSONDecoder()
 _WS = re.compile(r"[ \t\n\r]*")
-_EXTENSION_KEY = re.compile(r"_.+_extension")
-_BLOCKED_PREFIX = "blocked_on_"
 _AFTER_ITEM = re.compile(r"[ \t\n\r]*(?:(,)[ \t\n\r]*|\])")  # the next item, or the list's end
 
 Key = tuple[str, str]  # a task's (scope, id)
@@ -133,7 +133,7 @@ class _Walk:
             if key in LEGACY_LISTS:
                 self.end = self.legacy(key, at)
                 frame.append(("list", key))
-            elif _EXTENSION_KEY.fullmatch(key) and self.text[at] == "{":
+            elif EXTENSION_KEY.fullmatch(key) and self.text[at] == "{":
                 entries: list[tuple[Any, ...]] = []
                 for name, inner in self.members(at):
                     self.end = self.entry(key, name, inner, entries)
@@ -149,7 +149,7 @@ class _Walk:
         at = self.expect(at, "[")
         if self.text[at] == "]":
             return at + 1
-        text, items, decode, after = self.text, self.items, _DECODER.raw_decode, _AFTER_ITEM.match
+        text, decode, after = self.text, _DECODER.raw_decode, _AFTER_ITEM.match
         index = 0
         while True:
             value, end = decode(text, at)
@@ -160,10 +160,7 @@ class _Walk:
                 task_id = id_text(task_id)
                 if task_id is None:
                     raise _NotSure
-            key = ("", task_id)
-            if key in items:
-                raise _NotSure  # the parser refuses it
-            items[key] = Item("", name, index, task_id, text[at:end], value, index, (name, index))
+            self.add(Item("", name, index, task_id, text[at:end], value, index, (name, index)))
             index += 1
             m = after(text, end)
             if m is None:
@@ -174,7 +171,7 @@ class _Walk:
 
     def entry(self, extension: str, name: str, at: int, entries: list[tuple[Any, ...]]) -> int:
         """One member of an extension object: a queue (its entries read as tasks) or a value."""
-        if self.text[at] != "[" or name.startswith(_BLOCKED_PREFIX):
+        if self.text[at] != "[" or name.startswith(BLOCKED_PREFIX):
             _value, end = self.raw(at)
             entries.append(("value", name, self.text[at:end]))
             return end
@@ -223,9 +220,7 @@ def blockers(frame: list[tuple[Any, ...]]) -> dict[str, list[Blocker]]:
     for slot in frame:
         if slot[0] == "extension":
             body = {
-                e[1]: json.loads(e[2])
-                for e in slot[2]
-                if e[0] == "value" and e[1].startswith(_BLOCKED_PREFIX)
+                e[1]: json.loads(e[2]) for e in slot[2] if e[0] == "value" and e[1].startswith(BLOCKED_PREFIX)
             }
             out[slot[1]] = read_blockers(body)
     return out
@@ -243,7 +238,7 @@ def read_items(text: str, items: list[Item], filters: dict[str, list[Blocker]]) 
         if repeats:
             return None
         try:
-            reading = reader._read(item.value, item.id, item.where, scoped=bool(item.scope))
+            reading = reader.read_item(item.value, item.id, item.where, scoped=bool(item.scope))
         except FileFormatError:
             return None
         if reader.warnings:
