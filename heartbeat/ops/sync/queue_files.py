@@ -1029,11 +1029,23 @@ def sync_tasks(
     db.flush()
     if doc is None and not tasks:
         return report, None
-    ordered = sorted(tasks.values(), key=lambda t: (t.scope, t.position, t.pk))
-    out, layout = tasks_json.render_layout(
-        doc or tasks_json.empty_document(), [record_from_row(t) for t in ordered]
-    )
-    rendered = _rendered(layout, _stamp(ordered), doc.warnings if doc is not None and out == text else None)
+    return _render_written(db, path, text, doc or tasks_json.empty_document(), tasks.values(), now, report)
+
+
+def _render_written(
+    db: Db,
+    path: Path,
+    text: str | None,
+    doc: tasks_json.TasksDocument,
+    tasks: Iterable[TaskRow],
+    now: datetime,
+    report: SyncReport,
+) -> tuple[SyncReport, str | None]:
+    """The end of a sync of tasks.json: the file rendered from ``tasks`` (in the file's order)
+    over ``doc`` (read from ``text``, the file as it is), written when it differs."""
+    ordered = sorted(tasks, key=lambda t: (t.scope, t.position, t.pk))
+    out, layout = tasks_json.render_layout(doc, [record_from_row(t) for t in ordered])
+    rendered = _rendered(layout, _stamp(ordered), doc.warnings if out == text else None)
     return _written(db, SOURCE, path, text, out, now, report, rendered=rendered)
 
 
@@ -1280,11 +1292,8 @@ def sync_changed(db: Db, path: Path, text: str, now: datetime) -> tuple[SyncRepo
         return _written(
             db, SOURCE, path, text, text, now, report, rendered=_rendered(None, _ledger_stamp(db), [])
         )
-    doc = tasks_json.parse(text)
-    ordered = sorted(db.load(TaskRow, SQL.tasks_json_tasks), key=lambda t: (t.scope, t.position, t.pk))
-    out, layout = tasks_json.render_layout(doc, [record_from_row(t) for t in ordered])
-    facts = _rendered(layout, _stamp(ordered), doc.warnings if out == text else None)
-    return _written(db, SOURCE, path, text, out, now, report, rendered=facts)
+    everyone = db.load(TaskRow, SQL.tasks_json_tasks)
+    return _render_written(db, path, text, tasks_json.parse(text), everyone, now, report)
 
 
 def _drifts(item: Item, status: str, blocked: str | None, filters: dict[str, list[Blocker]]) -> bool:
