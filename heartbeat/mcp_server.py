@@ -810,13 +810,9 @@ class BearerGate:
 
     @staticmethod
     async def refuse(send: Any, status: int, payload: dict[str, str], *extra: tuple[bytes, bytes]) -> None:
-        body = (dumps(payload) + "\n").encode()
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"connection", b"close"),  # the body, if any, is unread: the connection ends here
-            *extra,
-        ]
+        body, headers = _json_body(payload)
+        # the body, if any, is unread: the connection ends here
+        headers += [(b"connection", b"close"), *extra]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
@@ -825,6 +821,12 @@ class BearerGate:
         if scheme.lower() != b"bearer" or not credentials.strip():
             return False
         return hmac.compare_digest(credentials.strip(), self.token)
+
+
+def _json_body(payload: dict[str, str]) -> tuple[bytes, list[tuple[bytes, bytes]]]:
+    """A JSON answer's body, one line, and its Content-Type and Content-Length headers."""
+    body = (dumps(payload) + "\n").encode()
+    return body, [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
 
 
 def _json_errors(send: Any) -> Any:
@@ -849,14 +851,13 @@ def _json_errors(send: Any) -> Any:
         if message.get("more_body", False):
             return
         text = b"".join(parts).decode("utf-8", "replace").strip() or HTTPStatus(held["status"]).phrase
-        body = (dumps({"error": text}) + "\n").encode()
-        headers = [
+        body, content = _json_body({"error": text})
+        kept = [
             (k, v)
             for k, v in held.get("headers", ())
             if k.lower() not in (b"content-type", b"content-length")
         ]
-        headers += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        await send({**held, "headers": headers})
+        await send({**held, "headers": kept + content})
         await send({"type": "http.response.body", "body": body})
 
     return wrapped
