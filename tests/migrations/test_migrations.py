@@ -119,6 +119,85 @@ def test_a_downgrade_below_0008_keeps_last_run_json(db_url: str, workspace: Path
         engine.dispose()
 
 
+_BAD_VALUES = (
+    ("tasks", "status", "'started'"),
+    ("tasks", "risk", "'P3'"),
+    ("recurrences", "missed_policy", "'sometimes'"),
+    ("notifications", "decision", "'maybe'"),
+)
+
+
+def _checks(url: str) -> dict[str, str]:
+    """Each table's definition as the SQLite database holds it."""
+    with sqlite3.connect(url) as con:
+        return dict(con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall())
+
+
+def test_sqlite_checks_are_the_models_without_in_lists(workspace: Path) -> None:
+    """Revision 0010: SQLite builds a temporary B-tree for a CHECK's IN list on every row it
+    writes, so the head's checks are the models' ORs; each table's definition holds each of its
+    models' checks word for word, none holds an IN list, and every rule still refuses."""
+    from sqlalchemy import CheckConstraint
+    from sqlalchemy.dialects import sqlite as sqlite_dialect
+    from sqlalchemy.schema import AddConstraint
+
+    path = workspace / ".agent" / "state" / "heartbeat.db"
+    path.parent.mkdir(parents=True)
+    engine = make_engine(str(path))
+    try:
+        migrate.upgrade(engine, "head")
+    finally:
+        engine.dispose()
+    defined = _checks(str(path))
+    checks = [
+        (table.name, c)
+        for table in Base.metadata.tables.values()
+        for c in table.constraints
+        if isinstance(c, CheckConstraint)
+    ]
+    assert {name for name, _ in checks} == {"tasks", "recurrences", "notifications"}
+    for name, check in checks:
+        added = str(AddConstraint(check).compile(dialect=sqlite_dialect.dialect()))
+        assert added.startswith(f"ALTER TABLE {name} ADD ")
+        assert added.removeprefix(f"ALTER TABLE {name} ADD ") in defined[name]
+    assert not [name for name, sql in defined.items() if " IN (" in (sql or "")]
+    with sqlite3.connect(path) as con:
+        assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        at = "'2026-05-01 00:00:00.000000'"
+        for insert in (
+            f"tasks (id, source, title, status, risk, created_at, updated_at) "
+            f"VALUES ('t1', 'cli', 'x', 'todo', 'P0', {at}, {at})",
+            f"recurrences (id, source, title, rule, created_at, updated_at) "
+            f"VALUES ('r1', 'proactive', 'x', 'daily', {at}, {at})",
+            f"notifications (at, local_day, kind, decision) VALUES ({at}, '2026-05-01', 'digest', 'sent')",
+        ):
+            con.execute(f"INSERT INTO {insert}")
+        for table, column, value in _BAD_VALUES:
+            with pytest.raises(sqlite3.IntegrityError, match=f"CHECK constraint failed: ck_{table}_{column}$"):
+                con.execute(f"UPDATE {table} SET {column} = {value}")
+        con.execute("UPDATE tasks SET status = 'doing', risk = NULL")  # good values still pass
+
+
+def test_sqlite_checks_step_down_to_their_in_lists_and_up_again(workspace: Path) -> None:
+    """Below 0010 the definitions are 0001's again, byte for byte; and up again, the head's."""
+    path = workspace / ".agent" / "state" / "heartbeat.db"
+    path.parent.mkdir(parents=True)
+    engine = make_engine(str(path))
+    try:
+        migrate.upgrade(engine, "0009")
+        before = _checks(str(path))
+        migrate.upgrade(engine, "head")
+        head = _checks(str(path))
+        migrate.downgrade(engine, "0009")
+        assert _checks(str(path)) == before
+        migrate.upgrade(engine, "head")
+        assert _checks(str(path)) == head
+    finally:
+        engine.dispose()
+    assert head != before
+    assert sum(" IN (" in sql for sql in before.values() if sql) == 3
+
+
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
