@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import inspect, text
@@ -129,7 +131,7 @@ _BAD_VALUES = (
 
 def _checks(url: str) -> dict[str, str]:
     """Each table's definition as the SQLite database holds it."""
-    with sqlite3.connect(url) as con:
+    with closing(sqlite3.connect(url)) as con:
         return dict(con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall())
 
 
@@ -161,7 +163,7 @@ def test_sqlite_checks_are_the_models_without_in_lists(workspace: Path) -> None:
         assert added.startswith(f"ALTER TABLE {name} ADD ")
         assert added.removeprefix(f"ALTER TABLE {name} ADD ") in defined[name]
     assert not [name for name, sql in defined.items() if " IN (" in (sql or "")]
-    with sqlite3.connect(path) as con:
+    with closing(sqlite3.connect(path)) as con, con:
         assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         at = "'2026-05-01 00:00:00.000000'"
         for insert in (
@@ -196,6 +198,31 @@ def test_sqlite_checks_step_down_to_their_in_lists_and_up_again(workspace: Path)
         engine.dispose()
     assert head != before
     assert sum(" IN (" in sql for sql in before.values() if sql) == 3
+
+
+@pytest.mark.skipif(
+    not hasattr(sqlite3, "SQLITE_DBCONFIG_DEFENSIVE"), reason="Python 3.12+ can set SQLite's defensive mode"
+)
+def test_a_defensive_sqlite_upgrades_and_keeps_its_in_lists(workspace: Path) -> None:
+    """A SQLite in defensive mode refuses to edit table definitions: revision 0010 is then still
+    reached, and the IN lists stay (the same rule, only slower)."""
+    from sqlalchemy import event
+
+    path = workspace / ".agent" / "state" / "heartbeat.db"
+    path.parent.mkdir(parents=True)
+    engine = make_engine(str(path))
+
+    @event.listens_for(engine, "connect")
+    def _defensive(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.setconfig(sqlite3.SQLITE_DBCONFIG_DEFENSIVE, True)
+
+    try:
+        migrate.upgrade(engine, "head")
+        with engine.connect() as conn:
+            assert migrate.current_revision(conn) == migrate.HEAD
+    finally:
+        engine.dispose()
+    assert sum(" IN (" in sql for sql in _checks(str(path)).values() if sql) == 3
 
 
 def _digest(path: Path) -> str:

@@ -278,3 +278,37 @@ def test_a_script_edit_is_synced_by_the_records_it_changed(db_url: str, tmp_path
         assert "+00:00Z" not in path.read_text()
     else:
         assert parses == [] and not report["written"]
+
+
+def test_after_hb_writes_a_completion_back_the_next_edit_is_synced_by_its_records(
+    db_url: str, tmp_path: Path
+) -> None:
+    """heartbeat.py's completion stamp (``+00:00Z``) makes hb write tasks.json back. The text hb
+    wrote reads without warnings, as the script's did, so the script's next pop is synced by the
+    records it changed again; before, that sync parsed and merged the whole file once more."""
+    where = tmp_path / "ws"
+    url, path, doc = _synced(db_url, where, 30)
+    for kind in ("pop", "complete"):  # the script pops, then completes: hb writes its stamp back
+        _edit(doc, kind, random.Random(1), [30])
+        path.write_text(json.dumps(doc, indent=2))
+        with Ledger.open(where, db=url, now=NOW) as ledger:
+            ledger.sync()
+    written = path.read_text()
+    assert "+00:00Z" not in written and '"completed_at": "2026-05-01T08:00:00.123456Z"' in written
+    doc = json.loads(written)  # the script loads the file hb wrote, pops, and dumps it whole
+    _edit(doc, "pop", random.Random(3), [30])
+    path.write_text(json.dumps(doc, indent=2))
+    taken: list[bool] = []
+    parses: list[str] = []
+    from heartbeat.formats import tasks_json
+
+    real_parse: Callable[..., Any] = tasks_json.parse
+    with _path(True, taken), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tasks_json, "parse", lambda text, **kw: parses.append(text) or real_parse(text, **kw))
+        with Ledger.open(where, db=url, now=NOW) as ledger:
+            report = next(r for r in ledger.sync()["reports"] if r["kind"] == "tasks-json")
+    assert taken == [True] and parses == []
+    assert report["updated"] and not report["written"]
+    with Ledger.open(where, db=url, now=NOW) as ledger:
+        doing = [t["id"] for t in ledger.list(status="doing")]
+    assert sorted(doing) == sorted(t["id"] for t in doc["in_progress"])

@@ -1042,10 +1042,15 @@ def _render_written(
     report: SyncReport,
 ) -> tuple[SyncReport, str | None]:
     """The end of a sync of tasks.json: the file rendered from ``tasks`` (in the file's order)
-    over ``doc`` (read from ``text``, the file as it is), written when it differs."""
+    over ``doc`` (read from ``text``, the file as it is), written when it differs.
+
+    The text written reads with the warnings ``text`` read with when that is none (hb's objects
+    for the tasks give none, and the rest of the file stays as it was): the next sync of a few
+    changed records can then read only those (:func:`sync_changed`). Else they are not known."""
     ordered = sorted(tasks, key=lambda t: (t.scope, t.position, t.pk))
     out, layout = tasks_json.render_layout(doc, [record_from_row(t) for t in ordered])
-    rendered = _rendered(layout, _stamp(ordered), doc.warnings if out == text else None)
+    known = doc.warnings if out == text or not doc.warnings else None
+    rendered = _rendered(layout, _stamp(ordered), known)
     return _written(db, SOURCE, path, text, out, now, report, rendered=rendered)
 
 
