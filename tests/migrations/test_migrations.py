@@ -175,7 +175,8 @@ def test_sqlite_checks_are_the_models_without_in_lists(workspace: Path) -> None:
         ):
             con.execute(f"INSERT INTO {insert}")
         for table, column, value in _BAD_VALUES:
-            with pytest.raises(sqlite3.IntegrityError, match=f"CHECK constraint failed: ck_{table}_{column}$"):
+            refused = f"CHECK constraint failed: ck_{table}_{column}$"
+            with pytest.raises(sqlite3.IntegrityError, match=refused):
                 con.execute(f"UPDATE {table} SET {column} = {value}")
         con.execute("UPDATE tasks SET status = 'doing', risk = NULL")  # good values still pass
 
