@@ -186,6 +186,18 @@ class Entry:
     raw: str | None = None  # the exact original text with its ending; None = new/changed
 
 
+def _entry_with(entry: Entry, **changes: Any) -> Entry:
+    """``dataclasses.replace(entry, **changes)`` at a fraction of its cost: replace walks the
+    class's fields on every call (7 µs against 1 µs here), and every entry of every parse passes
+    through here. Entry has neither ``__post_init__`` nor slots, so an instance holding the same
+    fields is an equal one (tests/formats check it against replace)."""
+    new = object.__new__(Entry)
+    fields = new.__dict__
+    fields.update(entry.__dict__)
+    fields.update(changes)
+    return new
+
+
 @dataclass(frozen=True)
 class LineWarning:
     """A line hb keeps verbatim but cannot read as an entry, or an entry the runtime stumbles on."""
@@ -472,7 +484,7 @@ def _classify(
         return Line(kind_of, number, raw, ending)
     if isinstance(read, str):
         return Line(LineKind.MALFORMED, number, raw, ending, warning=LineWarning(number, raw, read))
-    return Line(LineKind.ENTRY, number, raw, ending, entry=replace(read, line=number, raw=raw + ending))
+    return Line(LineKind.ENTRY, number, raw, ending, entry=_entry_with(read, line=number, raw=raw + ending))
 
 
 def classify(visible: str, kind: TodoKind, dialect: str, *, first: bool = False) -> Entry | str | None:
@@ -892,7 +904,7 @@ def _canonical(entry: Entry) -> Entry:
             stamp = stamp.astimezone(UTC)
         return stamp.replace(second=0, microsecond=0)
 
-    return replace(
+    return _entry_with(
         entry,
         created=minute(entry.created, to_utc=True),
         done=minute(entry.done, to_utc=True),
@@ -1011,7 +1023,7 @@ def _place_entries(
             changed = True
             text = _kept_comments(line.text, _checked_line(entry, doc.dialect))
             rewritten[len(out)] = line.number
-            out.append(Line(LineKind.ENTRY, 0, text, line.ending, replace(entry, raw=text + line.ending)))
+            out.append(Line(LineKind.ENTRY, 0, text, line.ending, _entry_with(entry, raw=text + line.ending)))
         out.extend(_new_lines(anchored.get(line.number, []), doc))
     if first_entry is None and 0 in anchored:
         at = _fallback_insert_index(doc)
@@ -1074,7 +1086,7 @@ def _new_lines(entries: Sequence[Entry], doc: Document) -> list[Line]:
     out = []
     for entry in entries:
         text = _checked_line(entry, doc.dialect)
-        out.append(Line(LineKind.ENTRY, 0, text, doc.newline, replace(entry, raw=text + doc.newline)))
+        out.append(Line(LineKind.ENTRY, 0, text, doc.newline, _entry_with(entry, raw=text + doc.newline)))
     return out
 
 
@@ -1106,7 +1118,7 @@ def _with_ending(line: Line, ending: str) -> Line:
     """The line with a new ending; a kept entry's raw text (which includes it) follows."""
     entry = line.entry
     if entry is not None and entry.raw is not None:
-        entry = replace(entry, raw=line.text + ending)
+        entry = _entry_with(entry, raw=line.text + ending)
     return replace(line, ending=ending, entry=entry)
 
 

@@ -876,3 +876,40 @@ def test_a_bom_keeps_the_first_line_from_being_an_entry_and_stays_at_the_start()
         "- [ ] [Created](2026-05-03 01:02) | top\n"
         "- [ ] [Created](2026-05-01 12:42) | renamed"
     )
+
+
+def test_an_entry_placed_by_the_parser_is_the_one_dataclasses_replace_makes() -> None:
+    """The parser places each entry at its line with a copy of its fields (dataclasses.replace
+    walks the fields on every call, the cost of every entry of every parse): equal, hashing
+    alike, its fields each the ones asked for or the original's, the original unchanged."""
+    import dataclasses
+
+    from heartbeat.formats.todo import Entry, TodoKind, _entry_with
+
+    full = Entry(
+        kind=TodoKind.RECUR,
+        content="Rule 1",
+        created=datetime(2026, 5, 1, 9, 0, tzinfo=UTC),
+        done=datetime(2026, 5, 2, 9, 0, tzinfo=UTC),
+        next=datetime(2026, 5, 3, 9, 0),
+        repeat="daily",
+        tz="Asia/Tokyo",
+        chat_id="tg:5",
+        extra=(("Owner", "ops"),),
+        line=4,
+        raw="- [ ] ...\n",
+    )
+    assert not hasattr(Entry, "__slots__") and not hasattr(Entry, "__post_init__")
+    for changes in ({"line": 9, "raw": "x\n"}, {"raw": None}, {"created": None, "line": 0, "raw": None}):
+        made = _entry_with(full, **changes)
+        assert made == dataclasses.replace(full, **changes) and hash(made) == hash(
+            dataclasses.replace(full, **changes)
+        )
+        assert type(made) is Entry and made is not full
+        assert {f.name: getattr(made, f.name) for f in dataclasses.fields(Entry)} == {
+            **{f.name: getattr(full, f.name) for f in dataclasses.fields(Entry)},
+            **changes,
+        }
+    assert full.line == 4 and full.raw == "- [ ] ...\n"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.line = 1  # type: ignore[misc]
