@@ -246,7 +246,14 @@ def repeated_keys(text: str) -> list[tuple[int, str]]:
         scanner.value(_skip_ws(scanner.text, 0))
     except RecursionError:
         return []
-    return [(scanner.text.count("\n", 0, at) + 1, key) for at, key in scanner.repeated]
+    text = scanner.text
+    lines: dict[int, int] = {}  # offset -> line, counted in one pass (once per repeat: the square)
+    line, counted = 1, 0
+    for at in sorted({at for at, _ in scanner.repeated}):
+        line += text.count("\n", counted, at)
+        lines[at] = line
+        counted = at
+    return [(lines[at], key) for at, key in scanner.repeated]
 
 
 def line_of(text: str, path: tuple[str | int, ...]) -> int | None:

@@ -114,6 +114,15 @@ def test_an_object_that_repeats_a_key_is_kept_or_replaced_alone() -> None:
     assert repeated_keys(text) == [(2, "d")]
 
 
+def test_every_repeated_key_is_named_at_its_own_line_in_file_order() -> None:
+    """Many repeats, nested ones among them (an inner object's repeat is found before the outer
+    one that encloses it ends): each at the line of its repetition, in the order they stand."""
+    rows = [f'  {{"id": {i}, "p": 1,\n   "p": 2, "q": {{"x": 1, "x": 2}}}}' for i in range(300)]
+    text = '{"list": [\n' + ",\n".join(rows) + '\n], "z": 1,\n "z": 2}\n'
+    expected = [pair for i in range(300) for pair in ((3 + 2 * i, "p"), (3 + 2 * i, "x"))]
+    assert repeated_keys(text) == [*expected, (603, "z")]
+
+
 def test_line_of_names_where_a_member_begins() -> None:
     text = '\ufeff{\n  "a": null,\n  "b": {\n    "c": [1,\n      2]\n  },\n  "d": 1, "d": {"e": 2}\n}\n'
     assert line_of(text, ()) == 1
