@@ -266,3 +266,48 @@ def test_javascript_whitespace_is_trimmed_and_python_only_whitespace_kept() -> N
 def test_light_markdown_around_the_token_is_still_ok(marker: str, space: str, period: str) -> None:
     assert is_heartbeat_ok(f"{space}{marker}HEARTBEAT_OK{marker}{period}{space}") is True
     assert is_heartbeat_ok(f"{space}{marker}HEARTBEAT_OK{marker}{period}{space}", ack_max_chars=0) is True
+
+
+def _peeled_by_cutting(text: str) -> tuple[str, bool]:
+    """The token taken off the reply's ends by cutting a new string each time: the rule as
+    OpenClaw's loop states it, against which hb's one pass is checked."""
+    import re
+
+    from heartbeat.rules.checklist import _JS_SPACE
+
+    rest = text.strip(_JS_SPACE)
+    peeled = False
+    while rest:
+        if rest.startswith("HEARTBEAT_OK"):
+            rest = rest[len("HEARTBEAT_OK") :].strip(_JS_SPACE)
+        else:
+            at = rest.rfind("HEARTBEAT_OK")
+            tail = rest[at + len("HEARTBEAT_OK") :]
+            if at < 0 or re.search(r"[A-Za-z0-9_]", tail) or len(tail.encode("utf-16-le")) // 2 > 4:
+                break
+            head = rest[:at].strip(_JS_SPACE)
+            rest = f"{head}{tail.strip(_JS_SPACE)}" if head else ""
+        peeled = True
+    return re.sub(f"[{_JS_SPACE}]+", " ", rest).strip(_JS_SPACE), peeled
+
+
+_PIECES = st.sampled_from(
+    ["HEARTBEAT_OK", "HEARTBEAT_", "OK", " ", "\u00a0", "\n", ".", "!", "-", "a", "é", "😀"]
+)
+
+
+@given(pieces=st.lists(_PIECES, max_size=14))
+def test_the_token_is_peeled_off_as_cutting_it_would(pieces: list[str]) -> None:
+    """hb's one pass over the reply peels what cutting a new string for each token would."""
+    from heartbeat.rules.checklist import _peel_token
+
+    text = "".join(pieces)
+    assert _peel_token(text) == _peeled_by_cutting(text)
+
+
+def test_a_runaway_reply_of_tokens_is_no_message() -> None:
+    """A reply that repeats the token, at its start or after a note at its end, is nothing to
+    deliver (hb reads it in one pass: cutting a new string per token took 10 s a megabyte)."""
+    assert heartbeat_reply_to_deliver("HEARTBEAT_OK " * 20_000) is None
+    assert heartbeat_reply_to_deliver("note " + "HEARTBEAT_OK" * 20_000 + ".") is None
+    assert heartbeat_reply_to_deliver("x" * 301 + " HEARTBEAT_OK" * 20_000) == "x" * 301
