@@ -7,7 +7,7 @@ Create Date: 2026-12-06
 SQLite evaluates a CHECK on every insert, and on every update of a column it
 names. For a constant ``IN (...)`` list it builds a temporary B-tree of the
 values each time, about 3.5 µs a row: every claim and completion changes
-``tasks.status``, and a first sync of 10,000 TODO.md entries spent some 40 ms
+``tasks.status``, and a first sync of 10,000 TODO.md entries spent about 50 ms
 on it. The four such checks are written here as comparisons joined by OR,
 which accept exactly the same values:
 
