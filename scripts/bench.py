@@ -154,42 +154,34 @@ def hb_drain(workspace: str, worker: str, limit: int | None = None, fenced: bool
     return done
 
 
-def _fenced_rates(n: int, rounds: int = 2) -> tuple[float, float]:
-    """pop+complete pairs/s without and with the claim check, alternated (A B B A ...) on fresh
-    ledgers of ``n`` tasks so that the machine's drift weighs on both alike; the medians."""
-    plain: list[float] = []
-    fenced: list[float] = []
+def _in_turns(
+    n: int, first: Callable[[str], int], second: Callable[[str], int], rounds: int = 3
+) -> tuple[float, float, float]:
+    """pop+complete pairs/s of two drains (each given a fresh ledger of ``n`` tasks, returning how
+    many it completed), run in turns (A B B A ...) so that the machine's drift weighs on both
+    alike: the median of each, and the median of the ratios A/B of the drains run side by side."""
+    rates: tuple[list[float], list[float]] = ([], [])
     for i in range(rounds * 2):
-        check = i % 4 in (1, 2)
+        side = 1 if i % 4 in (1, 2) else 0
         ws = make_ledger(n)
         start = time.perf_counter()
-        got = hb_drain(str(ws), "w0", fenced=check)
-        rate = len(got) / (time.perf_counter() - start)
-        assert len(got) == n, "a drain lost tasks"
-        (fenced if check else plain).append(rate)
-        shutil.rmtree(ws, ignore_errors=True)
-    return statistics.median(plain), statistics.median(fenced)
-
-
-def _api_and_floor_rates(n: int, log: Sequence[Any], rounds: int = 3) -> tuple[float, float, float]:
-    """pop+complete pairs/s through the API and of its statements replayed (``log``), in turns
-    (A B B A ...) on fresh ledgers of ``n`` tasks: the median of each, and the median of the
-    ratios of the drains run side by side, which the machine's drift moves least."""
-    api: list[float] = []
-    floor: list[float] = []
-    for i in range(rounds * 2):
-        ws = make_ledger(n)
-        start = time.perf_counter()
-        if i % 4 in (1, 2):
-            done = replay_drain(str(ws), log)
-            floor.append(done / (time.perf_counter() - start))
-        else:
-            done = len(hb_drain(str(ws), "w0"))
-            api.append(done / (time.perf_counter() - start))
+        done = (first, second)[side](str(ws))
+        rates[side].append(done / (time.perf_counter() - start))
         shutil.rmtree(ws, ignore_errors=True)
         assert done == n, "a drain lost tasks"
-    ratios = [a / f for a, f in zip(api, floor, strict=True)]
-    return statistics.median(api), statistics.median(floor), statistics.median(ratios)
+    ratios = [a / b for a, b in zip(*rates, strict=True)]
+    return statistics.median(rates[0]), statistics.median(rates[1]), statistics.median(ratios)
+
+
+def _fenced_rates(n: int) -> tuple[float, float, float]:
+    """pop+complete pairs/s with and without the claim check (`--claim`), and their ratio."""
+    return _in_turns(n, lambda ws: len(hb_drain(ws, "w0", fenced=True)), lambda ws: len(hb_drain(ws, "w0")))
+
+
+def _api_and_floor_rates(n: int, log: Sequence[Any]) -> tuple[float, float, float]:
+    """pop+complete pairs/s through the API and of its statements replayed (``log``), and the
+    API's share of the floor."""
+    return _in_turns(n, lambda ws: len(hb_drain(ws, "w0")), lambda ws: replay_drain(ws, log))
 
 
 def floor_drain(workspace: str, worker: str) -> list[str]:
@@ -366,8 +358,7 @@ def bench_queue(n: int) -> None:
     floor_rate = len(floor_done) / (time.perf_counter() - start)
     shutil.rmtree(floor_ws, ignore_errors=True)
     assert len(floor_done) == len(raw_done) == n, "a drain lost tasks"
-    plain_rate, fenced_rate = _fenced_rates(n // 2)
-    fencing = fenced_rate / plain_rate
+    fenced_rate, plain_rate, fencing = _fenced_rates(n // 2)
     record("queue", "raw_sqlite3_pairs_per_s", raw_rate, "pairs/s", tasks=n)
     record("queue", "hb_statements_replayed_pairs_per_s", replay_rate, "pairs/s", tasks=n)
     record("queue", "hb_statements_small_parameters_pairs_per_s", floor_rate, "pairs/s", tasks=n)
@@ -412,13 +403,13 @@ def bench_queue(n: int) -> None:
                 f"{pop_pages:.1f} + {complete_pages:.1f}; {of_floor:.2f} of the floor (target >= 0.8)",
             ),
             (
-                f"hb Ledger API, complete without --claim (median, {n // 2:,} tasks)",
+                f"hb Ledger API, complete without --claim (median of 3, {n // 2:,} tasks)",
                 f"{plain_rate:,.0f}",
                 f"{plain_rate / raw_rate:.2f}",
                 "",
             ),
             (
-                f"hb Ledger API, complete --claim: fenced (median, {n // 2:,} tasks)",
+                f"hb Ledger API, complete --claim: fenced (median of 3, {n // 2:,} tasks)",
                 f"{fenced_rate:,.0f}",
                 f"{fenced_rate / raw_rate:.2f}",
                 f"with / without {fencing:.3f} (target >= 0.95)",
