@@ -251,6 +251,21 @@ def _synced(db_url: str, where: Path, size: int) -> tuple[str, Path, dict[str, A
     return url, path, doc
 
 
+def _watched_sync(where: Path, url: str) -> tuple[list[bool], list[str], dict[str, Any]]:
+    """hb sync of the workspace: whether it took the targeted path, the texts it parsed whole,
+    and its tasks.json report."""
+    from heartbeat.formats import tasks_json
+
+    taken: list[bool] = []
+    parses: list[str] = []
+    real_parse: Callable[..., Any] = tasks_json.parse
+    with _path(True, taken), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tasks_json, "parse", lambda text, **kw: parses.append(text) or real_parse(text, **kw))
+        with Ledger.open(where, db=url, now=NOW) as ledger:
+            report = next(r for r in ledger.sync()["reports"] if r["kind"] == "tasks-json")
+    return taken, parses, report
+
+
 @pytest.mark.parametrize("kind", ["pop", "add", "complete", "delete", "field"])
 def test_a_script_edit_is_synced_by_the_records_it_changed(db_url: str, tmp_path: Path, kind: str) -> None:
     """After heartbeat.py's pop, add, completion, or a hand edit, hb sync reads only what changed:
@@ -263,15 +278,7 @@ def test_a_script_edit_is_synced_by_the_records_it_changed(db_url: str, tmp_path
         ledger.sync()
     _edit(doc, kind, random.Random(2), [30])
     path.write_text(json.dumps(doc, indent=2))
-    taken: list[bool] = []
-    parses: list[str] = []
-    from heartbeat.formats import tasks_json
-
-    real_parse: Callable[..., Any] = tasks_json.parse
-    with _path(True, taken), pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tasks_json, "parse", lambda text, **kw: parses.append(text) or real_parse(text, **kw))
-        with Ledger.open(tmp_path / "ws", db=url, now=NOW) as ledger:
-            report = next(r for r in ledger.sync()["reports"] if r["kind"] == "tasks-json")
+    taken, parses, report = _watched_sync(tmp_path / "ws", url)
     assert taken == [True]
     if kind == "complete":  # rendered as the full sync renders it, over the text read once
         assert len(parses) == 1 and report["written"]
@@ -298,15 +305,7 @@ def test_after_hb_writes_a_completion_back_the_next_edit_is_synced_by_its_record
     doc = json.loads(written)  # the script loads the file hb wrote, pops, and dumps it whole
     _edit(doc, "pop", random.Random(3), [30])
     path.write_text(json.dumps(doc, indent=2))
-    taken: list[bool] = []
-    parses: list[str] = []
-    from heartbeat.formats import tasks_json
-
-    real_parse: Callable[..., Any] = tasks_json.parse
-    with _path(True, taken), pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tasks_json, "parse", lambda text, **kw: parses.append(text) or real_parse(text, **kw))
-        with Ledger.open(where, db=url, now=NOW) as ledger:
-            report = next(r for r in ledger.sync()["reports"] if r["kind"] == "tasks-json")
+    taken, parses, report = _watched_sync(where, url)
     assert taken == [True] and parses == []
     assert report["updated"] and not report["written"]
     with Ledger.open(where, db=url, now=NOW) as ledger:
