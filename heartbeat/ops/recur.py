@@ -567,8 +567,10 @@ def add(
     first = _first_occurrence(rule, anchor, rule_zone)
     chat = _chat_id(chat_id)
     policy = _missed(missed)
+    from heartbeat.ops.sync.markdown.base import on_top
+
     with ctx.write() as db:
-        top = db.value(SQL.first_repeat_position)  # on top, as mistermorph's AddRecurring puts it
+        top = db.value(SQL.first_repeat_position)
         row = RecurrenceRow(
             id=_new_rule_id(db),
             source="cli",
@@ -579,7 +581,7 @@ def add(
             enabled=enabled,
             missed_policy=policy,
             run_count=0,
-            position=min(top if top is not None else 0, 0) - 1,
+            position=on_top(top),
             created_at=now,
             updated_at=now,
         )

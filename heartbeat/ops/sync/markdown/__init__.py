@@ -50,7 +50,7 @@ from heartbeat.errors import InvalidInput
 from heartbeat.formats import todo as fmt
 from heartbeat.formats.todo import Entry, TodoKind
 from heartbeat.ops.sync.files import atomic_write, default_path, digest, read_optional
-from heartbeat.ops.sync.markdown.base import TASK_KINDS, TODO_SOURCE, Stored, base_text, read_dialect
+from heartbeat.ops.sync.markdown.base import TASK_KINDS, TODO_SOURCE, Stored, base_text, on_top, read_dialect
 from heartbeat.ops.sync.markdown.family import Family
 from heartbeat.ops.sync.markdown.imports import import_family, render_family
 from heartbeat.ops.sync.markdown.merge import checked_entry, full_sync, labels_of
@@ -242,10 +242,8 @@ def add_todo(
         key = family.dup_key(key, record)
     [task_id] = family.new_ids([key], [None])
     changes = tasks_mod.Changes.from_input({**fields, "chat_id": chat_id}, ctx.zone)
-    # on top of the list, as mistermorph's Add puts a new entry (the next sync writes it there);
-    # the entries of a file not synced yet are read in from position 0
     top = db.value(f"SELECT min(position) FROM tasks WHERE source = '{TODO_SOURCE}'")
     task = tasks_mod.add(db, content, changes, now, scope="", source=TODO_SOURCE, task_id=task_id)
     task.external_key = key
-    task.position = min(top if top is not None else 0, 0) - 1
+    task.position = on_top(top)  # the next sync writes it there
     return task

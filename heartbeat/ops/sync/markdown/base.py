@@ -42,6 +42,13 @@ CHUNK_SIZE = 500  # ids per IN (...) query
 # --- small helpers -----------------------------------------------------------------------
 
 
+def on_top(first: int | None) -> int:
+    """The position of an entry put on top of a list whose first position is ``first`` (None:
+    empty), where mistermorph's Add and AddRecurring put a new one. The entries of a file not
+    synced yet are read in from position 0, so it goes above 0 too."""
+    return min(first if first is not None else 0, 0) - 1
+
+
 def stamp_text(value: datetime | None) -> str | None:
     """A UTC instant as the files write it (minute precision)."""
     if value is None:
