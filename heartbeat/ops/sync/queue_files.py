@@ -1218,6 +1218,8 @@ def sync_changed(db: Db, path: Path, text: str, now: datetime) -> tuple[SyncRepo
         or not isinstance(rendered.get("stamp"), list)
     ):
         return None  # hb did not render the text it keeps, or does not know it reads without warnings
+    if _ledger_stamp(db) != rendered["stamp"]:
+        return None  # the ledger changed since: the full sync compares every record with it
     base_text = bookmarks.kept_text(state.skeleton, db)
     if base_text is None:
         return None
@@ -1227,8 +1229,6 @@ def sync_changed(db: Db, path: Path, text: str, now: datetime) -> tuple[SyncRepo
     old = outline(base_text)
     if old is None or old.frame != new.frame:
         return None
-    if _ledger_stamp(db) != rendered["stamp"]:
-        return None  # the ledger changed since: the full sync compares every record with it
     places = {
         (scope, task_id): (pk, position, status, blocked)
         for pk, scope, task_id, position, status, blocked in db.rows(SQL.tasks_json_places)
