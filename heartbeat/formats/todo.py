@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from enum import StrEnum
@@ -48,6 +50,7 @@ __all__ = [
     "TodoKind",
     "classify",
     "entry_note",
+    "lines_remembered",
     "link_problem",
     "new_document",
     "normalize_chat_id",
@@ -503,10 +506,51 @@ def _classify(
     return Line(LineKind.ENTRY, number, raw, ending, entry=_entry_with(read, line=number, raw=raw + ending))
 
 
+# what classify read within lines_remembered(), by (line, kind, dialect, first); None outside
+_Reading = Entry | str | None
+_REMEMBERED: ContextVar[dict[tuple[str, TodoKind, str, bool], _Reading] | None] = ContextVar(
+    "hb_todo_lines_remembered", default=None
+)
+
+
+@contextmanager
+def lines_remembered() -> Iterator[None]:
+    """Within the block, :func:`classify` reads each distinct line once (the same text, kind,
+    dialect and place) and answers it again from a memo, which ends with the block.
+
+    A sync reads most lines of a file several times: the file, the document a render starts
+    from, the render's own check of its result, the warnings of the text written. classify is
+    a function of its arguments alone and its entries are frozen, so one reading serves every
+    later one. The memo belongs to the block's context (a thread of ``hb serve`` has its own)
+    and holds no more than the lines read in it; a nested block shares the outer one's."""
+    if _REMEMBERED.get() is not None:
+        yield
+        return
+    token = _REMEMBERED.set({})
+    try:
+        yield
+    finally:
+        _REMEMBERED.reset(token)
+
+
 def classify(visible: str, kind: TodoKind, dialect: str, *, first: bool = False) -> Entry | str | None:
     """What the runtime makes of one line once HTML comments are cut from it: an entry, the
     reason it is none (a line hb keeps and reports), or None (blank or a heading).
-    ``first``: the file's first line, where a byte-order mark may stand."""
+    ``first``: the file's first line, where a byte-order mark may stand. Within
+    :func:`lines_remembered`, a line read before is answered from its memo."""
+    memo = _REMEMBERED.get()
+    if memo is None:
+        return _read_line(visible, kind, dialect, first)
+    key = (visible, kind, dialect, first)
+    try:
+        return memo[key]
+    except KeyError:
+        got = memo[key] = _read_line(visible, kind, dialect, first)
+        return got
+
+
+def _read_line(visible: str, kind: TodoKind, dialect: str, first: bool) -> Entry | str | None:
+    """:func:`classify` without the memo."""
     stripped = trim_space(visible)
     if first and stripped.startswith(BOM):
         probe = trim_space(stripped[1:])
@@ -930,9 +974,33 @@ def _canonical(entry: Entry) -> Entry:
     )
 
 
+def _alike(a: Entry, b: Entry) -> bool:
+    """``_canonical(a) == _canonical(b)``, without building either when every field but the
+    line and the text is already equal (then so are their canonical forms): the common case of
+    a line read twice, which every render checks for each entry of the file."""
+    if (a.kind, a.content, a.created, a.done, a.next, a.repeat, a.tz, a.chat_id, a.extra) == (
+        b.kind,
+        b.content,
+        b.created,
+        b.done,
+        b.next,
+        b.repeat,
+        b.tz,
+        b.chat_id,
+        b.extra,
+    ):
+        return True
+    return _canonical(a) == _canonical(b)
+
+
+def _all_alike(got: Sequence[Entry], expected: Sequence[Entry]) -> bool:
+    """Whether the two lists read alike, entry by entry (:func:`_alike`)."""
+    return len(got) == len(expected) and all(map(_alike, got, expected))
+
+
 def _same(given: Entry, original: Entry) -> bool:
     try:
-        return _canonical(given) == _canonical(original)
+        return _alike(given, original)
     except OverflowError:
         return False
 
@@ -984,8 +1052,7 @@ def with_entries(doc: Document, entries: Sequence[Entry], *, now: datetime) -> D
         count = sum(1 for ln in out if ln.kind is LineKind.ENTRY)
         out = _update_front_matter(out, doc, count, now)
     result = parse("".join(_line_text(ln) for ln in out), doc.kind, dialect=doc.dialect)
-    expected = [_canonical(ln.entry) for ln in out if ln.entry is not None]
-    if [_canonical(e) for e in result.entries] != expected:
+    if not _all_alike(result.entries, [ln.entry for ln in out if ln.entry is not None]):
         # an HTML comment marker in a changed or added line moved a comment
         raise _comment_error(doc, out, rewritten)
     return result
@@ -1199,7 +1266,7 @@ def new_document(
             raise InvalidInput(f"a {entry.kind} entry cannot go into {kind.filename}")
         lines.append(_checked_line(entry, dialect))
     doc = parse("\n".join(lines) + "\n", kind, dialect=dialect)
-    if [_canonical(e) for e in doc.entries] != [_canonical(e) for e in entries]:
+    if not _all_alike(doc.entries, entries):
         # only a comment marker in the content makes a checked line read otherwise here
         reason = "the entries would not read back as written (an HTML comment marker in one hides others)"
         raise CommentMarkerError(kind.filename, reason)

@@ -946,3 +946,43 @@ def test_a_file_of_unclosed_comments_is_read_in_one_pass() -> None:
     doc = parse("# TODO\n\n" + lines, TodoKind.TODO)
     assert [e.content for e in doc.entries] == [f"Task {i} <!-- note" for i in range(2000)]
     assert len(todo._comment_spans(Counting(lines))) == 0 and len(scans) == 2
+
+
+def test_lines_remembered_reads_a_line_once_within_its_block_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """classify answers a line read before from the memo of the enclosing lines_remembered()
+    block: a nested block shares it, it ends with the outer block, and another thread (hb serve
+    answers each request in one) has none of it."""
+    import threading
+
+    from heartbeat.formats import todo as fmt
+
+    calls: list[str] = []
+    read_line = fmt._read_line
+
+    def counted(visible: str, kind: TodoKind, dialect: str, first: bool) -> object:
+        calls.append(visible)
+        return read_line(visible, kind, dialect, first)
+
+    monkeypatch.setattr(fmt, "_read_line", counted)
+    line = "- [ ] [Created](2026-05-01 12:41) | Pay the rent"
+
+    def read_twice() -> None:
+        assert fmt.classify(line, TodoKind.TODO, "strict") == fmt.classify(line, TodoKind.TODO, "strict")
+
+    read_twice()
+    assert len(calls) == 2  # no block: every call reads
+    with fmt.lines_remembered():
+        read_twice()
+        with fmt.lines_remembered():
+            read_twice()
+        assert len(calls) == 3  # one reading served the outer block and the nested one
+        fmt.classify(line, TodoKind.DONE, "strict")
+        fmt.classify(line, TodoKind.TODO, "extended")
+        fmt.classify(line, TodoKind.TODO, "strict", first=True)
+        assert len(calls) == 6  # another kind, dialect or place is another reading
+        thread = threading.Thread(target=read_twice)
+        thread.start()
+        thread.join()
+        assert len(calls) == 8  # the thread read without the block's memo
+    read_twice()
+    assert len(calls) == 10  # the memo ended with the block

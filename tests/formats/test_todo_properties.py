@@ -5,17 +5,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from heartbeat.formats.go_text import trim_space
 from heartbeat.formats.todo import (
     Entry,
     TodoKind,
+    _alike,
+    _canonical,
     _parse_entry,
     _simple_front_matter,
+    lines_remembered,
     link_problem,
     new_document,
     parse,
@@ -320,3 +323,66 @@ def test_front_matter_read_without_yaml_is_what_yaml_reads(items: list[tuple[str
     if fast is None:
         return
     assert fast == (yaml.safe_load("".join(line + "\n" for line in lines)) or {})
+
+
+# --- one reading of each line: lines_remembered, and comparing entries without _canonical ------
+
+ANY_STAMPS = st.none() | st.datetimes(
+    min_value=datetime(2000, 1, 1),
+    max_value=datetime(2100, 12, 31),
+    timezones=st.sampled_from([None, UTC, timezone(timedelta(hours=9)), timezone(timedelta(minutes=-90))]),
+)
+
+
+@FAST
+@given(text=ARBITRARY, kind=KINDS, dialect=DIALECTS)
+@example(text="\ufeff- [ ] [Created](2026-05-01 12:41) | a\n", kind=TodoKind.TODO, dialect="strict")
+def test_a_document_read_within_lines_remembered_is_the_one_read_without(
+    text: str, kind: TodoKind, dialect: str
+) -> None:
+    """The memo changes no reading: every line, entry, warning and the front matter are the
+    ones read without it, the first time and again from the memo (twice in the file too)."""
+    plain = parse(text + text, kind, dialect=dialect)
+
+    with lines_remembered():
+        first = parse(text + text, kind, dialect=dialect)
+        again = parse(text + text, kind, dialect=dialect)
+
+    assert first == plain and again == plain
+
+
+KEEP = object()  # a field left as the base entry has it
+
+
+def _changed(values: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    return st.one_of(st.just(KEEP), st.just(KEEP), values)
+
+
+@FAST
+@given(
+    base=KINDS.flatmap(lambda k: entries_of(k, extended=True)),
+    changes=st.fixed_dictionaries(
+        {
+            "created": _changed(ANY_STAMPS),
+            "done": _changed(ANY_STAMPS),
+            "next": _changed(ANY_STAMPS),
+            "content": _changed(st.just("other")),
+            "repeat": _changed(st.sampled_from([None, "daily"])),
+            "tz": _changed(st.sampled_from([None, "UTC"])),
+            "chat_id": _changed(st.sampled_from([None, "tg:1"])),
+            "extra": _changed(st.sampled_from([(), (("ID", "todo-00000000"),)])),
+            "kind": _changed(KINDS),
+            "line": _changed(st.integers(0, 9)),
+            "raw": _changed(st.sampled_from([None, "x\n"])),
+        }
+    ),
+)
+def test_entries_read_alike_exactly_when_their_canonical_forms_are_equal(
+    base: Entry, changes: dict[str, object]
+) -> None:
+    """_alike, which skips building the canonical forms when the fields already agree, answers
+    what comparing them answers: stamps to the minute (created and done in UTC), line and text
+    aside; for any mix of seconds, offsets and naive times, and any field changed or kept."""
+    other = replace(base, **{name: value for name, value in changes.items() if value is not KEEP})
+    for a, b in ((base, other), (other, base), (other, replace(other, line=0, raw=None)), (base, base)):
+        assert _alike(a, b) is (_canonical(a) == _canonical(b))

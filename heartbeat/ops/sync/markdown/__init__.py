@@ -73,7 +73,15 @@ def sync_family(
 
     ``sealed``: the engine checked that no table changed since the last full sync, which
     recorded the family's mark; that mark is then taken as it is instead of recomputed.
+    Each distinct line is read once (:func:`heartbeat.formats.todo.lines_remembered`).
     """
+    with fmt.lines_remembered():
+        return _sync_family(family, given, sealed)
+
+
+def _sync_family(
+    family: Family, given: dict[str, tuple[Path, str | None]], sealed: bool
+) -> dict[str, tuple[SyncReport, str | None]]:
     db = family.db
     stored = {k: Stored.load(db, k) for k in family.kinds}
     reports = {k: SyncReport(kind=k, path=str(given[k][0])) for k in family.kinds}
@@ -120,14 +128,16 @@ def _family(kind: str, ctx: Context, db: Conn, now: datetime) -> Family:
 
 def _importer(kind: str) -> Any:
     def run(ctx: Context, db: Conn, text: str, path: Path, now: datetime) -> ImportReport:
-        return import_family(_family(kind, ctx, db, now), kind, Path(path), text)
+        with fmt.lines_remembered():
+            return import_family(_family(kind, ctx, db, now), kind, Path(path), text)
 
     return run
 
 
 def _renderer(kind: str) -> Any:
     def run(ctx: Context, db: Conn, path: Path | None = None) -> str | None:
-        return render_family(_family(kind, ctx, db, ctx.now()), kind, path)
+        with fmt.lines_remembered():
+            return render_family(_family(kind, ctx, db, ctx.now()), kind, path)
 
     return run
 
