@@ -13,14 +13,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from heartbeat import settings as settings_mod
 from heartbeat.clock import Clock, load_zone, machine_zone_name, parse_duration, parse_when
 from heartbeat.db.plain import driver
-from heartbeat.db.store import Db, read_transaction, write_transaction
 from heartbeat.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from heartbeat.db.store import Db
 
 NowArg = datetime | str | Callable[[], datetime] | None
 
@@ -85,12 +87,16 @@ class Context:
     @contextmanager
     def write(self) -> Iterator[Db]:
         """One write transaction (SQLite: ``BEGIN IMMEDIATE``)."""
+        from heartbeat.db.store import write_transaction  # the queue's operations need no Db
+
         with write_transaction(self.raw, sqlite=self.sqlite) as db:
             yield db
 
     @contextmanager
     def read(self) -> Iterator[Db]:
         """One read-only transaction: a consistent snapshot."""
+        from heartbeat.db.store import read_transaction
+
         with read_transaction(self.raw, sqlite=self.sqlite) as db:
             yield db
 

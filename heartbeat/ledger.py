@@ -26,21 +26,32 @@ from heartbeat.context import Context, NowArg
 from heartbeat.db.queue import popped_object
 from heartbeat.db.status import TaskStatus
 from heartbeat.errors import NUL, InvalidInput, NotFound, nul_reason
-from heartbeat.ops import config as config_ops
-from heartbeat.ops import files as files_ops
-from heartbeat.ops import guard as guard_mod
+from heartbeat.ops import deferred
 from heartbeat.ops import queue as queue_ops
-from heartbeat.ops import recur as recur_ops
-from heartbeat.ops import report as report_ops
-from heartbeat.ops import round as round_ops
-from heartbeat.ops import tasks as tasks_ops
 
 if TYPE_CHECKING:  # SQLAlchemy loads on first use: `hb pop` on SQLite never needs it
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session
 
+    from heartbeat.ops import config as config_ops
+    from heartbeat.ops import files as files_ops
+    from heartbeat.ops import guard as guard_mod
+    from heartbeat.ops import recur as recur_ops
+    from heartbeat.ops import report as report_ops
+    from heartbeat.ops import round as round_ops
+    from heartbeat.ops import tasks as tasks_ops
     from heartbeat.ops.guard import GuardRun
     from heartbeat.reporting.table import Stream, Table
+else:
+    # the other operations load on first use: a command imports the ones it calls (`hb pop` the
+    # queue's alone), and each module a start-up imports costs every call of every command
+    config_ops = deferred("heartbeat.ops.config")
+    files_ops = deferred("heartbeat.ops.files")
+    guard_mod = deferred("heartbeat.ops.guard")
+    recur_ops = deferred("heartbeat.ops.recur")
+    report_ops = deferred("heartbeat.ops.report")
+    round_ops = deferred("heartbeat.ops.round")
+    tasks_ops = deferred("heartbeat.ops.tasks")
 
 
 STATE_DIR = Path(".agent") / "state"

@@ -20,11 +20,13 @@ from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heartbeat.errors import NUL, FileFormatError, InvalidInput, InvalidState, ScopeNotFound, nul_reason
-from heartbeat.formats.json_edit import Layout, edit, edit_layout, load
 from heartbeat.formats.timestamps import format_timestamp, is_malformed, parse_timestamp, timestamp_or_none
+
+if TYPE_CHECKING:
+    from heartbeat.formats.json_edit import Layout
 
 LEGACY_LISTS = ("pending", "in_progress", "completed", "failed")
 
@@ -587,6 +589,8 @@ def render_layout(
         if any(key == extension_key for key, _ in top):
             raise InvalidState(f"cannot write queues into {extension_key!r}: it is not an object")
         top.append((extension_key, _render_extension(extension_key, (), buckets)))
+    from heartbeat.formats.json_edit import edit_layout  # loaded by the writers and readers alone
+
     return edit_layout(doc.source, dict(top), indent=doc.indent)
 
 
@@ -885,6 +889,8 @@ def parse_errors(text: str) -> list[dict[str, Any]]:
 def render_errors(items: Sequence[Mapping[str, Any]], source: str | None = None) -> str:
     """Write errors.json (indent 2, or laid over ``source``, the file's text); malformed
     ``+00:00Z`` values are written as ``Z``."""
+    from heartbeat.formats.json_edit import edit
+
     return edit(_no_bom(source), [fix_malformed(item) for item in items])
 
 
@@ -955,6 +961,8 @@ def unread_times(text: str, items: Iterable[tuple[JsonPath, Mapping[str, Any]]])
 def render_last_run(obj: Mapping[str, Any], source: str | None = None) -> str:
     """Write last-run.json (indent 2, or laid over ``source``, the file's text); malformed
     ``+00:00Z`` values are written as ``Z``."""
+    from heartbeat.formats.json_edit import edit
+
     return edit(_no_bom(source), fix_malformed(obj))
 
 
@@ -1088,6 +1096,8 @@ def load_json(text: str, repeats: list[bool] | None = None) -> Any:
             if len(obj) != len(members) and not repeats:
                 repeats.append(True)
             return obj
+
+    from heartbeat.formats.json_edit import load
 
     return load(text, object_pairs_hook=hook)
 

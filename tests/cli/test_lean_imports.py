@@ -107,3 +107,45 @@ def test_the_task_and_queue_commands_load_neither(tmp_path: Path) -> None:
         result = _hb(example, verb, other["id"], probe=True)
         assert result.returncode == 0, result.stderr
         assert _loaded(result) == "", f"hb {verb} loaded {_loaded(result)}"
+
+
+# the same, naming the modules of hb loaded instead
+OPERATIONS_PROBE = PROBE.replace(
+    "m for m in ('sqlalchemy', 'pydantic') if m in sys.modules",
+    "m for m in sorted(sys.modules) if m.startswith('heartbeat.')",
+)
+# what a pop or a completion has no use for: the other operations, the rows and transactions of
+# the Db (the queue speaks its own statements), the JSON editor (no file is written)
+UNUSED_BY_THE_QUEUE = ("heartbeat.db.store", "heartbeat.db.rows", "heartbeat.formats.json_edit")
+
+
+def _queue_modules(result: subprocess.CompletedProcess[str]) -> list[str]:
+    loaded = _loaded(result).split(",")
+    return [m for m in loaded if m.startswith("heartbeat.ops.") or m in UNUSED_BY_THE_QUEUE]
+
+
+def _operations(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HB_WORKSPACE": str(ws), "HB_NOW": NOW}
+    env.pop("HB_DATABASE_URL", None)
+    argv = [sys.executable, "-c", OPERATIONS_PROBE, *args]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_pop_and_complete_load_the_queue_operations_alone(tmp_path: Path) -> None:
+    """The Ledger imports an operations module when a command first calls it: `hb pop` and `hb
+    complete` load heartbeat.ops.queue and none of the round's, the recurrences', the files',
+    the reports', the settings' or the tasks' operations, nor the Db's rows and transactions or
+    the JSON editor (each module costs every call its start-up)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert _hb(ws, "init").returncode == 0
+    added = json.loads(_hb(ws, "add", "Call the bank", "--json").stdout)
+    popped = _operations(ws, "pop", "--json")
+    assert popped.returncode == 0, popped.stderr
+    task = json.loads(popped.stdout)
+    assert task["id"] == added["id"]
+    assert _queue_modules(popped) == ["heartbeat.ops.queue"]
+    done = _operations(ws, "complete", task["id"], "--claim", task["claim"])
+    assert done.returncode == 0, done.stderr
+    assert _queue_modules(done) == ["heartbeat.ops.queue"]
+    assert json.loads(_hb(ws, "show", added["id"], "--json").stdout)["status"] == "done"
