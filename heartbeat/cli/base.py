@@ -219,6 +219,10 @@ def emit_all(
             close()  # a generator still inside its read transaction ends it now
 
 
+# objects of a streamed --json list written at a time (click.echo flushes on every call)
+_BATCH = 256
+
+
 def _emit_all(
     items: Iterator[dict[str, Any]],
     human: Callable[[list[Any]], str],
@@ -238,11 +242,17 @@ def _emit_all(
         return
     if fields:
         pick([first], fields)  # an unknown field is a usage error before anything is printed
-    click.echo("[", nl=True)
+    # the array json.dumps(list, indent=2) would print, written a batch of objects at a time
+    parts = ["[\n"]
     for n, obj in enumerate(itertools.chain([first], items)):
-        text = strict_json.dumps(pick(obj, fields), ensure_ascii=False, indent=2, default=str)
-        click.echo((",\n  " if n else "  ") + text.replace("\n", "\n  "), nl=False)
-    click.echo("\n]")
+        parts.append(
+            (",\n  " if n else "  ") + strict_json.dumps_indented(pick(obj, fields), default=str, depth=1)
+        )
+        if n % _BATCH == _BATCH - 1:
+            click.echo("".join(parts), nl=False)
+            parts.clear()
+    parts.append("\n]")
+    click.echo("".join(parts))
 
 
 def emit(data: Any, human: Callable[[Any], str] | str | None = None) -> None:
@@ -250,7 +260,7 @@ def emit(data: Any, human: Callable[[Any], str] | str | None = None) -> None:
     human rendering."""
     st = state()
     if st.json or human is None:
-        click.echo(strict_json.dumps(data, ensure_ascii=False, indent=2, default=str))
+        click.echo(strict_json.dumps_indented(data, default=str))
         return
     text = human if isinstance(human, str) else human(data)
     if text:

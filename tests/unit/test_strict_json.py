@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import UTC
+from decimal import Decimal
+from enum import IntEnum, StrEnum
 from typing import Any
+
+import pytest
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from heartbeat.formats.strict_json import dumps
+from heartbeat.formats.strict_json import dumps, dumps_indented
 from tests.conftest import strict_json
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=20)
@@ -46,3 +51,51 @@ def test_dumps_keeps_its_options() -> None:
     assert dumps(value, separators=(",", ":"), default=lambda _: "x") == (
         '{"\\u00e9":["Infinity",1.5,"-Infinity","NaN"],"when":"x"}'
     )
+
+
+class _Level(IntEnum):
+    HIGH = 3
+
+
+class _State(StrEnum):
+    DONE = "done"
+
+
+class _Ratio(float):
+    pass
+
+
+# what hb prints besides plain JSON values: times and dates (default=str), its enums, tuples,
+# objects with keys that are no text (json writes them as text), float subclasses
+ODD = st.one_of(
+    st.datetimes(timezones=st.sampled_from([None, UTC])),
+    st.dates(),
+    st.sampled_from([_Level.HIGH, _State.DONE, _Ratio(0.5), _Ratio(math.inf), Decimal("1.10")]),
+    st.dictionaries(st.integers() | st.booleans() | st.none(), st.integers(), min_size=1, max_size=2),
+)
+ANY_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | TEXT | FLOATS | ODD,
+    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner) | st.dictionaries(TEXT, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=ANY_VALUES)
+def test_dumps_indented_writes_the_text_dumps_writes(value: Any) -> None:
+    """dumps_indented (``hb ... --json`` prints with it) gives dumps's text with indent=2 for
+    any value, nested at any depth: the same layout, the same strings, the same numbers."""
+    assert dumps_indented(value, default=str) == dumps(value, ensure_ascii=False, indent=2, default=str)
+
+
+def test_dumps_indented_of_a_task_and_of_a_value_too_deep() -> None:
+    task = {"id": "t-1", "status": _State.DONE, "extra": {"tags": ["a", "ü"]}, "due_at": None, "n": 2}
+    assert dumps_indented(task, default=str) == (
+        '{\n  "id": "t-1",\n  "status": "done",\n  "extra": {\n    "tags": [\n      "a",\n      "ü"\n'
+        '    ]\n  },\n  "due_at": null,\n  "n": 2\n}'
+    )
+    deep: list[Any] = []
+    for _ in range(5000):
+        deep = [deep]
+    with pytest.raises(RecursionError):  # as json.dumps raises it
+        dumps_indented(deep)
