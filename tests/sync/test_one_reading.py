@@ -40,7 +40,14 @@ def test_the_sync_after_hb_done_reads_each_line_once(
         led.done(target["id"])
 
         reads: Counter[tuple[str, str]] = Counter()
-        read_line = fmt._read_line
+        documents: Counter[str] = Counter()
+        read_line, parse = fmt._read_line, fmt.parse
+
+        def counted_parse(text: str, kind: fmt.TodoKind, **options: Any) -> fmt.Document:
+            documents[kind.value] += 1
+            return parse(text, kind, **options)
+
+        monkeypatch.setattr(fmt, "parse", counted_parse)
 
         def counted(visible: str, kind: fmt.TodoKind, dialect: str, first: bool) -> Any:
             reads[(visible, kind.value)] += 1
@@ -55,3 +62,6 @@ def test_the_sync_after_hb_done_reads_each_line_once(
     # every entry line of both files was read, and none twice (without the memo: four times)
     assert len(reads) >= 2 * N + 1
     assert max(reads.values()) == 1, reads.most_common(3)
+    # each file written is made into a document twice: the text read, to render from, and the
+    # text written, which the render reads back (its warnings are that reading's)
+    assert documents == {"todo": 2, "done": 2}

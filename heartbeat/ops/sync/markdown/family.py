@@ -94,6 +94,7 @@ class ParsedFile:
     items: list[Item]
     warnings: list[tuple[int, str, str]]  # (line, text, reason)
     doc: fmt.Document | None = None  # full parse, made when the file is rendered
+    written: fmt.Document | None = None  # the text render_file last gave, as read back (or None)
 
 
 # --- the two families: tasks (TODO.md + TODO.DONE.md) and recurrences (TODO.RECUR.md) ------

@@ -250,8 +250,8 @@ def full_sync(
         out = texts[k] if texts[k] is not None else f.text
         warnings = f.warnings
         if texts[k] is not None:
-            assert out is not None
-            warnings = doc_warnings(parse_doc(k, f.path, out, dialect))
+            assert f.written is not None  # the text's own reading: no need to read it again
+            warnings = doc_warnings(f.written)
         reports[k].preserved = labels_of(f.path, warnings) + reports[k].preserved
         store_sync(
             family.db,
@@ -372,6 +372,7 @@ def render_file(
     without a marker in the change itself would move an HTML comment.
     """
     kind = f.kind
+    f.written = None
     leaving = leaving or {}
     refused = {} if refused is None else refused
 
@@ -506,6 +507,7 @@ def render_file(
         made = item_slot(slot) if isinstance(slot, Item) else Slot(kind, None, slot[0], final[slot[0].pk])
         made.raw, made.number = line.text, line.number
         out.append(made)
+    f.written = doc  # with_entries and new_document read back the text they make
     return fmt.render(doc), out
 
 
