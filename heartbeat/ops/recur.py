@@ -262,7 +262,7 @@ def _next_instant(row: RecurrenceRow, anchor: datetime, zone: ZoneInfo) -> datet
 
 def _repeat_due(row: RecurrenceRow, workspace_zone: ZoneInfo, now: datetime) -> _Due | None:
     from heartbeat.formats.timestamps import format_timestamp
-    from heartbeat.rules.recurrence import MissedPolicy, occurrences, runs_for
+    from heartbeat.rules.recurrence import MissedPolicy, pending_occurrences, runs_for
 
     anchor = _stored_next(row)
     if anchor is None:
@@ -275,11 +275,13 @@ def _repeat_due(row: RecurrenceRow, workspace_zone: ZoneInfo, now: datetime) -> 
     claimed = _claimed_instant(row)
     if claimed is not None and claimed >= first:
         after = claimed
-    pending = list(occurrences(parse_rule(row.rule), anchor, zone, after, now, first=first))
-    if not pending:
+    # the occurrences counted, not listed: a Next typed decades back is millions of them
+    due = pending_occurrences(parse_rule(row.rule), anchor, zone, after, now, first=first, keep=MAX_CATCH_UP)
+    if due is None:
         return None
-    runs = runs_for(MissedPolicy(row.missed_policy), pending)[-MAX_CATCH_UP:]
-    return _Due(period=format_timestamp(pending[-1]), runs=runs, pending=len(pending), first=pending[0])
+    # the latest MAX_CATCH_UP decide as all would: the newest (once), those (all), one alone (skip)
+    runs = runs_for(MissedPolicy(row.missed_policy), due.latest)[-MAX_CATCH_UP:]
+    return _Due(period=format_timestamp(due.latest[-1]), runs=runs, pending=due.count, first=due.first)
 
 
 class KeptFields(Protocol):

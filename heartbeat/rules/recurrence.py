@@ -29,10 +29,12 @@ from heartbeat.rules.repeat import Repeat, RepeatKind
 from heartbeat.rules.wallclock import require_naive, resolve_local, wall_clock
 
 __all__ = [
+    "CRON_COUNT_LIMIT",
     "ConditionResult",
     "Frequency",
     "Materialized",
     "MissedPolicy",
+    "Pending",
     "check_conditions",
     "due_occurrences",
     "due_period",
@@ -43,6 +45,7 @@ __all__ = [
     "next_local_after",
     "occurrences",
     "outcome_period",
+    "pending_occurrences",
     "period_key",
     "proactive_due",
     "resolve_local",
@@ -184,6 +187,154 @@ def occurrences(
         yield slot.at
 
 
+# how many matches of a cron rule are counted one by one before the count is said to be at least
+# that many (interval rules are counted by arithmetic, however many)
+CRON_COUNT_LIMIT = 10_000
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A rule's occurrences in ``(start, end]`` summed up, not listed: a ``Next`` decades back (a
+    year typed wrong: ``0002``) is millions of them, and listing them took a minute."""
+
+    count: int  # how many (when not ``exact``, at least this many)
+    first: datetime  # the earliest
+    latest: tuple[datetime, ...]  # the latest ``keep`` of them, increasing
+    exact: bool = True  # False: a cron rule matched more than CRON_COUNT_LIMIT times
+
+
+def pending_occurrences(
+    repeat: Repeat,
+    anchor: datetime,
+    zone: ZoneInfo,
+    start: datetime,
+    end: datetime,
+    *,
+    first: datetime | None = None,
+    keep: int = 1,
+) -> Pending | None:
+    """What :func:`occurrences` lists for ``(start, end]``, in a few steps however many there are
+    (None: none): interval rules by arithmetic on their step, a cron rule by counting its matches
+    up to :data:`CRON_COUNT_LIMIT`, its latest ones then found in a window before ``end``."""
+    require_naive(anchor, "anchor")
+    _require_aware(start, "start")
+    _require_aware(end, "end")
+    first = resolve_local(anchor, zone) if first is None else first
+    keep = max(1, keep)
+    if repeat.kind is RepeatKind.HOURS:
+        if repeat.n < 1:
+            raise InvalidInput(f"Repeat {repeat.render()!r}: N must be at least 1")
+        return _pending_hours(first, timedelta(hours=repeat.n), start, end, keep)
+    if repeat.kind is RepeatKind.CRON:
+        return _pending_counted(repeat, anchor, first, zone, start, end, keep)
+    step = {RepeatKind.DAILY: 1, RepeatKind.WEEKLY: 7}.get(repeat.kind, repeat.n)
+    if step < 1:
+        raise InvalidInput(f"Repeat {repeat.render()!r}: N must be at least 1")
+    return _pending_calendar(anchor, step, zone, start, end, keep)
+
+
+def _pending_hours(
+    first: datetime, step: timedelta, start: datetime, end: datetime, keep: int
+) -> Pending | None:
+    """``every N hours``: the instants ``first + k * step`` (k >= 0), as :func:`_hour_slots` steps."""
+    if end < first:
+        return None
+    low = 0 if start < first else (start - first) // step + 1
+    high = (end - first) // step
+    if high < low:
+        return None
+    latest = tuple(first + k * step for k in range(max(low, high - keep + 1), high + 1))
+    return Pending(high - low + 1, first + low * step, latest)
+
+
+def _pending_calendar(
+    anchor: datetime, step: int, zone: ZoneInfo, start: datetime, end: datetime, keep: int
+) -> Pending | None:
+    """Calendar rules: slot k is ``anchor`` + k * ``step`` days on the wall clock, as
+    :func:`_calendar_slots` steps; its instant grows with k (days apart, whatever the zone's
+    shifts), so the first slot after ``start`` and the last at or before ``end`` are found from
+    the dates, a step or two either side."""
+
+    def fires(k: int) -> datetime | None:
+        try:
+            return resolve_local(anchor + timedelta(days=k * step), zone)
+        except OverflowError:
+            return None  # past the year 9999: the calendar ends
+
+    def index_on(moment: datetime) -> int:
+        return (wall_clock(moment, zone).date() - anchor.date()).days // step
+
+    low = max(0, index_on(start) - 1)
+    while (at := fires(low)) is not None and at <= start:
+        low += 1
+    if at is None or at > end:
+        return None
+    high = max(low, index_on(end) + 1)
+    while (at := fires(high)) is None or at > end:
+        high -= 1
+    ks = range(max(low, high - keep + 1), high + 1)
+    latest = tuple(at for k in ks if (at := fires(k)) is not None)
+    first = fires(low)
+    assert first is not None
+    return Pending(high - low + 1, first, latest)
+
+
+def _pending_counted(
+    repeat: Repeat,
+    anchor: datetime,
+    first: datetime,
+    zone: ZoneInfo,
+    start: datetime,
+    end: datetime,
+    keep: int,
+) -> Pending | None:
+    """A cron rule's matches, counted one by one up to :data:`CRON_COUNT_LIMIT`."""
+    from collections import deque
+
+    count = 0
+    earliest: datetime | None = None
+    latest: deque[datetime] = deque(maxlen=keep)
+    for slot in _series(repeat, anchor, first, zone, start):
+        if slot.at > end:
+            break
+        if earliest is None:
+            earliest = slot.at
+        count += 1
+        latest.append(slot.at)
+        if count >= CRON_COUNT_LIMIT:
+            tail = _latest_before(repeat, anchor, first, zone, start, end, keep)
+            return Pending(count, earliest, tail, exact=False)
+    if earliest is None:
+        return None
+    return Pending(count, earliest, tuple(latest))
+
+
+def _latest_before(
+    repeat: Repeat,
+    anchor: datetime,
+    first: datetime,
+    zone: ZoneInfo,
+    start: datetime,
+    end: datetime,
+    keep: int,
+) -> tuple[datetime, ...]:
+    """The latest ``keep`` slots in ``(start, end]``, read from a window before ``end`` that
+    doubles until it holds that many (a rule matching that often fills a short one)."""
+    from collections import deque
+
+    window = timedelta(days=1)
+    while True:
+        since = max(start, end - window)
+        found: deque[datetime] = deque(maxlen=keep)
+        for slot in _series(repeat, anchor, first, zone, since):
+            if slot.at > end:
+                break
+            found.append(slot.at)
+        if len(found) >= keep or since == start:
+            return tuple(found)
+        window *= 2
+
+
 def next_after(repeat: Repeat, anchor: datetime, zone: ZoneInfo, now: datetime) -> datetime:
     """The first occurrence strictly after ``now`` (aware UTC), keeping the anchor's phase.
 
@@ -279,12 +430,12 @@ def materialize(
     first = resolve_local(next_local, zone) if first is None else first
     if first > now:
         return None
-    for missed, slot in enumerate(_series(repeat, next_local, first, zone, first)):
-        if slot.at > now:
-            label = f" ({tz_label})" if tz_label else ""
-            text = f"{next_local:%Y-%m-%d %H:%M}{label} {content}"
-            return Materialized(text, slot.local, missed, slot.at)
-    raise InvalidInput(f"Repeat {repeat.render()!r} never fires after {now.isoformat()}")
+    slot = _next_slot(repeat, next_local, first, zone, now)
+    missed = pending_occurrences(repeat, next_local, zone, first, now, first=first)
+    label = f" ({tz_label})" if tz_label else ""
+    # the year in four digits, as Go's layout writes it (strftime's %Y leaves 0002 as "2")
+    text = f"{next_local.year:04d}-{next_local:%m-%d %H:%M}{label} {content}"
+    return Materialized(text, slot.local, 0 if missed is None else missed.count, slot.at)
 
 
 # --- missed periods ------------------------------------------------------------------------

@@ -12,10 +12,12 @@ from hypothesis import strategies as st
 
 from heartbeat.errors import InvalidInput
 from heartbeat.rules.recurrence import (
+    CRON_COUNT_LIMIT,
     ConditionResult,
     Frequency,
     Materialized,
     MissedPolicy,
+    Pending,
     check_conditions,
     due_occurrences,
     due_period,
@@ -23,6 +25,7 @@ from heartbeat.rules.recurrence import (
     materialize,
     next_after,
     occurrences,
+    pending_occurrences,
     period_key,
     proactive_due,
     resolve_local,
@@ -710,3 +713,117 @@ def test_a_step_is_at_most_a_hundred_years(text: str, ok: bool) -> None:
     else:
         with pytest.raises(ValueError, match="over 100 years"):
             parse_repeat(text)
+
+
+# --- occurrences counted, not listed: a Next decades back ------------------------------------
+
+
+def _materialized_by_listing(
+    rule: Repeat, anchor: datetime, zone: ZoneInfo, now: datetime, first: datetime
+) -> tuple[datetime, int] | None:
+    """materialize's new Next instant and missed count as it found them before: stepping through
+    every slot after ``first`` up to the first after ``now``."""
+    if first > now:
+        return None
+    for missed, at in enumerate(
+        occurrences(rule, anchor, zone, first, now + timedelta(days=800), first=first)
+    ):
+        if at > now:
+            return at, missed
+    raise AssertionError("the rule never fires again")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rule=st.sampled_from(RULES).map(parse_repeat),
+    zone=st.sampled_from(SOME_ZONES).map(ZoneInfo),
+    anchor=st.datetimes(min_value=datetime(2024, 1, 1), max_value=datetime(2028, 1, 1)).map(
+        lambda d: d.replace(second=0, microsecond=0)
+    ),
+    shift=st.sampled_from([None, timedelta(hours=1), timedelta(hours=-1), timedelta(minutes=-30)]),
+    offset=st.timedeltas(min_value=timedelta(days=-3), max_value=timedelta(days=60)),
+    span=st.timedeltas(min_value=timedelta(0), max_value=timedelta(days=120)),
+    keep=st.integers(1, 5),
+)
+def test_pending_occurrences_sum_up_what_occurrences_list(
+    rule: Repeat,
+    zone: ZoneInfo,
+    anchor: datetime,
+    shift: timedelta | None,
+    offset: timedelta,
+    span: timedelta,
+    keep: int,
+) -> None:
+    """The count, the first and the latest ``keep`` of the occurrences in (start, end], for any
+    rule, zone (daylight saving of an hour, of 30 minutes) and window; ``first`` given or not
+    (the stored instant of a repeated local time differs from the anchor's first reading)."""
+    first = None if shift is None else resolve_local(anchor, zone) + shift
+    start = resolve_local(anchor, zone) + offset
+    end = start + span
+    listed = list(occurrences(rule, anchor, zone, start, end, first=first))
+    got = pending_occurrences(rule, anchor, zone, start, end, first=first, keep=keep)
+    if not listed:
+        assert got is None
+        return
+    assert got == Pending(len(listed), listed[0], tuple(listed[-keep:]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rule=st.sampled_from(RULES).map(parse_repeat),
+    zone=st.sampled_from(SOME_ZONES).map(ZoneInfo),
+    anchor=st.datetimes(min_value=datetime(2024, 1, 1), max_value=datetime(2028, 1, 1)).map(
+        lambda d: d.replace(second=0, microsecond=0)
+    ),
+    late=st.timedeltas(min_value=timedelta(days=-1), max_value=timedelta(days=90)),
+)
+def test_materialize_counts_the_missed_periods_it_used_to_step_through(
+    rule: Repeat, zone: ZoneInfo, anchor: datetime, late: timedelta
+) -> None:
+    first = resolve_local(anchor, zone)
+    now = first + late
+    made = materialize(rule, anchor, zone, None, "x", now)
+    expected = _materialized_by_listing(rule, anchor, zone, now, first)
+    if expected is None:
+        assert made is None
+        return
+    assert made is not None
+    assert (made.new_next_at, made.missed) == expected
+
+
+def test_a_next_typed_in_the_year_two_is_counted_not_stepped_through(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An hourly rule whose Next reads 0002-01-01 has 17,750,168 occurrences by the end of 2026:
+    a few readings of the wall clock count them (hb heartbeat took a minute listing them)."""
+    from heartbeat.rules import recurrence
+
+    readings = 0
+    resolve = recurrence.resolve_local
+
+    def counted(wall: datetime, zone: ZoneInfo) -> datetime:
+        nonlocal readings
+        readings += 1
+        return resolve(wall, zone)
+
+    monkeypatch.setattr(recurrence, "resolve_local", counted)
+    anchor, now = datetime(2, 1, 1), utc(2026, 12, 6, 8, 30)
+    hourly = pending_occurrences(
+        parse_repeat("every 1 hour"), anchor, ZUTC, resolve(anchor, ZUTC), now, keep=100
+    )
+    daily = pending_occurrences(DAILY, anchor, NY, resolve(anchor, NY), now, keep=100)
+    made = materialize(parse_repeat("every 1 hour"), anchor, ZUTC, None, "x", now)
+    assert hourly is not None and daily is not None and made is not None
+    assert hourly.count == 17_750_168 and hourly.latest[-1] == utc(2026, 12, 6, 8)
+    assert len(hourly.latest) == 100 and hourly.first == utc(2, 1, 1, 1)
+    assert daily.latest[-1] == resolve(datetime(2026, 12, 6), NY) and daily.exact
+    assert (made.missed, made.new_next_at) == (hourly.count, utc(2026, 12, 6, 9))
+    assert made.text == "0002-01-01 00:00 x"  # the year as mistermorph writes it (Go: 2006-01-02)
+    assert readings < 300
+
+
+def test_a_cron_rule_is_counted_up_to_a_limit_its_latest_found_before_the_end() -> None:
+    every_minute = parse_repeat("cron * * * * *")
+    anchor, now = datetime(2026, 1, 1), utc(2026, 12, 6, 8, 30)
+    got = pending_occurrences(every_minute, anchor, ZUTC, resolve_local(anchor, ZUTC), now, keep=3)
+    assert got is not None and not got.exact and got.count == CRON_COUNT_LIMIT
+    assert got.first == utc(2026, 1, 1, 0, 1)
+    assert got.latest == (utc(2026, 12, 6, 8, 28), utc(2026, 12, 6, 8, 29), utc(2026, 12, 6, 8, 30))

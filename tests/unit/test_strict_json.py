@@ -10,7 +10,6 @@ from enum import IntEnum, StrEnum
 from typing import Any
 
 import pytest
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
