@@ -55,7 +55,7 @@ def dumps_indented(value: Any, default: Callable[[Any], Any] | None = None, *, d
     so; the first is the caller's to place)."""
     try:
         return _indented(value, "\n" + "  " * depth, default)
-    except RecursionError:  # nested deeper than the interpreter's frames: dumps says so alike
+    except RecursionError:  # nested deeper than these frames go: dumps's own answer (text or error)
         text = dumps(value, ensure_ascii=False, indent=2, default=default)
         return text.replace("\n", "\n" + "  " * depth)
 
