@@ -48,7 +48,7 @@ _STRING = json.encoder.encode_basestring  # a JSON string as json.dumps(..., ens
 def dumps_indented(value: Any, default: Callable[[Any], Any] | None = None, *, depth: int = 0) -> str:
     """``dumps(value, ensure_ascii=False, indent=2, default=default)``: the same text, built
     without the indenting encoder of ``json``, which is pure Python (a generator per nested
-    value; about 100 µs for one task of ``hb list --json``). Objects with text keys, arrays,
+    value). Objects with text keys, arrays,
     text, numbers, true, false and null are written here; any other value (a ``default`` one,
     an object with other keys) is :func:`dumps`'s text, indented where it stands. ``depth``:
     the value stands that many levels deep in an enclosing document (its lines are indented
