@@ -21,7 +21,7 @@ import pytest
 
 from heartbeat import Ledger
 from heartbeat import serve as serve_mod
-from heartbeat.serve import MAX_BODY, PokeServer, make_server, token_file_warning
+from heartbeat.serve import MAX_BODY, PokeHandler, PokeServer, make_server, token_file_warning
 from tests.conftest import Runner, read_until_closed
 from tests.round.conftest import db_of, open_ledger, runs, write
 
@@ -720,3 +720,31 @@ def test_serve_command_end_to_end(sh: Runner, workspace: Path) -> None:
     with Ledger.open(workspace=workspace) as ledger:
         assert ledger.get(payload["id"])["title"] == "from curl"
     assert token_file.exists()
+
+
+def test_an_answer_has_its_own_time_to_be_written_however_long_the_request_took(
+    sh_db: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The socket's timeout when the answer starts is REQUEST_TIMEOUT again: a request that took
+    most of its deadline to arrive left the write only the rest (a large page to a slow reader
+    was cut off), and one that arrived at once gave its write all of it."""
+    monkeypatch.setattr(serve_mod, "REQUEST_TIMEOUT", 2)
+    seen: list[float | None] = []
+    send = PokeHandler.send_response_only
+
+    def watched(self: PokeHandler, code: int, message: str | None = None) -> None:
+        send(self, code, message)
+        seen.append(self.connection.gettimeout())
+
+    monkeypatch.setattr(PokeHandler, "send_response_only", watched)
+    with running(make_server(lambda: open_ledger(sh_db), token=TOKEN)) as srv:
+        host, port = srv.server_address[:2]
+        with socket.create_connection((str(host), int(port)), timeout=10) as sock:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\n")
+            time.sleep(1.2)  # most of the request's 2 seconds
+            sock.sendall(b"X-Late: 1\r\n")  # the server reads on, waiting for what is left
+            time.sleep(0.2)
+            sock.sendall(b"\r\n")
+            status, _, payload = answer_of(read_until_closed(sock))
+    assert status == 200 and payload["ok"] is True
+    assert seen == [2]
