@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
@@ -136,10 +137,15 @@ def _raw_slots(
         if repeat.cron is None:
             raise InvalidInput("a cron rule needs a cron expression")
         return _cron_slots(repeat.cron, anchor, zone, after)
+    return _calendar_slots(anchor, _calendar_step(repeat), zone, after)
+
+
+def _calendar_step(repeat: Repeat) -> int:
+    """The days between a calendar rule's slots; InvalidInput for ``every N days`` below 1."""
     step = {RepeatKind.DAILY: 1, RepeatKind.WEEKLY: 7}.get(repeat.kind, repeat.n)
     if step < 1:
         raise InvalidInput(f"Repeat {repeat.render()!r}: N must be at least 1")
-    return _calendar_slots(anchor, step, zone, after)
+    return step
 
 
 def _series(
@@ -177,14 +183,20 @@ def occurrences(
     the instant it stands for when known (:func:`resolve_next`), else
     :func:`resolve_local`'s.
     """
+    first = _first_of_window(anchor, zone, start, end, first)
+    for slot in _until(_series(repeat, anchor, first, zone, start), end):
+        yield slot.at
+
+
+def _first_of_window(
+    anchor: datetime, zone: ZoneInfo, start: datetime, end: datetime, first: datetime | None
+) -> datetime:
+    """The instant a rule's series starts at (``first``, else the anchor's reading), once the
+    anchor is known naive and the window's ends aware."""
     require_naive(anchor, "anchor")
     _require_aware(start, "start")
     _require_aware(end, "end")
-    first = resolve_local(anchor, zone) if first is None else first
-    for slot in _series(repeat, anchor, first, zone, start):
-        if slot.at > end:
-            return
-        yield slot.at
+    return resolve_local(anchor, zone) if first is None else first
 
 
 # how many matches of a cron rule are counted one by one before the count is said to be at least
@@ -216,10 +228,7 @@ def pending_occurrences(
     """What :func:`occurrences` lists for ``(start, end]``, in a few steps however many there are
     (None: none): interval rules by arithmetic on their step, a cron rule by counting its matches
     up to :data:`CRON_COUNT_LIMIT`, its latest ones then found in a window before ``end``."""
-    require_naive(anchor, "anchor")
-    _require_aware(start, "start")
-    _require_aware(end, "end")
-    first = resolve_local(anchor, zone) if first is None else first
+    first = _first_of_window(anchor, zone, start, end, first)
     keep = max(1, keep)
     if repeat.kind is RepeatKind.HOURS:
         if repeat.n < 1:
@@ -227,10 +236,7 @@ def pending_occurrences(
         return _pending_hours(first, timedelta(hours=repeat.n), start, end, keep)
     if repeat.kind is RepeatKind.CRON:
         return _pending_counted(repeat, anchor, first, zone, start, end, keep)
-    step = {RepeatKind.DAILY: 1, RepeatKind.WEEKLY: 7}.get(repeat.kind, repeat.n)
-    if step < 1:
-        raise InvalidInput(f"Repeat {repeat.render()!r}: N must be at least 1")
-    return _pending_calendar(anchor, step, zone, start, end, keep)
+    return _pending_calendar(anchor, _calendar_step(repeat), zone, start, end, keep)
 
 
 def _pending_hours(
@@ -265,18 +271,16 @@ def _pending_calendar(
         return (wall_clock(moment, zone).date() - anchor.date()).days // step
 
     low = max(0, index_on(start) - 1)
-    while (at := fires(low)) is not None and at <= start:
+    while (earliest := fires(low)) is not None and earliest <= start:
         low += 1
-    if at is None or at > end:
+    if earliest is None or earliest > end:
         return None
     high = max(low, index_on(end) + 1)
     while (at := fires(high)) is None or at > end:
         high -= 1
     ks = range(max(low, high - keep + 1), high + 1)
     latest = tuple(at for k in ks if (at := fires(k)) is not None)
-    first = fires(low)
-    assert first is not None
-    return Pending(high - low + 1, first, latest)
+    return Pending(high - low + 1, earliest, latest)
 
 
 def _pending_counted(
@@ -289,14 +293,10 @@ def _pending_counted(
     keep: int,
 ) -> Pending | None:
     """A cron rule's matches, counted one by one up to :data:`CRON_COUNT_LIMIT`."""
-    from collections import deque
-
     count = 0
     earliest: datetime | None = None
     latest: deque[datetime] = deque(maxlen=keep)
-    for slot in _series(repeat, anchor, first, zone, start):
-        if slot.at > end:
-            break
+    for slot in _until(_series(repeat, anchor, first, zone, start), end):
         if earliest is None:
             earliest = slot.at
         count += 1
@@ -320,16 +320,10 @@ def _latest_before(
 ) -> tuple[datetime, ...]:
     """The latest ``keep`` slots in ``(start, end]``, read from a window before ``end`` that
     doubles until it holds that many (a rule matching that often fills a short one)."""
-    from collections import deque
-
     window = timedelta(days=1)
     while True:
         since = max(start, end - window)
-        found: deque[datetime] = deque(maxlen=keep)
-        for slot in _series(repeat, anchor, first, zone, since):
-            if slot.at > end:
-                break
-            found.append(slot.at)
+        found = deque((slot.at for slot in _until(_series(repeat, anchor, first, zone, since), end)), keep)
         if len(found) >= keep or since == start:
             return tuple(found)
         window *= 2
