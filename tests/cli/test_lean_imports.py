@@ -27,10 +27,12 @@ PROBE = (
 )
 
 
-def _hb(ws: Path, *args: str, probe: bool = False) -> subprocess.CompletedProcess[str]:
+def _hb(ws: Path, *args: str, probe: bool | str = False) -> subprocess.CompletedProcess[str]:
+    """``hb args`` in a fresh interpreter; ``probe``: under PROBE (or the probe given)."""
     env = {**os.environ, "HB_WORKSPACE": str(ws), "HB_NOW": NOW}
     env.pop("HB_DATABASE_URL", None)
-    argv = [sys.executable, "-c", PROBE, *args] if probe else [sys.executable, "-m", "heartbeat", *args]
+    text = PROBE if probe is True else probe
+    argv = [sys.executable, "-c", text, *args] if text else [sys.executable, "-m", "heartbeat", *args]
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
@@ -124,13 +126,6 @@ def _queue_modules(result: subprocess.CompletedProcess[str]) -> list[str]:
     return [m for m in loaded if m.startswith("heartbeat.ops.") or m in UNUSED_BY_THE_QUEUE]
 
 
-def _operations(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HB_WORKSPACE": str(ws), "HB_NOW": NOW}
-    env.pop("HB_DATABASE_URL", None)
-    argv = [sys.executable, "-c", OPERATIONS_PROBE, *args]
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
-
-
 def test_pop_and_complete_load_the_queue_operations_alone(tmp_path: Path) -> None:
     """The Ledger imports an operations module when a command first calls it: `hb pop` and `hb
     complete` load heartbeat.ops.queue and none of the round's, the recurrences', the files',
@@ -140,12 +135,12 @@ def test_pop_and_complete_load_the_queue_operations_alone(tmp_path: Path) -> Non
     ws.mkdir()
     assert _hb(ws, "init").returncode == 0
     added = json.loads(_hb(ws, "add", "Call the bank", "--json").stdout)
-    popped = _operations(ws, "pop", "--json")
+    popped = _hb(ws, "pop", "--json", probe=OPERATIONS_PROBE)
     assert popped.returncode == 0, popped.stderr
     task = json.loads(popped.stdout)
     assert task["id"] == added["id"]
     assert _queue_modules(popped) == ["heartbeat.ops.queue"]
-    done = _operations(ws, "complete", task["id"], "--claim", task["claim"])
+    done = _hb(ws, "complete", task["id"], "--claim", task["claim"], probe=OPERATIONS_PROBE)
     assert done.returncode == 0, done.stderr
     assert _queue_modules(done) == ["heartbeat.ops.queue"]
     assert json.loads(_hb(ws, "show", added["id"], "--json").stdout)["status"] == "done"
