@@ -446,3 +446,32 @@ def test_a_repeated_key_is_a_warning_naming_its_line(sh: Runner, workspace: Path
     warned = f"hb: warning: {path}:2: key 'note' is repeated in its object: the last value counts"
     assert warned in sh("sync").stderr
     assert path.read_text() == '{"note": 1,\n "note": 2, "lastChecks": {"email": 1714550400}}\n'
+
+
+FRACTIONS = (
+    '{"todoWatch": {"lastScanAt": "2026-05-01T09:00:00.5+08:00"},\n'
+    ' "proactiveChat": {"lastConversationAt": 1777597200.5, "lastProactiveAt": "2026-05-01T00:00:00.250Z"},\n'
+    ' "memoryHygiene": {"lastRunAt": 1777593600123}}\n'
+)
+
+
+def test_times_with_a_fraction_stay_as_written_until_the_ledger_has_a_newer_one(
+    sh_db: Runner, workspace: Path
+) -> None:
+    """OpenClaw's agent may write fractions of a second, epoch floats or milliseconds, in any
+    offset. The ledger keeps the exact instant, so a sync that only read them rewrites none."""
+    state_file = write(workspace / "memory" / "heartbeat-state.json", FRACTIONS)
+    first = sh_db.json("--now", "2026-05-01T12:00Z", "sync", "--only", "state")["reports"][0]
+    assert first["written"] is False
+    assert state_file.read_text() == FRACTIONS
+    [seen] = runs(sh_db, "seen")
+    assert seen["started_at"].isoformat() == "2026-05-01T01:00:00.500000+00:00"
+    [check] = runs(sh_db, "check")
+    assert check["started_at"].isoformat() == "2026-05-01T01:00:00.500000+00:00"
+    again = sh_db.json("--now", "2026-05-01T12:01Z", "sync", "--only", "state")["reports"][0]
+    assert again["written"] is False and again["updated"] == []
+    assert state_file.read_text() == FRACTIONS
+    # a newer conversation is written in whole seconds, as the runtime's kind (an epoch float)
+    sh_db("--now", "2026-05-01T12:30:00.75Z", "seen")
+    sh_db("--now", "2026-05-01T12:31Z", "sync", "--only", "state")
+    assert state_file.read_text() == FRACTIONS.replace("1777597200.5", "1777638600.0")

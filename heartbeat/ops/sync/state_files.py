@@ -269,9 +269,11 @@ def _updated(
         for key in state_fmt.SETTING_PATHS
         if (key in present or key in stored) and key not in keep
     }
-    # the file keeps whole seconds, like the runtimes write it; the ledger keeps the exact instant
+    # hb writes whole seconds, like the runtimes; the ledger keeps the exact instant, so a time
+    # the file already holds to the microsecond (its fraction, its offset) stays as written
+    written = state_fmt.facts_from_state(doc, tz=ctx.zone, problems={})
     facts = {
-        key: moment.replace(microsecond=0)
+        key: moment if written.get(key) == moment else moment.replace(microsecond=0)
         for key, moment in _facts(db).items()
         if moment is not None and key not in keep
     }
