@@ -62,6 +62,14 @@ def default_db_path(workspace: Path) -> Path:
     return workspace / STATE_DIR / DB_NAME
 
 
+def make_directory(path: Path, workspace: Path) -> None:
+    """The directory of a SQLite ledger file: the workspace's own ``.agent/state`` is made when
+    missing; another must exist (NotFound: a typo, not a place to create)."""
+    if path != default_db_path(workspace) and not path.parent.is_dir():
+        raise NotFound(f"--db {path}: no directory {path.parent}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+
 # the arguments not looked at: the ledger keeps them as JSON, where a NUL character is kept
 # (escaped); a poke's text is refused any control character, a NUL too, by the poke itself
 _UNCHECKED_ARGUMENTS = frozenset({("complete", "outcome"), ("recur_outcome", "result"), ("poke", "text")})
@@ -165,13 +173,15 @@ class Ledger:
             raise NotFound(f"workspace {ws} is not a directory (create it, or pass --workspace)")
         url = db if db is not None else str(default_db_path(ws))
         path = sqlite.file_of(url)
+        if path is None and sqlite.is_sqlite(url):
+            raise InvalidInput(
+                f"--db {url}: a SQLite ledger is a file; give its path or sqlite:///PATH "
+                "(an in-memory database or a file: URI is not kept between commands)"
+            )
         if path is not None:
             if not path.exists() and not create:
                 raise NotFound(f"no ledger at {path}; run `hb init`")
-            own = path == default_db_path(ws)  # the workspace's own .agent/state may be made
-            if not own and not path.parent.is_dir():  # a typo, not a place to create
-                raise NotFound(f"--db {path}: no directory {path.parent}")
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_directory(path, ws)
         ledger = cls(url, ws, now)
         try:
             if path is None or not ledger._sqlite_at_head(path):
@@ -192,7 +202,7 @@ class Ledger:
 
         if not path.exists():
             return False
-        con = sqlite.connect(path)
+        con = sqlite.connect(path, wal=False)  # not written to before it reads as hb's
         try:
             row = con.execute("SELECT version_num FROM alembic_version").fetchone()
         except sqlite3.DatabaseError:
@@ -201,6 +211,7 @@ class Ledger:
         if row is None or row[0] != HEAD:
             con.close()
             return False
+        sqlite.use_wal(con)
         self.ctx.raw = con
         return True
 

@@ -50,13 +50,14 @@ def _engine() -> Any:
     from pathlib import Path
 
     from heartbeat.db.engine import make_engine, sqlite_path
-    from heartbeat.ledger import default_db_path
+    from heartbeat.ledger import default_db_path, make_directory
 
     st = state()
-    url = st.db or str(default_db_path(Path(st.workspace or ".").expanduser().resolve()))
+    workspace = Path(st.workspace or ".").expanduser().resolve()
+    url = st.db or str(default_db_path(workspace))
     target = sqlite_path(url)
     if target is not None:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_directory(target, workspace)
     return make_engine(url)
 
 

@@ -83,6 +83,11 @@ def ensure_current(engine: Engine, *, now: Callable[[], datetime], create: bool 
         raise SchemaError("the database has tables but no hb schema version; is it an hb ledger?")
     if rev is None and not create:
         raise SchemaError("the database has no hb schema yet; run `hb init`")
+    if engine.dialect.name == "sqlite":  # hb's now (new, or behind): the journal becomes WAL
+        from heartbeat.db.sqlite import use_wal
+
+        with engine.connect() as conn:
+            use_wal(conn.connection.driver_connection)
     backup = None
     if rev is not None:
         path = sqlite_path(str(engine.url))

@@ -23,7 +23,9 @@ WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024
 
 
 def configure(dbapi_connection: Any, *, wal: bool = True) -> None:
-    """hb's pragmas; the caller emits BEGIN itself (pysqlite's own handling is off)."""
+    """hb's pragmas for one connection; the caller emits BEGIN itself (pysqlite's own handling
+    is off). The journal mode is the file's, not the connection's: :func:`use_wal` sets it once
+    the file is known to be an hb ledger, so a database hb refuses is left as it was."""
     # pysqlite would emit a deferred BEGIN; a deferred transaction that later
     # writes gets SQLITE_BUSY at once in WAL mode, ignoring busy_timeout, so
     # hb begins write transactions with BEGIN IMMEDIATE itself.
@@ -31,7 +33,6 @@ def configure(dbapi_connection: Any, *, wal: bool = True) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     if wal:
-        cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
         cursor.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT_BYTES}")
     cursor.execute("PRAGMA synchronous = NORMAL")
@@ -40,9 +41,10 @@ def configure(dbapi_connection: Any, *, wal: bool = True) -> None:
 
 
 def file_of(url: str) -> Path | None:
-    """The SQLite file a path or ``sqlite:///`` URL names; None for anything else (or in-memory)."""
+    """The SQLite file a path or ``sqlite:///`` URL names; None for anything else (PostgreSQL,
+    an in-memory database, a ``file:`` URI)."""
     if "://" not in url:
-        return Path(url).expanduser().resolve()
+        return None if url == ":memory:" else Path(url).expanduser().resolve()
     for prefix in ("sqlite:///", "sqlite+pysqlite:///"):
         if url.startswith(prefix):
             rest = unquote(url[len(prefix) :].split("?", 1)[0])
@@ -52,11 +54,25 @@ def file_of(url: str) -> Path | None:
     return None
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """A configured connection to an existing ledger file."""
+def use_wal(dbapi_connection: Any) -> None:
+    """Put the database in WAL mode (kept in the file; a no-op when it is already). Outside any
+    transaction, and only on a file hb owns: it rewrites the file's header."""
+    dbapi_connection.execute("PRAGMA journal_mode = WAL").close()
+
+
+def connect(path: Path, *, wal: bool = True) -> sqlite3.Connection:
+    """A configured connection to an existing ledger file (``wal``: one known to be hb's, put
+    in WAL mode; else the file is not written to until :func:`use_wal`)."""
     # a Ledger may be handed from thread to thread (a worker pool); it is not for two at once
     con = sqlite3.connect(
         str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
     )
     configure(con)
+    if wal:
+        use_wal(con)
     return con
+
+
+def is_sqlite(url: str) -> bool:
+    """Whether a path or URL names a SQLite database (a file or not)."""
+    return "://" not in url or url.split(":", 1)[0].split("+", 1)[0] == "sqlite"

@@ -250,6 +250,67 @@ def test_database_newer_than_hb_is_refused_and_untouched(hb: Runner, workspace: 
     ]
 
 
+@pytest.mark.parametrize("kind", ["foreign", "newer"])
+def test_a_refused_database_keeps_its_journal_mode_and_every_byte(
+    hb: Runner, tmp_path: Path, kind: str
+) -> None:
+    """The journal becomes WAL only once the file reads as an hb ledger hb can use: a
+    database hb refuses (another program's, or one from a newer hb) is not written to."""
+    (tmp_path / "dbs").mkdir()
+    db = tmp_path / "dbs" / f"{kind}.db"
+    with closing(sqlite3.connect(db)) as con:
+        con.execute(
+            "CREATE TABLE alembic_version (version_num TEXT)" if kind == "newer" else "CREATE TABLE foo (x)"
+        )
+        if kind == "newer":
+            con.execute("INSERT INTO alembic_version VALUES ('9999')")
+        con.commit()
+    before = db.read_bytes()
+    for command in (("list",), ("add", "x"), ("db", "current")):
+        result = hb("--db", str(db), *command, code=None)
+        if command != ("db", "current"):
+            assert result.exit_code == 1 and result.stderr.count("\n") == 1, result.stderr
+        assert db.read_bytes() == before, command
+        assert sorted(p.name for p in db.parent.iterdir()) == [db.name], command
+    with closing(sqlite3.connect(db)) as con:
+        assert con.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+
+
+def test_a_new_ledger_and_one_upgraded_are_in_wal_mode(hb: Runner, tmp_path: Path) -> None:
+    db = tmp_path / "new.db"
+    hb("--db", str(db), "list")
+    with closing(sqlite3.connect(db)) as con:
+        assert con.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        con.execute("PRAGMA journal_mode = DELETE")  # at head, as another tool may leave it
+    hb("--db", str(db), "list")
+    with closing(sqlite3.connect(db)) as con:
+        assert con.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+@pytest.mark.parametrize(
+    "url", ["sqlite://", "sqlite:///:memory:", ":memory:", "sqlite:///file:x.db?mode=ro&uri=true"]
+)
+def test_a_sqlite_database_that_is_not_a_file_is_refused(
+    hb: Runner, tmp_path: Path, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each command would get a new, empty database: refused with one line, nothing made."""
+    monkeypatch.chdir(tmp_path)
+    result = hb("--db", url, "list", code=1)
+    assert result.stderr == (
+        f"hb: --db {url}: a SQLite ledger is a file; give its path or sqlite:///PATH "
+        "(an in-memory database or a file: URI is not kept between commands)\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ws"]  # no file named :memory:
+
+
+def test_db_commands_make_no_directory_for_another_database(hb: Runner, tmp_path: Path) -> None:
+    db = tmp_path / "typo" / "x.db"
+    for command in (("db", "current"), ("db", "upgrade"), ("db", "check")):
+        result = hb("--db", str(db), *command, code=1)
+        assert result.stderr == f"hb: --db {db}: no directory {db.parent}\n"
+    assert not db.parent.exists()
+
+
 def test_older_sqlite_database_is_backed_up_then_upgraded(hb: Runner, workspace: Path) -> None:
     if len(migrate.REVISIONS) < 2:
         pytest.skip("needs a second revision (the reporting views) to upgrade across")
