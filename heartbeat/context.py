@@ -8,7 +8,6 @@ SQLAlchemy: the context speaks plain SQL on the driver connection
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -124,7 +123,9 @@ class Context:
             if idle:
                 self.raw.rollback()
             # SQLite hands back JSON text; psycopg has already decoded the json column
-            stored = {k: json.loads(v) if self.sqlite and isinstance(v, str) else v for k, v in rows}
+            stored = {
+                k: settings_mod.decoded(k, v) if self.sqlite and isinstance(v, str) else v for k, v in rows
+            }
             self._settings = settings_mod.build(stored)
         return self._settings
 

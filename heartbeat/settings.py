@@ -266,8 +266,46 @@ def parse_value(name: str, text: str) -> Any:
 
 
 def build(stored: dict[str, Any]) -> Settings:
-    """Settings from the stored ``{key: value}`` rows (validated when stored), defaults for the rest."""
-    return Settings(**{KEYS[name].field: value for name, value in stored.items() if name in KEYS})
+    """Settings from the stored ``{key: value}`` rows, defaults for the rest.
+
+    The values were validated when stored, but the table is a file anyone can edit: each is
+    checked again as it is read (:func:`_plain`, no pydantic for a value hb stored), and one
+    that is not a value of its setting is InvalidInput naming it and the command that mends it."""
+    values: dict[str, Any] = {}
+    for name, value in stored.items():
+        k = KEYS.get(name)
+        if k is not None:
+            values[k.field] = stored_value(name, value)
+    return Settings(**values)
+
+
+def stored_value(name: str, value: Any) -> Any:
+    """The value of setting ``name`` as read from the settings table (see :func:`build`)."""
+    k = KEYS[name]
+    if value is None and k.default is None:
+        return None
+    plain, checked = _plain(k, value)
+    if plain:
+        return checked
+    try:
+        return _validated(name, k, value)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{_TABLE}{exc.message}; {_MEND.format(name=name)}") from None
+
+
+_TABLE = "the ledger's settings table: "
+_MEND = "`hb config set {name} VALUE` or `hb config unset {name}` mends it"
+
+
+def decoded(name: str, text: str) -> Any:
+    """A value of the settings table as SQLite keeps it (JSON text); InvalidInput naming the
+    setting for text that is not JSON."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise InvalidInput(
+            f"{_TABLE}setting {name}: {text!r} is not JSON; {_MEND.format(name=name)}"
+        ) from None
 
 
 def as_dict(settings: Settings) -> dict[str, Any]:

@@ -547,3 +547,61 @@ def test_a_nul_the_checks_did_not_foresee_is_still_named_as_input_not_as_a_datab
     )
     other = psycopg.DataError("value too long for type character varying(16)")
     assert describe(other) == ("database error: value too long for type character varying(16)", 1)
+
+
+@pytest.mark.parametrize(
+    ("key", "stored", "reason"),
+    [
+        ("timezone", "5", "setting timezone: Input should be a valid string (got 5)"),
+        ("quiet_hours", "[1, 2]", "setting quiet_hours: Input should be a valid string (got [1, 2])"),
+        ("reminder.repeat_hours", '"abc"', "setting reminder.repeat_hours: Input should be a valid number"),
+        ("proactive.enabled", '"maybe"', "setting proactive.enabled: Input should be a valid boolean"),
+        ("queue.lease", '"soon"', "setting queue.lease: "),
+    ],
+)
+def test_a_setting_edited_by_hand_in_the_table_is_named_with_its_mend(
+    hb_db: Runner, db_url: str, key: str, stored: str, reason: str
+) -> None:
+    """The settings table is validated as it is read: a value stored by another tool is one line
+    naming the setting (exit 1) for every command that reads settings, not an internal error,
+    and `hb config set` mends it."""
+    from sqlalchemy import create_engine, text
+
+    from heartbeat.db.engine import normalize_url
+
+    hb_db("init")
+    engine = create_engine(normalize_url(db_url))
+    value = "CAST(:v AS json)" if engine.dialect.name != "sqlite" else ":v"
+    with engine.begin() as con:
+        con.execute(text("DELETE FROM settings WHERE key = :k"), {"k": key})
+        con.execute(
+            text(f"INSERT INTO settings (key, value, updated_at) VALUES (:k, {value}, :t)"),
+            {"k": key, "v": stored, "t": "2026-05-01 00:00:00"},
+        )
+    engine.dispose()
+    mend = f"; `hb config set {key} VALUE` or `hb config unset {key}` mends it\n"
+    for command in (("check",), ("pop",), ("list",), ("config", "get", key), ("heartbeat",)):
+        result = hb_db(*command, code=1)
+        assert result.stderr.startswith(f"hb: the ledger's settings table: {reason}"), (command, result.stderr)
+        assert result.stderr.endswith(mend) and result.stderr.count("\n") == 1
+    hb_db("config", "unset", key)
+    assert hb_db("check").stdout.strip() == "HEARTBEAT_OK"
+
+
+def test_a_setting_that_is_not_json_in_the_sqlite_table_is_named(hb: Runner, workspace: Path) -> None:
+    """SQLite keeps the settings as JSON text, which another tool may break (PostgreSQL's json
+    column refuses such text itself)."""
+    import sqlite3
+    from contextlib import closing
+
+    hb("init")
+    with closing(sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db")) as con:
+        con.execute("INSERT INTO settings VALUES ('timezone', 'not json', '2026-05-01 00:00:00')")
+        con.commit()
+    result = hb("pop", code=1)
+    assert result.stderr == (
+        "hb: the ledger's settings table: setting timezone: 'not json' is not JSON; "
+        "`hb config set timezone VALUE` or `hb config unset timezone` mends it\n"
+    )
+    hb("config", "set", "timezone", "UTC")
+    assert hb("config", "get", "timezone").stdout.strip() == "UTC"
