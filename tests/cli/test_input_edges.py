@@ -582,7 +582,8 @@ def test_a_setting_edited_by_hand_in_the_table_is_named_with_its_mend(
     mend = f"; `hb config set {key} VALUE` or `hb config unset {key}` mends it\n"
     for command in (("check",), ("pop",), ("list",), ("config", "get", key), ("heartbeat",)):
         result = hb_db(*command, code=1)
-        assert result.stderr.startswith(f"hb: the ledger's settings table: {reason}"), (command, result.stderr)
+        said = result.stderr
+        assert said.startswith(f"hb: the ledger's settings table: {reason}"), (command, said)
         assert result.stderr.endswith(mend) and result.stderr.count("\n") == 1
     hb_db("config", "unset", key)
     assert hb_db("check").stdout.strip() == "HEARTBEAT_OK"
