@@ -45,6 +45,30 @@ INTERNAL_ERROR = 70
 # Exit code when whoever read hb's output stopped reading (``hb list --json | head``): what a
 # shell shows for a process that SIGPIPE ended (128 + 13). Nothing more is printed.
 OUTPUT_CLOSED = 141
+# Exit code when standard output cannot be written (sysexits.h EX_IOERR): a full disk, a device
+# error, an output the caller closed (``>&-``). One line on stderr says why.
+OUTPUT_FAILED = 74
+
+
+class OutputFailed(OSError):
+    """Standard output refused a write for another reason than a reader that went away."""
+
+
+def silence_stdout() -> None:
+    """After standard output failed: what is still buffered for it, or written to it later
+    (the flush at exit), goes nowhere instead of failing again."""
+    import io
+    import os
+
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = None
+    if fd is not None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    sys.stdout = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
 
 
 def output_closed() -> bool:
@@ -78,6 +102,9 @@ class HbGroup(click.Group):
         except Exception as exc:
             if isinstance(exc, BrokenPipeError) and output_closed():
                 raise click.exceptions.Exit(OUTPUT_CLOSED) from None
+            if isinstance(exc, OutputFailed):
+                silence_stdout()
+                raise HbClickError(f"cannot write standard output: {exc.strerror}", OUTPUT_FAILED) from None
             mapped = _translate(exc)
             if mapped is None:
                 verbose = getattr(ctx.obj, "verbose", 0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
 import io
 import sys
@@ -113,12 +114,36 @@ def run() -> Any:
     import gc
 
     gc.set_threshold(20_000, 50, 50)
-    _write_stdout_whole()
+    closed = _standard_descriptors()
+    _write_stdout_whole(closed=1 in closed)
     try:
         return main()
     finally:
         gc.freeze()
         _flush_output()
+
+
+def _standard_descriptors() -> set[int]:
+    """The standard descriptors the caller closed (``2>&-``, ``>&-``), each pointed at /dev/null
+    before hb opens a file: else the next file opened (the ledger) would take its number, and what
+    is written to stderr would land in it. A closed stderr then takes hb's messages and drops
+    them; a closed stdout is kept closed for writing (see :func:`_write_stdout_whole`)."""
+    import os
+
+    closed = set()
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            closed.add(fd)
+    for fd in sorted(closed):
+        devnull = os.open(os.devnull, os.O_RDWR)
+        if devnull != fd:
+            os.dup2(devnull, fd)
+            os.close(devnull)
+    if 2 in closed:
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
+    return closed
 
 
 class _WholeWrites(io.FileIO):
@@ -132,11 +157,22 @@ class _WholeWrites(io.FileIO):
     is waited for when full, where hb printed what fitted and exited 0.
     """
 
+    closed_by_caller = False  # the caller closed standard output (``>&-``): no write succeeds
+
     def write(self, data: Any, /) -> int:
+        from heartbeat.cli.base import OutputFailed
+
+        if self.closed_by_caller:
+            raise OutputFailed(errno.EBADF, "it was closed when hb started")
         view = memoryview(data).cast("B")
         done = 0
         while done < len(view):
-            written: int | None = super().write(view[done:])
+            try:
+                written: int | None = super().write(view[done:])
+            except BrokenPipeError:
+                raise
+            except OSError as exc:  # a full disk, a device error: hb says so in one line
+                raise OutputFailed(exc.errno, exc.strerror) from None
             if written is None:  # non-blocking and full: wait until the reader takes some
                 import select
 
@@ -146,10 +182,16 @@ class _WholeWrites(io.FileIO):
         return done
 
 
-def _write_stdout_whole() -> None:
+def _write_stdout_whole(*, closed: bool = False) -> None:
     """Put standard output on :class:`_WholeWrites`, with the encoding, error handler and line
-    buffering it has (none: no standard output, nothing to do)."""
+    buffering it has (none: no standard output, nothing to do). ``closed``: the caller closed
+    it, and descriptor 1 now reads /dev/null; every write fails (hb says it cannot write)."""
     out = sys.stdout
+    if closed:
+        raw = _WholeWrites(1, "w", closefd=False)
+        raw.closed_by_caller = True
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8")
+        return
     try:
         fd = out.fileno()
     except (AttributeError, OSError, ValueError):
@@ -166,7 +208,7 @@ def _write_stdout_whole() -> None:
 def _flush_output() -> None:
     """Write what stdout still buffers now, not at exit: a reader that stopped reading
     (``hb list | head``) ends hb with OUTPUT_CLOSED instead of Python's complaint on stderr."""
-    from heartbeat.cli.base import OUTPUT_CLOSED, output_closed
+    from heartbeat.cli.base import OUTPUT_CLOSED, OUTPUT_FAILED, OutputFailed, output_closed, silence_stdout
 
     try:
         sys.stdout.flush()
@@ -174,3 +216,7 @@ def _flush_output() -> None:
         if not output_closed():
             raise
         raise SystemExit(OUTPUT_CLOSED) from None
+    except OutputFailed as exc:
+        silence_stdout()
+        print(f"hb: cannot write standard output: {exc.strerror}", file=sys.stderr)
+        raise SystemExit(OUTPUT_FAILED) from None

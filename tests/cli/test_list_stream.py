@@ -178,3 +178,57 @@ def test_a_non_blocking_standard_output_gets_the_whole_output(hb: Runner, worksp
         assert (proc.wait(timeout=60), err, len(out)) == (0, b"", len(whole))
         proc.stderr.close()
     assert out == whole
+
+
+def _hb(workspace: Path, argv: list[str], **streams: object) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "heartbeat", *argv], cwd=workspace, timeout=60, check=False, **streams
+    )  # type: ignore[call-overload]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("n", [1, 3000])
+def test_an_output_that_cannot_be_written_is_one_line_and_exit_74(workspace: Path, n: int) -> None:
+    """A full disk (/dev/full): one line saying so, exit 74 (EX_IOERR), where hb printed an
+    internal error and then a traceback at exit, or exited 120. One task: the output is written
+    at exit; 3,000: while the command streams it."""
+    _fill(workspace, n)
+    with open("/dev/full", "wb") as full:
+        done = _hb(workspace, ["list", "--json"], stdout=full, stderr=subprocess.PIPE)
+    assert (done.returncode, done.stderr) == (
+        74,
+        b"hb: cannot write standard output: No space left on device\n",
+    )
+
+
+def test_a_closed_standard_output_is_one_line_and_exit_74(workspace: Path) -> None:
+    """``hb export proactive - >&-``: one line, exit 74 (a traceback at exit before)."""
+    (workspace / "PROACTIVE.md").write_text("---\nfoo: 1\n---\n# Proactive\n")
+    done = _hb(
+        workspace,
+        ["export", "proactive", "-"],
+        stdout=None,
+        stderr=subprocess.PIPE,
+        close_fds=True,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert (done.returncode, done.stderr) == (
+        74,
+        b"hb: cannot write standard output: it was closed when hb started\n",
+    )
+
+
+def test_a_closed_standard_error_leaves_the_command_and_the_ledger_alone(workspace: Path) -> None:
+    """``hb list 2>&-``: the list is printed and hb exits 0 (it was an internal error, exit 70, and
+    nothing printed); the descriptor is taken by /dev/null, so the ledger the command opens
+    does not become file 2, where a message would have been written into it."""
+    _fill(workspace, 2)
+    db = workspace / ".agent" / "state" / "heartbeat.db"
+    done = _hb(workspace, ["list", "--fields", "id"], stdout=subprocess.PIPE, preexec_fn=lambda: os.close(2))
+    assert done.returncode == 0
+    assert b"task-00000001" in done.stdout
+    done = _hb(workspace, ["show", "task-nope"], stdout=subprocess.PIPE, preexec_fn=lambda: os.close(2))
+    assert done.returncode == 1  # the message went nowhere; the code still says what happened
+    with Ledger.open(workspace) as ledger:
+        assert [t["id"] for t in ledger.list()] == ["task-00000000", "task-00000001"]
+    assert b"task-nope" not in db.read_bytes()
