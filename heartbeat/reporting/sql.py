@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import sqlite3
 import threading
@@ -50,6 +51,14 @@ READER_URL_ENV = "HB_SQL_DATABASE_URL"
 SERVER_ROLES = ("pg_read_server_files", "pg_write_server_files", "pg_execute_server_program")
 PROGRESS_STEPS = 1000  # SQLite virtual-machine steps between two looks at the clock
 BATCH = 1000  # rows read at a time
+# The longest text or blob a query may make on SQLite (SQLITE_LIMIT_LENGTH, 1 GB by default).
+# The progress handler looks at the clock between virtual-machine steps, and one function call
+# is one step: ``printf('%.*c', 2000000000, 'x')`` ran 17 s past a 1 s limit and a 2 GB
+# allocation. Past this length SQLite refuses at once ("string or blob too big").
+VALUE_LIMIT = 256 * 1024 * 1024
+# printf's %c repeats its character ``precision`` times in a loop that goes on when the value
+# outgrew the limit (8 ns a turn, 16 s for the largest); :func:`_printf` refuses such a count.
+_SPEC = re.compile(r"%([-+ #!0,]*)(\*|\d*)(?:\.(\*|\d*))?(l{0,2})(.)", re.DOTALL)
 
 # PRAGMAs that only read. Those in the first set may name a table or index.
 PRAGMAS_WITH_ARGUMENT = frozenset(
@@ -124,13 +133,61 @@ def open_readonly(path: Path) -> sqlite3.Connection:
     return con
 
 
+_TOO_BIG = "string or blob too big"
+
+
+def _printf(side: sqlite3.Connection, denied: list[str]) -> Callable[..., Any]:
+    """SQLite's printf (and format), run on ``side``, a connection of its own, after refusing a
+    ``%c`` whose repeat count is past :data:`VALUE_LIMIT` (the one conversion SQLite repeats
+    beyond its length limit, in a single step the time limit cannot stop); a refusal is put
+    in ``denied``."""
+
+    def printf(*args: Any) -> Any:
+        if args and isinstance(args[0], str) and "c" in args[0]:
+            rest = list(args[1:])
+            for match in _SPEC.finditer(args[0]):
+                width, precision, kind = match.group(2), match.group(3), match.group(5)
+                counts = [width, precision] if kind == "c" else []
+                for text in (width, precision):
+                    value = rest.pop(0) if text == "*" and rest else None
+                    if text in counts and _count(text, value) > VALUE_LIMIT:
+                        denied.append(_TOO_BIG)
+                        raise ValueError(_TOO_BIG)
+                if kind != "%" and rest:
+                    rest.pop(0)
+        marks = ", ".join("?" * len(args))
+        return side.execute(f"SELECT printf({marks})", args).fetchone()[0]
+
+    return printf
+
+
+def _count(text: str | None, value: Any) -> int:
+    """A width or precision of printf as written (``*``: the argument ``value``)."""
+    if text == "*":
+        try:
+            return abs(int(value))
+        except (TypeError, ValueError, OverflowError):
+            return 0
+    return int(text) if text else 0
+
+
 @contextmanager
 def _guarded(con: sqlite3.Connection, denied: list[str]) -> Iterator[sqlite3.Connection]:
     con.execute("PRAGMA query_only = ON")
     con.set_authorizer(authorizer(denied))
+    length = con.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+    con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(length, VALUE_LIMIT))
+    side = sqlite3.connect(":memory:")
+    side.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(length, VALUE_LIMIT))
+    for name in ("printf", "format"):
+        con.create_function(name, -1, _printf(side, denied))
     try:
         yield con
     finally:
+        for name in ("printf", "format"):
+            con.create_function(name, -1, None)  # SQLite's own again
+        side.close()
+        con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, length)
         con.set_authorizer(None)
         if con.in_transaction:
             con.rollback()
@@ -246,6 +303,8 @@ def _sqlite_rows(cur: sqlite3.Cursor, denied: list[str], limit: Limit) -> Iterat
 
 
 def _sqlite_failed(exc: BaseException, denied: list[str], limit: Limit) -> HbError:
+    if (denied and denied[0] == _TOO_BIG) or first_line(exc) == _TOO_BIG:
+        return QueryFailed(f"sql: {_TOO_BIG} (hb sql makes values of up to {VALUE_LIMIT >> 20} MiB)")
     if denied:
         what = denied[0]
         if what == "ATTACH" and "authorization denied" in str(exc):

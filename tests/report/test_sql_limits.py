@@ -120,3 +120,56 @@ def _pg_running(url: str) -> bool:
             "AND state = 'active' AND query LIKE 'SELECT pg_sleep%'"
         ).fetchone()
     return bool(row and row[0])
+
+
+# formats SQLite's printf reads, with what they take: hb sql's printf must give the same text
+PRINTF_CASES = [
+    ("%d-%5.2f-%s|", 7, 3.14159, "abc"),
+    ("%.3c%%%*d|%-*d|", "z", 4, 9, -3, 5),
+    ("%.*c|%c|%5c|", -3, "y", "q", "r"),
+    ("%q %Q %w %!.3s %,d", "it's", None, 'a"b', "ünïcode", 1234567),
+    ("%lld %x %o %e %g %z", 2**40, 255, 8, 1.5e10, 0.0001, "z"),
+    ("no arguments at all",),
+    ("%s %s", "only one"),
+    ("%.*c", "3", "x"),
+]
+
+
+@pytest.mark.parametrize("case", PRINTF_CASES)
+def test_printf_gives_sqlites_own_text(hb: Runner, workspace: Path, case: tuple[object, ...]) -> None:
+    """hb sql puts its own printf (and format) in front of SQLite's to refuse one call SQLite
+    cannot stop (below); every other call is SQLite's, to the byte."""
+    import json
+    import sqlite3
+
+    marks = ", ".join("?" * len(case))
+    own = sqlite3.connect(":memory:").execute(f"SELECT printf({marks}), format({marks})", case * 2).fetchone()
+    hb("init")
+    literal = ", ".join(
+        "NULL" if v is None else repr(v) if not isinstance(v, str) else _quoted(v) for v in case
+    )
+    got = json.loads(hb("sql", "--json", f"SELECT printf({literal}) AS p, format({literal}) AS f").stdout)
+    assert [(row["p"], row["f"]) for row in got] == [own]
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT printf('%.*c', 2000000000, 'x')",  # 16 s in one step, past any time limit
+        "SELECT printf('%.300000000c', 'x')",
+        "SELECT format('%*.*c', 5, -2000000000, 'x')",
+        "SELECT length(zeroblob(300000000))",
+        "SELECT length(replace(hex(zeroblob(100000000)), '0', 'aa'))",  # a 400 MB value
+    ],
+)
+def test_a_value_past_the_length_limit_is_refused_at_once(hb: Runner, query: str) -> None:
+    """SQLite looks at the time limit between steps of its program; one function call is one
+    step. A value longer than 256 MiB is refused when it is asked for, with one line."""
+    hb("init")
+    result = hb("sql", "--timeout", "1s", query, code=1)
+    assert result.stderr == "hb: sql: string or blob too big (hb sql makes values of up to 256 MiB)\n"
+    assert hb("sql", "--json", "SELECT printf('%.3c', 'x') AS x").stdout == '[\n  {\n    "x": "xxx"\n  }\n]\n'
