@@ -623,13 +623,18 @@ def normalize_chat_id(value: str) -> str:
 
 def rule_zone(tz: str | None, local: ZoneInfo) -> ZoneInfo:
     """The zone a TODO.RECUR.md ``TZ`` names as the runtime reads it: none or ``Local`` is
-    the runtime's own zone (``local``: hb's workspace zone), ``UTC`` in any case, else IANA.
-    InvalidInput for a zone that does not exist."""
+    the runtime's own zone (``local``: hb's workspace zone), ``UTC`` in any case, else any zone
+    of the database the line reader accepts (Go's LoadLocation loads ``Factory`` or
+    ``posixrules`` too, which hb refuses as a workspace timezone). InvalidInput for a zone
+    that does not exist."""
     if tz is None or tz == _LOCAL or not trim_space(tz):
         return local
-    from heartbeat.clock import load_zone
-
-    return load_zone(trim_space(tz))
+    name = trim_space(tz)
+    if name.upper() == "UTC":
+        return ZoneInfo("UTC")
+    if not _valid_zone(name):
+        raise InvalidInput(f"unknown timezone {name!r} (expected an IANA name like Asia/Tokyo)")
+    return ZoneInfo(name)
 
 
 # The canonical TODO.md / TODO.DONE.md line, as the runtime writes it: read in one match. Only

@@ -612,7 +612,7 @@ def open_periods(
 
 def recurrences(by: str, ctx: Context) -> Table:
     """Recurrences: run count, last and next run, due and periods missed now, outcomes in the window."""
-    from heartbeat.clock import load_zone
+    from heartbeat.formats.todo import rule_zone
 
     where, params = ctx.window.sql("completed_at", ctx.r)
     done = {
@@ -636,7 +636,7 @@ def recurrences(by: str, ctx: Context) -> Table:
             due = rid in ctx.due_now
         elif enabled:
             try:
-                zone = load_zone(tz) if tz else ctx.zone
+                zone = rule_zone(tz, ctx.zone)
             except InvalidInput:
                 zone = ctx.zone
             periods = open_periods(rule, next_local, claimed, zone, ctx.now, upcoming)

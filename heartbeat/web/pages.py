@@ -346,7 +346,8 @@ def next_fires(
     handed out: its conditions fail, or the skip policy drops them), ``scheduled``, ``never``
     (a rule hb cannot read), ``dormant`` (a PROACTIVE.md block CraftBot would not run) and
     ``disabled``."""
-    from heartbeat.clock import load_zone, parse_when
+    from heartbeat.clock import parse_when
+    from heartbeat.formats.todo import rule_zone as zone_of_rule
     from heartbeat.reporting.reports import open_periods
 
     out = []
@@ -381,7 +382,7 @@ def next_fires(
             entry.update(state="scheduled" if fire else "never", next_at=_iso(fire, zone))
         else:
             try:
-                rule_zone = load_zone(rule["tz"]) if rule["tz"] else zone
+                rule_zone = zone_of_rule(rule["tz"], zone)
             except InvalidInput:
                 rule_zone = zone
             stored = parse_when(rule["next_at"], zone) if rule["next_at"] else None

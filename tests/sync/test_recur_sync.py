@@ -246,3 +246,33 @@ def test_an_edit_that_moved_next_wins_over_the_ledgers_next(hb: Runner, workspac
     [rule] = recurrences(workspace)
     assert rule["next_local"] == "2026-05-10 07:00"
     assert "[Next](2026-05-10 07:00)" in read(path)
+
+
+def test_a_zone_of_the_database_that_is_no_place_is_read_as_the_runtime_reads_it(
+    hb_db: Runner, workspace: Path
+) -> None:
+    """Go's LoadLocation loads ``Factory`` and ``posixrules`` (files of the zone database that
+    are no place), so mistermorph runs such a rule. hb refuses them as its workspace timezone;
+    in TODO.RECUR.md it takes them as the runtime does. One such line stopped every hb sync
+    and heartbeat of the workspace ("unknown timezone 'Factory'", no file or line named)."""
+    hb_db("config", "set", "timezone", "Asia/Tokyo")
+    write(
+        workspace / "TODO.RECUR.md",
+        "- [ ] [Next](2026-05-01 09:00), [Repeat](daily) | Tokyo.\n"
+        "- [ ] [Next](2026-05-01 09:00), [Repeat](daily), [TZ](Factory) | Factory.\n"
+        "- [ ] [Next](2026-05-01 09:00), [Repeat](daily), [TZ](posixrules) | Posix rules.\n",
+    )
+    write(workspace / "TODO.md", "- [ ] [Created](2026-05-01 00:00) | A task.\n")
+    synced = sync(hb_db)
+    added = {r["kind"]: len(r["added"]) for r in synced["reports"]}
+    assert (added["todo"], added["recur"]) == (1, 3)
+    rules = {r["title"]: r for r in json.loads(hb_db("recur", "list", "--json").stdout)}
+    assert rules["Tokyo."]["next_at"] == "2026-05-01T09:00:00+09:00"
+    assert rules["Factory."]["next_at"] == "2026-05-01T18:00:00+09:00"  # 09:00 at offset 0
+    assert (
+        rules["Posix rules."]["next_at"] == "2026-05-01T22:00:00+09:00"
+    )  # 09:00 EDT, as posixrules is New York
+    due = json.loads(hb_db("recur", "due", "--json", HB_NOW="2026-05-01T10:00:00Z").stdout)
+    assert sorted(d["title"] for d in due) == ["Factory.", "Tokyo."]
+    assert hb_db("heartbeat", HB_NOW="2026-05-01T10:00:00Z").exit_code == 0
+    hb_db("report", "recurrences", HB_NOW="2026-05-01T10:00:00Z")
