@@ -187,14 +187,25 @@ def _in_dumps_layout(body: str, value: Any) -> tuple[str | None, bool, str] | No
 
 
 def same(a: Any, b: Any) -> bool:
-    """Equal as JSON text would be: same types (1 is not 1.0 nor True), same key order."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b) or (isinstance(a, float) and a != a and b != b)  # NaN, read from "NaN" twice
+    """Equal as JSON text would be: same types (1 is not 1.0 nor True), same key order. Walked
+    with a stack of its own: a value as deep as the JSON reader takes is compared, not a
+    RecursionError (Python's limit came at a third of that depth)."""
+    pending = [(a, b)]
+    while pending:
+        x, y = pending.pop()
+        if type(x) is not type(y):
+            return False
+        if isinstance(x, dict):
+            if list(x) != list(y):
+                return False
+            pending.extend((x[k], y[k]) for k in x)
+        elif isinstance(x, list):
+            if len(x) != len(y):
+                return False
+            pending.extend(zip(x, y, strict=True))
+        elif not (x == y or (isinstance(x, float) and x != x and y != y)):  # NaN, read from "NaN" twice
+            return False
+    return True
 
 
 def _in_place(old: Any, new: Any) -> bool:

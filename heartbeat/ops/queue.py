@@ -64,6 +64,9 @@ def _exporting(ctx: Context, lazy: bool) -> Iterator[queue_db.Tx]:
         export_queue_files(ctx, moved=tx.moved, changes=(before, _changes(tx)))
     except (HbError, OSError) as exc:
         ctx.notices.append(f"the queue files were not re-rendered ({one_line(exc)}); hb sync retries")
+    except Exception as exc:  # a bug must not hide a committed claim from its caller: said, not raised
+        what = f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        ctx.notices.append(f"the queue files were not re-rendered ({what}); hb sync retries")
 
 
 def _changes(tx: queue_db.Tx) -> int | None:

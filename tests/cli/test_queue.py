@@ -648,3 +648,49 @@ def test_a_failed_re_render_after_the_commit_does_not_hide_the_claim(
     assert path.read_text() == before
     hb("sync")  # the next sync writes what the failed re-render could not
     assert [t["id"] for t in json.loads(path.read_text())["in_progress"]] == ["a"]
+
+
+def test_a_failure_of_the_export_after_the_commit_does_not_hide_the_claim(
+    hb: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """auto_export runs after the pop's commit: whatever goes wrong there (an internal error
+    included), the caller gets the task and its claim token, with a warning, not exit 70 for a
+    claim that is then held by nobody who knows it."""
+    from heartbeat.ops.sync import queue_files
+
+    _exported(hb, workspace, LEGACY_DOC)
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug in the export")
+
+    monkeypatch.setattr(queue_files, "_export_tasks", broken)
+    popped = hb("pop", "--json")
+    task = json.loads(popped.stdout)
+    assert task["id"] == "a" and task["claim"]
+    assert "the queue files were not re-rendered (internal error: RuntimeError: a bug in the export)" in (
+        popped.stderr
+    )
+    assert hb.json("show", "a")["claim"] == task["claim"]
+
+
+def test_a_value_nested_as_deep_as_json_reads_goes_through_every_command(hb: Runner, workspace: Path) -> None:
+    """Python's json reads about 990 levels; hb's comparison of documents recursed and gave up
+    at about 330, so sync, export, heartbeat.py's commands and every auto_export after a pop
+    were internal errors (exit 70), the pop's claim already committed."""
+    deep = "[" * 900 + "]" * 900
+    path = workspace / ".agent" / "state" / "tasks.json"
+    path.parent.mkdir(parents=True)
+    text = '{"pending": [{"id": "a", "x": ' + deep + '}, {"id": "b"}], "completed": []}\n'
+    path.write_text(text)
+    hb("sync")
+    assert path.read_text() == text
+    assert json.loads(hb("export", "tasks-json", "-").stdout)["pending"][0]["x"] == json.loads(deep)
+    hb("compat", "heartbeat-py", "list")
+    hb("config", "set", "sync.auto_export", "true")
+    assert hb.json("pop")["id"] == "a"
+    hb("complete", "a", "--outcome", deep)
+    assert hb.json("pop")["id"] == "b"
+    hb("sync")
+    doc = json.loads(path.read_text())
+    assert doc["completed"][0]["x"] == json.loads(deep)
+    assert json.loads((path.parent / "last-run.json").read_text())["outcome"] == json.loads(deep)

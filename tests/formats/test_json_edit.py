@@ -258,3 +258,19 @@ def test_a_nan_unchanged_keeps_the_text_around_it() -> None:
     assert edit(text, value) == text
     value["b"] = [1, 3]
     assert edit(text, value) == '{"a":  NaN,  "b":  [1,3], "c":  Infinity}\n'
+
+
+@pytest.mark.parametrize("depth", [1, 400, 5000])
+def test_same_compares_values_as_deep_as_any_reader_gives(depth: int) -> None:
+    """``same`` walks with a stack of its own: a deep value is compared, not a RecursionError."""
+    deep: Any = {"k": 1}
+    other: Any = {"k": 1}
+    for _ in range(depth):
+        deep, other = [deep], [other]
+    assert same(deep, other)
+    bottom: Any = {"k": 1.0}  # 1 and 1.0 differ as JSON text, however deep
+    for _ in range(depth):
+        bottom = [bottom]
+    assert not same(deep, bottom)
+    assert not same({"a": 1, "b": 2}, {"b": 2, "a": 1})
+    assert same([float("nan")], [float("nan")]) and not same([True], [1])
