@@ -339,6 +339,15 @@ def test_list_prints_the_document_and_adds_a_missing_failed_list(hbpy: Heartbeat
     assert list(hbpy.doc()) == ["pending", "in_progress", "completed", "_round3_extension", "failed"]
 
 
+def test_list_prints_a_document_whose_file_starts_with_a_byte_order_mark(hbpy: HeartbeatPy) -> None:
+    """hb reads a tasks.json an editor saved with a BOM (the script's json.load would stop at
+    it) and keeps the mark in the file; ``list`` prints the document, not an internal error."""
+    doc = {"pending": [{"id": "a", "priority": "high"}], "in_progress": [], "completed": [], "failed": []}
+    hbpy.write("tasks.json", "\ufeff" + dumps(doc))
+    assert hbpy("list").stdout == dumps(doc) + "\n"
+    assert hbpy.text("tasks.json") == "\ufeff" + dumps(doc)
+
+
 # --- the files: layout, fields, edits, errors ------------------------------------------------------
 
 
