@@ -297,7 +297,7 @@ _DIALECTS: dict[str, Any] = {}  # the queue's SQL, adapted once per backend
 def _document_text(text: str | None) -> str:
     """What ``list`` prints: the document with indent=2, a missing ``failed`` list added (a
     byte order mark, which hb keeps in the file, is not part of it)."""
-    empty = {"pending": [], "in_progress": [], "completed": []}
+    empty: dict[str, Any] = {"pending": [], "in_progress": [], "completed": []}
     doc = json.loads(text.removeprefix("\ufeff")) if text is not None else empty
     if "failed" not in doc:
         doc["failed"] = []
