@@ -470,7 +470,23 @@ class _Writer:
         )
 
     def _fresh(self, value: Any, lead: str | None) -> str:
-        """``value`` as JSON: on one line, or indented from ``lead`` when its place is multi-line."""
+        """``value`` as JSON: on one line, or indented from ``lead`` when its place is multi-line.
+        An array's items that moved from another array of the old text keep their text (a task
+        moving into a list the file did not have, as ``failed`` may be missing)."""
+        if isinstance(value, list) and value and self.original is not None:
+            item_lead = None if lead is None else lead + self.unit
+            pieces = []
+            for item in value:
+                moved = self._moved_from(item, item_lead)
+                pieces.append(self.emit(*moved, item) if moved is not None else self._dumped(item, item_lead))
+            if lead is None or item_lead is None:
+                return "[" + ", ".join(pieces) + "]"
+            newline = "\r\n" if "\r\n" in self.text else "\n"
+            return "[" + newline + item_lead + ("," + newline + item_lead).join(pieces) + newline + lead + "]"
+        return self._dumped(value, lead)
+
+    def _dumped(self, value: Any, lead: str | None) -> str:
+        """``value`` as ``json.dumps`` writes it, indented from ``lead`` (None: on one line)."""
         if lead is None or not isinstance(value, dict | list) or not value:
             return json.dumps(value, ensure_ascii=False)
         dumped = json.dumps(value, indent=self.unit, ensure_ascii=False)

@@ -72,6 +72,53 @@ def test_an_entry_moving_between_lists_keeps_its_text_and_the_others_theirs() ->
     )
 
 
+@pytest.mark.parametrize("inline", [False, True])
+def test_an_entry_moving_into_a_list_the_file_did_not_have_keeps_its_text(inline: bool) -> None:
+    """heartbeat.py's tasks.json may lack ``failed`` (or ``in_progress``): the list is added, and
+    the entries moved into it keep their text (escapes, 1.50, 2E3, their own layout), where the
+    new list was json.dumps of the values."""
+    if inline:
+        text = (
+            '{"pending": [{"id":"a","note":"caf\\u00e9","estimate":1.50}, {"id":"b","x":2E3}], '
+            '"completed": []}\n'
+        )
+    else:
+        text = (
+            "{\n"
+            '    "pending": [\n'
+            '        {"id": "a", "note": "caf\\u00e9", "estimate": 1.50},\n'
+            "        {\n"
+            '            "id": "b",\n'
+            '            "x": 2E3\n'
+            "        }\n"
+            "    ],\n"
+            '    "completed": []\n'
+            "}\n"
+        )
+    doc = json.loads(text)
+    doc["failed"] = [doc["pending"].pop(0), doc["pending"].pop(0)]
+    doc["failed"][1]["reason"] = "x"
+    got = edit(text, doc)
+    assert json.loads(got) == doc
+    assert '"caf\\u00e9"' in got and "1.50" in got and "2E3" in got
+    if inline:
+        assert got.endswith(
+            '"failed": [{"id":"a","note":"caf\\u00e9","estimate":1.50}, {"id":"b","x":2E3, "reason": "x"}]}\n'
+        )
+    else:
+        assert got.endswith(
+            '    "failed": [\n'
+            '        {"id": "a", "note": "caf\\u00e9", "estimate": 1.50},\n'
+            "        {\n"
+            '            "id": "b",\n'
+            '            "x": 2E3,\n'
+            '            "reason": "x"\n'
+            "        }\n"
+            "    ]\n"
+            "}\n"
+        )
+
+
 def test_a_new_entry_in_an_empty_list_is_indented_like_the_file() -> None:
     text = '{\r\n\t"pending": [],\r\n\t"meta": {"a" : 1}\r\n}'
     doc = json.loads(text)
