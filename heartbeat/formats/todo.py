@@ -1053,10 +1053,15 @@ def with_entries(doc: Document, entries: Sequence[Entry], *, now: datetime) -> D
     if not changed:
         return doc
     out = _fix_endings(out, doc)  # a BOM stays put: a line that starts with one is never an entry
+    counted = None
     if doc.front_matter is not None:
         count = sum(1 for ln in out if ln.kind is LineKind.ENTRY)
-        out = _update_front_matter(out, doc, count, now)
-    result = parse("".join(_line_text(ln) for ln in out), doc.kind, dialect=doc.dialect)
+        counted = _update_front_matter(out, doc, count, now)
+    result = parse("".join(_line_text(ln) for ln in counted or out), doc.kind, dialect=doc.dialect)
+    if counted is not None and not _front_matter_kept(doc, result, count, now):
+        # the lines hb sets were not the keys' only lines (an anchor, a block scalar, a flow
+        # mapping, a quoted key...): the front matter stays as it was, every byte of it
+        result = parse("".join(_line_text(ln) for ln in out), doc.kind, dialect=doc.dialect)
     if not _all_alike(result.entries, [ln.entry for ln in out if ln.entry is not None]):
         # an HTML comment marker in a changed or added line moved a comment
         raise _comment_error(doc, out, rewritten)
@@ -1210,8 +1215,11 @@ def _with_ending(line: Line, ending: str) -> Line:
     return replace(line, ending=ending, entry=entry)
 
 
-def _update_front_matter(lines: list[Line], doc: Document, count: int, now: datetime) -> list[Line]:
-    """Set the count and updated_at lines; every other front-matter line stays as it was."""
+def _update_front_matter(lines: list[Line], doc: Document, count: int, now: datetime) -> list[Line] | None:
+    """Set the count and updated_at lines; every other front-matter line stays as it was. None
+    when a key is in the front matter but on no line of its own (a quoted or complex key, a flow
+    mapping): a line added for it would repeat the key, which mistermorph's YAML refuses."""
+    assert doc.front_matter is not None
     values = {
         "updated_at": f'"{_rfc3339(now)}"',
         doc.kind.count_key: str(count),
@@ -1224,9 +1232,26 @@ def _update_front_matter(lines: list[Line], doc: Document, count: int, now: date
         for i in hits:
             out[i] = replace(out[i], text=f"{key}: {value}{_yaml_comment(out[i].text)}")
         if not hits:
+            if key in doc.front_matter:
+                return None
             out.insert(close, Line(LineKind.FRONT_MATTER, 0, f"{key}: {value}", doc.newline))
             close += 1
     return out
+
+
+def _front_matter_kept(doc: Document, result: Document, count: int, now: datetime) -> bool:
+    """Whether the front matter hb edited reads as the old one with its two keys set: every other
+    key with the value it had (an anchor another key's alias named, or a value on more lines
+    than the one hb set, would have lost it or broken the YAML)."""
+    before, after = doc.front_matter, result.front_matter
+    if before is None or after is None:
+        return False
+    owned = {"updated_at": _rfc3339(now), doc.kind.count_key: count}
+    if set(after) != set(before) | set(owned):
+        return False
+    if any(after[k] != v or type(after[k]) is not type(v) for k, v in owned.items()):
+        return False
+    return all(after[k] == value for k, value in before.items() if k not in owned)
 
 
 _YAML_QUOTED = re.compile(r"""[ \t]*(?:"(?:[^"\\]|\\.)*"|'(?:[^']|'')*')""")

@@ -986,3 +986,46 @@ def test_lines_remembered_reads_a_line_once_within_its_block_only(monkeypatch: p
         assert len(calls) == 8  # the thread read without the block's memo
     read_twice()
     assert len(calls) == 10  # the memo ended with the block
+
+
+@pytest.mark.parametrize(
+    "front",
+    [
+        'updated_at: &u "2026-01-01T00:00:00Z"\nlast_seen: *u\n',  # an alias of the value hb sets
+        "open_count: &n 1\nother: *n\n",
+        "updated_at: >\n  folded\n  text\nopen_count:\n  7\n",  # values on more lines than one
+        "open_count: [1,\n  2]\n",
+        "{open_count: 3, updated_at: x}\n",  # a flow mapping: no line of its own for a key
+        '"open_count": 7\n',  # a quoted key: a line added for it would repeat the key
+        "? open_count\n: 5\n",
+        "a: 1\n...\n",  # the end of the YAML document: a line added after it is no YAML
+    ],
+)
+def test_front_matter_hb_cannot_set_in_place_is_kept_every_byte(front: str) -> None:
+    """hb sets ``updated_at`` and the count on their own lines; where that would make other keys
+    lose their values or the YAML unreadable (to mistermorph too), the front matter stays as
+    written and the entries still change."""
+    import yaml
+
+    text = f"---\n{front}---\n\n# TODO Work In Progress (WIP)\n\n- [ ] [Created](2026-05-01 12:41) | a\n"
+    doc = parse(text, TodoKind.TODO)
+    assert doc.front_matter is not None
+    added = Entry(kind=TodoKind.TODO, content="b", created=NOW)
+    out = render(with_entries(doc, [*doc.entries, added], now=NOW))
+    assert out == text + "- [ ] [Created](2026-05-03 01:02) | b\n"
+    assert yaml.safe_load(out.split("---\n")[1]) == doc.front_matter
+
+
+def test_front_matter_set_in_place_keeps_every_other_key() -> None:
+    front = (
+        'created_at: "2026-05-01T03:41:00Z"\nowner: &o me  # a comment\n'
+        "updated_at: 2026-05-02\nopen_count: 1\nnext: *o\n"
+    )
+    text = f"---\n{front}---\n\n# TODO Work In Progress (WIP)\n\n- [ ] [Created](2026-05-01 12:41) | a\n"
+    doc = parse(text, TodoKind.TODO)
+    added = Entry(kind=TodoKind.TODO, content="b", created=NOW)
+    out = render(with_entries(doc, [*doc.entries, added], now=NOW))
+    assert out.startswith(
+        '---\ncreated_at: "2026-05-01T03:41:00Z"\nowner: &o me  # a comment\n'
+        'updated_at: "2026-05-03T01:02:03Z"\nopen_count: 2\nnext: *o\n---\n'
+    )
