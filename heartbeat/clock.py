@@ -134,7 +134,9 @@ MAX_DURATION = timedelta(days=36_525)
 
 
 def parse_duration(text: str, *, what: str = "duration") -> timedelta:
-    """Read ``30m``, ``6h``, ``2d``, ``1w``, ``1h30m`` or ISO 8601 ``PT6H`` (at most 100 years)."""
+    """Read ``30m``, ``6h``, ``2d``, ``1w``, ``1h30m`` or ISO 8601 ``PT6H`` (at most 100 years),
+    in whole seconds (``1.5m`` is 90 s; a fraction of a second is rounded off, and a duration
+    that leaves none is refused: the ledger keeps seconds, where ``0.5s`` became no interval)."""
     too_long = f"bad {what} {text!r}: longer than 100 years"
     try:
         total = _duration(text.strip())
@@ -144,7 +146,10 @@ def parse_duration(text: str, *, what: str = "duration") -> timedelta:
         raise InvalidInput(f"bad {what} {text!r} (expected e.g. 30m, 6h, 2d, 1w or PT6H)")
     if total > MAX_DURATION:
         raise InvalidInput(too_long)
-    return total
+    whole = timedelta(seconds=round(total.total_seconds()))
+    if not whole:
+        raise InvalidInput(f"bad {what} {text!r}: shorter than a second")
+    return whole
 
 
 def _duration(raw: str) -> timedelta | None:

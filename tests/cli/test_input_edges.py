@@ -147,7 +147,7 @@ def test_a_negative_duration_is_a_bad_value_not_a_help_request(hb: Runner) -> No
 # --- values that used to be accepted: refused, each with one line ---------------------------------
 
 
-@pytest.mark.parametrize("value", ["", "  ", "30 m", "1h 30m", "١h", "٣٠m", "PT١H", "30 minutes"])
+@pytest.mark.parametrize("value", ["", "  ", "30 m", "1h 30m", "١h", "٣٠m", "PT١H", "30 minutes", "0.5s"])
 def test_durations_that_are_typos_are_refused(hb: Runner, value: str) -> None:
     hb("init")
     task = hb.json("add", "check the build", "--check-interval", "2h")

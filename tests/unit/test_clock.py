@@ -25,6 +25,10 @@ from heartbeat.errors import InvalidInput
         ("pt45m", timedelta(minutes=45)),
         ("90s", timedelta(seconds=90)),
         ("36525d", timedelta(days=36525)),  # 100 years: the longest accepted
+        ("1.5m", timedelta(seconds=90)),
+        ("0.1h", timedelta(seconds=360)),
+        ("1.4s", timedelta(seconds=1)),  # the ledger keeps whole seconds
+        ("2.6s", timedelta(seconds=3)),
     ],
 )
 def test_durations(text: str, expected: timedelta) -> None:
@@ -43,6 +47,13 @@ def test_bad_durations(text: str) -> None:
 def test_durations_past_100_years_are_refused_not_overflowing_later(text: str) -> None:
     with pytest.raises(InvalidInput, match="longer than 100 years"):
         parse_duration(text, what="check_interval")
+
+
+@pytest.mark.parametrize("text", ["0.5s", "0.0000001s", "0.4s", "0.000001m"])
+def test_durations_under_a_second_are_refused(text: str) -> None:
+    """They became no interval at all (null) where a task's interval was stored."""
+    with pytest.raises(InvalidInput, match=f"bad duration '{text}': shorter than a second"):
+        parse_duration(text)
 
 
 def test_format_duration() -> None:
