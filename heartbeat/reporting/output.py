@@ -37,7 +37,7 @@ def render(table: Table, fmt: str, *, document: Any = None, null: str = "-") -> 
 def render_csv(table: Table) -> str:
     """A header row, then one row per record (RFC 4180 quoting; empty cell = NULL)."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = _CsvWriter(out)
     writer.writerow(table.names)
     for row in table.rows:
         writer.writerow([_csv_cell(json_value(v, table.zone)) for v in row])
@@ -49,7 +49,7 @@ def write_csv(
 ) -> None:
     """:func:`render_csv`'s text and its final newline, written ``CHUNK`` rows at a time."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = _CsvWriter(out)
     writer.writerow(names)
     for n, row in enumerate(rows, 1):
         writer.writerow([_csv_cell(json_value(v, zone)) for v in row])
@@ -121,6 +121,27 @@ def _json(value: Any, pad: str) -> str:
     if kind is float and math.isfinite(value):
         return float.__repr__(value)
     return strict_json.dumps(value, ensure_ascii=False, indent=2).replace("\n", "\n  " + pad)
+
+
+class _CsvWriter:
+    """``csv.writer`` rows ending in ``\n``, where a field holding a carriage return is quoted
+    too: the csv module quotes only its line terminator's characters, and a reader (Python's
+    csv among them) takes a bare CR for the end of a row."""
+
+    def __init__(self, out: io.StringIO) -> None:
+        self.out = out
+        self.plain = csv.writer(out, lineterminator="\n")
+        self.row = io.StringIO()
+        self.crlf = csv.writer(self.row, lineterminator="\r\n")  # quotes CR and LF alike
+
+    def writerow(self, cells: list[Any]) -> None:
+        if any(type(cell) is str and "\r" in cell for cell in cells):
+            self.row.seek(0)
+            self.row.truncate()
+            self.crlf.writerow(cells)
+            self.out.write(self.row.getvalue()[:-2] + "\n")
+        else:
+            self.plain.writerow(cells)
 
 
 def _csv_cell(value: Any) -> Any:

@@ -193,3 +193,17 @@ def test_report_needs_an_existing_ledger(hb: Runner) -> None:
 
 def test_cli_groupings_match_the_reports() -> None:
     assert cli_report.BY == reports.BY
+
+
+def test_csv_quotes_a_field_with_a_carriage_return(hb_db: Runner) -> None:
+    """A lone CR is a line break to CSV readers: the field is quoted, as one with LF is."""
+    hb_db("init")
+    query = "SELECT 'a' || char(13) || 'b' AS x, 2 AS y, 'c' || char(10) || 'd' AS z, 'e\"f' AS w"
+    if hb_db.env["HB_DATABASE_URL"].startswith("postgresql"):
+        query = query.replace("char(", "chr(")
+    text = hb_db("sql", "--format", "csv", query).stdout
+    assert text == 'x,y,z,w\n"a\rb",2,"c\nd","e""f"\n'
+    assert list(csv.reader(io.StringIO(text, newline=""))) == [
+        ["x", "y", "z", "w"],
+        ["a\rb", "2", "c\nd", 'e"f'],
+    ]
