@@ -5,6 +5,7 @@ Part of :mod:`heartbeat.ops.sync.markdown` (its docstring tells how the sync wor
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -77,10 +78,26 @@ def match_entries(family: Family, items: Sequence[Item], rows: Sequence[Row], *,
     for row in free:
         row_rank[row.pk] = placed.get(row.base_place, 0)
         placed[row.base_place] = row_rank[row.pk] + 1
+    # each group of identical lines: its unclaimed rows by rank (the lists are in rank order),
+    # the nearest found by bisection (a tie goes to the lower rank, as a scan in order gives)
+    ranks: dict[Any, list[int]] = {}
     for it in open_items:
-        candidates = [r for r in by_line.get((it.kind, it.raw), ()) if r.pk not in claimed]
-        if candidates:
-            claim(it, min(candidates, key=lambda r: abs(row_rank[r.pk] - item_rank[id(it)])))
+        rows_of_line = by_line.get((it.kind, it.raw))
+        if not rows_of_line:
+            continue
+        group = ranks.get((it.kind, it.raw))
+        if group is None:
+            group = ranks[(it.kind, it.raw)] = [i for i, r in enumerate(rows_of_line) if r.pk not in claimed]
+        if not group:
+            continue
+        want = item_rank[id(it)]
+        at = bisect.bisect_left(group, want, key=lambda i: row_rank[rows_of_line[i].pk])
+        if at == len(group) or (
+            at > 0
+            and want - row_rank[rows_of_line[group[at - 1]].pk] <= row_rank[rows_of_line[group[at]].pk] - want
+        ):
+            at -= 1
+        claim(it, rows_of_line[group.pop(at)])
     for it in open_items:  # 2. the extended dialect's [ID]
         if it.row is None and (wanted := entry_id(it.entry)):
             pair(by_id, it, wanted, anything)
@@ -547,7 +564,6 @@ def _in_order(values: Sequence[int | None]) -> set[int]:
     known = [(i, v) for i, v in enumerate(values) if v is not None]
     if all(a[1] < b[1] for a, b in itertools.pairwise(known)):
         return {i for i, _ in known}  # the usual case: already in order
-    import bisect
 
     tails: list[int] = []  # the smallest last value of a run of each length
     tail_index: list[int] = []
