@@ -413,9 +413,10 @@ class _Reader:
         at = block.start
         try:
             data = _load_yaml(yaml_text)
-        except _YamlTooBig as big:
+        except _YamlTooBig as big:  # this block only: the file's other tasks are read
             line = self.view.line_of(block.yaml_start) + big.line
-            raise FileFormatError(f"yaml block: {big.reason}", line=line) from None
+            self._reject(at, yaml_text, f"yaml block past what hb reads (line {line}): {big.reason}")
+            return None
         except _YamlProblem as problem:
             line = self.view.line_of(block.yaml_start) + problem.line
             self._reject(
@@ -618,7 +619,8 @@ class _LoaderFailure(Exception):
 
 
 class _YamlTooBig(Exception):
-    """A yaml text past the loading bounds (an alias bomb, nesting too deep): the file is refused."""
+    """A yaml text past the loading bounds (an alias bomb, nesting too deep): a task's block is
+    kept as written and not read, a front matter refuses the file."""
 
     def __init__(self, reason: str, line: int) -> None:
         super().__init__(reason)

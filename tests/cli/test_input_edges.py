@@ -374,18 +374,27 @@ def _proactive(block: str) -> str:
         ("deep: " + "[" * 10_000 + "]" * 10_000, 13, "nested more than 100 deep"),
     ],
 )
-def test_a_hostile_proactive_block_is_one_line_naming_file_and_line(
+def test_a_hostile_proactive_block_is_kept_and_the_other_tasks_read(
     hb: Runner, workspace: Path, block: str, line: int, reason: str
 ) -> None:
+    """A block past hb's YAML bounds is one task hb does not read, kept as written with a
+    warning naming the file and line; it no longer stops the file's other tasks (every sync and
+    heartbeat of the workspace failed on it)."""
     hb("init")
     path = workspace / "PROACTIVE.md"
-    path.write_text(_proactive(block))
+    other = "### [DAILY] Other\n```yaml\nid: other\nfrequency: daily\ninstruction: hello\n```\n"
+    path.write_text(
+        _proactive(block).replace("<!-- PROACTIVE_TASKS_END -->", other + "<!-- PROACTIVE_TASKS_END -->")
+    )
     before = path.read_bytes()
     for command in (["sync"], ["import", "proactive"], ["heartbeat"]):
-        result = hb(*command, code=1)
-        assert _one_line(result.stderr).startswith(f"hb: {path}:{line}: yaml block: {reason}"), command
+        result = hb(*command)
+        assert (
+            f"{path}:8: not a task, kept as written: yaml block past what hb reads (line {line}): {reason}"
+            in (result.stderr)
+        ), command
         assert path.read_bytes() == before
-    assert hb.json("recur", "list") == []
+    assert [rule["id"] for rule in hb.json("recur", "list")] == ["other"]
 
 
 def test_an_alias_bomb_in_todo_front_matter_is_kept_and_the_entries_read(hb: Runner, workspace: Path) -> None:
