@@ -1127,11 +1127,11 @@ def _place_entries(
 def _kept_comments(text: str, canonical: str | None) -> str:
     """What is left of an entry's text when it is rewritten to ``canonical`` (None: removed).
 
-    A one-line entry is replaced whole. One that takes up several lines of the
-    file keeps its HTML comments (they hold those lines): those before the
-    entry's text stay in front, the others follow it.
+    An entry keeps its HTML comments: those before the entry's text stay in front, the others
+    follow it. A one-line entry that is removed goes whole; one that takes up several lines of
+    the file leaves its comments (they hold those lines).
     """
-    if "\n" not in text:
+    if "<!--" not in text or ("\n" not in text and canonical is None):
         return canonical or ""
     spans = _comment_spans(text)
     lead = 0

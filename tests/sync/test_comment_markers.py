@@ -151,6 +151,31 @@ def test_completing_an_entry_that_spans_lines_keeps_the_comment_and_the_lines_it
     assert sync(run)["changed"] is False
 
 
+def test_an_entry_rewritten_in_place_keeps_the_comments_on_its_line(run: Runner, workspace: Path) -> None:
+    """A one-line entry the ledger changed is written with its HTML comments after the new text
+    (they were dropped: the line was replaced whole); completed, its line goes whole."""
+    todo = workspace / "TODO.md"
+    write(
+        todo,
+        HEADER
+        + "- [ ] [Created](2026-05-01 12:41) | alpha <!-- keep me -->\n"
+        + "- [ ] [Created](2026-05-01 12:42) | beta <!-- note --> gamma\n",
+    )
+    sync(run)
+    found = ids(run)
+    assert set(found) == {"alpha", "beta  gamma"}  # as mistermorph reads them: comments cut
+    run("update", found["alpha"], "--title", "alpha2", HB_NOW=NOW)
+    run("done", found["beta  gamma"], HB_NOW=NOW)
+    out = sync(run)
+    assert report(out, "todo")["updated"] == [found["alpha"]]
+    assert read(todo) == HEADER + "- [ ] [Created](2026-05-01 12:41) | alpha2 <!-- keep me -->\n"
+    assert read(workspace / "TODO.DONE.md").endswith(
+        "- [x] [Created](2026-05-01 12:42), [Done](2026-05-02 10:00) | beta  gamma\n"
+    )
+    assert sync(run)["changed"] is False
+    assert ids(run)["alpha2"] == found["alpha"]
+
+
 def test_with_entries_names_the_line_whose_new_text_would_hide_others() -> None:
     text = HEADER + "- [ ] [Created](2026-05-01 12:41) | first\n- [ ] [Created](2026-05-01 12:42) | b -->\n"
     doc = parse(text, TodoKind.TODO)
