@@ -36,9 +36,11 @@ def check(text: str) -> None:
     sizes: dict[str, int] = {}  # anchor -> the size of the node it names, expanded
     stack: list[list[Any]] = []  # open collections: [anchor, size so far]
     total = 0
+    aliased = False  # the size came from aliases (a bomb?), or is the text's own
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         size = 0
         if isinstance(event, yaml.AliasEvent):
+            aliased = True
             if any(entry[0] == event.anchor for entry in stack):
                 raise _limit(f"alias *{event.anchor} refers to a node that holds it", event)
             size = sizes.get(event.anchor or "", 1)
@@ -63,6 +65,8 @@ def check(text: str) -> None:
             total += size
         expanded = total + sum(entry[1] for entry in stack)
         if expanded > MAX_NODES:
+            if not aliased:
+                raise _limit(f"more than {MAX_NODES:,} nodes", event)
             raise _limit(f"aliases expand to more than {MAX_NODES:,} nodes (a YAML alias bomb?)", event)
 
 

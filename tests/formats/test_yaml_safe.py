@@ -21,6 +21,13 @@ def test_a_billion_laughs_is_refused_where_it_passes_the_bound() -> None:
     assert info.value.line == 5  # "f: &f [*e, ...]": 9 * 9**5 nodes would pass the bound there
 
 
+def test_a_large_document_without_aliases_is_not_called_an_alias_bomb() -> None:
+    big = "".join(f"k{i}: [a, b, {{c: d}}]\n" for i in range(30_000))
+    with pytest.raises(YamlLimitError) as info:
+        yaml_safe.load(big)
+    assert info.value.reason == "more than 100,000 nodes"
+
+
 def test_deep_nesting_is_refused_before_the_composer_recurses() -> None:
     deep = "x: " + "[" * 10_000 + "]" * 10_000
     with pytest.raises(YamlLimitError) as info:
