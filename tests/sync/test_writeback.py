@@ -72,7 +72,7 @@ def test_a_sync_whose_write_failed_does_not_undo_the_claim(
     before = path.read_bytes()
     with writes_fail(monkeypatch):
         result = hb_db("--now", NOW, "sync")  # commits, then cannot write tasks.json
-    assert "not written; the next hb sync writes it" in result.stderr
+    assert "not written; the next hb sync tries again" in result.stderr
     assert path.read_bytes() == before  # still shows t1 pending
     hb_db("--now", NOW, "sync")  # the write-back lands now
     assert statuses(path) == {"pending": ["t2"], "in_progress": ["t1"], "completed": []}
@@ -256,7 +256,7 @@ def test_the_ledger_api_reports_a_write_that_did_not_land(
         assert any("not written" in n for n in ledger.notices)
         # the write was refused: the report must not say it was written, and says why
         assert [(r["written"], r["not_written"]) for r in result["reports"] if r["kind"] == "tasks-json"] == [
-            (False, "Read-only file system; the next hb sync writes it")
+            (False, "Read-only file system; the next hb sync tries again")
         ]
 
 
@@ -299,7 +299,7 @@ def test_a_heartbeat_that_could_not_write_does_not_fire_twice(
     _recurring_workspace(hb_db, workspace)
     with writes_fail(monkeypatch):
         result = hb_db("--now", "2026-05-01T09:10:00Z", "heartbeat")
-    assert "not written; the next hb sync writes it" in result.stderr
+    assert "not written; the next hb sync tries again" in result.stderr
     assert _materialized(workspace) == []
     hb_db("--now", "2026-05-01T09:40:00Z", "heartbeat")
     hb_db("--now", "2026-05-01T10:10:00Z", "heartbeat")

@@ -436,8 +436,8 @@ def _write_back(
                 refused(kind, reason, f"{paths[kind]}: {reason}")
                 continue
             except OSError as exc:
-                reason = f"{exc.strerror or one_line(exc)}; the next hb sync writes it"
-                refused(kind, reason, f"{one_line(exc)}: not written; the next hb sync writes it")
+                reason = f"{exc.strerror or one_line(exc)}; the next hb sync tries again"
+                refused(kind, reason, f"{one_line(exc)}: not written; the next hb sync tries again")
                 continue
             if done.kept is not None:
                 ctx.notices.append(
