@@ -35,7 +35,7 @@ from zoneinfo import ZoneInfo
 from heartbeat.errors import InvalidInput
 from heartbeat.formats.go_text import lower, trim_space
 from heartbeat.formats.timestamps import OUT_OF_RANGE, in_range
-from heartbeat.rules.repeat import parse_repeat
+from heartbeat.rules.repeat import cron_matches_a_date, parse_repeat
 
 __all__ = [
     "DIALECTS",
@@ -580,9 +580,11 @@ def entry_note(entry: Entry) -> str | None:
         return f"{problem}: mistermorph's recurring materialize fails on the whole file"
     if entry.repeat is not None:
         try:
-            parse_repeat(entry.repeat)
+            rule = parse_repeat(entry.repeat)
         except ValueError:
             return f"Repeat {entry.repeat!r} steps over 100 years: hb reads it but never schedules it"
+        if rule.cron is not None and not cron_matches_a_date(rule.cron):
+            return f"Repeat {entry.repeat!r} matches no date: hb reads it but never schedules it"
     return None
 
 

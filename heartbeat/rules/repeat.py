@@ -104,3 +104,17 @@ def parse_repeat(text: str, *, allow_cron: bool = True, any_step: bool = False) 
         f"Repeat {text!r}: expected daily, weekly, every N days or every N hours"
         + (", or cron <expr>" if allow_cron else "")
     )
+
+
+def cron_matches_a_date(expr: str) -> bool:
+    """Whether a five-field cron expression matches any date (``0 0 30 2 *`` matches none:
+    croniter gives up after its search of the years ahead)."""
+    from datetime import UTC, datetime
+
+    from croniter import CroniterBadDateError, croniter  # lazy: only cron rules need it
+
+    try:
+        croniter(expr, start_time=datetime(2001, 1, 1, tzinfo=UTC)).get_next(datetime)
+    except CroniterBadDateError:
+        return False
+    return True

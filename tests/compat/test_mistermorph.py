@@ -433,6 +433,26 @@ def test_a_step_over_100_years_is_read_but_never_scheduled(mm: Runner, workspace
     assert read(recur) == line + "\n"
 
 
+def test_a_cron_rule_that_matches_no_date_is_read_but_never_scheduled(mm: Runner, workspace: Path) -> None:
+    """hb's extended dialect: a cron expression for a date no month has (30 February) is a rule
+    that never fires; the sync says so instead of taking it in silently."""
+    mm("config", "set", "todo.dialect", "extended")
+    recur = workspace / "TODO.RECUR.md"
+    lines = [
+        "- [ ] [Next](2026-05-01 09:00), [Repeat](cron 0 0 30 2 *) | never",
+        "- [ ] [Next](2026-05-01 09:00), [Repeat](cron 0 0 29 2 *) | leap years",
+    ]
+    write(recur, "\n".join(lines) + "\n")
+    out = sync(mm, "2026-05-02T10:00:00Z")
+    assert report(out, "recur")["preserved"] == [
+        f"{recur}:1: Repeat 'cron 0 0 30 2 *' matches no date: hb reads it but never schedules it"
+    ]
+    assert sorted(r["title"] for r in mm.json("recur", "list")) == ["leap years", "never"]
+    assert mm.json("recur", "due", HB_NOW="2027-05-02T10:00:00Z") == []
+    assert [d["title"] for d in mm.json("recur", "due", HB_NOW="2028-02-29T00:01:00Z")] == ["leap years"]
+    assert read(recur) == "\n".join(lines) + "\n"
+
+
 def test_tz_local_is_the_workspace_zone_and_stays_as_written(mm: Runner, workspace: Path) -> None:
     """[TZ](Local) is the runtime's time.Local; its materialized entry says "(Local)"."""
     recur = "- [ ] [Next](2026-05-07 15:00), [Repeat](weekly), [TZ](Local) | tennis\n"
