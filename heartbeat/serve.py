@@ -206,6 +206,9 @@ class PokeServer(ThreadingHTTPServer):
     """
 
     daemon_threads = True
+    # connections the kernel holds for accept(): socketserver's 5 left a burst of clients
+    # waiting on SYN retries (up to 27 s for 64 at once) instead of served or refused with 503
+    request_queue_size = 4 * MAX_CONNECTIONS
 
     def __init__(
         self,

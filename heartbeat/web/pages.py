@@ -112,9 +112,15 @@ class Params:
         text = self.text(name)
         if text is None:
             return default
-        if not (text.isascii() and text.isdigit()) or not low <= int(text) <= high:
-            raise InvalidInput(f"{name}={text!r}: expected a whole number from {low} to {high}")
-        return int(text)
+        digits = text.lstrip("0") or "0"  # no more digits than the bound: int() stops at 4,300
+        if (
+            not (text.isascii() and text.isdigit())
+            or len(digits) > len(str(high))
+            or not low <= int(digits) <= high
+        ):
+            shown = text if len(text) <= 40 else text[:40] + "..."
+            raise InvalidInput(f"{name}={shown!r}: expected a whole number from {low} to {high}")
+        return int(digits)
 
     def choice(self, name: str, choices: Sequence[str], default: str | None = None) -> str | None:
         text = self.text(name)

@@ -670,6 +670,29 @@ def test_connections_past_the_cap_are_refused(sh_db: Runner, monkeypatch: pytest
     assert "127.0.0.1 - - 503: too many connections at once (over 3); try again in a moment" in lines
 
 
+def test_a_burst_of_connections_waits_in_the_backlog_not_on_syn_retries(sh_db: Runner) -> None:
+    """The kernel holds connections the server has not accepted yet: socketserver's backlog of 5
+    left the sixth client of a burst retrying its SYN (1 s, then 3, 7, 15...: 27 s for 64 at
+    once). With the server not accepting at all, 40 clients still connect at once, and each is
+    answered once it serves."""
+    srv = make_server(lambda: open_ledger(sh_db), host="127.0.0.1", port=0, token=TOKEN)
+    host, port = srv.server_address[:2]
+    clients: list[socket.socket] = []
+    try:
+        for _ in range(40):  # nobody accepts yet: each waits in the backlog
+            conn = socket.create_connection((str(host), int(port)), timeout=0.5)
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            clients.append(conn)
+        with running(srv):
+            for conn in clients:
+                conn.settimeout(10)
+                assert answer_of(read_until_closed(conn))[0] == 200
+    finally:
+        for conn in clients:
+            conn.close()
+        srv.server_close()
+
+
 # --- the command ---------------------------------------------------------------------
 
 

@@ -364,6 +364,9 @@ def test_bad_parameters_are_a_400_naming_them(served: Served) -> None:
         ("/decisions.json?days=%C2%B2", "days='²'"),  # a digit to str.isdigit, not to int()
         ("/runs.json?limit=%C2%B9", "limit='¹'"),
         ("/outcomes.json?days=%D9%A5", "days='٥'"),  # an Arabic-Indic five: not a number here
+        ("/decisions.json?days=" + "9" * 5000, "days='" + "9" * 40 + "...'"),  # past int()'s 4,300 digits
+        ("/runs.json?limit=" + "1" * 5000, "limit='" + "1" * 40 + "...'"),
+        ("/decisions.json?hour=" + "9" * 4400, "hour='" + "9" * 40 + "...'"),
     ],
 )
 def test_a_day_outside_the_years_hb_handles_or_a_number_not_in_ascii_digits_is_a_400(
