@@ -688,9 +688,11 @@ def unreadable(item: SessionMessage | Exception) -> JSONRPCError | None:
         return None
     try:
         request = json.loads(line)
-    except (ValueError, RecursionError):
+        request_id = request.get("id") if isinstance(request, dict) else None
+    except RecursionError:  # deeper than Python's json reads (about 1,000 levels)
+        request_id = _top_level_id(line)
+    except ValueError:
         return None
-    request_id = request.get("id") if isinstance(request, dict) else None
     if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
         return None
     try:
@@ -703,6 +705,65 @@ def unreadable(item: SessionMessage | Exception) -> JSONRPCError | None:
         reason = f"it holds a lone surrogate escape or other text that is not Unicode ({error['msg']})"
     failure = ErrorData(code=PARSE_ERROR, message=f"cannot read this request: {reason}")
     return JSONRPCError(jsonrpc="2.0", id=request_id, error=failure)
+
+
+def _top_level_id(line: str) -> Any:
+    """The ``id`` member of the JSON object ``line``, read without reading the members' values
+    (a value nested too deep for ``json.loads`` is skipped by its brackets); None when there is
+    none, or the text is not such an object."""
+    decoder = json.JSONDecoder()
+    blank = " \t\r\n"
+
+    def skip(i: int) -> int:
+        while i < len(line) and line[i] in blank:
+            i += 1
+        return i
+
+    def past_value(i: int) -> int:
+        """Where the value at ``i`` ends (a container by counting brackets outside strings)."""
+        if line[i] not in "[{":
+            return decoder.raw_decode(line, i)[1]
+        depth, in_string, escaped = 0, False, False
+        for j in range(i, len(line)):
+            ch = line[j]
+            if in_string:
+                if escaped:
+                    escaped = False
+                elif ch == "\\":
+                    escaped = True
+                elif ch == '"':
+                    in_string = False
+                continue
+            if ch == '"':
+                in_string, escaped = True, False
+            elif ch in "[{":
+                depth += 1
+            elif ch in "]}":
+                depth -= 1
+                if depth == 0:
+                    return j + 1
+        raise ValueError("unclosed")
+
+    try:
+        i = skip(0)
+        if line[i] != "{":
+            return None
+        i = skip(i + 1)
+        while line[i] == '"':
+            key, i = decoder.raw_decode(line, i)
+            i = skip(i)
+            if line[i] != ":":
+                return None
+            i = skip(i + 1)
+            if key == "id" and line[i] not in "[{":
+                return decoder.raw_decode(line, i)[0]
+            i = skip(past_value(i))
+            if line[i] != ",":
+                return None
+            i = skip(i + 1)
+    except (ValueError, IndexError):
+        return None
+    return None
 
 
 class AnsweredReads:

@@ -359,6 +359,12 @@ def test_a_request_the_sdk_cannot_parse_gets_an_error_answer_with_its_id_and_not
         '"arguments":{"title":"a\\ud800b"}}}',
         '{"jsonrpc":"2.0","method":"notifications/cancelled","params":' + deep + "}",
         '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ready","arguments":{}}}',
+        # past Python's own json too (about 1,000 levels): the id, after the value, is still found
+        '{"jsonrpc":"2.0","method":"tools/call","params":{"name":"ready","arguments":{"x":'
+        + "[" * 5000
+        + '"]}\\\\"'
+        + "]" * 5000
+        + '}},"id":5}',
     ]
     log = tmp_path / "server.log"
     with log.open("w") as errors:
@@ -377,19 +383,20 @@ def test_a_request_the_sdk_cannot_parse_gets_an_error_answer_with_its_id_and_not
         try:
             server.stdin.write("\n".join(lines) + "\n")
             server.stdin.flush()
-            got = [json.loads(answers.get(timeout=30)) for _ in range(4)]  # queue.Empty: one unanswered
+            got = [json.loads(answers.get(timeout=30)) for _ in range(5)]  # queue.Empty: one unanswered
         finally:
             server.stdin.close()
             server.wait(timeout=30)
             reader.join(timeout=30)
             server.stdout.close()
     answered = {answer["id"]: answer for answer in got}
-    assert sorted(answered, key=str) == [1, 2, 4, "three"]
-    for request_id in (2, "three"):
+    assert sorted(answered, key=str) == [1, 2, 4, 5, "three"]
+    for request_id in (2, 5, "three"):
         error = answered[request_id]["error"]
         assert error["code"] == -32700 and "\n" not in error["message"]
         assert error["message"].startswith("cannot read this request: "), error["message"]
     assert "nested deeper than" in answered[2]["error"]["message"]
+    assert "nested deeper than" in answered[5]["error"]["message"]
     assert "surrogate" in answered["three"]["error"]["message"]
     assert answered[4]["result"]["structuredContent"] == {"tasks": [], "left_out": 0}
     assert "Traceback" not in log.read_text()
