@@ -56,6 +56,10 @@ def describe(exc: BaseException) -> tuple[str, int] | None:
             # psycopg refuses to send it; hb refuses a NUL where one can come in, this is a way it
             # did not foresee: still the input's fault, and nothing was written
             return "a text value holds a NUL character, which the ledger does not store; nothing changed", 1
+        if said.strip() in ("database is locked", "database table is locked"):
+            # SQLite's busy timeout (30 s) ran out: another process held its write lock all along
+            busy = "busy: another process held the ledger's database locked past 30 s; try again"
+            return busy, Busy.exit_code
         return f"database error: {said.strip().splitlines()[0]}", 1
     if isinstance(exc, OSError) and exc.filename:
         return f"{exc.filename}: {exc.strerror}", 1

@@ -1,0 +1,55 @@
+"""A ledger another process keeps locked past SQLite's busy timeout: busy (exit 75, hb serve 503)."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from heartbeat.db import sqlite as sqlite_settings
+from tests.conftest import Runner
+
+BUSY = "hb: busy: another process held the ledger's database locked past 30 s; try again\n"
+
+
+def test_a_command_on_a_database_locked_past_the_busy_timeout_is_busy(
+    hb: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It was "database error: database is locked", exit 1, as if the input were wrong."""
+    hb("init")
+    monkeypatch.setattr(sqlite_settings, "BUSY_TIMEOUT_MS", 200)
+    with closing(
+        sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db", isolation_level=None)
+    ) as other:
+        other.execute("BEGIN EXCLUSIVE")
+        result = hb("add", "waits", code=75)
+        other.execute("ROLLBACK")
+    assert result.stderr == BUSY
+    assert hb.json("list") == []
+
+
+def test_a_poke_on_a_database_locked_past_the_busy_timeout_is_a_503(
+    hb: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hb serve answered 500, "internal error", after the 30 s."""
+    from heartbeat.ledger import Ledger
+    from heartbeat.serve import make_server
+    from tests.round.test_serve import TOKEN, request, running
+
+    hb("init")
+    monkeypatch.setattr(sqlite_settings, "BUSY_TIMEOUT_MS", 200)
+    srv = make_server(lambda: Ledger.open(workspace), host="127.0.0.1", port=0, token=TOKEN)
+    with (
+        running(srv),
+        closing(
+            sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db", isolation_level=None)
+        ) as other,
+    ):
+        other.execute("BEGIN EXCLUSIVE")
+        status, _headers, payload = request(srv, "POST", "/poke", b"check the build")
+        other.execute("ROLLBACK")
+    assert status == 503
+    assert payload == {"error": BUSY.removeprefix("hb: ").rstrip("\n")}
+    assert hb.json("list") == []
