@@ -172,20 +172,34 @@ def _count(text: str | None, value: Any) -> int:
 
 
 @contextmanager
-def _guarded(con: sqlite3.Connection, denied: list[str]) -> Iterator[sqlite3.Connection]:
+def _guarded(
+    con: sqlite3.Connection, denied: list[str], stop: Callable[[], bool]
+) -> Iterator[sqlite3.Connection]:
+    """The statement's guard: read-only, no ATTACH, values within :data:`VALUE_LIMIT`, and the
+    functions SQLite runs as one long step (printf's ``%c``, LIKE, GLOB) in hb's own steps,
+    which look at ``stop`` (:mod:`heartbeat.reporting.matching`)."""
+    from heartbeat.reporting.matching import glob_function, like_function
+
     con.execute("PRAGMA query_only = ON")
     con.set_authorizer(authorizer(denied))
     length = con.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
     con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(length, VALUE_LIMIT))
     side = sqlite3.connect(":memory:")
     side.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(length, VALUE_LIMIT))
-    for name in ("printf", "format"):
-        con.create_function(name, -1, _printf(side, denied))
+    own = [
+        ("printf", -1, _printf(side, denied)),
+        ("format", -1, _printf(side, denied)),
+        ("like", 2, like_function(side, stop)),
+        ("like", 3, like_function(side, stop)),
+        ("glob", 2, glob_function(side, stop)),
+    ]
+    for name, arity, function in own:
+        con.create_function(name, arity, function)
     try:
         yield con
     finally:
-        for name in ("printf", "format"):
-            con.create_function(name, -1, None)  # SQLite's own again
+        for name, arity, _function in own:
+            con.create_function(name, arity, None)  # SQLite's own again
         side.close()
         con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, length)
         con.set_authorizer(None)
@@ -268,7 +282,7 @@ def sqlite_answer(con: sqlite3.Connection, query: str, *, timeout: float) -> Ite
     ends: the rows are read while it iterates them."""
     denied: list[str] = []
     limit = Limit(timeout)
-    with _guarded(con, denied), limit.active():
+    with _guarded(con, denied, limit.stop), limit.active():
         con.set_progress_handler(limit.stop, PROGRESS_STEPS)
         cur = con.cursor()
         try:

@@ -34,7 +34,11 @@ def test_error_text_puts_the_meaning_first_once() -> None:
         error_text(InvalidInput("bad --lease 'x'\n(expected 30m)"))
         == "invalid input: bad --lease 'x' (expected 30m)"
     )
-    assert error_text(sqlite3.OperationalError("database is locked")) == "database error: database is locked"
+    assert (  # SQLite's busy timeout ran out: busy, as the guard is
+        error_text(sqlite3.OperationalError("database is locked"))
+        == "busy: another process held the ledger's database locked past 30 s; try again"
+    )
+    assert error_text(sqlite3.OperationalError("no such table: x")) == "database error: no such table: x"
     assert error_text(KeyError("pk")) == "internal error: KeyError: 'pk'"
 
 

@@ -1,0 +1,212 @@
+"""LIKE and GLOB for ``hb sql`` on SQLite, in steps a time limit can stop.
+
+SQLite's own LIKE and GLOB are one step of a query's program however long they take, and its
+progress handler, which enforces ``--timeout``, runs between steps: ``x LIKE '%' || y || 'b'``
+over a string of 400,000 characters and a pattern of 20,000 ran 11 s past a 1 s limit, and
+longer operands for hours (the MCP ``sql`` tool held every session meanwhile). These give
+SQLite's answers (the tests hold them to it) and look at the clock as they go.
+
+A pattern is cut at its ``%`` (GLOB: ``*``) into segments of fixed length (characters, ``_`` /
+``?`` and GLOB's ``[...]`` classes). The first segment must match at the start, the last at the
+end, and each one between at its leftmost place after the one before: the leftmost place never
+loses a match the others could make, so a pattern is matched in one pass, not by backtracking.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+# characters of the string a segment is searched in at once, before the clock is read again: a
+# search costs up to (window x segment length) comparisons
+_WORK = 4_000_000
+
+
+class Stopped(Exception):
+    """The query's time is up (or Ctrl-C): the function gives up; SQLite stops the query."""
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    segments: tuple[tuple[re.Pattern[str], int], ...]  # (regex, length) between the wildcards
+    anchored: bool  # no wildcard at all: one segment, the whole string
+
+
+@functools.lru_cache(maxsize=256)
+def _like_pattern(pattern: str, escape: str | None) -> _Pattern | None:
+    """LIKE's pattern cut at its ``%``; None when it can match nothing (an escape at its end)."""
+    segments: list[tuple[re.Pattern[str], int]] = []
+    parts: list[str] = []
+    length = 0
+    anchored = True
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if escape is not None and ch == escape:
+            i += 1
+            if i == len(pattern):
+                return None  # SQLite: an escape with nothing after it matches nothing
+            parts.append(re.escape(pattern[i]))
+            length += 1
+        elif ch == "%":
+            segments.append(_compiled("".join(parts), length, ignore_case=True))
+            parts, length, anchored = [], 0, False
+        elif ch == "_":
+            parts.append(".")
+            length += 1
+        else:
+            parts.append(re.escape(ch))
+            length += 1
+        i += 1
+    segments.append(_compiled("".join(parts), length, ignore_case=True))
+    return _Pattern(tuple(segments), anchored)
+
+
+@functools.lru_cache(maxsize=256)
+def _glob_pattern(pattern: str) -> _Pattern | None:
+    """GLOB's pattern cut at its ``*``; None when it can match nothing (an unclosed ``[``)."""
+    segments: list[tuple[re.Pattern[str], int]] = []
+    parts: list[str] = []
+    length = 0
+    anchored = True
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "*":
+            segments.append(_compiled("".join(parts), length, ignore_case=False))
+            parts, length, anchored = [], 0, False
+        elif ch == "?":
+            parts.append(".")
+            length += 1
+        elif ch == "[":
+            found = _glob_class(pattern, i + 1)
+            if found is None:
+                return None
+            text, i = found
+            parts.append(text)
+            length += 1
+            continue
+        else:
+            parts.append(re.escape(ch))
+            length += 1
+        i += 1
+    segments.append(_compiled("".join(parts), length, ignore_case=False))
+    return _Pattern(tuple(segments), anchored)
+
+
+def _glob_class(pattern: str, i: int) -> tuple[str, int] | None:
+    """A ``[...]`` class starting after its ``[`` at ``i``, as a regex class, and where the
+    pattern goes on; None when it is not closed. As SQLite reads one: ``^`` first negates, a
+    ``]`` first (after ``^``) is a member, ``a-z`` is a range, ``-`` first or last is itself."""
+    negate = i < len(pattern) and pattern[i] == "^"
+    if negate:
+        i += 1
+    members: list[str] = []
+    prior: str | None = None  # the last member, when a "-" after it makes a range
+    first = True
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "]" and not first:
+            inside = "".join(members)
+            if not inside:  # nothing can be a member: [^] takes any character, [] none
+                return ("." if negate else "(?!)"), i + 1
+            return (f"[^{inside}]" if negate else f"[{inside}]"), i + 1
+        if ch == "-" and prior is not None and i + 1 < len(pattern) and pattern[i + 1] != "]":
+            high = pattern[i + 1]
+            members.pop()
+            if prior <= high:
+                members.append(f"{_class_char(prior)}-{_class_char(high)}")
+            prior = None
+            i += 2
+        else:
+            members.append(_class_char(ch))
+            prior = None if first and ch == "]" else ch  # a "]" first starts no range
+            i += 1
+        first = False
+    return None
+
+
+def _class_char(ch: str) -> str:
+    return "\\" + ch if ch in "\\]^-[" else ch
+
+
+def _compiled(regex: str, length: int, *, ignore_case: bool) -> tuple[re.Pattern[str], int]:
+    # LIKE folds the case of ASCII letters only, as SQLite does by default
+    flags = re.DOTALL | (re.IGNORECASE | re.ASCII if ignore_case else 0)
+    return re.compile(regex, flags), length
+
+
+def _matches(compiled: _Pattern, text: str, stop: Callable[[], bool]) -> bool:
+    segments = compiled.segments
+    if compiled.anchored:
+        regex, length = segments[0]
+        return length == len(text) and regex.fullmatch(text) is not None
+    first_regex, first = segments[0]
+    last_regex, last = segments[-1]
+    if first + last > len(text) or first_regex.match(text, 0, first) is None:
+        return False
+    at = first
+    end = len(text) - last
+    for regex, length in segments[1:-1]:
+        found = _search(regex, length, text, at, end, stop)
+        if found is None:
+            return False
+        at = found + length
+    return at <= end and last_regex.fullmatch(text, end) is not None
+
+
+def _search(
+    regex: re.Pattern[str], length: int, text: str, start: int, end: int, stop: Callable[[], bool]
+) -> int | None:
+    """The leftmost place in ``text[start:end]`` where the segment matches, searched a window
+    at a time with the clock read between windows."""
+    window = max(1, _WORK // max(length, 1))
+    at = start
+    while at + length <= end:
+        if stop():
+            raise Stopped
+        upto = min(end, at + window + length)
+        found = regex.search(text, at, upto)
+        if found is not None:
+            return found.start()
+        at = upto - length + 1
+    return None
+
+
+def like_function(side: Any, stop: Callable[[], bool]) -> Callable[..., Any]:
+    """SQLite's ``like(pattern, text[, escape])``: text operands here, anything else (numbers,
+    blobs, whose text SQLite makes) by SQLite's own function on ``side``."""
+
+    def like(pattern: Any, text: Any, escape: Any = None) -> Any:
+        if pattern is None or text is None:
+            return None
+        texts = type(pattern) is str and type(text) is str
+        if not texts or (escape is not None and (type(escape) is not str or len(escape) != 1)):
+            return _builtin(side, "like", pattern, text, escape)  # its text, or its refusal
+        compiled = _like_pattern(pattern, escape)
+        return 0 if compiled is None else int(_matches(compiled, text, stop))
+
+    return like
+
+
+def glob_function(side: Any, stop: Callable[[], bool]) -> Callable[..., Any]:
+    """SQLite's ``glob(pattern, text)``, as :func:`like_function` gives ``like``."""
+
+    def glob(pattern: Any, text: Any) -> Any:
+        if pattern is None or text is None:
+            return None
+        if type(pattern) is not str or type(text) is not str:
+            return _builtin(side, "glob", pattern, text, None)
+        compiled = _glob_pattern(pattern)
+        return 0 if compiled is None else int(_matches(compiled, text, stop))
+
+    return glob
+
+
+def _builtin(side: Any, name: str, pattern: Any, text: Any, escape: Any) -> Any:
+    args = (pattern, text) if escape is None else (pattern, text, escape)
+    marks = ", ".join("?" * len(args))
+    return side.execute(f"SELECT {name}({marks})", args).fetchone()[0]
