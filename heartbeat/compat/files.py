@@ -249,18 +249,20 @@ def in_script_layout(text: str, current: str | None) -> str:
     own layout (hb's own ends with a newline)."""
     if current is None:
         return _ascii(text.removesuffix("\n"))
-    if current.isascii() and not current.endswith("\n"):
+    if _NON_ASCII.search(current) is None and not current.endswith("\n"):
         return _ascii(text)
     return text
 
 
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+# what json.dumps (ensure_ascii) escapes besides the control characters JSON escapes anyway:
+# everything past "~", DEL (U+007F) included
+_NON_ASCII = re.compile(r"[^\x00-\x7e]")
 
 
 def _ascii(text: str) -> str:
-    """JSON text with every non-ASCII character escaped, as ``json.dumps`` (ensure_ascii) escapes
-    it: outside strings there are none, so only string contents change."""
-    return _NON_ASCII.sub(_escape, text) if not text.isascii() else text
+    """JSON text with every character past ``~`` escaped, as ``json.dumps`` (ensure_ascii)
+    escapes it: outside strings there are none, so only string contents change."""
+    return _NON_ASCII.sub(_escape, text)
 
 
 def _escape(match: re.Match[str]) -> str:

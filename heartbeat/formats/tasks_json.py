@@ -1027,11 +1027,41 @@ def last_run_entry(
 def outcome_value(text: str) -> Any:
     """An ``--outcome`` argument as stored: its JSON value, or ``{"result": text}`` if not JSON.
     ``NaN``, ``Infinity`` and a number past a float's range (``1e999``) count as text: no JSON
-    reader but Python's could read them back from last-run.json."""
+    reader but Python's could read them back from last-run.json. So does JSON nested deeper than
+    :data:`OUTCOME_DEPTH` levels: last-run.json is written with an indent, by json's
+    pure-Python encoder, which gave up some levels short of what its reader takes (an internal
+    error after the completion was committed)."""
+    if text.count("[") + text.count("{") > OUTCOME_DEPTH and _depth(text) > OUTCOME_DEPTH:
+        return {"result": text}
     try:
         return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except (ValueError, RecursionError):  # not JSON, or a number json.loads will not convert
         return {"result": text}
+
+
+OUTCOME_DEPTH = 500
+
+
+def _depth(text: str) -> int:
+    """How deep the brackets of a JSON text nest (those inside strings skipped)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
 
 
 def _no_constant(name: str) -> Any:

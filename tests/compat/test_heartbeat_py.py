@@ -11,6 +11,7 @@ own bytes. Its timestamps are ``datetime.now(timezone.utc).isoformat() + "Z"``
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -60,6 +61,25 @@ def test_add_prints_the_id_and_writes_tasks_json_as_the_script_does(hbpy: Heartb
     assert hbpy.text("tasks.json") == dumps(expected)  # ASCII: "R\u00e9sum\u00e9", no final newline
     assert hbpy.text("last-run.json") is None and hbpy.text("errors.json") is None
     assert (project / "src" / ".agent").exists() is False  # the git top level's .agent/state
+
+
+def test_a_delete_character_is_escaped_as_json_dump_escapes_it(hbpy: HeartbeatPy) -> None:
+    """json.dump (ensure_ascii) writes U+007F as \\u007f, as every character past "~"; hb
+    counted it as ASCII and wrote it raw, and the next non-ASCII character left the script's
+    layout behind."""
+    task_id = hbpy.add("a\x7f", "--user-id", "\x7fé")
+    expected = {
+        "pending": [new_task(task_id, "a\x7f", user_id="\x7fé")],
+        "in_progress": [],
+        "completed": [],
+        "failed": [],
+    }
+    assert hbpy.text("tasks.json") == dumps(expected)
+    assert "\\u007f" in (hbpy.text("tasks.json") or "") and "\x7f" not in (hbpy.text("tasks.json") or "")
+    popped = hbpy.pop()
+    hbpy("complete", popped["id"], "--outcome", '{"reason": "r\x7f"}')
+    last = hbpy.text("last-run.json") or ""
+    assert last == dumps(json.loads(last))  # the script's layout, escapes included
 
 
 def test_add_keeps_pending_sorted_high_medium_low(hbpy: HeartbeatPy) -> None:
@@ -729,3 +749,33 @@ def test_a_bad_clock_is_refused_before_anything_is_created(tmp_path: Path) -> No
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr.startswith("hb: bad --now time 'garbage'") and done.stderr.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_deep_outcome_completes_and_is_written_as_text(tmp_path: Path) -> None:
+    """last-run.json is written with an indent, by json's pure-Python encoder, which gave up
+    some levels short of what its reader takes: at 980 levels ``complete`` was an internal
+    error (exit 70) after the ledger had recorded the completion. JSON deeper than 500 levels
+    is the script's text outcome now, ``{"result": TEXT}``."""
+    env = {**os.environ, "HB_NOW": "2026-05-01T09:00:00Z"}
+    for depth in (975, 980, 985):
+        project = tmp_path / f"p{depth}"
+        project.mkdir()
+
+        def run(*args: str, cwd: Path = project) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "heartbeat", "compat", "heartbeat-py", *args],
+                cwd=cwd,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+
+        run("add", "--skill", "s", "deep")
+        task = json.loads(run("pop").stdout)
+        outcome = "[" * depth + "]" * depth
+        done = run("complete", task["id"], "--outcome", outcome)
+        assert (done.returncode, done.stderr) == (0, ""), depth
+        record = json.loads((project / ".agent" / "state" / "last-run.json").read_text())
+        assert record["outcome"] == {"result": outcome}

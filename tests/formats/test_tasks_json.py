@@ -770,6 +770,13 @@ def test_last_run_round_trips_and_must_be_an_object() -> None:
         ("merged PR 502", {"result": "merged PR 502"}),
         ("", {"result": ""}),
         ("{broken", {"result": "{broken"}),
+        ("[" * 500 + "]" * 500, json.loads("[" * 500 + "]" * 500)),  # as deep as it is kept JSON
+        ("[ " * 501 + "]" * 501, {"result": "[ " * 501 + "]" * 501}),  # deeper: text
+        ('{"a": "' + "[" * 600 + '"}', {"a": "[" * 600}),  # brackets in a string nest nothing
+        (
+            '{"a": "\\"' + ', "b": [' * 501 + "]" * 501 + "}",
+            {"result": '{"a": "\\"' + ', "b": [' * 501 + "]" * 501 + "}"},
+        ),
     ],
 )
 def test_outcome_value_keeps_json_and_wraps_plain_text(text: str, value: Any) -> None:
