@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -143,7 +144,8 @@ def test_printf_gives_sqlites_own_text(hb: Runner, workspace: Path, case: tuple[
     import sqlite3
 
     marks = ", ".join("?" * len(case))
-    own = sqlite3.connect(":memory:").execute(f"SELECT printf({marks}), format({marks})", case * 2).fetchone()
+    with closing(sqlite3.connect(":memory:")) as con:
+        own = con.execute(f"SELECT printf({marks}), format({marks})", case * 2).fetchone()
     hb("init")
     literal = ", ".join(
         "NULL" if v is None else repr(v) if not isinstance(v, str) else _quoted(v) for v in case

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,8 +13,17 @@ from hypothesis import strategies as st
 from heartbeat.reporting.matching import Stopped, glob_function, like_function
 from tests.conftest import Runner
 
+# SQLite's own functions, and the connection hb's hand numbers and blobs to (closed at the end)
 SIDE = sqlite3.connect(":memory:", check_same_thread=False)
-OWN = sqlite3.connect(":memory:")
+OWN = sqlite3.connect(":memory:", check_same_thread=False)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_the_connections() -> Iterator[None]:
+    yield
+    SIDE.close()
+    OWN.close()
+
 
 # the characters that mean something to either, in both cases, with a character past ASCII
 ALPHABET = "aAbBzZ%_*?[]^-!\\éÉ .\n"
