@@ -711,6 +711,8 @@ def _top_level_id(line: str) -> Any:
     """The ``id`` member of the JSON object ``line``, read without reading the members' values
     (a value nested too deep for ``json.loads`` is skipped by its brackets); None when there is
     none, or the text is not such an object."""
+    from heartbeat.formats.json_edit import brackets
+
     decoder = json.JSONDecoder()
     blank = " \t\r\n"
 
@@ -720,29 +722,10 @@ def _top_level_id(line: str) -> Any:
         return i
 
     def past_value(i: int) -> int:
-        """Where the value at ``i`` ends (a container by counting brackets outside strings)."""
+        """Where the value at ``i`` ends (a container where its brackets close)."""
         if line[i] not in "[{":
             return decoder.raw_decode(line, i)[1]
-        depth, in_string, escaped = 0, False, False
-        for j in range(i, len(line)):
-            ch = line[j]
-            if in_string:
-                if escaped:
-                    escaped = False
-                elif ch == "\\":
-                    escaped = True
-                elif ch == '"':
-                    in_string = False
-                continue
-            if ch == '"':
-                in_string, escaped = True, False
-            elif ch in "[{":
-                depth += 1
-            elif ch in "]}":
-                depth -= 1
-                if depth == 0:
-                    return j + 1
-        raise ValueError("unclosed")
+        return next(at + 1 for at, depth in brackets(line, i) if depth == 0)  # StopIteration: unclosed
 
     try:
         i = skip(0)
@@ -761,7 +744,7 @@ def _top_level_id(line: str) -> Any:
             if line[i] != ",":
                 return None
             i = skip(i + 1)
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, StopIteration):
         return None
     return None
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,9 +75,17 @@ def _refuse_lone_surrogates(text: str) -> None:
 
 def _deep_at(text: str) -> int:
     """Where the nesting first passes :data:`_DEEP` levels (strings skipped)."""
+    return next((at for at, depth in brackets(text) if depth > _DEEP), 0)
+
+
+def brackets(text: str, start: int = 0) -> Iterator[tuple[int, int]]:
+    """(offset, depth after it) of each bracket of the JSON text from ``start`` on, those inside
+    strings skipped: the nesting read without reading the values (a text too deep for
+    ``json.loads`` included). The depth counts from 0 at ``start``."""
     depth = 0
     in_string = escaped = False
-    for at, ch in enumerate(text):
+    for at in range(start, len(text)):
+        ch = text[at]
         if in_string:
             if escaped:
                 escaped = False
@@ -88,11 +97,10 @@ def _deep_at(text: str) -> int:
             in_string = True
         elif ch in "[{":
             depth += 1
-            if depth > _DEEP:
-                return at
+            yield at, depth
         elif ch in "]}":
             depth -= 1
-    return 0
+            yield at, depth
 
 
 def _position(text: str, at: int) -> tuple[int, int]:

@@ -1044,24 +1044,9 @@ OUTCOME_DEPTH = 500
 
 def _depth(text: str) -> int:
     """How deep the brackets of a JSON text nest (those inside strings skipped)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth -= 1
-    return deepest
+    from heartbeat.formats.json_edit import brackets
+
+    return max((depth for _at, depth in brackets(text)), default=0)
 
 
 def _no_constant(name: str) -> Any:
