@@ -35,13 +35,14 @@ class _Pattern:
     anchored: bool  # no wildcard at all: one segment, the whole string
 
 
+# a pattern read as units: the regex of one character each, None for the wildcard of any run
+_Units = list[str | None]
+
+
 @functools.lru_cache(maxsize=256)
 def _like_pattern(pattern: str, escape: str | None) -> _Pattern | None:
     """LIKE's pattern cut at its ``%``; None when it can match nothing (an escape at its end)."""
-    segments: list[tuple[re.Pattern[str], int]] = []
-    parts: list[str] = []
-    length = 0
-    anchored = True
+    units: _Units = []
     i = 0
     while i < len(pattern):
         ch = pattern[i]
@@ -49,52 +50,43 @@ def _like_pattern(pattern: str, escape: str | None) -> _Pattern | None:
             i += 1
             if i == len(pattern):
                 return None  # SQLite: an escape with nothing after it matches nothing
-            parts.append(re.escape(pattern[i]))
-            length += 1
-        elif ch == "%":
-            segments.append(_compiled("".join(parts), length, ignore_case=True))
-            parts, length, anchored = [], 0, False
-        elif ch == "_":
-            parts.append(".")
-            length += 1
+            units.append(re.escape(pattern[i]))
         else:
-            parts.append(re.escape(ch))
-            length += 1
+            units.append(None if ch == "%" else "." if ch == "_" else re.escape(ch))
         i += 1
-    segments.append(_compiled("".join(parts), length, ignore_case=True))
-    return _Pattern(tuple(segments), anchored)
+    return _cut(units, ignore_case=True)
 
 
 @functools.lru_cache(maxsize=256)
 def _glob_pattern(pattern: str) -> _Pattern | None:
     """GLOB's pattern cut at its ``*``; None when it can match nothing (an unclosed ``[``)."""
-    segments: list[tuple[re.Pattern[str], int]] = []
-    parts: list[str] = []
-    length = 0
-    anchored = True
+    units: _Units = []
     i = 0
     while i < len(pattern):
         ch = pattern[i]
-        if ch == "*":
-            segments.append(_compiled("".join(parts), length, ignore_case=False))
-            parts, length, anchored = [], 0, False
-        elif ch == "?":
-            parts.append(".")
-            length += 1
-        elif ch == "[":
+        if ch == "[":
             found = _glob_class(pattern, i + 1)
             if found is None:
                 return None
             text, i = found
-            parts.append(text)
-            length += 1
+            units.append(text)
             continue
-        else:
-            parts.append(re.escape(ch))
-            length += 1
+        units.append(None if ch == "*" else "." if ch == "?" else re.escape(ch))
         i += 1
-    segments.append(_compiled("".join(parts), length, ignore_case=False))
-    return _Pattern(tuple(segments), anchored)
+    return _cut(units, ignore_case=False)
+
+
+def _cut(units: _Units, *, ignore_case: bool) -> _Pattern:
+    """The units cut at each wildcard into segments of fixed length, each compiled."""
+    segments: list[tuple[re.Pattern[str], int]] = []
+    parts: list[str] = []
+    for unit in [*units, None]:
+        if unit is None:
+            segments.append(_compiled("".join(parts), len(parts), ignore_case=ignore_case))
+            parts = []
+        else:
+            parts.append(unit)
+    return _Pattern(tuple(segments), anchored=len(segments) == 1)
 
 
 def _glob_class(pattern: str, i: int) -> tuple[str, int] | None:
