@@ -57,24 +57,21 @@ class OutputFailed(OSError):
 def silence_stdout() -> None:
     """After standard output failed: what is still buffered for it, or written to it later
     (the flush at exit), goes nowhere instead of failing again."""
+    import contextlib
     import io
-    import os
 
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):
-        fd = None
-    if fd is not None:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, fd)
-        os.close(devnull)
+    with contextlib.suppress(AttributeError, OSError, ValueError):  # no descriptor behind it
+        devnull_onto(sys.stdout.fileno())
     sys.stdout = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+
+
+def output_failure(exc: OutputFailed) -> str:
+    return f"cannot write standard output: {exc.strerror}"
 
 
 def output_closed() -> bool:
     """Whether stdout is a pipe whose reader went away. Then it is pointed at /dev/null, so
     that nothing else written to it (the flush at exit included) fails again."""
-    import os
     import select
 
     try:
@@ -85,10 +82,18 @@ def output_closed() -> bool:
     except (AttributeError, OSError, ValueError):  # no real stdout, or no poll on this system
         return False
     if gone:
-        devnull = os.open(os.devnull, os.O_WRONLY)
+        devnull_onto(fd)
+    return gone
+
+
+def devnull_onto(fd: int) -> None:
+    """Make descriptor ``fd`` /dev/null (read and write), whatever it was or whether it was open."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_RDWR)
+    if devnull != fd:
         os.dup2(devnull, fd)
         os.close(devnull)
-    return gone
 
 
 class HbGroup(click.Group):
@@ -104,7 +109,7 @@ class HbGroup(click.Group):
                 raise click.exceptions.Exit(OUTPUT_CLOSED) from None
             if isinstance(exc, OutputFailed):
                 silence_stdout()
-                raise HbClickError(f"cannot write standard output: {exc.strerror}", OUTPUT_FAILED) from None
+                raise HbClickError(output_failure(exc), OUTPUT_FAILED) from None
             mapped = _translate(exc)
             if mapped is None:
                 verbose = getattr(ctx.obj, "verbose", 0)

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from heartbeat import __version__
-from heartbeat.cli.base import HbGroup, State
+from heartbeat.cli.base import HbGroup, State, devnull_onto
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -137,10 +137,7 @@ def _standard_descriptors() -> set[int]:
         except OSError:
             closed.add(fd)
     for fd in sorted(closed):
-        devnull = os.open(os.devnull, os.O_RDWR)
-        if devnull != fd:
-            os.dup2(devnull, fd)
-            os.close(devnull)
+        devnull_onto(fd)
     if 2 in closed:
         sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
     return closed
@@ -208,7 +205,14 @@ def _write_stdout_whole(*, closed: bool = False) -> None:
 def _flush_output() -> None:
     """Write what stdout still buffers now, not at exit: a reader that stopped reading
     (``hb list | head``) ends hb with OUTPUT_CLOSED instead of Python's complaint on stderr."""
-    from heartbeat.cli.base import OUTPUT_CLOSED, OUTPUT_FAILED, OutputFailed, output_closed, silence_stdout
+    from heartbeat.cli.base import (
+        OUTPUT_CLOSED,
+        OUTPUT_FAILED,
+        OutputFailed,
+        output_closed,
+        output_failure,
+        silence_stdout,
+    )
 
     try:
         sys.stdout.flush()
@@ -218,5 +222,5 @@ def _flush_output() -> None:
         raise SystemExit(OUTPUT_CLOSED) from None
     except OutputFailed as exc:
         silence_stdout()
-        print(f"hb: cannot write standard output: {exc.strerror}", file=sys.stderr)
+        print(f"hb: {output_failure(exc)}", file=sys.stderr)
         raise SystemExit(OUTPUT_FAILED) from None
