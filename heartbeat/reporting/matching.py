@@ -177,7 +177,8 @@ def like_function(side: Any, stop: Callable[[], bool]) -> Callable[..., Any]:
             return None
         texts = type(pattern) is str and type(text) is str
         if not texts or (escape is not None and (type(escape) is not str or len(escape) != 1)):
-            return _builtin(side, "like", pattern, text, escape)  # its text, or its refusal
+            args = (pattern, text) if escape is None else (pattern, text, escape)
+            return builtin(side, "like", *args)  # its text, or its refusal
         compiled = _like_pattern(pattern, escape)
         return 0 if compiled is None else int(_matches(compiled, text, stop))
 
@@ -191,14 +192,15 @@ def glob_function(side: Any, stop: Callable[[], bool]) -> Callable[..., Any]:
         if pattern is None or text is None:
             return None
         if type(pattern) is not str or type(text) is not str:
-            return _builtin(side, "glob", pattern, text, None)
+            return builtin(side, "glob", pattern, text)
         compiled = _glob_pattern(pattern)
         return 0 if compiled is None else int(_matches(compiled, text, stop))
 
     return glob
 
 
-def _builtin(side: Any, name: str, pattern: Any, text: Any, escape: Any) -> Any:
-    args = (pattern, text) if escape is None else (pattern, text, escape)
+def builtin(side: Any, name: str, *args: Any) -> Any:
+    """SQLite's own function ``name`` of ``args``, run on ``side`` (a connection where hb has
+    not put its own in front of it)."""
     marks = ", ".join("?" * len(args))
     return side.execute(f"SELECT {name}({marks})", args).fetchone()[0]

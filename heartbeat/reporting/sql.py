@@ -141,6 +141,7 @@ def _printf(side: sqlite3.Connection, denied: list[str]) -> Callable[..., Any]:
     ``%c`` whose repeat count is past :data:`VALUE_LIMIT` (the one conversion SQLite repeats
     beyond its length limit, in a single step the time limit cannot stop); a refusal is put
     in ``denied``."""
+    from heartbeat.reporting.matching import builtin
 
     def printf(*args: Any) -> Any:
         if args and isinstance(args[0], str) and "c" in args[0]:
@@ -155,8 +156,7 @@ def _printf(side: sqlite3.Connection, denied: list[str]) -> Callable[..., Any]:
                         raise ValueError(_TOO_BIG)
                 if kind != "%" and rest:
                     rest.pop(0)
-        marks = ", ".join("?" * len(args))
-        return side.execute(f"SELECT printf({marks})", args).fetchone()[0]
+        return builtin(side, "printf", *args)
 
     return printf
 

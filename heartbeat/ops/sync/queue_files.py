@@ -1117,11 +1117,11 @@ def _fresh(record: tasks_json.QueueRecord, now: datetime) -> dict[str, Any]:
     return values
 
 
+_IDENTITY_KEYS = ("timestamp", "task_id", "reason", "trace_id")  # an errors.json item's
+
+
 def _error_identity(item: Mapping[str, Any]) -> tuple[str, ...]:
-    return tuple(str(item.get(k)) for k in ("timestamp", "task_id", "reason", "trace_id"))
-
-
-_BUCKET_KEYS = ("timestamp", "task_id", "reason", "trace_id")
+    return tuple(str(item.get(k)) for k in _IDENTITY_KEYS)
 
 
 class _Items:
@@ -1148,7 +1148,7 @@ def _bucket(item: Any) -> tuple[Any, ...]:
     are equal items), anything else by kind; unequal items may share it."""
     if not isinstance(item, dict):
         return ("", _part(item))
-    return tuple(_part(item.get(k)) for k in _BUCKET_KEYS)
+    return tuple(_part(item.get(k)) for k in _IDENTITY_KEYS)
 
 
 def _part(value: Any) -> Any:
