@@ -54,6 +54,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 import io
+import ipaddress
 import re
 import signal
 import socket
@@ -79,7 +80,6 @@ if TYPE_CHECKING:
 MAX_BODY = 4096  # bytes: a poke is a short instruction, not a document
 TOKEN_FILE = Path(".agent") / "state" / "serve.token"  # the default, inside the workspace
 TEXT_TYPES = ("text/", "application/json", "application/x-www-form-urlencoded")
-LOOPBACK = ("127.0.0.1", "::1", "localhost")
 REQUEST_TIMEOUT = 10  # seconds a client may take to send its whole request
 MAX_CONNECTIONS = 64  # connections served at once; more are refused with 503
 MAX_LINE = 65536  # bytes of the request line and of each header line (http.server's limits)
@@ -711,8 +711,17 @@ def token_path(ledger: Ledger, token_file: str | None) -> Path:
     return default
 
 
-def is_loopback(host: str) -> bool:
-    return host in LOOPBACK or host.startswith("127.")
+def is_loopback(address: str) -> bool:
+    """Whether a bound socket's address (``getsockname()[0]``) is a loopback one: 127.0.0.0/8,
+    ::1 or an IPv4-mapped 127.x. Asked of the address bound, not of the host name given, so a
+    name such as ``127.example.com`` or a ``localhost`` that resolves elsewhere is not taken
+    for loopback."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return bool(ip.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
 class _Stop(Exception):

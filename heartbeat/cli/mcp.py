@@ -145,13 +145,13 @@ def mcp(over_http: bool, host: str | None, port: int | None, token_file: str | N
     if exposed is not None:
         warn(exposed)
     address = host or DEFAULT_HOST
-    if not serve_mod.is_loopback(address):
+    server, calls = mcp_server.build(ledger)
+    sock = mcp_server.listen(address, DEFAULT_PORT if port is None else port)
+    if not serve_mod.is_loopback(sock.getsockname()[0]):
         warn(
             f"listening on {address}, not loopback: anyone who can reach it and has the token can use "
             "the ledger"
         )
-    server, calls = mcp_server.build(ledger)
-    sock = mcp_server.listen(address, DEFAULT_PORT if port is None else port)
     info(f"hb mcp: listening on {mcp_server.url_of(sock)} (streamable HTTP, bearer token)")
     try:
         mcp_server.serve_http(server, sock, token)

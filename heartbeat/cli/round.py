@@ -318,8 +318,6 @@ def serve(host: str, port: int, token_file: str | None) -> None:
     exposed = serve_mod.token_file_warning(path)
     if exposed is not None:
         warn(exposed)
-    if not serve_mod.is_loopback(host):
-        warn(f"listening on {host}, not loopback: anyone who can reach it and has the token can poke")
 
     def open_ledger() -> Ledger:
         return Ledger.open(workspace=ledger.workspace, db=st.db, now=st.now)
@@ -327,6 +325,8 @@ def serve(host: str, port: int, token_file: str | None) -> None:
     server = serve_mod.make_server(
         open_ledger, host=host, port=port, token=token, log=None if st.quiet else _log_line
     )
+    if not serve_mod.is_loopback(server.server_address[0]):
+        warn(f"listening on {host}, not loopback: anyone who can reach it and has the token can poke")
     info(f"hb serve: listening on {server.url} (POST /poke, GET /healthz, the dashboard at /)")
     from heartbeat.web.app import WEB_EXTRA, html_available
 

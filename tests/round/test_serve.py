@@ -771,3 +771,23 @@ def test_an_answer_has_its_own_time_to_be_written_however_long_the_request_took(
             status, _, payload = answer_of(read_until_closed(sock))
     assert status == 200 and payload["ok"] is True
     assert seen == [2]
+
+
+@pytest.mark.parametrize(
+    ("address", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.3.2.1", True),
+        ("::1", True),
+        ("::ffff:127.0.0.1", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.10", False),
+        ("127.example.com", False),  # a name, whatever it resolves to
+        ("localhost", False),  # the bound address is asked, never a name
+    ],
+)
+def test_loopback_is_read_from_the_address_bound_not_from_the_name(address: str, loopback: bool) -> None:
+    """The not-loopback warning of hb serve and hb mcp --http: a host name starting with ``127.``
+    was taken for loopback, and no warning given, wherever the name resolved."""
+    assert serve_mod.is_loopback(address) is loopback
