@@ -325,7 +325,7 @@ def serve(host: str, port: int, token_file: str | None) -> None:
     server = serve_mod.make_server(
         open_ledger, host=host, port=port, token=token, log=None if st.quiet else _log_line
     )
-    if not serve_mod.is_loopback(server.server_address[0]):
+    if not serve_mod.is_loopback(str(server.server_address[0])):
         warn(f"listening on {host}, not loopback: anyone who can reach it and has the token can poke")
     info(f"hb serve: listening on {server.url} (POST /poke, GET /healthz, the dashboard at /)")
     from heartbeat.web.app import WEB_EXTRA, html_available

@@ -303,6 +303,64 @@ def test_blocks_that_are_not_tasks_stay_verbatim(body: str, reason: str) -> None
     assert render(doc) == text
 
 
+# Python 3.10's datetime.fromisoformat, which CraftBot's parser calls on last_run, next_run and
+# each outcome's timestamp (CraftBot runs on 3.10: environment.yml python=3.10, Dockerfile
+# python:3.10-slim): the stamps it reads, and stamps 3.11 reads but 3.10 refuses.
+PY310_READS = [
+    "2026-05-03",
+    "2026-05-03T09",
+    "2026-05-03T09:00",
+    "2026-05-03 09:00:00",
+    "2026-05-03x09:00:00",  # any one separator
+    "2026-05-03T09:00:00.500",
+    "2026-05-03T09:00:00.500000",
+    "2026-05-03T09:00:00Z",
+    "2026-05-03T09:00:00+08:00",
+    "2026-05-03T09:00:00.123-05:00",
+    "2026-05-03T09+08:00",
+    "2026-05-03T09:00:00+08:00:30",
+    "2026-05-03T09:00:00+08:00:30.123456",
+    "2026-05-03T09:00:00 +08:00",  # one stray character before the offset
+]
+PY310_REFUSES = [
+    "2026-05-03T09:00:00.5",  # a fraction of 1, 2, 4, 5 or more than 6 digits
+    "2026-05-03T09:00:00.5000",
+    "2026-05-03T09:00:00.123456789",
+    "2026-05-03T09:00:00,500",  # a comma for the point
+    "2026-05-03T0900",  # a compact time
+    "2026-05-03T09:00+0800",  # a compact offset, an offset of hours alone
+    "2026-05-03T09:00+08",
+    "2026-05-03T09:00:00+08:00:30.123",
+    "20260503T090000",  # a compact date, a week date
+    "2026-W18-7",
+]
+
+
+@pytest.mark.parametrize("stamp", PY310_READS)
+def test_a_stamp_python_3_10_reads_is_a_last_run(stamp: str) -> None:
+    body = f"### [DAILY] A\n```yaml\nid: a\nlast_run: '{stamp}'\n```\n"
+    doc = parse(SECTION.format(body))
+
+    assert [t.id for t in doc.tasks] == ["a"] and doc.warnings == []
+    assert doc.tasks[0].last_run == datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+@pytest.mark.parametrize("key", ["last_run", "next_run", "outcome_history"])
+@pytest.mark.parametrize("stamp", PY310_REFUSES)
+def test_a_stamp_only_python_3_11_reads_stops_craftbots_parser(stamp: str, key: str) -> None:
+    """Python 3.11 reads these, 3.10 does not: on the Python CraftBot runs, its parser fails on the
+    whole file and no task runs. hb read them and said nothing."""
+    value = f"[{{timestamp: '{stamp}', result: x}}]" if key == "outcome_history" else f"'{stamp}'"
+    body = f"### [DAILY] A\n```yaml\nid: a\n{key}: {value}\n```\n### [DAILY] B\n```yaml\nid: b\n```\n"
+    text = SECTION.format(body)
+    doc = parse(text)
+
+    assert [t.id for t in doc.tasks] == ["b"]
+    assert [w.line for w in doc.warnings] == [2]
+    assert f"{stamp!r} is not an ISO 8601 time: CraftBot's parser fails" in doc.warnings[0].reason
+    assert render(doc) == text
+
+
 def test_second_block_with_the_same_id_is_not_a_task() -> None:
     body = "### [DAILY] A\n```yaml\nid: a\n```\n### [HOURLY] Again\n```yaml\nid: a\n```\n"
     doc = parse(SECTION.format(body))
