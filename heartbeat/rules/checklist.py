@@ -1,24 +1,31 @@
 """HEARTBEAT.md and the HEARTBEAT_OK reply (FORMATS.md section 4: OpenClaw, mistermorph).
 
-A checklist is **effectively empty** when, once HTML comments are removed
-(multi-line ones too; an unterminated ``<!--`` runs to the end, as in HTML),
-every line is blank, a Markdown heading (``#`` then a space or the end of the
-line), a list item with nothing in it (``-``, ``*``, ``+``, optionally with an
-empty ``[ ]`` or ``[x]`` box, whose one blank may be a tab or a no-break space),
-or a code fence marker: three backticks, alone or followed by one info word of
-ASCII letters, digits, ``_`` or ``-`` (as in a line ```markdown). OpenClaw skips
-fence lines so that its own template, a fenced block of headings, counts as
-empty; the lines between two fences are read like any other line, and a tilde
-fence or an info string with a space in it is content. ``#tag`` is content: a
-heading needs the space. Lines and blanks are OpenClaw's: split at LF only,
-trimmed of JavaScript's whitespace. Two choices are FORMATS.md's, not OpenClaw's
-code: HTML comments are no content (OpenClaw reads a comment line as an
-instruction), and a missing file is empty (OpenClaw then still runs the heartbeat).
+A checklist is **effectively empty** when, once its HTML comments are taken out as OpenClaw
+takes them out, every line is blank, a Markdown heading (``#`` then a space or the end of the
+line), a list item with nothing in it (``-``, ``*``, ``+``, optionally with an empty ``[ ]``
+or ``[x]`` box, whose one blank may be a tab or a no-break space), or a code fence marker: three
+backticks, alone or followed by one info word of ASCII letters, digits, ``_`` or ``-`` (as in a
+line ```markdown). OpenClaw skips fence lines so that its own template, a fenced block of
+headings, counts as empty; the lines between two fences are read like any other line, and a
+tilde fence or an info string with a space in it is content. ``#tag`` is content: a heading
+needs the space. Lines and blanks are OpenClaw's: split at LF only, trimmed of JavaScript's
+whitespace.
+
+Comments are OpenClaw's ``stripLeadingHtmlCommentScaffolding`` (2026.6 and later; 2026.4 read
+them as content): a comment is taken out where it opens a line (after blanks), again and again,
+and one left open there hides the lines after it up to its ``-->`` (or the end). A ``<!--``
+after other text on its line is text: ``- [ ] <!-- later -->`` is an instruction, and so is
+every line after ``# Checks <!-- tidy``, which opens no comment. mistermorph, which takes out
+closed comments wherever they stand and no open one, reads both as content too.
+
+One choice is FORMATS.md's, not OpenClaw's code: a missing file is empty (OpenClaw then still
+runs the heartbeat; mistermorph reads it as an empty checklist).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 HEARTBEAT_OK = "HEARTBEAT_OK"
 
@@ -30,7 +37,6 @@ _JS_SPACE = (
     + "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
 _BLANK = f"[{_JS_SPACE}]"
-_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _HEADING = re.compile(rf"^#+(?:{_BLANK}|$)")
 _EMPTY_ITEM = re.compile(rf"^[-*+]{_BLANK}*(?:\[(?:{_BLANK}|[xX])?\]{_BLANK}*)?$")
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*")  # ASCII only: a fence's info word, whole line
@@ -49,13 +55,30 @@ def is_effectively_empty(text: str | None) -> bool:
     """Whether a HEARTBEAT.md (None: missing) holds no instruction at all."""
     if text is None:
         return True
-    for line in _COMMENT.sub("", text).split("\n"):
+    for line in _without_comments(text):
         stripped = line.strip(_JS_SPACE)
         if not stripped or _HEADING.match(stripped) or _EMPTY_ITEM.match(stripped):
             continue
         if _FENCE.fullmatch(stripped) is None:
             return False
     return True
+
+
+def _without_comments(text: str) -> Iterator[str]:
+    """The file's lines (split at LF) with the HTML comments that open a line taken out, as
+    OpenClaw's reader takes them out (see the module's docstring)."""
+    open_comment = False
+    for line in text.split("\n"):
+        rest = line
+        while open_comment or rest.lstrip(_JS_SPACE).startswith("<!--"):
+            search = rest if open_comment else rest.lstrip(_JS_SPACE)
+            end = search.find("-->")  # from the comment's first character: "<!-->" closes
+            if end == -1:
+                open_comment, rest = True, ""
+                break
+            open_comment = False
+            rest = rest[: len(rest) - len(search)] + search[end + 3 :]
+        yield rest
 
 
 def heartbeat_reply_to_deliver(reply: str, *, ack_max_chars: int = HEARTBEAT_ACK_MAX_CHARS) -> str | None:

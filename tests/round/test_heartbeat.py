@@ -54,6 +54,18 @@ def test_example_workspace_brief_is_the_checklist_plus_hygiene(example: Runner, 
     assert example("--now", "2026-05-04T09:40", "heartbeat").stdout == checklist.strip() + "\n"
 
 
+def test_a_comment_opened_after_text_hides_no_instruction(sh: Runner, workspace: Path) -> None:
+    """``<!--`` after a heading's text opens no comment for OpenClaw (nor for mistermorph, which
+    needs its ``-->``): the instruction below it is the checklist. hb took the rest of the file for
+    a comment and answered HEARTBEAT_OK, so the agent never checked the inbox."""
+    checklist = "# Checks <!-- todo: tidy\n\nCheck the inbox for invoices.\n"
+    write(workspace / "HEARTBEAT.md", checklist)
+    result = sh("--now", "2026-05-01T10:00", "heartbeat")
+    assert result.stdout == checklist.strip() + "\n"
+    [run] = runs(sh, "heartbeat")
+    assert run["detail"]["checklist"] is True
+
+
 @pytest.mark.parametrize(
     "checklist",
     [

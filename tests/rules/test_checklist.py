@@ -28,6 +28,9 @@ from heartbeat.rules.checklist import (
         "<!-- a --> <!-- b -->\n",
         "# Heartbeat\r\n\r\n- [ ]\r\n",
         "<!-- an unterminated comment swallows the rest\n- Check the inbox\n",
+        "  <!-- a -->  <!-- b\n- Check the inbox\n-->\n",  # comments opening a line, one after another
+        "\t<!-- a -->- [ ]\n",
+        "<!-->\n- [ ]\n",
     ],
 )
 def test_effectively_empty(text: str | None) -> None:
@@ -106,6 +109,12 @@ def test_fence_lines_that_are_content(text: str) -> None:
         "#tag is not a heading",
         "<!-- note --> Check the inbox",
         "<!--\nhidden\n-->\nvisible\n",
+        # OpenClaw takes out only a comment that opens its line: after other text, "<!--" is text
+        "- [ ] <!-- later -->\n",
+        "- <!-- c -->\n",
+        "# Checks <!-- tidy\n\nCheck the inbox for invoices.\n",  # opens no comment
+        "<!-->\nCheck the inbox\n",  # "<!-->" closes at once
+        "<!-- a -->- [ ] x\n",
         "1. Check the inbox",
         "---",
     ],
