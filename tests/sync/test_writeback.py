@@ -393,3 +393,78 @@ def test_a_stale_copy_older_than_hbs_last_two_writes_loses_none_of_hbs_tasks(
     in_file = {t["id"] for t in json.loads(path.read_text())["pending"]}
     assert {first, second, "w1"} <= in_ledger
     assert {first, second, "w1"} <= in_file
+
+
+def _mistermorph_files(open_lines: list[str], done_lines: list[str], stamp: str) -> tuple[str, str]:
+    """TODO.md and TODO.DONE.md as mistermorph's Complete writes them: each file whole, with
+    its front matter stamped (created_at, updated_at and the count), its heading and the entries
+    it reads, LF line endings."""
+    todo = (
+        f'---\ncreated_at: "{stamp}"\nupdated_at: "{stamp}"\nopen_count: {len(open_lines)}\n---\n\n'
+        "# TODO Work In Progress (WIP)\n\n" + "".join(line + "\n" for line in open_lines)
+    )
+    done = (
+        f'---\ncreated_at: "{stamp}"\nupdated_at: "{stamp}"\ndone_count: {len(done_lines)}\n---\n\n'
+        "# TODO Done\n\n" + "".join(line + "\n" for line in done_lines)
+    )
+    return todo, done
+
+
+@pytest.fixture
+def quick(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every change of a file hb wrote counts as made within moments of hb's write."""
+    from heartbeat.ops.sync import writeback
+
+    monkeypatch.setattr(writeback, "STALE_WRITE", 3_600_000_000_000)
+
+
+PLAIN = "- [ ] [Created](2026-05-01 12:41) | plain"
+
+
+@pytest.mark.usefixtures("quick")
+def test_mistermorph_completing_an_entry_just_after_hbs_write_is_taken_in(workspace: Path) -> None:
+    """mistermorph's Complete, run on the TODO.md hb has just written (within the second in which
+    hb reads a change as a copy of the text before its write), rewrites both files whole and
+    stamps their front matter. hb took that for a stale copy: it put the completed entry back
+    into TODO.md (open and done at once) and wrote the front matter keys twice, which
+    mistermorph's YAML reader then refuses."""
+    todo_md, done_md = workspace / "TODO.md", workspace / "TODO.DONE.md"
+    todo_md.write_text(PLAIN + "\n")
+    with Ledger.open(workspace=workspace, now="2026-05-04T09:00:00+08:00") as ledger:
+        ledger.sync()
+        [plain] = ledger.list(source="todo")
+        ledger.add_todo("hb one")
+        ledger.sync()
+        [hb_line] = [line for line in todo_md.read_text().splitlines() if line.endswith("| hb one")]
+        todo, done = _mistermorph_files(
+            [hb_line],
+            ["- [x] [Created](2026-05-01 12:41), [Done](2026-05-04 02:30) | plain"],
+            "2026-05-04T02:30:00Z",
+        )
+        todo_md.write_text(todo)
+        done_md.write_text(done)
+        ledger.sync()
+        assert ledger.get(plain["id"])["status"] == "done"
+        assert [t["title"] for t in ledger.list(source="todo")] == ["hb one"]
+    assert todo_md.read_text() == todo  # nothing put back, no key written twice
+    assert done_md.read_text() == done
+
+
+@pytest.mark.usefixtures("quick")
+def test_a_stale_copy_of_todo_md_loses_none_of_hbs_entries(workspace: Path) -> None:
+    """The other way round, as before: mistermorph read TODO.md before hb's write and saved its
+    own change (a new entry) just after: hb's entry is no deletion, and both stay."""
+    todo_md = workspace / "TODO.md"
+    todo_md.write_text(PLAIN + "\n")
+    with Ledger.open(workspace=workspace, now="2026-05-04T09:00:00+08:00") as ledger:
+        ledger.sync()
+        ledger.add_todo("hb one")
+        ledger.sync()
+        mm_line = "- [ ] [Created](2026-05-04 02:30) | from mistermorph"
+        todo, _done = _mistermorph_files([mm_line, PLAIN], [], "2026-05-04T02:30:00Z")
+        todo_md.write_text(todo)
+        ledger.sync()
+        titles = sorted(t["title"] for t in ledger.list(source="todo"))
+    assert titles == ["from mistermorph", "hb one", "plain"]
+    text = todo_md.read_text()
+    assert all(f"| {title}\n" in text for title in titles)

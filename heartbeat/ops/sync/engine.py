@@ -338,7 +338,7 @@ def _inputs(
     one edited since was edited from the old text, so it is synced against that: the JSON
     files and PROACTIVE.md take it back as their baseline, the Markdown TODO files read the
     edit merged by lines into the text hb meant to write."""
-    from heartbeat.ops.sync.textmerge import merge3
+    from heartbeat.ops.sync.textmerge import made_from, merge3
 
     inputs = dict(texts)
     for kind, pending in waiting.items():
@@ -357,8 +357,17 @@ def _inputs(
             meant is None
             or pending.before_text is None
             or merge3(pending.before_text, meant, edited or "") == edited
+            or (
+                kind not in _STRUCTURED
+                and all(
+                    made_from(edited or "", meant, older) for older in (pending.before_text, *pending.older)
+                )
+            )
         ):
-            continue  # changed right after hb's write, but from hb's text (it holds hb's changes)
+            # changed right after hb's write, but from hb's text: it holds hb's changes, or (a TODO
+            # file mistermorph rewrote whole, dropping the lines it cannot read) more of them than
+            # of the text before. A JSON file's lines repeat too much to tell by lines.
+            continue
         if kind in _STRUCTURED:
             writeback.rebase(db, kind, paths[kind], pending.oldest_text, now)
         elif meant is not None and pending.before_text is not None and edited is not None:

@@ -9,6 +9,7 @@ every line the two programs wrote.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from patiencediff import PatienceSequenceMatcher
@@ -69,6 +70,32 @@ def merge3(base: str, ours: str, theirs: str) -> str:
         at = end
     out.extend(b[at:])
     return "".join(_ends(out))
+
+
+def made_from(edited: str, ours: str, base: str) -> bool:
+    """Whether ``edited`` reads as an edit of ``ours`` rather than of ``base``, the text ``ours``
+    replaced: it holds more of the lines ``ours`` added to ``base`` and lacks more of those it
+    took out, than the other way round. Lines are compared as a multiset, without their line
+    endings and without a leading front matter (``---`` ... ``---``), which each program stamps on
+    every write (mistermorph its ``updated_at`` and counts, CraftBot ``last_updated``) and which
+    so tells nothing of the text a copy was made from. When ``ours`` changed nothing else, there
+    is nothing a copy could lose: True."""
+    mine, old, now = _body(ours), _body(base), _body(edited)
+    added, removed = mine - old, old - mine
+    kept = sum(min(n, now[line]) for line, n in added.items())
+    dropped = sum(n - min(n, now[line]) for line, n in removed.items())
+    ours_side = kept + dropped
+    base_side = (added.total() - kept) + (removed.total() - dropped)
+    return ours_side > base_side or not (added or removed)
+
+
+def _body(text: str) -> Counter[str]:
+    """The lines of ``text`` past its front matter, without line endings, counted."""
+    lines = text.splitlines()
+    skip = 0
+    if lines and lines[0].lstrip("\ufeff").strip() == "---":
+        skip = next((i + 1 for i in range(1, len(lines)) if lines[i].strip() == "---"), len(lines))
+    return Counter(lines[skip:])
 
 
 def _touches(change: tuple[int, int, list[str]], start: int, end: int) -> bool:
