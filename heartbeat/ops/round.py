@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from heartbeat.context import Context
@@ -32,6 +32,7 @@ from heartbeat.errors import HbError, InvalidInput, one_line
 from heartbeat.ops import guard as guard_mod
 
 if TYPE_CHECKING:
+    from heartbeat.rules.checklist import PeriodicTask
     from heartbeat.rules.round import Risk, TaskState
     from heartbeat.rules.throttle import Decision, LastReminder
 
@@ -260,7 +261,7 @@ def hygiene_done(ctx: Context, at: datetime | str | None = None) -> dict[str, An
 def heartbeat(ctx: Context, *, lang: str | None = None) -> dict[str, Any]:
     """One tick (``hb heartbeat``): see :meth:`heartbeat.Ledger.heartbeat`."""
     from heartbeat.ops import recur
-    from heartbeat.rules.checklist import is_effectively_empty
+    from heartbeat.rules.checklist import is_effectively_empty, periodic_tasks
     from heartbeat.rules.messages import render_brief
 
     with guard_mod.held(ctx, "heartbeat") as held:
@@ -268,12 +269,14 @@ def heartbeat(ctx: Context, *, lang: str | None = None) -> dict[str, Any]:
         synced = sync_files(ctx)  # also re-reads settings: heartbeat-state.json may carry some
         materialized = recur.materialize(ctx, export=False) if ctx.settings.recur_materialize else None
         round_ = check(ctx, lang=lang)
-        brief = render_brief(checklist, round_["messages"])
+        tasks = periodic_tasks(checklist)
+        due_tasks = _periodic_due(ctx, held, tasks) if tasks else None
+        brief = render_brief(checklist, round_["messages"], due_tasks=due_tasks, lang=_lang(ctx, lang))
         # the round committed its messages as sent: they are printed whatever the export does
         exported = _export_after_round(ctx, held.detail)
         held.detail.update(
             {
-                "checklist": not is_effectively_empty(checklist),
+                "checklist": bool(due_tasks) if tasks else not is_effectively_empty(checklist),
                 "checked": round_["checked"],
                 "sent": round_["sent"],
                 "suppressed": round_["suppressed"],
@@ -290,6 +293,45 @@ def heartbeat(ctx: Context, *, lang: str | None = None) -> dict[str, Any]:
         "round": round_,
         "export": exported,
     }
+
+
+# How many earlier heartbeat runs are looked at for the periodic tasks' last runs: each run notes
+# them all, so the last one that finished is enough; the others cover runs with no HEARTBEAT.md.
+_PERIODIC_LOOKBACK = 20
+
+
+def _periodic_due(ctx: Context, held: guard_mod.GuardRun, tasks: list[PeriodicTask]) -> list[PeriodicTask]:
+    """The periodic tasks of HEARTBEAT.md due now, as OpenClaw's runner decides (a task never run
+    is due; then once its interval has passed since it last ran), and this tick noted as their
+    last run. Their last runs live in the heartbeat runs' detail (``periodic_last_run``: task
+    name -> UTC time), each run carrying the whole map on."""
+    now = held.started_at
+    with ctx.read() as db:
+        details = db.rows(
+            "SELECT detail FROM runs WHERE kind = 'heartbeat' AND status = 'ok' AND pk < :pk "
+            "ORDER BY pk DESC LIMIT :n",
+            {"pk": held.pk, "n": _PERIODIC_LOOKBACK},
+        )
+    last_runs: dict[str, str] = {}
+    for (raw,) in details:
+        detail = db.read_json(raw)
+        noted = detail.get("periodic_last_run") if isinstance(detail, dict) else None
+        if isinstance(noted, dict):
+            last_runs = {k: v for k, v in noted.items() if isinstance(k, str) and isinstance(v, str)}
+            break
+    due = [task for task in tasks if task.due(_noted_time(last_runs.get(task.name)), now)]
+    for task in due:
+        last_runs[task.name] = now.astimezone(UTC).isoformat()
+    held.detail["periodic_due"] = [task.name for task in due]
+    held.detail["periodic_last_run"] = last_runs
+    return due
+
+
+def _noted_time(text: str | None) -> datetime | None:
+    try:
+        return None if text is None else datetime.fromisoformat(text)
+    except ValueError:
+        return None
 
 
 def poke(ctx: Context, text: str, *, key: str | None = None) -> dict[str, Any]:

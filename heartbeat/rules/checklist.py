@@ -24,8 +24,11 @@ runs the heartbeat; mistermorph reads it as an empty checklist).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 HEARTBEAT_OK = "HEARTBEAT_OK"
 
@@ -79,6 +82,135 @@ def _without_comments(text: str) -> Iterator[str]:
             open_comment = False
             rest = rest[: len(rest) - len(search)] + search[end + 3 :]
         yield rest
+
+
+@dataclass(frozen=True)
+class PeriodicTask:
+    """A task of HEARTBEAT.md's ``tasks:`` block (OpenClaw 2026.6's periodic tasks)."""
+
+    name: str
+    interval: str
+    prompt: str
+
+    @property
+    def every(self) -> timedelta | None:
+        """The interval as OpenClaw reads it (:func:`openclaw_duration`); None: never due."""
+        return openclaw_duration(self.interval, default_unit="m")
+
+    def due(self, last_run: datetime | None, now: datetime) -> bool:
+        """OpenClaw's ``isTaskDue``: never run is due; an interval it cannot read never is."""
+        if last_run is None:
+            return True
+        every = self.every
+        return every is not None and now - last_run >= every
+
+
+def periodic_tasks(text: str | None) -> list[PeriodicTask]:
+    """The tasks of HEARTBEAT.md's ``tasks:`` block, as OpenClaw's ``parseHeartbeatTasks`` reads
+    them (comments taken out first, as for emptiness)::
+
+        tasks:
+          - name: inbox
+            interval: 30m
+            prompt: "Check the inbox"
+
+    After a line ``tasks:``, each ``- name:`` line starts a task; its indented ``interval:`` and
+    ``prompt:`` lines follow (the last of each counts; one quote is taken off each end of a
+    value), up to the next ``- name:``. Any other line that is not blank ends the block (within a
+    task's lines, so does a line that is not indented); a task lacking a name, an interval or a
+    prompt is no task."""
+    if text is None:
+        return []
+    lines = list(_without_comments(text))
+    tasks: list[PeriodicTask] = []
+    in_block = False
+    for i, line in enumerate(lines):
+        trimmed = line.strip(_JS_SPACE)
+        if trimmed == "tasks:":
+            in_block = True
+            continue
+        if not in_block:
+            continue
+        if trimmed and not trimmed.startswith(("interval:", "prompt:", "- name:", "-")):
+            in_block = False
+            continue
+        if not trimmed.startswith("- name:"):
+            continue
+        name, interval, prompt = _task_value(trimmed, "- name:"), "", ""
+        for following in lines[i + 1 :]:
+            value = following.strip(_JS_SPACE)
+            if value.startswith("- name:"):
+                break
+            indented = following.startswith((" ", "\t"))
+            if value.startswith("interval:") and indented:
+                interval = _task_value(value, "interval:")
+            elif value.startswith("prompt:") and indented:
+                prompt = _task_value(value, "prompt:")
+            elif value:
+                in_block = False
+                break
+        if name and interval and prompt:
+            tasks.append(PeriodicTask(name, interval, prompt))
+    return tasks
+
+
+def _task_value(line: str, key: str) -> str:
+    value = line.replace(key, "", 1).strip(_JS_SPACE)
+    return _QUOTE_ENDS.sub("", value)
+
+
+_QUOTE_ENDS = re.compile(r"\A[\"']|[\"']\Z")
+
+
+def without_periodic_tasks(text: str) -> str:
+    """HEARTBEAT.md without its ``tasks:`` block, trimmed: the directives OpenClaw's runner sends
+    along with the tasks due (``stripHeartbeatTasksBlock``: after ``tasks:``, blank and indented
+    lines and ``- name:`` lines belong to the block; lines split at LF or CRLF)."""
+    kept: list[str] = []
+    in_block = False
+    for line in re.split(r"\r?\n", text):
+        trimmed = line.strip(_JS_SPACE)
+        if not in_block and trimmed == "tasks:":
+            in_block = True
+            continue
+        if in_block:
+            if not trimmed or (line[:1] and line[0] in _JS_SPACE) or trimmed.startswith("- name:"):
+                continue
+            in_block = False
+        kept.append(line)
+    return "\n".join(kept).strip(_JS_SPACE)
+
+
+_DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_DURATION_ONE = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)?")
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)")
+
+
+def openclaw_duration(text: str, *, default_unit: str = "ms") -> timedelta | None:
+    """A duration as OpenClaw's ``parseDurationMs`` reads it (trimmed, lower-cased): a number
+    with an optional unit (ms, s, m, h, d; none: ``default_unit``) or units run together
+    (``1h30m``), in milliseconds rounded as JavaScript's Math.round; None where OpenClaw
+    refuses it."""
+    raw = text.strip(_JS_SPACE).lower()
+    one = _DURATION_ONE.fullmatch(raw)
+    if one:
+        total = float(one.group(1)) * _DURATION_MS[one.group(2) or default_unit]
+    else:
+        parts = list(_DURATION_PART.finditer(raw))
+        if not parts or "".join(p.group(0) for p in parts) != raw:
+            return None
+        total = 0.0
+        for part in parts:  # summed in order, in doubles, as JavaScript sums them
+            total += float(part.group(1)) * _DURATION_MS[part.group(2)]
+    if not math.isfinite(total):
+        return None
+    milliseconds = math.floor(total + 0.5)
+    if milliseconds > _SAFE_INTEGER:
+        return None
+    return timedelta(milliseconds=milliseconds)
+
+
+_SAFE_INTEGER = 2**53 - 1  # JavaScript's Number.MAX_SAFE_INTEGER: past it, OpenClaw refuses
 
 
 def heartbeat_reply_to_deliver(reply: str, *, ack_max_chars: int = HEARTBEAT_ACK_MAX_CHARS) -> str | None:

@@ -12,10 +12,11 @@ fallback leaves out the fallback part: hb does not invent an action.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from heartbeat.errors import InvalidInput
-from heartbeat.rules.checklist import HEARTBEAT_OK, is_effectively_empty
+from heartbeat.rules.checklist import HEARTBEAT_OK, PeriodicTask, is_effectively_empty, without_periodic_tasks
 
 
 @dataclass(frozen=True)
@@ -73,13 +74,39 @@ def render_message(
     return "\n".join((task_line, status_line, suggestion_line))
 
 
-def render_brief(checklist: str | None, messages: list[str]) -> str:
+# the line above the periodic tasks due, in OpenClaw's words (its runner's prompt)
+_PERIODIC_HEAD = {
+    "en": "Run the following periodic tasks (only those due based on their intervals):",
+    "zh": "执行以下到期的周期任务（只列出按间隔已到期的）：",
+}
+
+
+def render_brief(
+    checklist: str | None,
+    messages: list[str],
+    *,
+    due_tasks: Sequence[PeriodicTask] | None = None,
+    lang: str = "en",
+) -> str:
     """What a heartbeat prints: exactly ``HEARTBEAT_OK`` when there is nothing to say.
 
     Otherwise the checklist (unless effectively empty) followed by the messages,
     each part separated by one blank line; blank messages are ignored.
+
+    ``due_tasks``: the checklist has a ``tasks:`` block (OpenClaw's periodic tasks), and these
+    of them are due. Then, as OpenClaw's runner does, the checklist part is the due tasks (one
+    ``- name: prompt`` line each, under one line that says so) followed by the checklist without
+    its block, and nothing at all while none is due.
     """
-    parts = [] if is_effectively_empty(checklist) else [(checklist or "").strip()]
+    if due_tasks is None:
+        parts = [] if is_effectively_empty(checklist) else [(checklist or "").strip()]
+    elif not due_tasks:
+        parts = []
+    else:
+        head = _PERIODIC_HEAD.get(lang, _PERIODIC_HEAD["en"])
+        listed = "\n".join(f"- {task.name}: {task.prompt}" for task in due_tasks)
+        rest = without_periodic_tasks(checklist or "")
+        parts = [f"{head}\n\n{listed}"] + ([rest] if rest else [])
     parts.extend(message.strip() for message in messages if message.strip())
     if not parts:
         return HEARTBEAT_OK

@@ -54,6 +54,29 @@ def test_example_workspace_brief_is_the_checklist_plus_hygiene(example: Runner, 
     assert example("--now", "2026-05-04T09:40", "heartbeat").stdout == checklist.strip() + "\n"
 
 
+def test_periodic_tasks_come_due_by_their_intervals_as_openclaw_gives_them(
+    sh: Runner, workspace: Path
+) -> None:
+    """OpenClaw 2026.6's tasks: block: a task never run is due; then once its interval has passed
+    since the tick that gave it out. While none is due the checklist is not given at all (OpenClaw
+    makes no model call), and with one due, the rest of the file comes after the tasks due."""
+    write(
+        workspace / "HEARTBEAT.md",
+        "# Checks\n\ntasks:\n  - name: inbox\n    interval: 2h\n    prompt: Check the inbox\n"
+        "  - name: build\n    interval: 30m\n    prompt: Check the build\n\nBe brief.\n",
+    )
+    head = "Run the following periodic tasks (only those due based on their intervals):\n\n"
+    both = head + "- inbox: Check the inbox\n- build: Check the build\n\n# Checks\n\nBe brief.\n"
+    build = head + "- build: Check the build\n\n# Checks\n\nBe brief.\n"
+    ok = "HEARTBEAT_OK\n"
+    ticks = {"09:00": both, "09:20": ok, "09:30": build, "09:59": ok, "11:00": both}
+    for at, brief in ticks.items():
+        assert sh("--now", f"2026-05-04T{at}", "heartbeat").stdout == brief, at
+    details = [run["detail"] for run in runs(sh, "heartbeat")]
+    assert [d["periodic_due"] for d in details] == [["inbox", "build"], [], ["build"], [], ["inbox", "build"]]
+    assert [d["checklist"] for d in details] == [True, False, True, False, True]
+
+
 def test_a_comment_opened_after_text_hides_no_instruction(sh: Runner, workspace: Path) -> None:
     """``<!--`` after a heading's text opens no comment for OpenClaw (nor for mistermorph, which
     needs its ``-->``): the instruction below it is the checklist. hb took the rest of the file for

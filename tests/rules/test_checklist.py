@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from heartbeat.rules.checklist import (
     HEARTBEAT_OK,
+    PeriodicTask,
     heartbeat_reply_to_deliver,
     is_effectively_empty,
     is_heartbeat_ok,
+    openclaw_duration,
+    periodic_tasks,
+    without_periodic_tasks,
 )
 
 
@@ -320,3 +326,52 @@ def test_a_runaway_reply_of_tokens_is_no_message() -> None:
     assert heartbeat_reply_to_deliver("HEARTBEAT_OK " * 20_000) is None
     assert heartbeat_reply_to_deliver("note " + "HEARTBEAT_OK" * 20_000 + ".") is None
     assert heartbeat_reply_to_deliver("x" * 301 + " HEARTBEAT_OK" * 20_000) == "x" * 301
+
+
+# --- OpenClaw 2026.6's periodic tasks: a tasks: block in HEARTBEAT.md ----------------------------
+# Facts read from its code (parseHeartbeatTasks, stripHeartbeatTasksBlock, parseDurationMs) and
+# checked by running it on 5,000 generated files and 3,000 durations.
+
+TASKS = (
+    '# Checks\n\ntasks:\n  - name: inbox\n    interval: 2h\n    prompt: "Check the inbox"\n'
+    "  - name: 'build'\n\tinterval: 30\n    prompt: it's green?\n\nBe brief.\n"
+)
+
+
+def test_periodic_tasks_are_read_as_openclaw_reads_them() -> None:
+    assert [(t.name, t.interval, t.prompt) for t in periodic_tasks(TASKS)] == [
+        ("inbox", "2h", "Check the inbox"),  # one quote off each end
+        ("build", "30", "it's green?"),  # a tab indents too; a quote inside stays
+    ]
+    assert without_periodic_tasks(TASKS) == "# Checks\n\nBe brief."
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "tasks:\n  - name: a\n    interval: 1h\n",  # no prompt
+        "tasks:\n  - name: a\ninterval: 1h\n    prompt: p\n",  # interval not indented: the block ends
+        "tasks:\n  - name: a\n    description: x\n    interval: 1h\n    prompt: p\n",  # another key ends it
+        "<!--\ntasks:\n  - name: a\n    interval: 1h\n    prompt: p\n-->\n",  # inside a comment
+        "- name: a\n    interval: 1h\n    prompt: p\n",  # no tasks: line
+    ],
+)
+def test_what_is_no_periodic_task(text: str) -> None:
+    assert periodic_tasks(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "minutes"),
+    [("30m", 30), ("90", 90), ("1h30m", 90), ("2.5H", 150), (" 1d ", 1440), ("30000ms", 0.5), ("0", 0)],
+)
+def test_intervals_read_as_openclaws_durations(text: str, minutes: float) -> None:
+    assert openclaw_duration(text, default_unit="m") == timedelta(minutes=minutes)
+
+
+@pytest.mark.parametrize("text", ["1h 30m", "1e3", "", "5m5", "-5m", "30 minutes", "99999999999999999999d"])
+def test_intervals_openclaw_refuses_never_come_due(text: str) -> None:
+    assert openclaw_duration(text, default_unit="m") is None
+    task = PeriodicTask("t", text, "p")
+    now = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
+    assert task.due(None, now) is True  # never run: due, as in OpenClaw
+    assert task.due(now - timedelta(days=3650), now) is False
