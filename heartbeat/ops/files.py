@@ -59,12 +59,37 @@ def export_file(ctx: Context, kind: str, path: str | Path | None = None) -> dict
         except FileFormatError as exc:  # not text, or not this kind's: never written over
             raise InvalidInput(f"{exc}; hb export does not overwrite a file it cannot read") from None
         with ctx.write() as db:
-            text = renderer(ctx, db, target)
+            text = renderer(ctx, db, target)  # refuses a file it would lose an entry of
             if text is None:
                 return {"kind": kind, "path": str(target), "written": False, "empty": True}
-            written = current != text
+            by_sync = synced and kind in SYNCED_BY_FAMILY
+            written = current != text and not by_sync
             if written and not replace_if(target, text, current).written:
                 raise InvalidState(f"{target}: changed while hb exported it; nothing written (export again)")
-            if synced:
+            if synced and not by_sync:
                 remember(db, kind, target, text, ctx.now())
+    if by_sync:
+        return _export_by_sync(ctx, kind)
     return {"kind": kind, "path": str(target), "written": written, "empty": False}
+
+
+# Markdown files whose export onto their own workspace file is a sync of their family: TODO.md
+# and TODO.DONE.md are one (a task completed in the ledger leaves the one for the other), and
+# each row records the line and file it was last synced to. Written alone, without that
+# bookkeeping, the next sync took the export for an edit: a task done in the ledger read as
+# deleted from the file (removed), a recurrence or a completion as new (twice).
+SYNCED_BY_FAMILY = frozenset({"todo", "done", "recur"})
+
+
+def _export_by_sync(ctx: Context, kind: str) -> dict[str, Any]:
+    """``hb export`` of a Markdown kind onto its workspace file, once the file passed the export's
+    checks (no entry hb has not imported): the sync of its family, which writes the ledger's
+    version of each file with the bookkeeping the next sync reads (an edit of an entry hb knows,
+    made since the last sync, is taken in as a sync takes it)."""
+    from heartbeat.ops.sync.engine import run
+
+    result = run(ctx, only=[kind])
+    [report] = [r for r in result["reports"] if r["kind"] == kind]
+    if report.get("not_written"):
+        raise InvalidState(f"{report['path']}: {report['not_written']}")
+    return {"kind": kind, "path": report["path"], "written": bool(report["written"]), "empty": False}

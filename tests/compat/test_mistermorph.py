@@ -781,6 +781,42 @@ def test_export_writes_over_entries_hb_synced_and_drops_those_removed_in_the_led
     assert read(todo) == typed
 
 
+@pytest.mark.parametrize("exported", ["todo", "done"])
+def test_an_export_then_a_sync_keeps_a_task_done_in_the_ledger_once(
+    mm: Runner, workspace: Path, exported: str
+) -> None:
+    """``hb export todo`` (or done) after ``hb done`` wrote one file of the pair without the
+    bookkeeping a sync keeps: the next sync took the entry gone from TODO.md for a deletion and
+    removed the task from the ledger (export todo), or read the entry new in TODO.DONE.md as
+    another task (export done, then it stood twice in the file and the ledger)."""
+    todo, done = workspace / "TODO.md", workspace / "TODO.DONE.md"
+    write(todo, "- [ ] [Created](2026-05-03 12:05) | a\n- [ ] [Created](2026-05-03 12:06) | b\n")
+    sync(mm, "2026-05-04T09:00:00Z")
+    a = titles(mm)["a"]["id"]
+    mm("done", a, HB_NOW="2026-05-04T09:10:00Z")
+    assert mm.json("export", exported, HB_NOW="2026-05-04T09:20:00Z")["written"] is True
+    report = sync(mm, "2026-05-04T09:30:00Z")
+    assert all(not (r["removed"] or r["added"] or r["conflicts"]) for r in report["reports"]), report
+    assert mm.json("show", a)["status"] == "done"
+    assert [t["title"] for t in mm.json("list", "--all", "--source", "todo")].count("a") == 1
+    assert entries(read(todo)) == [(utc(2026, 5, 3, 12, 6), None, "b")]
+    assert entries(read(done), TodoKind.DONE) == [(utc(2026, 5, 3, 12, 5), utc(2026, 5, 4, 9, 10), None, "a")]
+
+
+def test_an_export_of_a_new_rule_then_a_sync_keeps_one_rule(mm: Runner, workspace: Path) -> None:
+    """``hb recur add`` then ``hb export recur``: the next sync read the rule's line as a new
+    rule beside the one in the ledger, so it fired twice."""
+    write(workspace / "TODO.RECUR.md", "- [ ] [Next](2026-05-07 15:00), [Repeat](daily) | rule\n")
+    sync(mm, "2026-05-04T09:00:00Z")
+    mm("recur", "add", "Water the plants", "--repeat", "daily", "--next", "2026-05-05 08:00")
+    mm("export", "recur", HB_NOW="2026-05-04T09:20:00Z")
+    sync(mm, "2026-05-04T09:30:00Z")
+    assert sorted(r["title"] for r in mm.json("recur", "list")) == ["Water the plants", "rule"]
+    assert [e[-1] for e in entries(read(workspace / "TODO.RECUR.md"), TodoKind.RECUR)].count(
+        "Water the plants"
+    ) == 1
+
+
 def test_export_to_an_existing_other_file_refuses_its_unknown_entries(mm: Runner, workspace: Path) -> None:
     other = workspace / "elsewhere.md"
     text = "- [ ] [Created](2026-05-01 12:41) | someone else's\n"
