@@ -54,6 +54,8 @@ def export_file(ctx: Context, kind: str, path: str | Path | None = None) -> dict
             current: str | None = read_text(target)
             if current is not None and current.strip() and kind in JSON_KINDS:
                 check_export_target(ctx, kind, target, current, synced=synced)
+            elif current is not None and kind == "state":
+                _check_state_target(ctx, target, current, synced=synced)
         except NotFound:
             current = None
         except FileFormatError as exc:  # not text, or not this kind's: never written over
@@ -93,3 +95,34 @@ def _export_by_sync(ctx: Context, kind: str) -> dict[str, Any]:
     if report.get("not_written"):
         raise InvalidState(f"{report['path']}: {report['not_written']}")
     return {"kind": kind, "path": report["path"], "written": bool(report["written"]), "empty": False}
+
+
+def _check_state_target(ctx: Context, target: Path, current: str, *, synced: bool) -> None:
+    """Before ``hb export state`` writes over ``current``: the text hb last read or wrote there is
+    written over; a file holding no value (empty, ``{}``, ``null``, ``[]``) too. Any other is
+    refused (nothing written): hb lays its settings over the file's, so a file it never read
+    (or one edited since) would have its own (``proactiveChat.enabled``, ...) replaced by the
+    ledger's defaults, and the next sync would take those in."""
+    import json
+
+    from heartbeat.db.store import statements
+    from heartbeat.ops.sync.files import digest
+
+    try:
+        if json.loads(current) in ({}, None, []):
+            return
+    except ValueError:
+        pass  # the renderer names what is wrong with it
+    with ctx.read() as db:
+        known = db.rows(statements("queue_files").sync_state_hash, {"kind": "state"})
+    if (
+        known
+        and (synced or Path(known[0][0]).resolve() == target.resolve())
+        and known[0][1] == digest(current)
+    ):
+        return
+    first = "hb sync" if synced else f"hb import state {target}"
+    raise InvalidState(
+        f"{target}: hb has not read this file as it is now, and would write its settings over the "
+        f"file's; run {first} first (or move the file away); nothing written"
+    )

@@ -128,6 +128,28 @@ def test_settings_set_in_the_ledger_are_exported(sh: Runner, state_file: Path) -
     assert '"minHoursBetweenProactive": 12, "maxProactivePerDay": 3,' in state_file.read_text()
 
 
+def test_export_over_a_file_the_ledger_never_read_is_refused(sh: Runner, state_file: Path) -> None:
+    """A new ledger beside a runtime's heartbeat-state.json: ``hb export state`` laid the ledger's
+    defaults over the file's settings (``proactiveChat.enabled`` true -> false), and the next sync
+    took them in. Now refused, the file untouched, until hb has read it."""
+    result = sh("--now", "2026-05-01T10:00", "export", "state", code=1)
+    assert result.stderr == (
+        f"hb: {state_file}: hb has not read this file as it is now, and would write its settings over "
+        "the file's; run hb sync first (or move the file away); nothing written\n"
+    )
+    assert state_file.read_text() == STATE
+    sh("--now", "2026-05-01T10:00", "sync")
+    assert sh("config", "get", "proactive.enabled").stdout.strip() == "true"
+    assert sh.json("--now", "2026-05-01T10:00", "export", "state")["written"] is False
+    write(state_file, STATE.replace('"everyHours": 24', '"everyHours": 12'))  # edited since the sync
+    assert "run hb sync first" in sh("--now", "2026-05-01T10:00", "export", "state", code=1).stderr
+    other = write(state_file.parent / "other.json", STATE)
+    refused = sh("--now", "2026-05-01T10:00", "export", "state", str(other), code=1).stderr
+    assert f"run hb import state {other} first" in refused and other.read_text() == STATE
+    write(other, "{}\n")  # a file that holds nothing is written
+    assert sh.json("--now", "2026-05-01T10:00", "export", "state", str(other))["written"] is True
+
+
 def test_export_without_a_file_writes_only_what_the_ledger_knows(sh: Runner, workspace: Path) -> None:
     assert sh.json("export", "state")["written"] is False  # nothing to say yet
     assert not (workspace / "memory" / "heartbeat-state.json").exists()
