@@ -149,7 +149,9 @@ def adapt(text: str, *, sqlite: bool) -> str:
       (``x IN {ints:pks}``): SQLite reads it as JSON text (``json_each``), PostgreSQL
       as an array;
     - ``{skip_locked}`` / ``{for_update}``: PostgreSQL's row locks (nothing on SQLite,
-      where the write transaction holds the whole database).
+      where the write transaction holds the whole database);
+    - ``{lower}(x)``: ``x`` in lower case, every letter (SQLite's own ``lower`` knows ASCII
+      only: :func:`heartbeat.db.sqlite.configure` gives hb's connections ``hb_lower``).
 
     PostgreSQL takes ``%(name)s``."""
     text = _JSON_PARAM.sub(r":\1" if sqlite else r"CAST(:\1 AS json)", text)
@@ -159,6 +161,7 @@ def adapt(text: str, *, sqlite: bool) -> str:
         text = _LIST_PARAM.sub(lambda m: f"(SELECT unnest(CAST(:{m[2]} AS {_PG_ARRAY[m[1]]})))", text)
     text = text.replace("{skip_locked}", "" if sqlite else " FOR UPDATE SKIP LOCKED")
     text = text.replace("{for_update}", "" if sqlite else " FOR UPDATE")
+    text = text.replace("{lower}(", "hb_lower(" if sqlite else "lower(")
     return text if sqlite else pyformat(text)
 
 

@@ -38,6 +38,13 @@ def configure(dbapi_connection: Any, *, wal: bool = True) -> None:
     cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.close()
+    dbapi_connection.create_function("hb_lower", 1, _lower, deterministic=True)
+
+
+def _lower(value: Any) -> Any:
+    """``hb_lower``: text in lower case as Python (and PostgreSQL) lower it, every letter
+    (SQLite's ``lower`` leaves ``É`` and ``Ä`` as they are); anything else as it is."""
+    return value.lower() if isinstance(value, str) else value
 
 
 def file_of(url: str) -> Path | None:

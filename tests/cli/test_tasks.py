@@ -107,6 +107,17 @@ def test_list_filters(hb: Runner) -> None:
     assert hb.json("list", "--source", "todo") == []
 
 
+def test_list_text_is_any_case_for_every_letter_on_both_backends(hb_db: Runner) -> None:
+    """SQLite's lower() and LIKE fold ASCII only: ``--text ÄRGER`` missed "ärger" on SQLite, and
+    ``--text émile`` missed "Émile's report", where PostgreSQL found both."""
+    emile = hb_db.json("add", "Émile's report")["id"]
+    anger = hb_db.json("add", "ärger im Büro")["id"]
+    hb_db.json("add", "plain ascii")
+    for text, found in (("émile", emile), ("ÉMILE", emile), ("ÄRGER", anger), ("BÜRO", anger)):
+        assert [t["id"] for t in hb_db.json("list", "--text", text)] == [found], text
+    assert [t["id"] for t in hb_db.json("list", "--text", "_")] == []  # LIKE's wildcards are text
+
+
 def test_update_keeps_history(hb: Runner) -> None:
     t = hb.json("add", "Draft")
     hb("update", t["id"], "--title", "Draft v2", "--status", "blocked", "--blocker", "legal review")
