@@ -257,6 +257,23 @@ def test_sync_only_takes_kinds_listed_repeated_or_comma_separated(
     hb("sync", "--only", "todo,nope", code=2)
 
 
+@pytest.mark.skipif(not Path("/proc/self/pagemap").exists(), reason="Linux's /proc files")
+def test_a_file_that_will_not_be_read_or_never_ends_is_one_line(hb: Runner, workspace: Path) -> None:
+    """Files of /proc read as regular files of size 0: ``/proc/self/mem`` gives an I/O error (exit
+    70, an internal error), ``/proc/self/pagemap`` reads on and on (hb hung). A read error, or a file
+    reading on far past its size, is one line naming the file, exit 1, nothing changed."""
+    result = hb("import", "todo", "/proc/self/mem", code=1)
+    assert result.stderr == "hb: /proc/self/mem: cannot read it (Input/output error)\n"
+    result = hb("import", "tasks-json", "/proc/self/pagemap", code=1)
+    assert (
+        result.stderr
+        == "hb: /proc/self/pagemap: cannot read it (it reads on more than 256 MiB past its size)\n"
+    )
+    (workspace / "TODO.md").symlink_to("/proc/self/mem")
+    assert hb("sync", code=1).stderr == f"hb: {workspace / 'TODO.md'}: cannot read it (Input/output error)\n"
+    assert hb.json("list", "--all") == []
+
+
 def test_a_workspace_file_that_is_not_a_regular_file_is_refused(hb: Runner, workspace: Path) -> None:
     """A FIFO would block the read forever: one line, exit 1, nothing changed."""
     fifo = workspace / "TODO.md"

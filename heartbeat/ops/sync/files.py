@@ -123,6 +123,10 @@ def read_text(path: Path, *, stream: bool = False) -> str:
         raise NotFound(f"{path}: no such file") from None
     except IsADirectoryError:
         raise NotFound(f"{path}: is a directory, not a file") from None
+    except PermissionError:
+        raise  # said as such where it is caught (a file hb may not read)
+    except OSError as exc:  # a device error, a file of /proc that will not be read or never ends
+        raise InvalidInput(f"{path}: cannot read it ({exc.strerror or exc})") from None
     text = decode(data, path)
     if len(data) >= _MEMO_FROM:
         _known[str(path)] = (identity, text)
@@ -215,7 +219,9 @@ def _read_quiet(path: Path) -> tuple[bytes, tuple[int, ...]]:
 
 def read_fd(fd: int) -> bytes:
     """Everything in the open file, from its start: one read of the size it has now (one byte
-    more, for a file that grew meanwhile), then reads until one finds the end."""
+    more, for a file that grew meanwhile), then reads until one finds the end. A file that
+    reads on :data:`GROWTH_MAX` past the size it gave (``/proc/self/pagemap``, whose size says
+    0) is no workspace file: OSError (EFBIG) rather than reading for ever."""
     size = os.fstat(fd).st_size
     chunks: list[bytes] = [os.pread(fd, size + 1, 0)] if size else []
     offset = len(chunks[0]) if chunks else 0
@@ -225,6 +231,11 @@ def read_fd(fd: int) -> bytes:
             return b"".join(chunks)
         chunks.append(chunk)
         offset += len(chunk)
+        if offset > size + GROWTH_MAX:
+            raise OSError(errno.EFBIG, f"it reads on more than {GROWTH_MAX >> 20} MiB past its size")
+
+
+GROWTH_MAX = 256 << 20  # bytes a file may grow by while hb reads it
 
 
 @contextlib.contextmanager
