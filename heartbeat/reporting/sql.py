@@ -107,12 +107,20 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+# SQLite functions hb sql refuses: fts3_tokenizer answers with a pointer into hb's memory, and
+# given one back installs it as code to run (SQLite builds with it enabled in some distributions)
+FUNCTIONS_DENIED = frozenset({"fts3_tokenizer"})
+
+
 def authorizer(denied: list[str]) -> Callable[[int, str | None, str | None, str | None, str | None], int]:
     """SQLite's per-action check; records what it refused in ``denied``."""
 
     def check(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
         if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
             denied.append("ATTACH" if action == sqlite3.SQLITE_ATTACH else "DETACH")
+            return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in FUNCTIONS_DENIED:
+            denied.append(f"{(arg2 or '').lower()}()")
             return sqlite3.SQLITE_DENY
         if action == sqlite3.SQLITE_PRAGMA:
             name = (arg1 or "").lower()
