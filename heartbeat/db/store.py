@@ -207,6 +207,11 @@ class Db(Conn):
             cls, f"SELECT * FROM {shape.name} WHERE {where}", dict(zip(shape.key, key, strict=True))
         )
 
+    def forget(self, cls: type[Row], *key: Any) -> None:
+        """Drop the row with this key from the rows loaded (a plain statement changed it since):
+        the next :meth:`get` reads it again."""
+        self._identity.pop((cls, key), None)
+
     def add(self, row: R) -> R:
         """INSERT ``row`` now (its ``pk`` is set when the table numbers its rows) and attach it."""
         self.flush()

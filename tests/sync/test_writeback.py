@@ -468,3 +468,28 @@ def test_a_stale_copy_of_todo_md_loses_none_of_hbs_entries(workspace: Path) -> N
     assert titles == ["from mistermorph", "hb one", "plain"]
     text = todo_md.read_text()
     assert all(f"| {title}\n" in text for title in titles)
+
+
+@pytest.mark.usefixtures("quick")
+@pytest.mark.parametrize("next_command", ["sync", "pop"])
+def test_a_stale_copy_saved_after_an_auto_exported_completion_does_not_reopen_it(
+    hb: Runner, workspace: Path, next_command: str
+) -> None:
+    """heartbeat.py reads tasks.json, ``hb complete`` (sync.auto_export) rewrites it, then the
+    script saves its copy with a task of its own. The export kept no write-back, so the next
+    ``hb sync`` (or the next queue operation's export) read the copy against hb's text: the
+    completed task was reopened, held by a stale claim, and handed out again."""
+    hb("config", "set", "sync.auto_export", "true")
+    a = hb("add", "Task A").stdout.strip()
+    hb("add", "Task B")
+    hb("pop")  # A
+    path = tasks_file(workspace)
+    read_by_the_script = json.loads(path.read_text())
+    hb("complete", a, "--outcome", '{"ok": true}')
+    read_by_the_script["pending"].append({"id": "task-script01", "priority": "medium", "description": "x"})
+    path.write_text(json.dumps(read_by_the_script, indent=2))
+    hb(next_command)
+    assert hb.json("show", a)["status"] == "done"
+    assert hb.json("show", "task-script01")["status"] in ("todo", "doing")
+    shown = statuses(path)
+    assert a in shown["completed"] and any("task-script01" in ids for ids in shown.values())

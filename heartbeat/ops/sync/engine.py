@@ -369,7 +369,7 @@ def _inputs(
             # of the text before. A JSON file's lines repeat too much to tell by lines.
             continue
         if kind in _STRUCTURED:
-            writeback.rebase(db, kind, paths[kind], pending.oldest_text, now)
+            writeback.rebase(db, kind, paths[kind], pending.source_of(edited), now)
         elif meant is not None and pending.before_text is not None and edited is not None:
             inputs[kind] = merge3(pending.before_text, meant, edited)
     return inputs

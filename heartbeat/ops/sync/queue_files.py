@@ -658,6 +658,7 @@ def _export_one(
             _notice(ctx, f"{_reason(exc, path)}: left as it is (fix it, then run hb sync)")
             return False
         if current is not None and _edited(db, kind, path, current):
+            _rebase_stale_copy(db, kind, path, current, now)
             try:
                 report, text = SYNCERS[kind](ctx, db, path, current, now)
             except HbError as exc:
@@ -685,6 +686,7 @@ def _export_one(
         if done.kept is not None:
             _notice(ctx, f"{path}: a concurrent edit hb could not merge is kept in {done.kept}")
         if done.written:
+            _written_back(db, kind, path, current, text, now)
             return True
         # changed meanwhile: the next round diffs against the text this one read (its edits are
         # in the ledger now), or, when there was none, against what hb knew before
@@ -702,6 +704,45 @@ def _export_one(
 
 def _nothing() -> None:
     pass
+
+
+# The largest file whose text before an export is kept to sync a stale copy against (the text is
+# stored in the export's transaction; past this, a queue operation's export would write more
+# than the operation itself)
+STALE_COPY_TEXT_MAX = 256 * 1024
+
+
+def _written_back(db: Db, kind: str, path: Path, before: str | None, after: str, now: datetime) -> None:
+    """An export wrote ``after`` over ``before``: noted as a write-back that landed (see
+    :mod:`heartbeat.ops.sync.writeback`), so that a copy a runtime saves just after it, made from
+    ``before`` (heartbeat.py's read-modify-write racing a queue operation), is synced against
+    ``before`` and cannot undo what the operation did (a completed task reopened). Only for a
+    ``before`` of at most :data:`STALE_COPY_TEXT_MAX` bytes; else no write-back is kept."""
+    from heartbeat.ops.sync import writeback
+
+    if before is None or len(before) > STALE_COPY_TEXT_MAX:
+        writeback.clear(db, [kind])
+        return
+    writeback.record(db, kind, path, before, after, now)
+    writeback.mark_landed(db, {kind: path})
+
+
+def _rebase_stale_copy(db: Db, kind: str, path: Path, current: str, now: datetime) -> None:
+    """Before an edited queue file is synced on an export: a copy saved within moments of hb's
+    last write, made from the text before it, is synced against that text (as hb sync does)."""
+    from heartbeat.ops.sync import writeback
+
+    pending = writeback.pending(db, [kind]).get(kind)
+    if pending is None or pending.landed is None:
+        return
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError:
+        return
+    if pending.state(current, mtime) == "edited":
+        writeback.rebase(db, kind, path, pending.source_of(current), now)
+        db.forget(SyncStateRow, kind)  # the syncer reads the baseline rebased here
+    writeback.clear(db, [kind])
 
 
 def _forget(db: Db, kind: str) -> None:

@@ -89,6 +89,15 @@ def made_from(edited: str, ours: str, base: str) -> bool:
     return ours_side > base_side or not (added or removed)
 
 
+def distance(a: str, b: str) -> int:
+    """How many lines one deletes from ``a`` and inserts to make ``b`` (patience diff, as
+    :func:`merge3` reads them)."""
+    if a == b:
+        return 0
+    matcher = PatienceSequenceMatcher(None, a.splitlines(), b.splitlines())
+    return sum((i2 - i1) + (j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal")
+
+
 def _body(text: str) -> Counter[str]:
     """The lines of ``text`` past its front matter, without line endings, counted."""
     lines = text.splitlines()

@@ -60,8 +60,20 @@ class Pending:
 
     @property
     def oldest_text(self) -> str | None:
-        """The text a stale copy of the file may have been made from: the oldest kept."""
+        """The oldest text kept that a stale copy of the file may have been made from."""
         return self.older[-1] if self.older else self.before_text
+
+    def source_of(self, edited: str | None) -> str | None:
+        """The kept text ``edited`` was most likely made from: of the texts read before hb's
+        writes in quick succession, the one fewest lines away from it (a copy of one of them with
+        the runtime's own change differs from that one by the change alone, from the others by
+        hb's writes in between too); the oldest when there is no copy to compare."""
+        from heartbeat.ops.sync.textmerge import distance
+
+        kept = [t for t in (self.before_text, *self.older) if t is not None]
+        if edited is None or len(kept) < 2:
+            return self.oldest_text
+        return min(reversed(kept), key=lambda text: distance(text, edited))  # a tie: the older
 
     def state(self, text: str | None, mtime: int | None = None) -> str:
         """What the file's current ``text`` (modified at ``mtime``) says: ``landed`` (it holds
