@@ -493,3 +493,38 @@ def test_a_stale_copy_saved_after_an_auto_exported_completion_does_not_reopen_it
     assert hb.json("show", "task-script01")["status"] in ("todo", "doing")
     shown = statuses(path)
     assert a in shown["completed"] and any("task-script01" in ids for ids in shown.values())
+
+
+PROACTIVE = (
+    "# Proactive Tasks\n\n<!-- PROACTIVE_TASKS_START -->\n\n### [DAILY] Inbox\n```yaml\nid: inbox\n"
+    "frequency: daily\ninstruction: check the inbox\nrun_count: 3\n```\n\n<!-- PROACTIVE_TASKS_END -->\n\n"
+    "## Goals\n"
+)
+
+
+@pytest.mark.usefixtures("quick")
+@pytest.mark.parametrize("auto_export", [True, False])
+def test_a_stale_copy_of_proactive_md_does_not_undo_a_recorded_run(
+    hb: Runner, workspace: Path, auto_export: bool
+) -> None:
+    """An editor (or CraftBot) reads PROACTIVE.md, hb writes a run of a task into it (run_count 4
+    and the outcome), then the editor saves its copy with a line of its own. The rows keep the
+    file's version themselves, so the copy's run_count 3 read as CraftBot's own count: the run
+    was gone from the file and the ledger, and the next outcome was "run 4" again."""
+    path = workspace / "PROACTIVE.md"
+    path.write_text(PROACTIVE)
+    hb("config", "set", "sync.auto_export", "true" if auto_export else "false")
+    hb("--now", "2026-05-04T09:00:00Z", "sync")
+    read_by_the_editor = path.read_text()
+    hb("--now", "2026-05-04T09:05:00Z", "recur", "outcome", "inbox", "--result", "run A")
+    if not auto_export:
+        hb("--now", "2026-05-04T09:05:00Z", "sync")
+    assert "run_count: 4" in path.read_text()
+    path.write_text(read_by_the_editor.replace("## Goals\n", "## Goals\n\n- a goal of the editor\n"))
+    hb("--now", "2026-05-04T09:06:00Z", "sync")
+    text = path.read_text()
+    assert "run_count: 4" in text and "run A" in text and "- a goal of the editor\n" in text
+    assert (
+        "run 5 recorded"
+        in hb("--now", "2026-05-04T09:10:00Z", "recur", "outcome", "inbox", "--result", "B").stdout
+    )

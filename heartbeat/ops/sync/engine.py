@@ -369,7 +369,11 @@ def _inputs(
             # of the text before. A JSON file's lines repeat too much to tell by lines.
             continue
         if kind in _STRUCTURED:
-            writeback.rebase(db, kind, paths[kind], pending.source_of(edited), now)
+            source = pending.source_of(edited)
+            writeback.rebase(db, kind, paths[kind], source, now)
+            rebase_rows = getattr(importlib.import_module(MODULES[kind]), "REBASERS", {}).get(kind)
+            if rebase_rows is not None and source is not None:
+                rebase_rows(db, source)  # a kind whose rows keep the file's version themselves
         elif meant is not None and pending.before_text is not None and edited is not None:
             inputs[kind] = merge3(pending.before_text, meant, edited)
     return inputs

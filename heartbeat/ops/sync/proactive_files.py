@@ -430,6 +430,23 @@ def sync_proactive(
     return report, out
 
 
+def rebase_proactive(db: Db, text: str) -> None:
+    """The file was found to be a copy made from ``text`` (a runtime's save racing hb's write,
+    see :mod:`heartbeat.ops.sync.writeback`): each row's file version becomes its task's in
+    ``text``, so the sync that follows reads only what the copy changed in it, and the runs hb
+    wrote since (``run_count``, the outcomes) are written again rather than undone."""
+    try:
+        doc = proactive.parse(text)
+    except FileFormatError:
+        return
+    rows = _rows(db)
+    for task in doc.tasks:
+        row = rows.get(task.id)
+        if row is not None and DORMANT_KEY not in (row.extra or {}):
+            row.extra = _file_fields(task)
+
+
 IMPORTERS = {KIND: import_proactive}
 RENDERERS = {KIND: render_proactive}
 SYNCERS = {KIND: sync_proactive}
+REBASERS = {KIND: rebase_proactive}
