@@ -34,6 +34,11 @@ class HbClickError(click.ClickException):
         click.echo(f"hb: {self.format_message()}", err=True)
 
 
+# The largest --limit: a row count both backends take (a 64-bit integer); past it a usage error
+# naming the option, where it was each backend's own overflow message.
+LIMIT_MAX = 2**63 - 1
+
+
 def _translate(exc: BaseException) -> HbClickError | None:
     described = describe(exc)
     return None if described is None else HbClickError(*described)
@@ -210,7 +215,9 @@ def fields_option(fn: F) -> F:
 
 
 def limit_option(fn: F) -> F:
-    return click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N rows.")(fn)
+    return click.option(
+        "--limit", type=click.IntRange(min=1, max=LIMIT_MAX), metavar="N", help="At most N rows."
+    )(fn)
 
 
 def pick(data: Any, fields: str | None) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from heartbeat.cli import complete as completion
-from heartbeat.cli.base import emit, fields_option, info, json_option, pick, state, table
+from heartbeat.cli.base import LIMIT_MAX, emit, fields_option, info, json_option, pick, state, table
 from heartbeat.formats import strict_json
 
 
@@ -225,7 +225,7 @@ def renew(task_id: str, claim: str, scope: str | None, lease: str | None) -> Non
     help="The queue to look at (as pop takes it).",
 )
 @click.option("--explain", is_flag=True, help="Also every active task that is not ready, and why.")
-@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N tasks.")
+@click.option("--limit", type=click.IntRange(min=1, max=LIMIT_MAX), metavar="N", help="At most N tasks.")
 @fields_option
 @json_option
 def ready(scope: str | None, explain: bool, limit: int | None, fields: str | None) -> None:

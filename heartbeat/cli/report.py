@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
-from heartbeat.cli.base import info, json_option, read_text_arg, state
+from heartbeat.cli.base import LIMIT_MAX, info, json_option, read_text_arg, state
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,7 +59,9 @@ def _report_command(kind: str, summary: str, example: str) -> click.Command:
         show_default=True,
         help="Grouping.",
     )
-    @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Only the first N rows.")
+    @click.option(
+        "--limit", type=click.IntRange(min=1, max=LIMIT_MAX), metavar="N", help="Only the first N rows."
+    )
     @format_option
     @json_option
     def command(since: str | None, until: str | None, by: str, limit: int | None, fmt: str | None) -> None:

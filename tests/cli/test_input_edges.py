@@ -615,3 +615,16 @@ def test_a_setting_that_is_not_json_in_the_sqlite_table_is_named(hb: Runner, wor
     )
     hb("config", "set", "timezone", "UTC")
     assert hb("config", "get", "timezone").stdout.strip() == "UTC"
+
+
+@pytest.mark.parametrize("command", [["list"], ["ready"], ["report", "outcomes"]])
+def test_a_limit_past_a_64_bit_integer_is_a_usage_error_naming_the_option(
+    hb_db: Runner, command: list[str]
+) -> None:
+    """It was each backend's own overflow message (SQLite: "Python int too large to convert to
+    SQLite INTEGER"), exit 1, naming no option."""
+    hb_db("list")  # the ledger made (hb report only reads one)
+    result = hb_db(*command, "--limit", "99999999999999999999999", code=2)
+    assert "Invalid value for '--limit'" in result.stderr
+    big = hb_db(*command, "--limit", str(2**63 - 1), code=None)
+    assert big.exit_code in (0, 20), big.stderr
