@@ -24,8 +24,10 @@ runs the heartbeat; mistermorph reads it as an empty checklist).
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -238,7 +240,7 @@ def heartbeat_reply_to_deliver(reply: str, *, ack_max_chars: int = HEARTBEAT_ACK
     ackMaxChars is below their length.
     """
     text = reply.strip(_JS_SPACE)
-    if not text or _BARE_TOKEN.fullmatch(text):
+    if not text or _BARE_TOKEN.fullmatch(text) or is_silent_reply(reply):
         return None
     unwrapped = _EDGE_MARKS.sub("", _NBSP_ENTITY.sub(" ", _TAG.sub(" ", text)))
     rest, peeled = _peel_token(text)
@@ -249,6 +251,44 @@ def heartbeat_reply_to_deliver(reply: str, *, ack_max_chars: int = HEARTBEAT_ACK
     if _utf16_len(rest) <= max(0, ack_max_chars):
         return None
     return rest
+
+
+SILENT_TOKEN = "NO_REPLY"  # OpenClaw 2026.9's canonical silent reply
+_SILENT_EXACT = re.compile(f"{_BLANK}*{SILENT_TOKEN}(?:{_BLANK}+{SILENT_TOKEN})*{_BLANK}*", re.IGNORECASE)
+
+
+def is_silent_reply(reply: str) -> bool:
+    """Whether a reply is OpenClaw's silent token (its ``isSilentReplyPayloadText``, 2026.9): ``NO_REPLY``
+    alone or repeated (any case, blanks around), also with punctuation at its two ends
+    (``_NO_REPLY_.``), as a JSON string (``"NO_REPLY"``) or as ``{"action": "NO_REPLY"}``. OpenClaw
+    also takes it after a reasoning block (``<think>...</think>``, ``Thinking:``), which hb does not
+    read."""
+    if _SILENT_EXACT.fullmatch(reply) or _SILENT_EXACT.fullmatch(_strip_punctuation(reply.strip(_JS_SPACE))):
+        return True
+    text = reply.strip(_JS_SPACE)
+    if SILENT_TOKEN not in text or text[:1] + text[-1:] not in ('""', "{}"):
+        return False
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    if isinstance(value, dict):
+        return (
+            list(value) == ["action"]
+            and isinstance(value["action"], str)
+            and value["action"].strip(_JS_SPACE) == SILENT_TOKEN
+        )
+    return isinstance(value, str) and value.strip(_JS_SPACE) == SILENT_TOKEN
+
+
+def _strip_punctuation(text: str) -> str:
+    """``text`` without the runs of Unicode punctuation (``\\p{P}``) at its two ends."""
+    start, end = 0, len(text)
+    while start < end and unicodedata.category(text[start]).startswith("P"):
+        start += 1
+    while end > start and unicodedata.category(text[end - 1]).startswith("P"):
+        end -= 1
+    return text[start:end]
 
 
 def is_heartbeat_ok(reply: str, *, ack_max_chars: int = HEARTBEAT_ACK_MAX_CHARS) -> bool:

