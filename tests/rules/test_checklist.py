@@ -388,6 +388,8 @@ def test_intervals_openclaw_refuses_never_come_due(text: str) -> None:
         "_NO_REPLY_.",
         "¡NO_REPLY!",
         '"NO_REPLY"',
+        '"no_reply"',  # quotes and brackets at the ends are punctuation too
+        '["NO_REPLY"]',
         '{"action": "NO_REPLY"}',
     ],
 )
@@ -403,8 +405,7 @@ def test_openclaws_silent_token_is_nothing_to_deliver(reply: str) -> None:
         "NO REPLY",
         "NO_REPLY — done",
         '{"action": "NO_REPLY", "x": 1}',
-        '"no_reply"',
-        '["NO_REPLY"]',
+        '{"action": "no_reply"}',  # the envelope's action is exact
     ],
 )
 def test_the_silent_token_with_more_is_delivered(reply: str) -> None:
