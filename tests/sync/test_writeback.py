@@ -528,3 +528,28 @@ def test_a_stale_copy_of_proactive_md_does_not_undo_a_recorded_run(
         "run 5 recorded"
         in hb("--now", "2026-05-04T09:10:00Z", "recur", "outcome", "inbox", "--result", "B").stdout
     )
+
+
+@pytest.mark.usefixtures("quick")
+def test_a_stale_copy_of_todo_md_with_front_matter_keeps_each_key_once(workspace: Path) -> None:
+    """mistermorph saves a copy of the TODO.md it read before hb's write, with its own entry and
+    its front matter restamped. Merged by lines, hb's stamps and mistermorph's both stayed:
+    ``updated_at`` and ``open_count`` twice, a front matter mistermorph's YAML reader refuses (it
+    then resets ``created_at``). The copy's front matter is taken, and hb restamps it."""
+    todo_md = workspace / "TODO.md"
+    first, _ = _mistermorph_files([PLAIN], [], "2026-05-04T01:00:00Z")
+    todo_md.write_text(first)
+    with Ledger.open(workspace=workspace, now="2026-05-04T09:00:00+08:00") as ledger:
+        ledger.sync()
+        ledger.add_todo("hb one")
+        ledger.sync()
+        mm_line = "- [ ] [Created](2026-05-04 02:30) | from mistermorph"
+        copy, _ = _mistermorph_files([mm_line, PLAIN], [], "2026-05-04T02:30:00Z")
+        todo_md.write_text(copy)
+        ledger.sync()
+        titles = sorted(t["title"] for t in ledger.list(source="todo"))
+    assert titles == ["from mistermorph", "hb one", "plain"]
+    text = todo_md.read_text()
+    head = text.split("---\n")[1]
+    assert [line.split(":")[0] for line in head.splitlines()] == ["created_at", "updated_at", "open_count"]
+    assert all(f"| {title}\n" in text for title in titles)

@@ -338,7 +338,7 @@ def _inputs(
     one edited since was edited from the old text, so it is synced against that: the JSON
     files and PROACTIVE.md take it back as their baseline, the Markdown TODO files read the
     edit merged by lines into the text hb meant to write."""
-    from heartbeat.ops.sync.textmerge import made_from, merge3
+    from heartbeat.ops.sync.textmerge import made_from, merge3, merge3_under_front_matter
 
     inputs = dict(texts)
     for kind, pending in waiting.items():
@@ -375,7 +375,7 @@ def _inputs(
             if rebase_rows is not None and source is not None:
                 rebase_rows(db, source)  # a kind whose rows keep the file's version themselves
         elif meant is not None and pending.before_text is not None and edited is not None:
-            inputs[kind] = merge3(pending.before_text, meant, edited)
+            inputs[kind] = merge3_under_front_matter(pending.before_text, meant, edited)
     return inputs
 
 

@@ -101,10 +101,27 @@ def distance(a: str, b: str) -> int:
 def _body(text: str) -> Counter[str]:
     """The lines of ``text`` past its front matter, without line endings, counted."""
     lines = text.splitlines()
-    skip = 0
-    if lines and lines[0].lstrip("\ufeff").strip() == "---":
-        skip = next((i + 1 for i in range(1, len(lines)) if lines[i].strip() == "---"), len(lines))
-    return Counter(lines[skip:])
+    return Counter(lines[_front_matter_lines(lines) :])
+
+
+def _front_matter_lines(lines: Sequence[str]) -> int:
+    """How many lines a leading front matter (``---`` ... ``---``) spans; 0: none."""
+    if not lines or lines[0].lstrip("\ufeff").strip() != "---":
+        return 0
+    return next((i + 1 for i in range(1, len(lines)) if lines[i].strip() == "---"), 0)
+
+
+def merge3_under_front_matter(base: str, ours: str, theirs: str) -> str:
+    """:func:`merge3` of the texts past their front matter, under ``theirs``' front matter. Each
+    program stamps its own (mistermorph ``updated_at`` and the count) on every write, so merged
+    by lines the two stamps would both stay: a key written twice, which a YAML reader refuses.
+    The writer that reads the result restamps it anyway."""
+    split = [t.splitlines(keepends=True) for t in (base, ours, theirs)]
+    heads = [_front_matter_lines(lines) for lines in split]
+    if not heads[2] or not heads[1]:
+        return merge3(base, ours, theirs)
+    bodies = ["".join(lines[head:]) for lines, head in zip(split, heads, strict=True)]
+    return "".join(split[2][: heads[2]]) + merge3(*bodies)
 
 
 def _touches(change: tuple[int, int, list[str]], start: int, end: int) -> bool:
