@@ -105,21 +105,15 @@ def _check_state_target(ctx: Context, target: Path, current: str, *, synced: boo
     ledger's defaults, and the next sync would take those in."""
     import json
 
-    from heartbeat.db.store import statements
     from heartbeat.ops.sync.files import digest
+    from heartbeat.ops.sync.queue_files import known_digest
 
     try:
         if json.loads(current) in ({}, None, []):
             return
     except ValueError:
         pass  # the renderer names what is wrong with it
-    with ctx.read() as db:
-        known = db.rows(statements("queue_files").sync_state_hash, {"kind": "state"})
-    if (
-        known
-        and (synced or Path(known[0][0]).resolve() == target.resolve())
-        and known[0][1] == digest(current)
-    ):
+    if known_digest(ctx, "state", target, synced=synced) == digest(current):
         return
     first = "hb sync" if synced else f"hb import state {target}"
     raise InvalidState(

@@ -451,23 +451,30 @@ def test_mistermorph_completing_an_entry_just_after_hbs_write_is_taken_in(worksp
 
 
 @pytest.mark.usefixtures("quick")
-def test_a_stale_copy_of_todo_md_loses_none_of_hbs_entries(workspace: Path) -> None:
+@pytest.mark.parametrize("front_matter", [False, True])
+def test_a_stale_copy_of_todo_md_loses_none_of_hbs_entries(workspace: Path, front_matter: bool) -> None:
     """The other way round, as before: mistermorph read TODO.md before hb's write and saved its
-    own change (a new entry) just after: hb's entry is no deletion, and both stay."""
+    own change (a new entry, its front matter restamped) just after: hb's entry is no deletion,
+    and both stay. With a front matter, merged by lines, hb's stamps and mistermorph's both
+    stayed: ``updated_at`` and ``open_count`` twice, which mistermorph's YAML reader refuses (it
+    then resets ``created_at``). The copy's front matter is taken."""
     todo_md = workspace / "TODO.md"
-    todo_md.write_text(PLAIN + "\n")
+    first = _mistermorph_files([PLAIN], [], "2026-05-04T01:00:00Z")[0] if front_matter else PLAIN + "\n"
+    todo_md.write_text(first)
     with Ledger.open(workspace=workspace, now="2026-05-04T09:00:00+08:00") as ledger:
         ledger.sync()
         ledger.add_todo("hb one")
         ledger.sync()
         mm_line = "- [ ] [Created](2026-05-04 02:30) | from mistermorph"
-        todo, _done = _mistermorph_files([mm_line, PLAIN], [], "2026-05-04T02:30:00Z")
-        todo_md.write_text(todo)
+        copy, _done = _mistermorph_files([mm_line, PLAIN], [], "2026-05-04T02:30:00Z")
+        todo_md.write_text(copy)
         ledger.sync()
         titles = sorted(t["title"] for t in ledger.list(source="todo"))
     assert titles == ["from mistermorph", "hb one", "plain"]
     text = todo_md.read_text()
     assert all(f"| {title}\n" in text for title in titles)
+    head = text.split("---\n")[1]
+    assert [line.split(":")[0] for line in head.splitlines()] == ["created_at", "updated_at", "open_count"]
 
 
 @pytest.mark.usefixtures("quick")
@@ -528,28 +535,3 @@ def test_a_stale_copy_of_proactive_md_does_not_undo_a_recorded_run(
         "run 5 recorded"
         in hb("--now", "2026-05-04T09:10:00Z", "recur", "outcome", "inbox", "--result", "B").stdout
     )
-
-
-@pytest.mark.usefixtures("quick")
-def test_a_stale_copy_of_todo_md_with_front_matter_keeps_each_key_once(workspace: Path) -> None:
-    """mistermorph saves a copy of the TODO.md it read before hb's write, with its own entry and
-    its front matter restamped. Merged by lines, hb's stamps and mistermorph's both stayed:
-    ``updated_at`` and ``open_count`` twice, a front matter mistermorph's YAML reader refuses (it
-    then resets ``created_at``). The copy's front matter is taken, and hb restamps it."""
-    todo_md = workspace / "TODO.md"
-    first, _ = _mistermorph_files([PLAIN], [], "2026-05-04T01:00:00Z")
-    todo_md.write_text(first)
-    with Ledger.open(workspace=workspace, now="2026-05-04T09:00:00+08:00") as ledger:
-        ledger.sync()
-        ledger.add_todo("hb one")
-        ledger.sync()
-        mm_line = "- [ ] [Created](2026-05-04 02:30) | from mistermorph"
-        copy, _ = _mistermorph_files([mm_line, PLAIN], [], "2026-05-04T02:30:00Z")
-        todo_md.write_text(copy)
-        ledger.sync()
-        titles = sorted(t["title"] for t in ledger.list(source="todo"))
-    assert titles == ["from mistermorph", "hb one", "plain"]
-    text = todo_md.read_text()
-    head = text.split("---\n")[1]
-    assert [line.split(":")[0] for line in head.splitlines()] == ["created_at", "updated_at", "open_count"]
-    assert all(f"| {title}\n" in text for title in titles)

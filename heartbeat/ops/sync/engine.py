@@ -371,7 +371,7 @@ def _inputs(
         if kind in _STRUCTURED:
             source = pending.source_of(edited)
             writeback.rebase(db, kind, paths[kind], source, now)
-            rebase_rows = getattr(importlib.import_module(MODULES[kind]), "REBASERS", {}).get(kind)
+            rebase_rows = _hook(kind, "REBASERS")
             if rebase_rows is not None and source is not None:
                 rebase_rows(db, source)  # a kind whose rows keep the file's version themselves
         elif meant is not None and pending.before_text is not None and edited is not None:
@@ -379,10 +379,15 @@ def _inputs(
     return inputs
 
 
+def _hook(kind: str, name: str) -> Any:
+    """What the module syncing ``kind`` offers under ``name`` for it (``BASELINE_TEXT``,
+    ``REBASERS``: a dict by kind), or None."""
+    return getattr(importlib.import_module(MODULES[kind]), name, {}).get(kind)
+
+
 def _baseline_text(ctx: Context, db: Conn, kind: str) -> str | None:
     """The text the last sync left as the kind's baseline (what it wrote, or meant to)."""
-    module = importlib.import_module(MODULES[kind])
-    own = getattr(module, "BASELINE_TEXT", {}).get(kind)
+    own = _hook(kind, "BASELINE_TEXT")
     if own is not None:
         text: str | None = own(ctx, db)
         return text

@@ -767,6 +767,17 @@ class _Probed(Exception):
         self.report = report
 
 
+def known_digest(ctx: Context, kind: str, path: Path, *, synced: bool) -> str | None:
+    """The digest of the text hb last read from or wrote to ``path`` as ``kind`` (``synced``: the
+    workspace's own file; ``""`` when the record holds none); None when hb's record of the kind is
+    of another file, or there is none."""
+    with ctx.read() as db:
+        known = db.rows(SQL.sync_state_hash, {"kind": kind})
+    if known and (synced or Path(known[0][0]).resolve() == path.resolve()):
+        return str(known[0][1] or "")
+    return None
+
+
 def check_export_target(ctx: Context, kind: str, path: Path, current: str, *, synced: bool) -> None:
     """Before ``hb export`` writes tasks.json, errors.json or last-run.json over ``current``, the
     text at ``path`` (``synced``: the workspace's own file): refused (InvalidState, or
@@ -775,10 +786,9 @@ def check_export_target(ctx: Context, kind: str, path: Path, current: str, *, sy
     since, must be synced first; any other file must read as this kind (a typo's notes.txt, or
     errors.json over tasks.json, is not one), and tasks.json or errors.json must hold no entry the
     ledger has not imported (an import of it, tried and rolled back, adds none)."""
-    with ctx.read() as db:
-        known = db.rows(SQL.sync_state_hash, {"kind": kind})
-    if known and (synced or Path(known[0][0]).resolve() == path.resolve()):
-        if known[0][1] == digest(current):
+    known = known_digest(ctx, kind, path, synced=synced)
+    if known is not None:
+        if known == digest(current):
             return
         raise InvalidState(
             f"{path}: edited since hb last read or wrote it; run hb sync first (it takes the edits "
