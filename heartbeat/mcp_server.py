@@ -54,7 +54,15 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.shared.message import SessionMessage
-from mcp_types import PARSE_ERROR, CallToolResult, ErrorData, JSONRPCError, TextContent, ToolAnnotations
+from mcp_types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    CallToolResult,
+    ErrorData,
+    JSONRPCError,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import Field, ValidationError
 
 from heartbeat import __version__
@@ -677,34 +685,81 @@ async def _serve_stdio(server: MCPServer[Any]) -> None:
 
 def unreadable(item: SessionMessage | Exception) -> JSONRPCError | None:
     """The error answer to a request line the SDK's parser refused though it is JSON with an
-    id: nested deeper than the parser's 200 levels, or a lone surrogate escape (not text).
-    The SDK drops such a line, so its client would wait for an answer for ever. None for
-    anything else (a message, or a line with no id to answer), which goes on as it is."""
-    if not isinstance(item, ValidationError) or item.error_count() != 1:
+    id: nested deeper than the parser's 200 levels, a lone surrogate escape (not text), a
+    number of more than 4,300 digits (the id itself may be one: it is answered as sent), or
+    not a JSON-RPC 2.0 request (:func:`_invalid_request`). The SDK drops such a line, so its
+    client would wait for an answer for ever. None for anything else (a message, or a line
+    with no id to answer), which goes on as it is."""
+    if not isinstance(item, ValidationError):
         return None
+    if item.error_count() != 1:
+        return _invalid_request(item)
     error = item.errors(include_url=False)[0]
     line = error.get("input")
     if error["type"] != "json_invalid" or not isinstance(line, str):
         return None
-    try:
-        request = json.loads(line)
+    try:  # an integer is read as its digits: one past Python's 4,300 is no ValueError here
+        request = json.loads(line, parse_int=_Digits)
         request_id = request.get("id") if isinstance(request, dict) else None
     except RecursionError:  # deeper than Python's json reads (about 1,000 levels)
         request_id = _top_level_id(line)
     except ValueError:
         return None
+    if isinstance(request_id, _Digits):
+        request_id = request_id.value()
     if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
         return None
     try:
-        dumps(request_id).encode("utf-8")
+        if isinstance(request_id, str):
+            request_id.encode("utf-8")
     except UnicodeEncodeError:  # an id holding a lone surrogate: no answer could carry it
         return None
     if "recursion limit" in error["msg"]:
         reason = "its JSON is nested deeper than 200 levels"
+    elif "number out of range" in error["msg"]:
+        reason = f"it holds a number of more than {sys.get_int_max_str_digits():,} digits"
     else:
         reason = f"it holds a lone surrogate escape or other text that is not Unicode ({error['msg']})"
     failure = ErrorData(code=PARSE_ERROR, message=f"cannot read this request: {reason}")
     return JSONRPCError(jsonrpc="2.0", id=request_id, error=failure)
+
+
+def _invalid_request(item: ValidationError) -> JSONRPCError | None:
+    """The error answer (Invalid Request, as JSON-RPC 2.0 asks) to a JSON object with a method
+    and an id that is not a JSON-RPC 2.0 request (``"jsonrpc": "1.0"``, a method that is not a
+    string): the SDK drops it, and its client would wait for ever. None for anything else."""
+    errors = item.errors(include_url=False)
+    inputs = (e["input"] for e in errors if e["type"] == "missing")
+    request = next((given for given in inputs if isinstance(given, dict)), None)
+    if request is None or "method" not in request:
+        return None  # not a request: a malformed answer or notification has no one waiting
+    request_id = request.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+        return None
+    if request.get("jsonrpc") != "2.0":
+        reason = 'its "jsonrpc" member is not "2.0"'
+    elif not isinstance(request["method"], str):
+        reason = 'its "method" is not a string'
+    else:
+        reason = " ".join(str(errors[0]["msg"]).split())
+    failure = ErrorData(code=INVALID_REQUEST, message=f"not a JSON-RPC 2.0 request: {reason}")
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=failure)
+
+
+class _Digits(str):
+    """An integer of a request line as its JSON text (``json.loads``' ``parse_int``): the line's
+    other integers are not needed, and its id may be longer than ``int()`` reads."""
+
+    def value(self) -> int:
+        """The integer, its digits read in pieces ``int()`` takes (past them, a number is
+        only arithmetic, which has no limit)."""
+        sign, digits = (-1, self[1:]) if self.startswith("-") else (1, str(self))
+        step = 1000
+        value = 0
+        for start in range(0, len(digits), step):
+            piece = digits[start : start + step]
+            value = value * 10 ** len(piece) + int(piece)
+        return sign * value
 
 
 def _top_level_id(line: str) -> Any:
@@ -713,7 +768,7 @@ def _top_level_id(line: str) -> Any:
     none, or the text is not such an object."""
     from heartbeat.formats.json_edit import brackets
 
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(parse_int=_Digits)
     blank = " \t\r\n"
 
     def skip(i: int) -> int:
@@ -739,7 +794,8 @@ def _top_level_id(line: str) -> Any:
                 return None
             i = skip(i + 1)
             if key == "id" and line[i] not in "[{":
-                return decoder.raw_decode(line, i)[0]
+                found = decoder.raw_decode(line, i)[0]
+                return found.value() if isinstance(found, _Digits) else found
             i = skip(past_value(i))
             if line[i] != ",":
                 return None

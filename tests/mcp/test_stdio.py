@@ -342,6 +342,11 @@ def test_the_server_survives_an_unforeseen_failure_with_one_line(ledger_ws: Path
     assert "Traceback" not in log.read_text()
 
 
+def _whole(digits: str) -> int | str:
+    """json.loads' ``parse_int``: a short integer, or a long one kept as its digits."""
+    return int(digits) if len(digits) < 20 else digits
+
+
 def test_a_request_the_sdk_cannot_parse_gets_an_error_answer_with_its_id_and_nothing_changes(
     ledger_ws: Path, tmp_path: Path
 ) -> None:
@@ -349,6 +354,7 @@ def test_a_request_the_sdk_cannot_parse_gets_an_error_answer_with_its_id_and_not
     escape) used to be dropped unanswered: the client waited for ever."""
     params = server_params(ledger_ws)
     deep = '{"a":' * 300 + "1" + "}" * 300
+    big_id = "1" + "0" * 4400
     lines = [
         '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
         '"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}',
@@ -365,6 +371,15 @@ def test_a_request_the_sdk_cannot_parse_gets_an_error_answer_with_its_id_and_not
         + '"]}\\\\"'
         + "]" * 5000
         + '}},"id":5}',
+        # a number past the 4,300 digits Python and the SDK read: in the arguments, as the id
+        '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ready","arguments":{"limit":'
+        + "9" * 5000
+        + "}}}",
+        '{"jsonrpc":"2.0","id":-' + big_id + ',"method":"tools/list"}',
+        # JSON with a method and an id that is not a JSON-RPC 2.0 request: Invalid Request
+        '{"jsonrpc":"1.0","id":7,"method":"tools/list"}',
+        '{"jsonrpc":"2.0","id":"eight","method":5}',
+        '{"id":9,"method":"tools/list"}',
     ]
     log = tmp_path / "server.log"
     with log.open("w") as errors:
@@ -383,21 +398,29 @@ def test_a_request_the_sdk_cannot_parse_gets_an_error_answer_with_its_id_and_not
         try:
             server.stdin.write("\n".join(lines) + "\n")
             server.stdin.flush()
-            got = [json.loads(answers.get(timeout=30)) for _ in range(5)]  # queue.Empty: one unanswered
+            # queue.Empty: one unanswered (the big id read without int()'s 4,300-digit limit)
+            got = [json.loads(answers.get(timeout=30), parse_int=_whole) for _ in range(10)]
         finally:
             server.stdin.close()
             server.wait(timeout=30)
             reader.join(timeout=30)
             server.stdout.close()
     answered = {answer["id"]: answer for answer in got}
-    assert sorted(answered, key=str) == [1, 2, 4, 5, "three"]
-    for request_id in (2, 5, "three"):
+    big = "-" + big_id
+    assert sorted(answered, key=str) == [big, 1, 2, 4, 5, 6, 7, 9, "eight", "three"]
+    for request_id in (2, 5, 6, big, "three"):
         error = answered[request_id]["error"]
         assert error["code"] == -32700 and "\n" not in error["message"]
         assert error["message"].startswith("cannot read this request: "), error["message"]
     assert "nested deeper than" in answered[2]["error"]["message"]
     assert "nested deeper than" in answered[5]["error"]["message"]
     assert "surrogate" in answered["three"]["error"]["message"]
+    assert answered[6]["error"]["message"].endswith("a number of more than 4,300 digits")
+    assert answered[big]["error"]["message"].endswith("a number of more than 4,300 digits")
+    for request_id, reason in ((7, '"jsonrpc" member is not "2.0"'), ("eight", '"method" is not a string')):
+        error = answered[request_id]["error"]
+        assert error == {"code": -32600, "message": f"not a JSON-RPC 2.0 request: its {reason}"}
+    assert answered[9]["error"]["code"] == -32600
     assert answered[4]["result"]["structuredContent"] == {"tasks": [], "left_out": 0}
     assert "Traceback" not in log.read_text()
 
