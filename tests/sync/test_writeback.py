@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from heartbeat import Ledger
-from heartbeat.ops.sync import swap
+from heartbeat.ops.sync import swap, writeback
 from tests.conftest import Runner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -479,25 +479,44 @@ def test_a_stale_copy_of_todo_md_loses_none_of_hbs_entries(workspace: Path, fron
 
 @pytest.mark.usefixtures("quick")
 @pytest.mark.parametrize("next_command", ["sync", "pop"])
+@pytest.mark.parametrize("read", ["after the pop", "before the pop"])
+@pytest.mark.parametrize("size", ["small", "large", "large on one line"])
 def test_a_stale_copy_saved_after_an_auto_exported_completion_does_not_reopen_it(
-    hb: Runner, workspace: Path, next_command: str
+    hb_db: Runner, db_url: str, workspace: Path, next_command: str, read: str, size: str
 ) -> None:
     """heartbeat.py reads tasks.json, ``hb complete`` (sync.auto_export) rewrites it, then the
     script saves its copy with a task of its own. The export kept no write-back, so the next
     ``hb sync`` (or the next queue operation's export) read the copy against hb's text: the
-    completed task was reopened, held by a stale claim, and handed out again."""
-    hb("config", "set", "sync.auto_export", "true")
-    a = hb("add", "Task A").stdout.strip()
-    hb("add", "Task B")
-    hb("pop")  # A
+    completed task was reopened, held by a stale claim, and handed out again. A copy read before
+    the pop is older than both of hb's writes. A file past the 256 KiB whose text before an
+    export is stored whole had no write-back at all: its text is referred to where hb keeps it."""
     path = tasks_file(workspace)
-    read_by_the_script = json.loads(path.read_text())
-    hb("complete", a, "--outcome", '{"ok": true}')
-    read_by_the_script["pending"].append({"id": "task-script01", "priority": "medium", "description": "x"})
-    path.write_text(json.dumps(read_by_the_script, indent=2))
-    hb(next_command)
-    assert hb.json("show", a)["status"] == "done"
-    assert hb.json("show", "task-script01")["status"] in ("todo", "doing")
+    indent = None if size == "large on one line" else 2  # heartbeat.py writes indent=2
+    if size != "small":  # about 400 KB: past STALE_COPY_TEXT_MAX, kept compressed and as edits
+        filler = [{"id": f"f{i}", "priority": "low", "description": "x" * 1000} for i in range(400)]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        empty: dict[str, list[Any]] = {"in_progress": [], "completed": [], "failed": []}
+        path.write_text(json.dumps({"pending": filler, **empty}, indent=indent))
+        hb_db("sync")  # hb writes the file in the layout it found
+    hb_db("config", "set", "sync.auto_export", "true")
+    a = hb_db("add", "Task A").stdout.strip()
+    hb_db("add", "Task B")
+    hb_db("sync")  # the file as heartbeat.py finds it
+    assert (len(path.read_text()) > 256 * 1024) is (size != "small")
+    copy = json.loads(path.read_text()) if read == "before the pop" else None
+    assert hb_db.json("pop")["id"] == a
+    if copy is None:
+        copy = json.loads(path.read_text())
+    hb_db("complete", a, "--outcome", '{"ok": true}')
+    if size == "large":  # hb wrote the task in place: the text before is referred to, not stored again
+        with Ledger.open(workspace=workspace, db=db_url) as ledger, ledger.ctx.read() as db:
+            kept = writeback.pending(db, ["tasks-json"])["tasks-json"].kept_before
+        assert isinstance(kept, dict) and set(kept) == {"edits"}
+    copy["pending"].append({"id": "task-script01", "priority": "medium", "description": "x"})
+    path.write_text(json.dumps(copy, indent=indent))
+    hb_db(next_command)
+    assert hb_db.json("show", a)["status"] == "done"
+    assert hb_db.json("show", "task-script01")["status"] in ("todo", "doing")
     shown = statuses(path)
     assert a in shown["completed"] and any("task-script01" in ids for ids in shown.values())
 

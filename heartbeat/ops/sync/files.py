@@ -39,20 +39,20 @@ def digest(text: str) -> str:
     return measure(text)[0]
 
 
-# The last large text measured, with its hash and size: one queue operation with sync.auto_export
-# hashes the same tasks.json up to three times (the edit check before it, the one after it, the
-# text it wrote, which the next operation's check finds again); a text equal to this one (a
-# comparison of its characters, a tenth of hashing them) is not hashed again.
+# The last two large texts measured, with their hashes and sizes, newest first: one queue
+# operation with sync.auto_export hashes the same tasks.json up to three times (the edit check
+# before it, the one after it, the text it wrote, which the next operation's check finds again),
+# and its write-back the texts before and after it; a text equal to one of these (a comparison of
+# its characters, a tenth of hashing them) is not hashed again.
 _MEMO_FROM = 64 * 1024
-_memo: tuple[str, str, int] | None = None
+_memo: tuple[tuple[str, str, int], ...] = ()
 
 
 def measure(text: str) -> tuple[str, int]:
     """:func:`digest` and the length in bytes of the text's UTF-8."""
-    global _memo
-    last = _memo  # one read: another thread may replace it meanwhile
-    if last is not None and (text is last[0] or text == last[0]):
-        return last[1], last[2]
+    for last in _memo:  # one read of the memo: another thread may replace it meanwhile
+        if text is last[0] or text == last[0]:
+            return last[1], last[2]
     ahead = _ahead
     if ahead is not None and ahead[0] is text:
         ahead[1].join()
@@ -60,8 +60,13 @@ def measure(text: str) -> tuple[str, int]:
             return ahead[2][0]
     found = _measured(text)
     if len(text) >= _MEMO_FROM:
-        _memo = (text, *found)
+        _remember(text, found)
     return found
+
+
+def _remember(text: str, found: tuple[str, int]) -> None:
+    global _memo
+    _memo = ((text, *found), *_memo[:1])
 
 
 def _measured(text: str) -> tuple[str, int]:
@@ -76,15 +81,14 @@ _ahead: tuple[str, threading.Thread, list[tuple[str, int]]] | None = None
 def measure_ahead(text: str) -> None:
     """Start :func:`measure` of a large text on another thread, to be asked for soon: hashing
     releases the interpreter, so an export hashes the text it writes while writing it."""
-    global _ahead, _memo
+    global _ahead
     if len(text) < _MEMO_FROM:
         return
     found: list[tuple[str, int]] = []
 
     def work() -> None:
-        global _memo
         found.append(_measured(text))
-        _memo = (text, *found[0])
+        _remember(text, found[0])
 
     thread = threading.Thread(target=work, name="hb-measure", daemon=True)
     _ahead = (text, thread, found)

@@ -652,6 +652,7 @@ def _export_one(
         remember_it: Callable[[], None] = _nothing  # what a render leaves to remember once written
         row = db.get(SyncStateRow, kind)
         before = None if row is None else (row.path, row.skeleton)  # its text: read if needed
+        kept: dict[str, Any] | None = None  # how the record keeps the file's text, when it holds it
         try:
             current = known_text(path) if path.exists() else None
         except (HbError, OSError) as exc:
@@ -669,6 +670,7 @@ def _export_one(
         elif edits_only:
             return False
         elif kind == SOURCE:
+            kept = None if before is None or current is None else before[1]
             text, remember_it = _export_tasks(db, path, current, now, moved, alone=alone)
             moved = None  # a second round (the file changed meanwhile) renders it all
             if current != text:
@@ -686,7 +688,7 @@ def _export_one(
         if done.kept is not None:
             _notice(ctx, f"{path}: a concurrent edit hb could not merge is kept in {done.kept}")
         if done.written:
-            _written_back(db, kind, path, current, text, now)
+            _written_back(db, kind, path, current, text, now, kept=kept)
             return True
         # changed meanwhile: the next round diffs against the text this one read (its edits are
         # in the ledger now), or, when there was none, against what hb knew before
@@ -706,25 +708,59 @@ def _nothing() -> None:
     pass
 
 
-# The largest file whose text before an export is kept to sync a stale copy against (the text is
-# stored in the export's transaction; past this, a queue operation's export would write more
-# than the operation itself)
+# The largest file whose text before an export is stored whole to sync a stale copy against (the
+# text is stored in the export's transaction; past this, a queue operation's export would write
+# more than the operation itself). A larger one is referred to where the file's record keeps it.
 STALE_COPY_TEXT_MAX = 256 * 1024
 
 
-def _written_back(db: Db, kind: str, path: Path, before: str | None, after: str, now: datetime) -> None:
+def _written_back(
+    db: Db,
+    kind: str,
+    path: Path,
+    before: str | None,
+    after: str,
+    now: datetime,
+    *,
+    kept: dict[str, Any] | None = None,
+) -> None:
     """An export wrote ``after`` over ``before``: noted as a write-back that landed (see
     :mod:`heartbeat.ops.sync.writeback`), so that a copy a runtime saves just after it, made from
     ``before`` (heartbeat.py's read-modify-write racing a queue operation), is synced against
-    ``before`` and cannot undo what the operation did (a completed task reopened). Only for a
-    ``before`` of at most :data:`STALE_COPY_TEXT_MAX` bytes; else no write-back is kept."""
+    ``before`` and cannot undo what the operation did (a completed task reopened).
+
+    A ``before`` past :data:`STALE_COPY_TEXT_MAX` characters is not stored again: ``kept``, the
+    skeleton the file's record kept it as before the export (``before`` was that text), tells
+    where it stays (:func:`_kept_before`). Without one, no write-back is kept."""
     from heartbeat.ops.sync import writeback
 
-    if before is None or len(before) > STALE_COPY_TEXT_MAX:
+    large = before is not None and len(before) > STALE_COPY_TEXT_MAX
+    reference = _kept_before(db, kind, kept) if large and kept is not None else None
+    if before is None or (large and reference is None):
         writeback.clear(db, [kind])
         return
-    writeback.record(db, kind, path, before, after, now)
+    writeback.record(db, kind, path, before, after, now, kept=reference)
     writeback.mark_landed(db, {kind: path})
+
+
+def _kept_before(db: Db, kind: str, kept: dict[str, Any]) -> dict[str, Any] | None:
+    """Where a large text that the record of ``kind`` kept as ``kept`` stays now that an export
+    wrote over it, as a skeleton :func:`bookmarks.kept_text` reads: the older text and the edits
+    it was kept as (still kept: an export only adds edits); the older text alone, when the export
+    moved it to a row of its own to keep its edits beside it; else the compressed text itself
+    (a whole render of a large file, which costs far more than storing it)."""
+    edits = kept.get("edits")
+    if isinstance(edits, dict):
+        return {"edits": edits}
+    packed = kept.get("zlib")
+    if not isinstance(packed, str):
+        return None
+    row = db.get(SyncStateRow, kind)
+    now_kept = (row.skeleton or {}).get("edits") if row is not None else None
+    base = bookmarks.base_kind(kind)
+    if isinstance(now_kept, dict) and now_kept.get("base") == base:
+        return {"edits": {"base": base, "hash": now_kept.get("hash"), "steps": []}}
+    return {"zlib": packed}
 
 
 def _rebase_stale_copy(db: Db, kind: str, path: Path, current: str, now: datetime) -> None:

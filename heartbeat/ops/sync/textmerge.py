@@ -9,6 +9,7 @@ every line the two programs wrote.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -91,11 +92,28 @@ def made_from(edited: str, ours: str, base: str) -> bool:
 
 def distance(a: str, b: str) -> int:
     """How many lines one deletes from ``a`` and inserts to make ``b`` (patience diff, as
-    :func:`merge3` reads them)."""
+    :func:`merge3` reads them); a long line (JSON written on one line, as ``json.dump`` does
+    without ``indent``) counts as its pieces after each comma and bracket, so that two such
+    texts are not all one change apart."""
     if a == b:
         return 0
-    matcher = PatienceSequenceMatcher(None, a.splitlines(), b.splitlines())
+    matcher = PatienceSequenceMatcher(None, _units(a), _units(b))
     return sum((i2 - i1) + (j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal")
+
+
+LONG_LINE = 1000  # characters: a line this long is compared by its pieces (see distance)
+_PIECES = re.compile(r"(?<=[,\[\]{}])")
+
+
+def _units(text: str) -> list[str]:
+    """The lines of ``text``, a long one cut after each comma and bracket."""
+    units: list[str] = []
+    for line in text.splitlines():
+        if len(line) < LONG_LINE:
+            units.append(line)
+        else:
+            units.extend(_PIECES.split(line))
+    return units
 
 
 def _body(text: str) -> Counter[str]:

@@ -31,14 +31,15 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from heartbeat.db.plain import Conn
 from heartbeat.ops.sync import bookmarks
-from heartbeat.ops.sync.files import digest
+from heartbeat.ops.sync.files import digest, measure
 
 PREFIX = "wb:"  # sync_state.kind holds 16 characters: "wb:errors-json" fits
 STALE_WRITE = 1_000_000_000  # ns after hb's write within which a change may be a stale copy
@@ -48,15 +49,32 @@ CHAIN = 4  # texts kept from hb's writes in quick succession (see the module doc
 @dataclass(frozen=True)
 class Pending:
     """A write-back: the text the sync read and the digest of the text it wrote (or meant to);
-    ``landed``: the file's modification time (ns) right after hb's write landed, else None."""
+    ``landed``: the file's modification time (ns) right after hb's write landed, else None.
+
+    The texts read are kept whole, or (a large tasks.json an export rewrote in a few places) as
+    a reference to the text the file's own record keeps (see :func:`record`): those are read on
+    first use, from ``db``."""
 
     kind: str
     path: str
     before: str | None  # the digest of before_text; None: there was no file
     after: str
-    before_text: str | None = None
+    kept_before: str | dict[str, Any] | None = None  # before_text, or where it is kept
     landed: int | None = None
-    older: tuple[str, ...] = ()  # texts read before hb's writes just before this one, newest first
+    # the texts read before hb's writes just before this one, newest first (or where each is kept)
+    kept_older: tuple[str | dict[str, Any], ...] = ()
+    db: Conn | None = field(default=None, compare=False, repr=False)
+
+    @cached_property
+    def before_text(self) -> str | None:
+        """The text read before hb's write (None: not kept, or no longer to be found)."""
+        text = _text_of(self.kept_before, self.db)
+        return text if text is not None and digest(text) == self.before else None
+
+    @cached_property
+    def older(self) -> tuple[str, ...]:
+        """The texts read before hb's writes just before this one that are still to be found."""
+        return tuple(t for t in (_text_of(kept, self.db) for kept in self.kept_older) if t is not None)
 
     @property
     def oldest_text(self) -> str | None:
@@ -89,32 +107,66 @@ class Pending:
         return "done"
 
 
-def record(db: Conn, kind: str, path: Path, before: str | None, after: str, now: datetime) -> None:
+def record(
+    db: Conn,
+    kind: str,
+    path: Path,
+    before: str | None,
+    after: str,
+    now: datetime,
+    *,
+    kept: dict[str, Any] | None = None,
+) -> None:
     """In the sync's transaction: ``path`` must become ``after`` (it held ``before``).
 
-    When ``before`` is hb's own previous write, landed moments ago (:data:`STALE_WRITE`, by the
-    file system's clock, as the modification times it is compared with), the texts that write
-    kept go along as ``older``."""
-    older: list[str] = []
-    previous = pending(db, [kind]).get(kind)
+    ``kept``: where ``before`` is kept already (a skeleton of :mod:`bookmarks` that refers to
+    the text another row keeps), stored in its place. When ``before`` is hb's own previous
+    write, landed moments ago (:data:`STALE_WRITE`, by the file system's clock, as the
+    modification times it is compared with), the texts that write kept go along as ``older``."""
+    older: list[str | dict[str, Any]] = []
+    previous = bookmarks.load(db, PREFIX + kind)
+    last = previous["skeleton"] if previous is not None else None
     if (
         previous is not None
-        and previous.landed is not None
+        and isinstance(last, dict)
+        and isinstance(last.get("landed"), int)
         and before is not None
-        and previous.after == digest(before)
-        and time.time_ns() - previous.landed < STALE_WRITE
-        and previous.before_text is not None
+        and previous["content_hash"] == digest(before)
+        and time.time_ns() - last["landed"] < STALE_WRITE
+        and (entry := _entry(last)) is not None
     ):
-        older = [previous.before_text, *previous.older][:CHAIN]
+        chain = last.get("older")
+        older = [entry, *(chain if isinstance(chain, list) else [])][:CHAIN]
+    skeleton: dict[str, Any] = {"before": None if before is None else digest(before), "older": older}
+    if kept is None:
+        skeleton["text"] = before
+    else:
+        skeleton["kept"] = kept
+    after_hash, size = measure(after)
     bookmarks.save(
         db,
         PREFIX + kind,
         path=str(path),
-        content_hash=digest(after),
-        size=len(after.encode("utf-8")),
+        content_hash=after_hash,
+        size=size,
         synced_at=now,
-        skeleton={"before": None if before is None else digest(before), "text": before, "older": older},
+        skeleton=skeleton,
     )
+
+
+def _entry(skeleton: dict[str, Any]) -> str | dict[str, Any] | None:
+    """A write-back's text read, as its row keeps it: the text, or where it is kept."""
+    text = skeleton.get("text")
+    if isinstance(text, str):
+        return text
+    kept = skeleton.get("kept")
+    return kept if isinstance(kept, dict) else None
+
+
+def _text_of(entry: str | dict[str, Any] | None, db: Conn | None) -> str | None:
+    if isinstance(entry, dict):
+        return bookmarks.kept_text(entry, db)
+    return entry
 
 
 def pending(db: Conn, kinds: list[str] | tuple[str, ...]) -> dict[str, Pending]:
@@ -125,7 +177,6 @@ def pending(db: Conn, kinds: list[str] | tuple[str, ...]) -> dict[str, Pending]:
         if row is None or row["content_hash"] is None:
             continue
         skeleton: dict[str, Any] = row["skeleton"] or {}
-        text = skeleton.get("text")
         landed = skeleton.get("landed")
         older = skeleton.get("older")
         out[kind] = Pending(
@@ -133,9 +184,10 @@ def pending(db: Conn, kinds: list[str] | tuple[str, ...]) -> dict[str, Pending]:
             row["path"],
             skeleton.get("before"),
             row["content_hash"],
-            text if isinstance(text, str) else None,
+            _entry(skeleton),
             landed if isinstance(landed, int) else None,
-            tuple(t for t in older if isinstance(t, str)) if isinstance(older, list) else (),
+            tuple(t for t in older if isinstance(t, str | dict)) if isinstance(older, list) else (),
+            db,
         )
     return out
 
