@@ -1070,6 +1070,25 @@ def with_entries(doc: Document, entries: Sequence[Entry], *, now: datetime) -> D
     return result
 
 
+def recounted(doc: Document, *, now: datetime) -> Document:
+    """The document with its front matter's count set to the entries it holds, and
+    ``updated_at`` to ``now``, when the count says otherwise (a text merged from two writers'
+    copies holds the entries of both under one writer's count); else ``doc`` itself. The front
+    matter stays as it was, every byte of it, where those keys are not on lines of their own."""
+    _require_aware(now)
+    if doc.front_matter is None:
+        return doc
+    count = sum(1 for ln in doc.lines if ln.kind is LineKind.ENTRY)
+    stated = doc.front_matter.get(doc.kind.count_key)
+    if type(stated) is int and stated == count:
+        return doc
+    counted = _update_front_matter(list(doc.lines), doc, count, now)
+    if counted is None:
+        return doc
+    result = parse("".join(_line_text(ln) for ln in counted), doc.kind, dialect=doc.dialect)
+    return result if _front_matter_kept(doc, result, count, now) else doc
+
+
 def _comment_error(doc: Document, out: Sequence[Line], rewritten: dict[int, int]) -> CommentMarkerError:
     """Why the result of with_entries reads otherwise: the first rewritten or new entry line
     that holds an HTML comment marker (``rewritten``: index in ``out`` -> the line it was)."""

@@ -19,6 +19,7 @@ from heartbeat.formats.todo import (
     new_document,
     parse,
     parse_entry,
+    recounted,
     render,
     render_entry,
     with_entries,
@@ -1029,3 +1030,37 @@ def test_front_matter_set_in_place_keeps_every_other_key() -> None:
         '---\ncreated_at: "2026-05-01T03:41:00Z"\nowner: &o me  # a comment\n'
         'updated_at: "2026-05-03T01:02:03Z"\nopen_count: 2\nnext: *o\n---\n'
     )
+
+
+@pytest.mark.parametrize(
+    ("front", "want"),
+    [
+        # the count of one writer's copy over the entries merged from two: set, with updated_at
+        (
+            'updated_at: "2026-05-01T00:00:00Z"\nopen_count: 1\n',
+            'updated_at: "2026-05-03T01:02:03Z"\nopen_count: 2\n',
+        ),
+        ("open_count: two\n", 'open_count: 2\nupdated_at: "2026-05-03T01:02:03Z"\n'),  # not a number: set
+        ("owner: me\n", 'owner: me\nupdated_at: "2026-05-03T01:02:03Z"\nopen_count: 2\n'),  # none: added
+        ("updated_at: x\nopen_count: 2\n", None),  # the count is right: nothing changes
+        ('"open_count": 7\n', None),  # a key hb cannot set on a line of its own: every byte kept
+        ("open_count: &n 1\nother: *n\n", None),
+    ],
+)
+def test_recounted_sets_the_count_to_the_entries_the_file_holds(front: str, want: str | None) -> None:
+    text = (
+        f"---\n{front}---\n\n# TODO Work In Progress (WIP)\n\n- [ ] [Created](2026-05-01 12:41) | a\n"
+        "- [ ] [Created](2026-05-01 12:42) | b\n<!-- - [ ] [Created](2026-05-01 12:43) | hidden -->\n"
+    )
+    doc = parse(text, TodoKind.TODO)
+    counted = recounted(doc, now=NOW)
+    if want is None:
+        assert counted is doc
+        return
+    assert render(counted) == text.replace(front, want, 1)
+    assert [e.content for e in counted.entries] == ["a", "b"]
+
+
+def test_recounted_leaves_a_file_without_front_matter_as_it_is() -> None:
+    doc = parse("# TODO Work In Progress (WIP)\n\n- [ ] [Created](2026-05-01 12:41) | a\n", TodoKind.TODO)
+    assert recounted(doc, now=NOW) is doc

@@ -457,7 +457,8 @@ def test_a_stale_copy_of_todo_md_loses_none_of_hbs_entries(workspace: Path, fron
     own change (a new entry, its front matter restamped) just after: hb's entry is no deletion,
     and both stay. With a front matter, merged by lines, hb's stamps and mistermorph's both
     stayed: ``updated_at`` and ``open_count`` twice, which mistermorph's YAML reader refuses (it
-    then resets ``created_at``). The copy's front matter is taken."""
+    then resets ``created_at``). The copy's front matter is taken, its count set to the entries
+    the merged file holds (it said the copy's two)."""
     todo_md = workspace / "TODO.md"
     first = _mistermorph_files([PLAIN], [], "2026-05-04T01:00:00Z")[0] if front_matter else PLAIN + "\n"
     todo_md.write_text(first)
@@ -475,6 +476,7 @@ def test_a_stale_copy_of_todo_md_loses_none_of_hbs_entries(workspace: Path, fron
     assert all(f"| {title}\n" in text for title in titles)
     head = text.split("---\n")[1]
     assert [line.split(":")[0] for line in head.splitlines()] == ["created_at", "updated_at", "open_count"]
+    assert head.splitlines()[2] == "open_count: 3"
 
 
 @pytest.mark.usefixtures("quick")

@@ -375,7 +375,9 @@ def _inputs(
             if rebase_rows is not None and source is not None:
                 rebase_rows(db, source)  # a kind whose rows keep the file's version themselves
         elif meant is not None and pending.before_text is not None and edited is not None:
-            inputs[kind] = merge3_under_front_matter(pending.before_text, meant, edited)
+            merged = merge3_under_front_matter(pending.before_text, meant, edited)
+            recount = _hook(kind, "RECOUNTERS")  # the copy's count is not the merged text's
+            inputs[kind] = merged if recount is None else recount(ctx, merged, now)
     return inputs
 
 

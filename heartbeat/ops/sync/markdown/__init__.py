@@ -188,7 +188,19 @@ def _baseline_of(kind: str) -> Any:
     return baseline
 
 
+def _recounter(kind: str) -> Any:
+    def recount(ctx: Context, text: str, now: datetime) -> str:
+        """``text`` with its front matter's count matching its entries (see :func:`fmt.recounted`)."""
+        doc = fmt.parse(text, TodoKind(kind), dialect=ctx.settings.todo_dialect)
+        counted = fmt.recounted(doc, now=now)
+        return text if counted is doc else fmt.render(counted)
+
+    return recount
+
+
 BASELINE_TEXT = {kind: _baseline_of(kind) for kind in ("todo", "done", "recur")}
+# a text merged from hb's and a stale copy's lines, under the copy's front matter: counted again
+RECOUNTERS = {kind: _recounter(kind) for kind in ("todo", "done", "recur")}
 SYNC_GROUPS = {("todo", "done"): sync_group, ("recur",): sync_group}
 SYNCERS = {kind: _syncer(kind) for kind in ("todo", "done", "recur")}
 IMPORTERS = {kind: _importer(kind) for kind in ("todo", "done", "recur")}
