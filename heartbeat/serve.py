@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import http.client
 import io
 import ipaddress
 import re
@@ -83,6 +84,7 @@ TEXT_TYPES = ("text/", "application/json", "application/x-www-form-urlencoded")
 REQUEST_TIMEOUT = 10  # seconds a client may take to send its whole request
 MAX_CONNECTIONS = 64  # connections served at once; more are refused with 503
 MAX_LINE = 65536  # bytes of the request line and of each header line (http.server's limits)
+MAX_HEADERS = 65536  # bytes of all the header lines together (as hb mcp --http)
 MAX_EMPTY_LINES = 4  # empty lines ignored before a request line (RFC 9112 section 2.2); one more is a 400
 RETRY_AFTER = 1  # seconds a client refused for too many connections is told to wait
 SERVER = "hb-serve"  # the Server header: names hb, not the Python that runs it
@@ -96,7 +98,7 @@ BAD_LINE = "malformed request line: expected METHOD /path HTTP/1.1"
 # what a refusal http.server itself makes says (its own text quotes the request and is HTML)
 REFUSALS = {
     HTTPStatus.REQUEST_URI_TOO_LONG: f"request line over {MAX_LINE} bytes",
-    HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE: f"request headers too large: a line over {MAX_LINE} bytes "
+    HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE: f"request headers too large: over {MAX_HEADERS} bytes "
     "or more than 100 headers",
     HTTPStatus.NOT_IMPLEMENTED: "method not supported; use GET or POST",
 }
@@ -296,11 +298,19 @@ class _RequestReader(io.BufferedReader):
     lines as sent, for :func:`header_refusal` (http.server keeps only what it parsed)."""
 
     lines: list[bytes] | None = None
+    size = 0  # bytes of the header lines read so far
 
     def readline(self, size: int | None = -1) -> bytes:
-        line = super().readline(-1 if size is None else size)
-        if self.lines is not None:
-            self.lines.append(line)
+        if self.lines is None:
+            return super().readline(-1 if size is None else size)
+        if not self.lines:
+            self.size = 0
+        left = MAX_HEADERS - self.size + 1  # http.server reads at most MAX_LINE + 1 a line
+        line = super().readline(left if size is None or size < 0 else min(size, left))
+        self.lines.append(line)
+        self.size += len(line)
+        if self.size > MAX_HEADERS:  # http.server answers 431 (see REFUSALS)
+            raise http.client.HTTPException(f"headers over {MAX_HEADERS} bytes")
         return line
 
 
@@ -663,7 +673,10 @@ def _content_length(values: list[str]) -> int | None:
     if len(lengths) > 1:
         return None
     text = lengths.pop()
-    return int(text) if text.isascii() and text.isdigit() else None
+    if not (text.isascii() and text.isdigit()):
+        return None
+    digits = text.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 18 else sys.maxsize  # past any body (int() stops at 4,300)
 
 
 def _text_of(body: bytes, content_type: str | None) -> str | None:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from heartbeat.errors import HbError, InvalidInput, NotFound
 from heartbeat.formats import strict_json
@@ -98,7 +99,14 @@ def safe_next(target: str | None) -> str:
         return "/"
     if any(ch in target for ch in "\\\r\n\t ") or any(ord(ch) < 32 or ord(ch) == 127 for ch in target):
         return "/"
-    return target if route(target.split("?", 1)[0]) else "/"
+    if not route(target.split("?", 1)[0]):
+        return "/"
+    # a header holds ASCII: other characters go as their UTF-8, percent-encoded, as a browser
+    # sends them (the page reads the query as UTF-8)
+    return target if target.isascii() else quote(target, safe=_ASCII_PUNCTUATION)
+
+
+_ASCII_PUNCTUATION = "".join(chr(c) for c in range(33, 127) if not chr(c).isalnum())
 
 
 def json_response(status: int, payload: Any, headers: dict[str, str] | None = None) -> Response:
@@ -164,7 +172,12 @@ def no_html(path: str) -> Response:
     return html_response(501, _plain_page(501, "Not implemented here", message))
 
 
+MAX_MESSAGE = 1000  # characters of an error message: past them it is a value echoed, clipped
+
+
 def _error(status: int, title: str, message: str, as_json: bool) -> Response:
+    if len(message) > MAX_MESSAGE:
+        message = message[:MAX_MESSAGE] + f"... ({len(message) - MAX_MESSAGE} characters more)"
     if as_json:
         return json_response(status, {"error": message})
     try:

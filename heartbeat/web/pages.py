@@ -118,8 +118,7 @@ class Params:
             or len(digits) > len(str(high))
             or not low <= int(digits) <= high
         ):
-            shown = text if len(text) <= 40 else text[:40] + "..."
-            raise InvalidInput(f"{name}={shown!r}: expected a whole number from {low} to {high}")
+            raise InvalidInput(f"{name}={_shown(text)}: expected a whole number from {low} to {high}")
         return int(digits)
 
     def choice(self, name: str, choices: Sequence[str], default: str | None = None) -> str | None:
@@ -127,7 +126,7 @@ class Params:
         if text is None:
             return default
         if text not in choices:
-            raise InvalidInput(f"{name}={text!r}: expected one of {', '.join(choices)}")
+            raise InvalidInput(f"{name}={_shown(text)}: expected one of {', '.join(choices)}")
         return text
 
     def day(self, name: str) -> date | None:
@@ -141,10 +140,16 @@ class Params:
                 raise ValueError(text)
             day = date.fromisoformat(text)
         except ValueError:
-            raise InvalidInput(f"{name}={text!r}: expected a day as YYYY-MM-DD") from None
+            raise InvalidInput(f"{name}={_shown(text)}: expected a day as YYYY-MM-DD") from None
         if not YEARS[0] <= day.year <= YEARS[1]:
-            raise InvalidInput(f"{name}={text!r}: outside the years {YEARS[0]} to {YEARS[1]} that hb handles")
+            years = f"{YEARS[0]} to {YEARS[1]}"
+            raise InvalidInput(f"{name}={_shown(text)}: outside the years {years} that hb handles")
         return day
+
+
+def _shown(text: str) -> str:
+    """A parameter's value as a refusal quotes it: its first 40 characters."""
+    return repr(text if len(text) <= 40 else text[:40] + "...")
 
 
 # --- shared pieces ----------------------------------------------------------------------------

@@ -10,12 +10,12 @@ makes the browser send it); it opens the read-only pages, never ``POST /poke``.
 from __future__ import annotations
 
 import hmac
+import re
 import secrets
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from http.cookies import CookieError, SimpleCookie
 
 COOKIE = "hb_session"
 SESSION_LIFETIME = 12 * 3600  # seconds a login lasts
@@ -62,14 +62,24 @@ class Sessions:
         return f"{COOKIE}={sid}; HttpOnly; SameSite=Strict; Path=/; Max-Age={int(self.lifetime)}"
 
 
+# the longest Cookie header read for a session: a browser's whole cookie jar for one host fits
+MAX_COOKIE_HEADER = 8192
+_SID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
 def session_of(cookie_header: str | None) -> str | None:
-    """The session id a request's ``Cookie`` header carries, if any."""
-    if not cookie_header:
+    """The session id a request's ``Cookie`` header carries, if any: the first ``hb_session``
+    pair of ``name=value; ...`` (RFC 6265 section 5.4), its value as :meth:`Sessions.new` makes
+    them. Read in one pass, by hand: the standard library's cookie parser takes seconds of CPU
+    over a long header of backslashes (CVE-2024-7592, before Python 3.11.10), and one past
+    :data:`MAX_COOKIE_HEADER` characters carries no session of hb's."""
+    if not cookie_header or len(cookie_header) > MAX_COOKIE_HEADER:
         return None
-    jar: SimpleCookie = SimpleCookie()
-    try:
-        jar.load(cookie_header)
-    except CookieError:
-        return None
-    morsel = jar.get(COOKIE)
-    return morsel.value if morsel is not None else None
+    for pair in cookie_header.split(";"):
+        name, equals, value = pair.partition("=")
+        if equals and name.strip() == COOKIE:
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] == '"':
+                value = value[1:-1]
+            return value if _SID.fullmatch(value) else None
+    return None

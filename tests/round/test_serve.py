@@ -191,6 +191,22 @@ def test_a_content_length_not_plain_ascii_digits_or_given_twice_differently_is_a
     assert raw_status(server, b"Content-Length: 5\r\nContent-Length: 5\r\n", b"hello")[0] == 202
 
 
+@pytest.mark.parametrize(
+    ("digits", "status"), [(b"1" * 19, 413), (b"1" * 4301, 413), (b"0" * 4400 + b"5", 202)]
+)
+def test_a_content_length_of_many_digits_is_read_not_a_dropped_connection(
+    server: PokeServer, sh_db: Runner, digits: bytes, status: int
+) -> None:
+    """int() refuses more than 4,300 digits: the connection was closed with no answer."""
+    got, reply = raw_status(server, b"Content-Length: " + digits + b"\r\n", b"hello")
+    assert got == status
+    if status == 413:
+        assert json.loads(reply) == {"error": f"body over {MAX_BODY} bytes"}
+        assert sh_db.json("list") == []
+    else:  # zeros first: a length of 5, the poke's
+        assert [t["title"] for t in sh_db.json("list")] == ["hello"]
+
+
 def test_413_past_4_kib(server: PokeServer, sh_db: Runner) -> None:
     status, _, payload = request(server, "POST", "/poke", b"x" * (MAX_BODY + 1))
     assert status == 413
@@ -299,9 +315,7 @@ def answer_of(reply: bytes) -> tuple[int, dict[str, str], Any]:
 BAD_LINE = "malformed request line: expected METHOD /path HTTP/1.1"
 NOT_ASCII = "malformed request line: not printable ASCII (percent-encode the path)"
 TOO_LONG = f"request line over {serve_mod.MAX_LINE} bytes"
-HEADERS_TOO_LARGE = (
-    f"request headers too large: a line over {serve_mod.MAX_LINE} bytes or more than 100 headers"
-)
+HEADERS_TOO_LARGE = f"request headers too large: over {serve_mod.MAX_HEADERS} bytes or more than 100 headers"
 MALFORMED = [
     (b"GARBAGE", 400, BAD_LINE),
     (b"GET /healthz HTTP/1.1 extra", 400, BAD_LINE),  # too many words
@@ -356,8 +370,13 @@ def test_a_malformed_request_line_is_answered_as_json_and_the_server_serves_on(
             431,
             f"GET /healthz 431: {HEADERS_TOO_LARGE}",
         ),
+        (  # 98 lines of 65,000 bytes each were read whole: 1.9 GB of memory for 50 such requests
+            b"GET /healthz HTTP/1.1\r\n" + b"X: " + b"a" * 40_000 + b"\r\nY: " + b"b" * 40_000 + b"\r\n\r\n",
+            431,
+            f"GET /healthz 431: {HEADERS_TOO_LARGE}",
+        ),
     ],
-    ids=["unknown method", "header line too long", "too many headers"],
+    ids=["unknown method", "header line too long", "too many headers", "headers too large together"],
 )
 def test_what_http_server_refuses_itself_is_answered_as_json_too(
     sh_db: Runner, capfd: pytest.CaptureFixture[str], data: bytes, status: int, logged: str

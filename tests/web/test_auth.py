@@ -218,3 +218,34 @@ def test_malformed_requests_to_hb_serve_are_json_one_line_each_in_its_log_and_it
     assert all(" - - " in line for line in refusals[:5]), refusals  # nothing of a refused line
     assert "PROPFIND / 501: method not supported" in refusals[5]
     assert "GET /now.json 400: more than one Authorization header" in refusals[6]
+
+
+def test_a_login_going_to_a_page_named_in_other_than_ascii_is_answered_with_it_percent_encoded(
+    served: Served,
+) -> None:
+    """A Location header holds ASCII: ``next=/task?id=中`` made the server fail writing it and
+    close the connection with no answer, after creating the session."""
+    reply = login(served, "/task?id=中&scope=")
+    assert reply.status == 303
+    assert reply.headers["Location"] == "/task?id=%E4%B8%AD&scope="
+    got = served.get(reply.headers["Location"], token=None, headers={"Cookie": session_cookie(reply)})
+    assert got.status == 404 and "中" in got.text  # the page read the id back: no such task
+
+
+def test_the_session_cookie_is_read_among_others_and_a_long_header_carries_none(served: Served) -> None:
+    from heartbeat.web.sessions import MAX_COOKIE_HEADER, session_of
+
+    cookie = session_cookie(login(served))
+    sid = cookie.split("=", 1)[1]
+    for header in (
+        f"a=1; {cookie}; b=2",
+        f'theme="dark; light"; hb_session="{sid}"',  # quoted, after a quoted value with a semicolon
+        f"x={'y' * 4000};{cookie}",
+    ):
+        assert served.get("/now.json", token=None, headers={"Cookie": header}).status == 200, header
+    assert session_of(f"hb_session={sid}") == sid
+    assert session_of(f"hb_session={sid[:-1]}!") is None  # not a session id of hb's
+    assert session_of("hb_session=" + "\\" * 32000) is None
+    long = "x=" + "y" * MAX_COOKIE_HEADER + f"; {cookie}"
+    assert session_of(long) is None
+    assert served.get("/now.json", token=None, headers={"Cookie": long}).status == 401
