@@ -7,6 +7,7 @@ not load uvicorn's protocol; :mod:`heartbeat.mcp_server` describes the answers.
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from http import HTTPStatus
 from typing import Any
@@ -95,12 +96,20 @@ class HttpProtocol(H11Protocol):
                 data = rest
                 if not data:  # (no empty call: h11 reads b"" as the end of the connection)
                     return
+            if _folded(bytes(self.conn.trailing_data[0]) + data):
+                self.send_400_response("obs-fold")
+                return
         super().data_received(data)
 
     def handle_events(self) -> None:
         super().handle_events()
         if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED, h11.ERROR):
             self._disarm()  # read whole (or refused): the app's answer takes the time it takes
+        elif self.deadline is None and (self.conn.their_state is not h11.IDLE or self.conn.trailing_data[0]):
+            # a request begun in the bytes that came with the one before (pipelined), read now
+            # that its answer went out: no more data may come for it, so its time starts here
+            self.skipped = 0
+            self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -133,6 +142,18 @@ class HttpProtocol(H11Protocol):
         if started and self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):  # nothing answered yet
             self.transport.write(refusal(408, f"request not received whole within {REQUEST_TIMEOUT} seconds"))
         self.transport.close()  # the app waiting for the body reads a disconnect
+
+
+_FOLD = re.compile(rb"\n[ \t]")  # a line of the head that starts with a space or tab
+
+
+def _folded(received: bytes) -> bool:
+    """Whether the head of the request in ``received`` (its request line and headers, as far as
+    they came) folds a header onto more lines (obs-fold, RFC 9112 section 5.2), which h11 glues
+    back together: hb serve answers 400, and so does hb mcp (which copy of a folded
+    Authorization another server or a proxy would read is a guess)."""
+    end = received.find(b"\r\n\r\n")
+    return _FOLD.search(received, 0, len(received) if end < 0 else end + 2) is not None
 
 
 def http_config(app: Any) -> Any:

@@ -53,8 +53,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types import (
+    INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,
     CallToolResult,
@@ -631,10 +633,21 @@ def build(ledger: Ledger, log: Callable[[str], None] | None = None) -> tuple[MCP
 
         return await calls(run)
 
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[Any] = _Server(
         "hb", version=__version__, instructions=INSTRUCTIONS, tools=tools, log_level="WARNING"
     )
     return server, calls
+
+
+class _Server(MCPServer[Any]):
+    """The SDK's server, whose ``prompts/get`` of a name it does not know (hb offers no prompts)
+    is an Invalid params error naming it, not a ValueError logged twice with its traceback,
+    each repeating the name as the client sent it, and answered with code 0."""
+
+    async def get_prompt(self, name: str, arguments: Any = None, context: Any = None) -> Any:
+        if self._prompt_manager.get_prompt(name) is None:
+            raise MCPError(INVALID_PARAMS, f"unknown prompt {clip(name, 40)!r}: hb offers no prompts")
+        return await super().get_prompt(name, arguments, context)
 
 
 def slim_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -923,6 +936,62 @@ class BearerGate:
         return hmac.compare_digest(credentials.strip(), self.token)
 
 
+class EnvelopeCheck:
+    """An ASGI app in front of the SDK's, behind :class:`BearerGate` (which hands on the body
+    whole): a POSTed body that is not a JSON-RPC 2.0 message is answered here, 400 with
+    :func:`envelope_refusal`'s error, one line."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope.get("method") == "POST":
+            message = await receive()
+            body = message.get("body", b"") if message["type"] == "http.request" else b""
+            answer = envelope_refusal(body) if body else None
+            if answer is not None:
+                data = answer.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+                headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(data))]
+                await send({"type": "http.response.start", "status": 400, "headers": headers})
+                await send({"type": "http.response.body", "body": data})
+                return
+            receive = _again(message, receive)  # the SDK reads the body as it came
+        await self.app(scope, receive, send)
+
+
+def _again(message: dict[str, Any], receive: Any) -> Any:
+    """An ASGI ``receive`` that hands out ``message`` once more, then what ``receive`` brings."""
+    pending = [message]
+
+    async def again() -> Any:
+        return pending.pop() if pending else await receive()
+
+    return again
+
+
+def envelope_refusal(body: bytes) -> JSONRPCError | None:
+    """The answer to a POSTed body that is not a JSON-RPC 2.0 message, as the stdio transport
+    gives it (:func:`unreadable`: the request's id where it has one, else null), one line; None
+    for a message, or a body that is not UTF-8 (the SDK refuses those itself). The SDK answered
+    with pydantic's report, several lines quoting the input, as Invalid params."""
+    from mcp_types import jsonrpc_message_adapter
+
+    try:
+        text = body.decode("utf-8")
+        jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except UnicodeDecodeError:
+        return None
+    except ValidationError as exc:
+        answer = unreadable(exc)
+        if answer is not None:
+            return answer
+        unread = exc.errors(include_url=False)[0]["type"] == "json_invalid"
+        code, what = (PARSE_ERROR, "cannot read this request: not JSON") if unread else (INVALID_REQUEST, "")
+        message = what or "not a JSON-RPC 2.0 message: expected an object with jsonrpc, and method or result"
+        return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))
+    return None
+
+
 def _json_body(payload: dict[str, str]) -> tuple[bytes, list[tuple[bytes, bytes]]]:
     """A JSON answer's body, one line, and its Content-Type and Content-Length headers."""
     body = (dumps(payload) + "\n").encode()
@@ -966,12 +1035,7 @@ def _json_errors(send: Any) -> Any:
 def _replay(body: bytes, receive: Any) -> Any:
     """An ASGI ``receive`` that hands out ``body``, whole, then what ``receive`` brings (the
     client going away)."""
-    pending = [{"type": "http.request", "body": body, "more_body": False}]
-
-    async def replay() -> Any:
-        return pending.pop() if pending else await receive()
-
-    return replay
+    return _again({"type": "http.request", "body": body, "more_body": False}, receive)
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -1009,7 +1073,8 @@ def serve_http(server: MCPServer[Any], sock: socket.socket, token: str) -> None:
         raise _Stop
 
     host = str(sock.getsockname()[0])
-    app = BearerGate(server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host), token)
+    sdk_app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    app = BearerGate(EnvelopeCheck(sdk_app), token)
     previous = signal.signal(signal.SIGTERM, stop)
     try:
         from heartbeat.mcp_http import http_config

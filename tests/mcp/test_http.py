@@ -257,6 +257,11 @@ def test_what_uvicorn_refuses_or_would_serve_is_answered_as_json(workspace: Path
         f"POST /mcp HTTP/1.1\r\n{HOST}{token}Content-Length: -1\r\n\r\n".encode(),
         f"POST /mcp HTTP/1.1\r\n{HOST}{token}Content-Length: 99999999999999999999999\r\n\r\n".encode(),
         b"\r\n" * 5 + f"GET /mcp HTTP/1.1\r\n{HOST}\r\n".encode(),  # past the 4 empty lines skipped
+        # obs-fold (h11 glued the lines back together): a folded token was let in as one
+        f"POST /mcp HTTP/1.1\r\n{HOST}Authorization: Bearer\r\n {TOKEN}\r\nContent-Length: 0\r\n\r\n".encode(
+            "ascii"
+        ),
+        b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\tfolded\r\n\r\n",
     ]
     with http_server(workspace, "--token-file", str(token_file)) as (url, _head, proc):
         for data in bad:
@@ -385,6 +390,13 @@ def test_the_deadline_is_for_the_request_not_the_answer(monkeypatch: pytest.Monk
             sock.sendall(head.encode() + b"hel")
             second = read_until_closed(sock)
         assert answer_of(second)[0] == 408
+        with socket.create_connection((parts.hostname or "", parts.port or 0), timeout=30) as sock:
+            # pipelined: a second request short of its body, sent with the first, started no
+            # deadline (none was armed but on new data) and held the connection for ever
+            sock.sendall(head.encode() + b"hello" + head.encode() + b"hel")
+            both = read_until_closed(sock)
+        assert both.startswith(b"HTTP/1.1 200 ") and b'{"read": 5}' in both
+        assert answer_of(both[both.index(b'{"read": 5}') + len(b'{"read": 5}') :])[0] == 408
         with socket.create_connection((parts.hostname or "", parts.port or 0), timeout=30) as idle:
             started = time.monotonic()
             assert read_until_closed(idle) == b""
@@ -553,3 +565,46 @@ def test_the_sdks_own_refusals_in_text_are_answered_as_json(workspace: Path, tok
         assert status == 400 and payload["jsonrpc"] == "2.0"  # type: ignore[index]
         log = stopped_log(proc)
     assert TOKEN not in log and "Traceback" not in log
+
+
+def test_a_body_that_is_not_a_json_rpc_message_gets_one_line_with_its_id(
+    workspace: Path, token_file: Path
+) -> None:
+    """The SDK answered pydantic's report (several lines, the input quoted, a link) as Invalid
+    params with a null id; now as over stdio: the request's id where it has one, Invalid
+    Request or Parse error, one line."""
+    cases: list[tuple[bytes, object, int, str]] = [
+        (b'{"jsonrpc":"1.0","id":3,"method":"tools/list"}', 3, -32600, 'its "jsonrpc" member is not "2.0"'),
+        (b'{"jsonrpc":"2.0","id":"a","method":5}', "a", -32600, 'its "method" is not a string'),
+        (b"null", None, -32600, "not a JSON-RPC 2.0 message"),
+        (b'[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]', None, -32600, "not a JSON-RPC 2.0 message"),
+        (b"{nope", None, -32700, "cannot read this request: not JSON"),
+        (
+            b'{"jsonrpc":"2.0","id":6,"method":"x","params":{"n":' + b"9" * 5000 + b"}}",
+            6,
+            -32700,
+            "4,300 digits",
+        ),
+    ]
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with http_server(workspace, "--token-file", str(token_file)) as (url, _head, proc):
+        status, headers, _ = post(url, INIT, auth)
+        assert status == 200
+        session = {"mcp-session-id": headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+        parts = urlsplit(url)
+        for body, request_id, code, words in cases:
+            conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
+            try:
+                sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+                conn.request("POST", parts.path, body=body, headers={**sent, **auth, **session})
+                response = conn.getresponse()
+                status, answer = response.status, response.read()
+            finally:
+                conn.close()
+            assert status == 400, body[:60]
+            assert answer.count(b"\n") == 1 and b"pydantic" not in answer
+            got = json.loads(answer)
+            assert got["id"] == request_id and got["error"]["code"] == code, got
+            assert words in got["error"]["message"], got
+        log = stopped_log(proc)
+    assert "Traceback" not in log

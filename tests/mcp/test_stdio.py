@@ -517,3 +517,26 @@ def test_a_nul_in_a_tool_argument_is_invalid_input_naming_it_on_both_backends(
 
     run(main)
     assert every_row(db_url) == rows
+
+
+def test_an_unknown_prompt_is_invalid_params_naming_it_and_logs_nothing(
+    ledger_ws: Path, tmp_path: Path
+) -> None:
+    """hb offers no prompts: ``prompts/get`` answered code 0 and logged two tracebacks, each
+    repeating the name as sent (10 KB of a client's text per request in the server's log)."""
+    from mcp.shared.exceptions import MCPError
+
+    log = tmp_path / "server.log"
+
+    async def main() -> None:
+        async with mcp_session(ledger_ws, stderr=log) as session:
+            with pytest.raises(MCPError) as caught:
+                await session.get_prompt("x" * 10_000)
+            assert caught.value.error.code == -32602
+            message = caught.value.error.message
+            assert message.startswith("unknown prompt 'xxx") and message.endswith("': hb offers no prompts")
+            assert len(message) < 200
+            assert (await call(session, "ready"))["tasks"] == []  # and it serves on
+
+    run(main)
+    assert log.read_text() == ""
