@@ -228,6 +228,7 @@ class PokeServer(ThreadingHTTPServer):
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         super().__init__(address, PokeHandler)
+        self.loopback = is_loopback(str(self.server_address[0]))  # Host then names loopback too
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self.slots.acquire(blocking=False):  # too many at once: refuse, do not queue
@@ -383,6 +384,9 @@ class PokeHandler(BaseHTTPRequestHandler):
             return False
         if len(self.headers.get_all("Authorization") or []) > 1:  # which one counts would be a guess
             self._refuse(HTTPStatus.BAD_REQUEST, "more than one Authorization header")
+            return False
+        if self.server.loopback and not loopback_host(self.headers.get("Host")):
+            self._refuse(HTTPStatus.MISDIRECTED_REQUEST, MISDIRECTED)
             return False
         return True
 
@@ -722,6 +726,24 @@ def token_path(ledger: Ledger, token_file: str | None) -> Path:
             "(one line, e.g. from `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
         )
     return default
+
+
+MISDIRECTED = "the Host header names no loopback address: this server answers 127.0.0.1, ::1 and localhost"
+
+
+def loopback_host(host: str | None) -> bool:
+    """Whether a request's Host header names this machine's loopback (any port: a tunnel may
+    forward another one): a page of another site whose name a DNS rebinding points at 127.0.0.1
+    sends its own name, and is refused (421) by a server bound to loopback. A request without
+    one (HTTP/1.0) names nothing and is served: a browser always sends one."""
+    if host is None:
+        return True
+    host = host.strip().lower()
+    if host.startswith("["):
+        name = host[1 : host.find("]")] if "]" in host else ""
+    else:
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    return name in ("localhost", "localhost.") or is_loopback(name)
 
 
 def is_loopback(address: str) -> bool:

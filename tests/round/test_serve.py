@@ -700,7 +700,7 @@ def test_a_burst_of_connections_waits_in_the_backlog_not_on_syn_retries(sh_db: R
     try:
         for _ in range(40):  # nobody accepts yet: each waits in the backlog
             conn = socket.create_connection((str(host), int(port)), timeout=0.5)
-            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             clients.append(conn)
         with running(srv):
             for conn in clients:
@@ -810,3 +810,33 @@ def test_loopback_is_read_from_the_address_bound_not_from_the_name(address: str,
     """The not-loopback warning of hb serve and hb mcp --http: a host name starting with ``127.``
     was taken for loopback, and no warning given, wherever the name resolved."""
     assert serve_mod.is_loopback(address) is loopback
+
+
+@pytest.mark.parametrize(
+    ("host", "served"),
+    [
+        ("127.0.0.1:8787", True),
+        ("localhost:9999", True),  # another port: a tunnel forwards one
+        ("LOCALHOST", True),
+        ("[::1]:8787", True),
+        ("127.1.2.3", True),
+        ("evil.example", False),  # a name a DNS rebinding points at 127.0.0.1
+        ("evil.example:8787", False),
+        ("127.0.0.1.evil.example", False),
+        ("localhost.evil.example", False),
+        ("[::2]:80", False),
+        ("", False),
+    ],
+)
+def test_a_host_header_naming_no_loopback_address_is_a_421(
+    server: PokeServer, sh_db: Runner, host: str, served: bool
+) -> None:
+    """A page of another site whose name is made to resolve to 127.0.0.1 (DNS rebinding) sends
+    its own name: refused before the token is read, as hb mcp --http refuses it."""
+    reply = exchange(server, f"GET /healthz HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+    status, _, payload = answer_of(reply)
+    if served:
+        assert (status, payload) == (200, {"ok": True})
+    else:
+        assert (status, payload) == (421, {"error": serve_mod.MISDIRECTED})
+    assert sh_db.json("list") == []
