@@ -393,7 +393,18 @@ class Tx:
     (:class:`transaction` opens and ends each): a Tx and its cursor can serve every transaction of
     their connection in turn."""
 
-    __slots__ = ("_zone", "autocommit", "cur", "d", "driver", "lazy", "left_in_autocommit", "moved", "raw")
+    __slots__ = (
+        "_zone",
+        "autocommit",
+        "cur",
+        "d",
+        "driver",
+        "lazy",
+        "left_in_autocommit",
+        "moved",
+        "raw",
+        "read",
+    )
 
     def __init__(self, raw: Any, dialect: Dialect, zone: Zone = None) -> None:
         self.raw = raw
@@ -412,23 +423,27 @@ class Tx:
         # export after it then rewrites only those (None: it does not say; all is rendered)
         self.moved: list[tuple[str, str]] | None = None
         self.lazy = False
+        self.read = False
 
     # --- one transaction at a time: ``with tx.open(lazy) as tx: ...`` (the Tx is its own context
     # manager, made once: every queue operation opens one, and an object per opening costs more
     # than the rest of the bookkeeping)
 
-    def open(self, lazy: bool = False) -> Tx:
+    def open(self, lazy: bool = False, *, read: bool = False) -> Tx:
         """This Tx, ready to open a write transaction on ``with`` (SQLite: BEGIN IMMEDIATE;
         PostgreSQL: implicit BEGIN). ``lazy`` (PostgreSQL): the statements run in autocommit, each
         its own transaction, until the operation calls :meth:`begin`: an operation that is one
-        statement costs one round trip (no BEGIN, no COMMIT). On SQLite ``lazy`` changes nothing."""
+        statement costs one round trip (no BEGIN, no COMMIT). On SQLite ``lazy`` changes nothing.
+        ``read``: a transaction that only reads (SQLite: a deferred BEGIN, which waits for no
+        writer)."""
         self.lazy = lazy
+        self.read = read
         return self
 
     def __enter__(self) -> Tx:
         self.moved = None
         if self.driver is None:  # SQLite
-            self.cur.execute("BEGIN IMMEDIATE")
+            self.cur.execute("BEGIN" if self.read else "BEGIN IMMEDIATE")
         elif self.lazy:
             if not self.driver.autocommit:  # (a lazy transaction before this one may have left it so)
                 self.driver.autocommit = True
@@ -438,6 +453,7 @@ class Tx:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        self.read = False  # the next opening says again what it is
         if self.autocommit:  # every statement stood alone: nothing to commit
             self.autocommit = False
             if self.left_in_autocommit is None:

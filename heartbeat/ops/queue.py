@@ -36,6 +36,12 @@ def transaction(
     return (ctx.kept.get("queue") or _tx(ctx)).open(lazy)
 
 
+def reading(ctx: Context) -> AbstractContextManager[queue_db.Tx]:
+    """A transaction that only reads the queue (hb ready, hb scopes): on SQLite a deferred one,
+    which reads the last commit while a writer holds the ledger, instead of waiting for it."""
+    return (ctx.kept.get("queue") or _tx(ctx)).open(read=True)
+
+
 def _tx(ctx: Context) -> queue_db.Tx:
     """The context's queue statements on its connection (made once per connection, with its cursor)."""
     tx: queue_db.Tx | None = ctx.kept.get("queue")
@@ -175,7 +181,7 @@ def ready(
     if limit is not None and limit < 1:
         raise InvalidInput(f"--limit {limit}: give a positive number")
     now = ctx.now()
-    with transaction(ctx, export=False) as tx:  # a read: nothing to re-render
+    with reading(ctx) as tx:
         rows = queue_db.ready(tx, now, scope=scope, explain=explain, limit=limit)
         queues = queue_db.scopes(tx) if scope is None else []
         stale = queue_db.stale_ids(tx, now, scope) if not queues else []
@@ -220,5 +226,5 @@ def clear_stale(ctx: Context, scope: str | None = None) -> list[str]:
 
 def scopes(ctx: Context) -> list[dict[str, Any]]:
     """``hb scopes``: each scoped queue with its counts."""
-    with transaction(ctx, export=False) as tx:  # a read: nothing to re-render
+    with reading(ctx) as tx:
         return queue_db.scope_counts(tx)

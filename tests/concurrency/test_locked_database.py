@@ -53,3 +53,25 @@ def test_a_poke_on_a_database_locked_past_the_busy_timeout_is_a_503(
     assert status == 503
     assert payload == {"error": BUSY.removeprefix("hb: ").rstrip("\n")}
     assert hb.json("list") == []
+
+
+def test_the_reads_of_the_queue_answer_while_a_writer_holds_the_ledger(
+    hb: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hb ready and hb scopes took the write lock to read: behind another process's write
+    transaction they waited out the busy timeout and said busy (hb mcp's ``ready`` tool, marked
+    read-only, too). They read the last commit now."""
+    hb("add", "first")
+    hb("add", "scoped", "--scope", "_b_extension.q")
+    monkeypatch.setattr(sqlite_settings, "BUSY_TIMEOUT_MS", 200)
+    with closing(
+        sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db", isolation_level=None)
+    ) as other:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("UPDATE tasks SET title = 'uncommitted' WHERE scope = ''")
+        ready = hb.json("ready", "--scope", "")
+        scopes = hb("scopes").stdout
+        hb("add", "waits", code=75)  # a write still waits for the writer
+        other.execute("ROLLBACK")
+    assert [t["title"] for t in ready] == ["first"]
+    assert scopes.startswith("_b_extension.q  (1 ready")
