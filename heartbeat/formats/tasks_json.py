@@ -442,7 +442,7 @@ def _reading(item: Mapping[str, Any], task_id: str, *, scoped: bool) -> _Reading
     order = get("order") if scoped else None
     priority = None if scoped else get("priority")
     if priority is not None and priority.__class__ is not str:
-        priority = _text_or_none(priority, numbers=False)
+        priority = text_or_none(priority, numbers=False)
     created, completed = get("created_at"), get("completed_at")
     return _Reading(
         title=title,
@@ -452,10 +452,10 @@ def _reading(item: Mapping[str, Any], task_id: str, *, scoped: bool) -> _Reading
         order=None if order is None else held_order(order),
         created_at=None if created is None else timestamp_or_none(created),
         completed_at=None if completed is None else timestamp_or_none(completed),
-        skill=skill if skill is None or skill.__class__ is str else _text_or_none(skill),
-        project_id=project if project is None or project.__class__ is str else _text_or_none(project),
-        agent_id=agent if agent is None or agent.__class__ is str else _text_or_none(agent),
-        user_id=user if user is None or user.__class__ is str else _text_or_none(user),
+        skill=skill if skill is None or skill.__class__ is str else text_or_none(skill),
+        project_id=project if project is None or project.__class__ is str else text_or_none(project),
+        agent_id=agent if agent is None or agent.__class__ is str else text_or_none(agent),
+        user_id=user if user is None or user.__class__ is str else text_or_none(user),
     )
 
 
@@ -477,7 +477,7 @@ def id_text(value: Any) -> str | None:
     return None
 
 
-def _text_or_none(value: Any, *, numbers: bool = True) -> str | None:
+def text_or_none(value: Any, *, numbers: bool = True) -> str | None:
     if isinstance(value, str):
         return value
     if numbers and isinstance(value, int) and not isinstance(value, bool):
@@ -785,13 +785,13 @@ def render_over(
     else:
         was = out.get("priority")
         same = was == priority and (was is None or type(was) is str)  # equal text, or both unset
-        if not same and priority != _text_or_none(was, numbers=False):
+        if not same and priority != text_or_none(was, numbers=False):
             out["priority"] = priority
     for (_attribute, key), value in zip(_ASSIGNMENT_KEYS, assigned, strict=True):
         was = out.get(key)
         if was == value and (was is None or type(was) is str):
             continue  # the same text, or unset in both: the common case, read without a call
-        if value != _text_or_none(was):
+        if value != text_or_none(was):
             out[key] = value
     if created_at is not _UNCHANGED and created_at != timestamp_or_none(out.get("created_at")):
         out["created_at"] = _timestamp_text(created_at)

@@ -506,3 +506,17 @@ def test_a_written_time_reads_back_as_the_same_instant(moment: datetime, zone: s
     value = written.doc["todoWatch"]["lastScanAt"]
     assert facts_from_state(parse(render(written)))["todo_watch.last_scan_at"] == moment
     assert datetime.fromisoformat(value).utcoffset() == moment.astimezone(ZoneInfo(zone)).utcoffset()
+
+
+@pytest.mark.parametrize("depth", [490, 800])
+def test_a_value_nested_as_deep_as_the_reader_goes_is_written_back_as_it_was(depth: int) -> None:
+    """``copy.deepcopy`` of the document stopped at about 490 levels: hb sync and hb heartbeat
+    exited 70 (RecursionError) on a file the reader had read."""
+    deep = "[" * depth + "]" * depth
+    state = parse('{"notes": ' + deep + ', "memoryHygiene": {}}')
+    when = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
+    updated = with_updates(state, facts={"hygiene.last_run_at": when}, tz=SHANGHAI)
+    text = render(updated)
+    assert deep in text.replace(" ", "").replace("\n", "")
+    assert facts_from_state(parse(text), tz=SHANGHAI)["hygiene.last_run_at"] == when
+    assert state.doc["memoryHygiene"] == {}  # the state read is left as it was

@@ -523,3 +523,36 @@ def test_the_files_order_stays_the_queues_order_after_the_script_pops_and_adds(
     assert [t["id"] for t in json.loads(path.read_text())["pending"]] == ["m5", "m6", "m7"]
     ready = hb_db("ready", "--json").stdout
     assert [t["id"] for t in json.loads(ready)][:3] == ["m5", "m6", "m7"]
+
+
+@pytest.mark.parametrize("value", [["x"], {"a": 1}, True, 1.5])
+def test_errors_and_last_run_fields_that_are_not_text_are_kept_as_written(
+    hb_db: Runner, workspace: Path, value: Any
+) -> None:
+    """heartbeat.py writes whatever it is given: an assigned_skill or trace_id (errors.json) or a
+    scope (last-run.json) that is a list or an object stopped every sync and heartbeat with
+    "database error: Error binding parameter 4", naming no file. They are read as no text (the
+    item keeps what it holds, and the files are left as they are)."""
+    state = workspace / ".agent" / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    errors = [
+        {
+            "timestamp": "2026-04-30T10:00:00Z",
+            "task_id": "task-x",
+            "assigned_skill": value,
+            "reason": "r",
+            "trace_id": value,
+            "decision_log": None,
+            "resolved": False,
+        }
+    ]
+    last_run = {"timestamp": "2026-05-01T01:20:00Z", "task_id": "t", "status": "completed", "scope": value}
+    (state / "errors.json").write_text(json.dumps(errors, indent=2) + "\n")
+    (state / "last-run.json").write_text(json.dumps(last_run, indent=2) + "\n")
+    before = {name: (state / name).read_bytes() for name in ("errors.json", "last-run.json")}
+    sync(hb_db)
+    assert {name: (state / name).read_bytes() for name in before} == before
+    hb_db("add", "another")  # the ledger moves on; the files, synced again, still hold the items
+    sync(hb_db)
+    assert json.loads((state / "errors.json").read_text()) == errors
+    assert json.loads((state / "last-run.json").read_text()) == last_run

@@ -482,10 +482,10 @@ def _error_row(item: dict[str, Any], tasks: Mapping[str, int], now: datetime) ->
         task_pk=tasks.get(str(task_id)) if task_id is not None else None,
         task_id=None if task_id is None else str(task_id),
         scope="",
-        skill=item.get("assigned_skill"),
+        skill=tasks_json.text_or_none(item.get("assigned_skill")),  # (the item keeps what it holds)
         at=at,
         reason=str(item.get("reason") or "Unknown failure"),
-        trace_id=item.get("trace_id"),
+        trace_id=tasks_json.text_or_none(item.get("trace_id")),
         decision_log=item.get("decision_log"),
         resolved=bool(item.get("resolved", False)),
         final=False,
@@ -536,7 +536,7 @@ def import_last_run(ctx: Context, db: Db, text: str, path: Path, now: datetime) 
         db.add(
             RunRow(
                 kind="import",
-                scope=obj.get("scope"),
+                scope=tasks_json.text_or_none(obj.get("scope")),  # (the record keeps what it holds)
                 status=str(obj.get("status") or "unknown"),
                 started_at=at,
                 finished_at=at,
