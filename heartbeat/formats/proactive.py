@@ -318,8 +318,14 @@ class _Reader:
             return 0, {}
         try:
             meta = _load_yaml("\n".join(lines[1:close]))
-        except _YamlTooBig as big:
-            raise FileFormatError(f"front matter: {big.reason}", line=2 + big.line) from None
+        except _YamlTooBig as big:  # (an alias bomb, self-reference, nesting past the bounds)
+            line = 2 + big.line
+            self._warn_line(
+                line,
+                lines[min(line, len(lines)) - 1],
+                f"front matter past what hb reads ({big.reason}): kept as written, the tasks are read",
+            )
+            return 0, {}
         except _YamlProblem as problem:
             line = 2 + problem.line
             self._warn_line(
@@ -354,8 +360,8 @@ class _Reader:
             return False
         try:
             meta = _load_yaml(match.group(1))
-        except _YamlTooBig as big:
-            raise FileFormatError(f"front matter: {big.reason}", line=2 + big.line) from None
+        except _YamlTooBig:
+            return False  # said where hb reads its front matter (CraftBot's PyYAML may build it)
         except _YamlProblem:
             return False  # CraftBot reads such a front matter as empty
         except _LoaderFailure as failure:  # an impossible date: outside PyYAML's own errors
@@ -619,8 +625,8 @@ class _LoaderFailure(Exception):
 
 
 class _YamlTooBig(Exception):
-    """A yaml text past the loading bounds (an alias bomb, nesting too deep): a task's block is
-    kept as written and not read, a front matter refuses the file."""
+    """A yaml text past the loading bounds (an alias bomb, nesting too deep): a task's block or
+    the front matter is kept as written and not read, with a warning."""
 
     def __init__(self, reason: str, line: int) -> None:
         super().__init__(reason)

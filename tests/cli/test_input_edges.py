@@ -628,3 +628,27 @@ def test_a_limit_past_a_64_bit_integer_is_a_usage_error_naming_the_option(
     assert "Invalid value for '--limit'" in result.stderr
     big = hb_db(*command, "--limit", str(2**63 - 1), code=None)
     assert big.exit_code in (0, 20), big.stderr
+
+
+@pytest.mark.parametrize(
+    ("front", "reason"),
+    [
+        (_BOMB, "aliases expand to more than 100,000 nodes"),
+        ("foo: &a [*a]", "refers to a node that holds it"),
+        ("deep: " + "[" * 200 + "]" * 200, "nested more than 100 deep"),
+    ],
+)
+def test_a_hostile_proactive_front_matter_is_kept_and_the_tasks_read(
+    hb: Runner, workspace: Path, front: str, reason: str
+) -> None:
+    """As in a TODO file: it stopped every sync and heartbeat of the workspace (exit 1)."""
+    hb("init")
+    path = workspace / "PROACTIVE.md"
+    text = _proactive("").replace("---\nversion: 1\n---", f"---\nversion: 1\n{front}\n---", 1)
+    path.write_text(text)
+    for command in (["sync"], ["heartbeat"]):
+        result = hb(*command)
+        assert f"{path}:" in result.stderr and reason in result.stderr, command
+        assert "kept as written, the tasks are read" in result.stderr
+        assert path.read_text() == text
+    assert [rule["id"] for rule in hb.json("recur", "list")] == ["briefing"]
