@@ -603,12 +603,14 @@ def build(ledger: Ledger, log: Callable[[str], None] | None = None) -> tuple[MCP
     async def sql(
         query: Annotated[str, Field(description="One statement; tables and views: docs/sql.md.")],
         limit: Annotated[int, Field(ge=1, le=1_000, description="At most this many rows (1-1000).")] = 100,
-        timeout: Annotated[str | None, Field(description="e.g. 10s (default: setting sql.timeout).")] = None,
+        timeout: Annotated[
+            str | None, Field(description="e.g. 10s (default and most: setting sql.timeout).")
+        ] = None,
     ) -> CallToolResult:
         """Run one read-only SQL statement on the ledger (the database refuses writes)."""
 
         def query_rows(lg: Ledger) -> dict[str, Any]:
-            found = lg.sql_table(query, timeout=timeout)
+            found = lg.sql_table(query, timeout=_within_sql_timeout(lg, timeout))
             return table_of(found.names, found.records(), limit)
 
         return await calls(query_rows)
@@ -637,6 +639,21 @@ def build(ledger: Ledger, log: Callable[[str], None] | None = None) -> tuple[MCP
         "hb", version=__version__, instructions=INSTRUCTIONS, tools=tools, log_level="WARNING"
     )
     return server, calls
+
+
+def _within_sql_timeout(ledger: Ledger, timeout: str | None) -> str | None:
+    """The ``sql`` tool's timeout: at most the setting ``sql.timeout``. The server's calls take
+    turns on one ledger, so a client asking for hours would hold every other client's calls
+    that long; the operator's setting bounds it (InvalidInput past it, naming both)."""
+    if timeout is None:
+        return None
+    most = ledger.ctx.settings.sql_timeout
+    if parse_duration(timeout, what="sql timeout") > parse_duration(most, what="sql.timeout"):
+        raise InvalidInput(
+            f"timeout {timeout} is past the setting sql.timeout ({most}), the most a client of "
+            "hb mcp may ask for: the server's calls take turns"
+        )
+    return timeout
 
 
 class _Server(MCPServer[Any]):

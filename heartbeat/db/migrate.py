@@ -22,7 +22,19 @@ if TYPE_CHECKING:  # SQLAlchemy and Alembic load only when a migration runs
 
 # Every revision this hb knows, oldest first; the last is the head.
 # tests/migrations checks this against the scripts in migrations/versions.
-REVISIONS: tuple[str, ...] = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010")
+REVISIONS: tuple[str, ...] = (
+    "0001",
+    "0002",
+    "0003",
+    "0004",
+    "0005",
+    "0006",
+    "0007",
+    "0008",
+    "0009",
+    "0010",
+    "0011",
+)
 HEAD = REVISIONS[-1]
 
 

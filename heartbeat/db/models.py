@@ -44,6 +44,14 @@ NAMING_CONVENTION = {
 }
 
 
+# Texts that files, people and agents give (ids, scopes, skills, workers, ...): VARCHAR(n) on
+# SQLite, which stores them whatever their length, and text on PostgreSQL (migration 0011), where
+# a VARCHAR(255) refused a longer one ("value too long", naming nothing) that SQLite kept.
+Name = String(255).with_variant(Text(), "postgresql")
+Name32 = String(32).with_variant(Text(), "postgresql")
+Name64 = String(64).with_variant(Text(), "postgresql")
+
+
 def one_of(column: str, values: Iterable[str], *, nullable: bool = False) -> str:
     """A CHECK that ``column`` holds one of ``values``, as comparisons joined by OR.
 
@@ -83,14 +91,14 @@ class Task(Base):
 
     pk: Mapped[int] = mapped_column(Integer, primary_key=True)
     id: Mapped[str] = mapped_column(
-        String(255)
+        Name
     )  # the public id: tasks.json id/task_id, task-xxxxxxxx, todo-xxxxxxxx
-    scope: Mapped[str] = mapped_column(String(255), server_default="")  # '' = legacy lists / no queue
+    scope: Mapped[str] = mapped_column(Name, server_default="")  # '' = legacy lists / no queue
     source: Mapped[str] = mapped_column(String(16))  # cli | tasks-json | todo | poke | recur
-    external_key: Mapped[str | None] = mapped_column(String(255))  # identity in its file (Markdown key)
+    external_key: Mapped[str | None] = mapped_column(Name)  # identity in its file (Markdown key)
     title: Mapped[str] = mapped_column(Text)
     status: Mapped[TaskStatus] = mapped_column(_status_enum)
-    priority: Mapped[str | None] = mapped_column(String(32))  # as written: critical/high/medium/low/...
+    priority: Mapped[str | None] = mapped_column(Name32)  # as written: critical/high/medium/low/...
     priority_rank: Mapped[int] = mapped_column(Integer, server_default=text("2"))
     position: Mapped[int] = mapped_column(Integer, server_default=text("0"))  # scoped `order` or list index
     risk: Mapped[str | None] = mapped_column(String(2))  # explicit override: P0 | P1 | P2
@@ -108,24 +116,24 @@ class Task(Base):
     blocker: Mapped[str | None] = mapped_column(Text)
     follow_up: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
 
-    skill: Mapped[str | None] = mapped_column(String(255))
-    project_id: Mapped[str | None] = mapped_column(String(255))
-    agent_id: Mapped[str | None] = mapped_column(String(255))
-    user_id: Mapped[str | None] = mapped_column(String(255))
-    chat_id: Mapped[str | None] = mapped_column(String(255))
+    skill: Mapped[str | None] = mapped_column(Name)
+    project_id: Mapped[str | None] = mapped_column(Name)
+    agent_id: Mapped[str | None] = mapped_column(Name)
+    user_id: Mapped[str | None] = mapped_column(Name)
+    chat_id: Mapped[str | None] = mapped_column(Name)
 
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
     completed_at: Mapped[datetime | None]
     claimed_at: Mapped[datetime | None]
-    claimed_by: Mapped[str | None] = mapped_column(String(255))
+    claimed_by: Mapped[str | None] = mapped_column(Name)
     lease_expires_at: Mapped[datetime | None]
     attempts: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     claim: Mapped[str | None] = mapped_column(
         String(32)
     )  # the token of the current claim, or of the last if its own holder ended it; else null
     not_before: Mapped[datetime | None]  # deferred: not popped (nor due) before this
-    idempotency_key: Mapped[str | None] = mapped_column(String(255))  # `hb add --key`: one task per key
+    idempotency_key: Mapped[str | None] = mapped_column(Name)  # `hb add --key`: one task per key
 
     version: Mapped[int] = mapped_column(Integer, server_default=text("1"))
     extra: Mapped[dict[str, Any] | None]  # the record's original fields, in file order
@@ -219,13 +227,13 @@ class TaskEvent(Base):
 
     pk: Mapped[int] = mapped_column(Integer, primary_key=True)
     task_pk: Mapped[int | None] = mapped_column(ForeignKey("tasks.pk", ondelete="SET NULL"))
-    task_id: Mapped[str] = mapped_column(String(255))
-    scope: Mapped[str] = mapped_column(String(255), server_default="")
+    task_id: Mapped[str] = mapped_column(Name)
+    scope: Mapped[str] = mapped_column(Name, server_default="")
     at: Mapped[datetime]
     kind: Mapped[str] = mapped_column(
         String(24)
     )  # created | updated | claimed | completed | failed | conflict | removed | ...
-    actor: Mapped[str | None] = mapped_column(String(64))  # cli | sync | pop worker name | ...
+    actor: Mapped[str | None] = mapped_column(Name64)  # cli | sync | pop worker name | ...
     before: Mapped[dict[str, Any] | None]  # the task as it was (None for created)
     detail: Mapped[dict[str, Any] | None]
 
@@ -241,13 +249,11 @@ class Recurrence(Base):
     __tablename__ = "recurrences"
 
     pk: Mapped[int] = mapped_column(Integer, primary_key=True)
-    id: Mapped[str] = mapped_column(String(255), unique=True)
+    id: Mapped[str] = mapped_column(Name, unique=True)
     source: Mapped[str] = mapped_column(String(16))  # recur | proactive | cli
-    external_key: Mapped[str | None] = mapped_column(String(255))
+    external_key: Mapped[str | None] = mapped_column(Name)
     title: Mapped[str] = mapped_column(Text)
-    rule: Mapped[str] = mapped_column(
-        String(255)
-    )  # as written: "every 6 hours", "cron 0 9 * * 1-5", "weekly"
+    rule: Mapped[str] = mapped_column(Name)  # as written: "every 6 hours", "cron 0 9 * * 1-5", "weekly"
     tz: Mapped[str | None] = mapped_column(String(64))  # None = the workspace zone
     next_local: Mapped[str | None] = mapped_column(String(16))  # the phase: "YYYY-MM-DD HH:MM" wall-clock
     next_at: Mapped[datetime | None]  # next_local resolved to an instant (due scan)
@@ -258,7 +264,7 @@ class Recurrence(Base):
     permission_tier: Mapped[int | None] = mapped_column(Integer)
     conditions: Mapped[list[Any] | None]
     instruction: Mapped[str | None] = mapped_column(Text)
-    chat_id: Mapped[str | None] = mapped_column(String(255))
+    chat_id: Mapped[str | None] = mapped_column(Name)
     missed_policy: Mapped[str] = mapped_column(String(8), server_default="once")
     run_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     last_run_at: Mapped[datetime | None]
@@ -285,17 +291,17 @@ class Outcome(Base):
     pk: Mapped[int] = mapped_column(Integer, primary_key=True)
     task_pk: Mapped[int | None] = mapped_column(ForeignKey("tasks.pk", ondelete="SET NULL"))
     recurrence_pk: Mapped[int | None] = mapped_column(ForeignKey("recurrences.pk", ondelete="SET NULL"))
-    task_id: Mapped[str] = mapped_column(String(255))
-    scope: Mapped[str] = mapped_column(String(255), server_default="")
+    task_id: Mapped[str] = mapped_column(Name)
+    scope: Mapped[str] = mapped_column(Name, server_default="")
     source: Mapped[str | None] = mapped_column(String(16))
-    skill: Mapped[str | None] = mapped_column(String(255))
+    skill: Mapped[str | None] = mapped_column(Name)
     success: Mapped[bool] = mapped_column(Boolean)
     result: Mapped[Any | None] = mapped_column(JSON)
     claimed_at: Mapped[datetime | None]
     completed_at: Mapped[datetime]
     duration_s: Mapped[float | None] = mapped_column(Float)
     attempt: Mapped[int | None] = mapped_column(Integer)
-    worker: Mapped[str | None] = mapped_column(String(255))
+    worker: Mapped[str | None] = mapped_column(Name)
     claim: Mapped[str | None] = mapped_column(String(32))  # the claim the completion closed
     # a completion that is a last-run.json record (hb's own complete; it writes no runs row): the
     # newest runs row when it was written, which orders it among the runs rows' records (0008)
@@ -344,12 +350,12 @@ class Error(Base):
 
     pk: Mapped[int] = mapped_column(Integer, primary_key=True)
     task_pk: Mapped[int | None] = mapped_column(ForeignKey("tasks.pk", ondelete="SET NULL"))
-    task_id: Mapped[str | None] = mapped_column(String(255))
-    scope: Mapped[str] = mapped_column(String(255), server_default="")
-    skill: Mapped[str | None] = mapped_column(String(255))
+    task_id: Mapped[str | None] = mapped_column(Name)
+    scope: Mapped[str] = mapped_column(Name, server_default="")
+    skill: Mapped[str | None] = mapped_column(Name)
     at: Mapped[datetime]
     reason: Mapped[str] = mapped_column(Text)
-    trace_id: Mapped[str | None] = mapped_column(String(255))
+    trace_id: Mapped[str | None] = mapped_column(Name)
     decision_log: Mapped[Any | None] = mapped_column(JSON)
     resolved: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     attempt: Mapped[int | None] = mapped_column(Integer)
@@ -374,7 +380,7 @@ class Notification(Base):
     local_day: Mapped[str] = mapped_column(String(10))  # YYYY-MM-DD in the workspace zone (daily caps)
     kind: Mapped[str] = mapped_column(String(16))  # reminder | proactive
     task_pk: Mapped[int | None] = mapped_column(ForeignKey("tasks.pk", ondelete="SET NULL"))
-    task_id: Mapped[str | None] = mapped_column(String(255))
+    task_id: Mapped[str | None] = mapped_column(Name)
     topic: Mapped[str | None] = mapped_column(Text)
     risk: Mapped[str | None] = mapped_column(String(2))
     decision: Mapped[str] = mapped_column(String(12))  # sent | suppressed
@@ -403,12 +409,12 @@ class Run(Base):
 
     pk: Mapped[int] = mapped_column(Integer, primary_key=True)
     kind: Mapped[str] = mapped_column(String(24))
-    scope: Mapped[str | None] = mapped_column(String(255))
+    scope: Mapped[str | None] = mapped_column(Name)
     status: Mapped[str] = mapped_column(String(16))  # running | ok | empty | error | expired | ...
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]
-    task_id: Mapped[str | None] = mapped_column(String(255))
-    worker: Mapped[str | None] = mapped_column(String(255))
+    task_id: Mapped[str | None] = mapped_column(Name)
+    worker: Mapped[str | None] = mapped_column(Name)
     pid: Mapped[int | None] = mapped_column(Integer)
     guard: Mapped[str | None] = mapped_column(String(64))
     expires_at: Mapped[datetime | None]

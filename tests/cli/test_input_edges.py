@@ -652,3 +652,29 @@ def test_a_hostile_proactive_front_matter_is_kept_and_the_tasks_read(
         assert "kept as written, the tasks are read" in result.stderr
         assert path.read_text() == text
     assert [rule["id"] for rule in hb.json("recur", "list")] == ["briefing"]
+
+
+def test_long_ids_skills_and_workers_are_stored_alike_on_both_backends(
+    hb_db: Runner, workspace: Path
+) -> None:
+    """PostgreSQL's VARCHAR(255) columns refused what SQLite stored ("database error: value too
+    long for type character varying(255)", naming neither file nor field): a tasks.json with a
+    300-character skill synced on one backend and stopped every sync on the other."""
+    long = "s" * 300
+    state = workspace / ".agent" / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    pending = [
+        {"id": "t" * 300, "priority": "p" * 40, "description": "from the file", "assigned_skill": long}
+    ]
+    (state / "tasks.json").write_text(
+        json.dumps({"pending": pending, "in_progress": [], "completed": [], "failed": []}, indent=2) + "\n"
+    )
+    hb_db("sync")
+    hb_db("add", "by hand", "--id", "i" * 300, "--skill", long)
+    popped = hb_db.json("pop", "--worker", "w" * 300)
+    assert popped["id"] == "t" * 300 and popped["assigned_skill"] == long
+    hb_db("complete", popped["id"])
+    shown = hb_db.json("show", "i" * 300)
+    assert shown["skill"] == long
+    rows = hb_db.json("sql", "SELECT worker FROM outcomes")
+    assert [r["worker"] for r in rows] == ["w" * 300]

@@ -540,3 +540,20 @@ def test_an_unknown_prompt_is_invalid_params_naming_it_and_logs_nothing(
 
     run(main)
     assert log.read_text() == ""
+
+
+def test_the_sql_tool_takes_no_longer_timeout_than_the_setting(ledger_ws: Path) -> None:
+    """The server's calls take turns on one ledger: a client that asked for a 100-year timeout
+    held every other client's calls behind its query as long as it ran."""
+
+    async def main() -> None:
+        async with mcp_session(ledger_ws) as session:
+            text = await refused(session, "sql", query="SELECT 1 AS one", timeout="1h")
+            assert text == (
+                "invalid input: timeout 1h is past the setting sql.timeout (30s), the most a client "
+                "of hb mcp may ask for: the server's calls take turns"
+            )
+            assert (await call(session, "sql", query="SELECT 1 AS one", timeout="5s"))["rows"] == [[1]]
+            assert (await call(session, "sql", query="SELECT 1 AS one", timeout="30s"))["rows"] == [[1]]
+
+    run(main)
