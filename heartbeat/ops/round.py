@@ -725,9 +725,12 @@ def _read_checklist(ctx: Context) -> str | None:
     from heartbeat.errors import NotFound
     from heartbeat.ops.sync.files import read_text
 
+    path = ctx.workspace / CHECKLIST
     try:
-        text = read_text(ctx.workspace / CHECKLIST, stream=True)  # hb only reads it: a pipe will do
+        text = read_text(path, stream=True)  # hb only reads it: a pipe will do
     except NotFound:
+        if path.is_dir():  # no checklist either, but not one to leave unsaid
+            ctx.notices.append(f"{path}: a directory, not a file: no checklist read")
         return None
     return text.removeprefix("\ufeff")  # a byte order mark is not part of the checklist
 

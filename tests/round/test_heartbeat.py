@@ -113,6 +113,14 @@ def test_effectively_empty_checklist_and_nothing_to_send_is_heartbeat_ok(
     assert run["detail"]["checklist"] is False
 
 
+def test_a_heartbeat_md_that_is_a_directory_is_no_checklist_and_says_so(sh: Runner, workspace: Path) -> None:
+    """Read as no checklist, as a missing file is; it was so without a word."""
+    (workspace / "HEARTBEAT.md").mkdir()
+    result = sh("--now", "2026-05-01T10:00", "heartbeat")
+    assert result.stdout == "HEARTBEAT_OK\n"
+    assert f"{workspace / 'HEARTBEAT.md'}: a directory, not a file: no checklist read" in result.stderr
+
+
 def test_reminder_for_a_todo_entry_follows_the_checklist(sh_db: Runner, workspace: Path) -> None:
     write(workspace / "HEARTBEAT.md", "# Checklist\n- Look at TODO.md.\n")
     write(
