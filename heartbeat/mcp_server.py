@@ -901,7 +901,9 @@ class BearerGate:
             if scope.get("http_version") not in ("1.0", "1.1"):  # h11 takes any HTTP/d.d
                 await self.refuse(send, 505, {"error": "HTTP version not supported: use HTTP/1.1"})
                 return
-            if scope.get("path") != HTTP_PATH:  # as hb serve: only the exact path (no /mcp/)
+            raw = scope.get("raw_path")  # as sent: "/%6dcp" is decoded to the path "/mcp"
+            if scope.get("path") != HTTP_PATH or (raw is not None and raw != HTTP_PATH.encode()):
+                # as hb serve: only the exact path (no /mcp/, no /%6dcp)
                 await self.refuse(send, 404, {"error": "not found"})
                 return
             names = [k.lower() for k, _ in scope.get("headers", ())]

@@ -273,7 +273,7 @@ def test_what_uvicorn_refuses_or_would_serve_is_answered_as_json(workspace: Path
             for sent in ("", token):
                 reply = exchange(url, f"GET /mcp HTTP/{version}\r\n{HOST}{sent}\r\n".encode())
                 assert answer_of(reply)[::2] == (505, {"error": "HTTP version not supported: use HTTP/1.1"})
-        for path in ("/mcp/", "/../mcp", "/mcp%00", "/", "/healthz"):  # only the exact path
+        for path in ("/mcp/", "/../mcp", "/mcp%00", "/%6dcp", "/", "/healthz"):  # only the exact path
             reply = exchange(url, f"GET {path} HTTP/1.1\r\n{HOST}{token}Connection: close\r\n\r\n".encode())
             assert answer_of(reply)[::2] == (404, {"error": "not found"}), path
         both = f"POST /mcp HTTP/1.1\r\n{HOST}{token}Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
