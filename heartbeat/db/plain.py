@@ -257,9 +257,10 @@ class Conn:
 
     read_time = staticmethod(read_time)
 
-    @staticmethod
-    def read_json(value: Any) -> Any:
-        return json_value(value) if isinstance(value, str) else value
+    def read_json(self, value: Any) -> Any:
+        """A JSON column's value: SQLite gives its text, read here; psycopg gives the value it
+        decoded already (a JSON string among them: ``"42"`` read again was the number 42)."""
+        return json_value(value) if self.sqlite and isinstance(value, str) else value
 
 
 _BATCH = 5000  # rows per executemany in insert_many

@@ -371,7 +371,8 @@ class Dialect:
     read_time = staticmethod(plain.read_time)
 
     def read_json(self, value: Any) -> Any:
-        return plain.json_value(value) if isinstance(value, str) else value
+        """As :meth:`heartbeat.db.plain.Conn.read_json`: psycopg decoded the value already."""
+        return plain.json_value(value) if self.sqlite and isinstance(value, str) else value
 
     def json(self, value: Any) -> str | None:
         if not self.sqlite:

@@ -678,3 +678,18 @@ def test_long_ids_skills_and_workers_are_stored_alike_on_both_backends(
     assert shown["skill"] == long
     rows = hb_db.json("sql", "SELECT worker FROM outcomes")
     assert [r["worker"] for r in rows] == ["w" * 300]
+
+
+@pytest.mark.parametrize("outcome", ['"42"', '"hi"', '"null"', '"{\\"a\\": 1}"', '""'])
+def test_an_outcome_that_is_a_json_string_stays_a_string_on_both_backends(
+    hb_db: Runner, workspace: Path, outcome: str
+) -> None:
+    """PostgreSQL's driver decodes a json column itself; hb read the value again: "42" became 42
+    in last-run.json, and "hi" stopped hb sync, hb heartbeat and hb export last-run with exit 70."""
+    hb_db("add", "a task", "--id", "t1")
+    hb_db("pop")
+    hb_db("complete", "t1", "--outcome", outcome)
+    exported = json.loads(hb_db("export", "last-run", "-").stdout)
+    assert exported["outcome"] == json.loads(outcome)
+    hb_db("sync")
+    hb_db("heartbeat")
