@@ -94,7 +94,14 @@ def postgres_json(value: Any) -> str | None:
     if value is None:
         return None
     try:
-        return json_text(value, ascii_only=True, strict=True)
+        text = json_text(value, ascii_only=True, strict=True)
+        if "\\ud" in text:  # a surrogate, escaped: a pair (an emoji) is text, one alone is not
+            json_text(value).encode("utf-8")
+        return text
+    except UnicodeEncodeError:  # json's type takes \ud800 alone; SQLite refuses it, and no file holds it
+        from heartbeat.errors import InvalidInput
+
+        raise InvalidInput("a text argument is not valid UTF-8 text") from None
     except ValueError:  # "Out of range float values are not JSON compliant"
         from heartbeat.errors import InvalidInput
 

@@ -693,3 +693,21 @@ def test_an_outcome_that_is_a_json_string_stays_a_string_on_both_backends(
     assert exported["outcome"] == json.loads(outcome)
     hb_db("sync")
     hb_db("heartbeat")
+
+
+@pytest.mark.parametrize("outcome", ['{"a": "\\ud800"}', "a\udcffb"])
+def test_an_outcome_holding_a_lone_surrogate_is_refused_alike_and_nothing_changes(
+    hb_db: Runner, workspace: Path, outcome: str
+) -> None:
+    """SQLite refused it; PostgreSQL's json type stored the escape, and every hb sync and
+    hb heartbeat after it failed, naming nothing, until another completion (a byte that is not
+    UTF-8 in the argument went into last-run.json as it was)."""
+    hb_db("add", "a task", "--id", "t1")
+    hb_db("pop")
+    refused = hb_db("complete", "t1", "--outcome", outcome, code=1)
+    assert refused.stderr == "hb: a text argument is not valid UTF-8 text\n"
+    assert hb_db.json("show", "t1")["status"] == "doing"
+    hb_db("complete", "t1", "--outcome", '{"ok": "😀"}')
+    hb_db("sync")
+    hb_db("heartbeat")
+    assert json.loads(hb_db("export", "last-run", "-").stdout)["outcome"] == {"ok": "😀"}
