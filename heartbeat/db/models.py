@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     CheckConstraint,
     Enum,
@@ -50,6 +51,8 @@ NAMING_CONVENTION = {
 Name = String(255).with_variant(Text(), "postgresql")
 Name32 = String(32).with_variant(Text(), "postgresql")
 Name64 = String(64).with_variant(Text(), "postgresql")
+# A duration in seconds, up to the 100 years hb reads (past int4's 68 years on PostgreSQL)
+Seconds = Integer().with_variant(BigInteger(), "postgresql")
 
 
 def one_of(column: str, values: Iterable[str], *, nullable: bool = False) -> str:
@@ -106,8 +109,8 @@ class Task(Base):
 
     due_at: Mapped[datetime | None]
     next_check_at: Mapped[datetime | None]
-    check_interval: Mapped[int | None] = mapped_column(Integer)  # seconds
-    stale_after: Mapped[int | None] = mapped_column(Integer)  # seconds
+    check_interval: Mapped[int | None] = mapped_column(Seconds)
+    stale_after: Mapped[int | None] = mapped_column(Seconds)
     last_update_at: Mapped[datetime | None]
     last_checked_at: Mapped[datetime | None]
     last_progress_note: Mapped[str | None] = mapped_column(Text)

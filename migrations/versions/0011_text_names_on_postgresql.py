@@ -1,4 +1,4 @@
-"""Texts from files, people and agents as text on PostgreSQL
+"""Texts from files, people and agents as text on PostgreSQL (and durations as bigint)
 
 Revision ID: 0011
 Revises: 0010
@@ -11,7 +11,10 @@ VARCHAR(64)). SQLite stores a longer text all the same; PostgreSQL refused it
 with "value too long for type character varying(255)", naming neither the file
 nor the field, so a tasks.json with a 300-character skill synced on one backend
 and stopped every sync on the other. They are ``text`` on PostgreSQL now, as
-long as SQLite lets them be.
+long as SQLite lets them be. The two durations a task keeps in seconds
+(``check_interval``, ``stale_after``) become bigint there: hb reads durations up
+to 100 years, and int4 stops at 68 ("integer out of range"); SQLite's integers
+were 64-bit already.
 
 From varchar to text no row is rewritten and no index rebuilt (the two are
 binary coercible), but PostgreSQL will not change the type of a column a view
@@ -32,6 +35,10 @@ revision: str = '0011'
 down_revision: str | None = '0010'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+
+# durations in seconds, int4 before: a --check-interval of 3600w (69 years, within the 100 hb
+# reads) was "integer out of range" on PostgreSQL; bigint now
+SECONDS: tuple[tuple[str, str], ...] = (('tasks', 'check_interval'), ('tasks', 'stale_after'))
 
 # (table, column, its varchar length before)
 COLUMNS: tuple[tuple[str, str, int], ...] = (
@@ -81,15 +88,15 @@ def _retype(kind: dict[tuple[str, str], str]) -> None:
     views = list(bind.exec_driver_sql(_VIEWS))
     for name, _definition in reversed(views):
         op.execute(f'DROP VIEW IF EXISTS "{name}"')
-    for table, column, _length in COLUMNS:
+    for table, column in [(t, c) for t, c, _length in COLUMNS] + list(SECONDS):
         op.execute(f'ALTER TABLE {table} ALTER COLUMN {column} TYPE {kind[(table, column)]}')
     for name, definition in views:
         op.execute(f'CREATE VIEW "{name}" AS {definition}')
 
 
 def upgrade() -> None:
-    _retype({(table, column): 'text' for table, column, _length in COLUMNS})
+    _retype({**{(t, c): 'text' for t, c, _length in COLUMNS}, **{key: 'bigint' for key in SECONDS}})
 
 
 def downgrade() -> None:
-    _retype({(table, column): f'varchar({length})' for table, column, length in COLUMNS})
+    _retype({**{(t, c): f'varchar({length})' for t, c, length in COLUMNS}, **{key: 'integer' for key in SECONDS}})

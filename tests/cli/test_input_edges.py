@@ -711,3 +711,12 @@ def test_an_outcome_holding_a_lone_surrogate_is_refused_alike_and_nothing_change
     hb_db("sync")
     hb_db("heartbeat")
     assert json.loads(hb_db("export", "last-run", "-").stdout)["outcome"] == {"ok": "😀"}
+
+
+def test_a_duration_past_68_years_is_stored_alike_on_both_backends(hb_db: Runner, workspace: Path) -> None:
+    """hb reads durations up to 100 years; PostgreSQL's int4 columns stopped at 68 ("database
+    error: integer out of range", naming nothing) where SQLite stored them."""
+    task = hb_db("add", "a", "--check-interval", "3600w").stdout.strip()
+    hb_db("update", task, "--stale-after", "PT2147483648S")
+    shown = hb_db.json("show", task)
+    assert (shown["check_interval"], shown["stale_after"]) == ("3600w", "2147483648s")
