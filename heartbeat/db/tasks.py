@@ -466,7 +466,7 @@ _NO_LIMIT = 2**63 - 1  # LIMIT takes a number on both backends; this one is "all
 def _list_params(db: Db, filters: Filters, limit: int | None) -> dict[str, Any]:
     pattern = None
     if filters.text:
-        escaped = filters.text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        escaped = filters.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         pattern = "%" + escaped + "%"
     return {
         "all_statuses": int(filters.statuses is None),

@@ -720,3 +720,17 @@ def test_a_duration_past_68_years_is_stored_alike_on_both_backends(hb_db: Runner
     hb_db("update", task, "--stale-after", "PT2147483648S")
     shown = hb_db.json("show", task)
     assert (shown["check_interval"], shown["stale_after"]) == ("3600w", "2147483648s")
+
+
+@pytest.mark.parametrize("query", ["ΣΊΣΥΦΟΣ", "ΣΊΣΥΦΟΣ rock", "İSTANBUL", "İstanbul trip", "ROCK"])
+def test_list_text_finds_a_title_by_its_own_letters_on_both_backends(
+    hb_db: Runner, workspace: Path, query: str
+) -> None:
+    """The pattern was put in lower case by Python, the title by the database: on PostgreSQL
+    (C.UTF-8) a final sigma and a dotted capital I came out otherwise, so a title's own text did
+    not find it. Both sides are put in lower case by the same hand now."""
+    hb_db("add", "ΣΊΣΥΦΟΣ rock")
+    hb_db("add", "İstanbul trip")
+    titles = [t["title"] for t in hb_db.json("list", "--text", query)]
+    wanted = {"ΣΊΣΥΦΟΣ": "ΣΊΣΥΦΟΣ rock", "ΣΊΣΥΦΟΣ rock": "ΣΊΣΥΦΟΣ rock", "ROCK": "ΣΊΣΥΦΟΣ rock"}
+    assert titles == [wanted.get(query, "İstanbul trip")]

@@ -66,7 +66,7 @@ SELECT * FROM tasks
 WHERE (:all_statuses = 1 OR status IN {texts:statuses})
   AND (CAST(:scope AS text) IS NULL OR scope = :scope)
   AND (CAST(:source AS text) IS NULL OR source = :source)
-  AND (CAST(:pattern AS text) IS NULL OR {lower}(title) LIKE :pattern ESCAPE '\' OR {lower}(id) LIKE :pattern ESCAPE '\')
+  AND (CAST(:pattern AS text) IS NULL OR {lower}(title) LIKE {lower}(CAST(:pattern AS text)) ESCAPE '\' OR {lower}(id) LIKE {lower}(CAST(:pattern AS text)) ESCAPE '\')
   AND (:any_due = 1 OR (due_at IS NOT NULL AND due_at < :due_before))
 ORDER BY scope, priority_rank, position, pk
 LIMIT :limit
