@@ -610,8 +610,13 @@ def build(ledger: Ledger, log: Callable[[str], None] | None = None) -> tuple[MCP
         """Run one read-only SQL statement on the ledger (the database refuses writes)."""
 
         def query_rows(lg: Ledger) -> dict[str, Any]:
-            found = lg.sql_table(query, timeout=_within_sql_timeout(lg, timeout))
-            return table_of(found.names, found.records(), limit)
+            from heartbeat.reporting.output import nested_too_deep
+
+            try:
+                found = lg.sql_table(query, timeout=_within_sql_timeout(lg, timeout))
+                return table_of(found.names, found.records(), limit)
+            except RecursionError:
+                raise nested_too_deep() from None
 
         return await calls(query_rows)
 

@@ -160,15 +160,18 @@ def sql(query: str, timeout: str | None, fmt: str | None) -> None:
         raise click.UsageError("QUERY is empty")
     out = _format(fmt)
     # the rows go out as they are read (csv, json): an answer of any size in flat memory
-    with state().ledger(create=False).sql_stream(text, timeout=timeout) as answer:
-        if out == "json":
-            output.write_records(answer.names, answer.rows, answer.zone, _write)
-        elif not answer.columns:  # a statement without a result set prints nothing
-            return
-        elif out == "csv":
-            output.write_csv(answer.names, answer.rows, answer.zone, _write)
-        else:
-            click.echo(output.render_text(answer.table(), null="NULL"))
+    try:
+        with state().ledger(create=False).sql_stream(text, timeout=timeout) as answer:
+            if out == "json":
+                output.write_records(answer.names, answer.rows, answer.zone, _write)
+            elif not answer.columns:  # a statement without a result set prints nothing
+                return
+            elif out == "csv":
+                output.write_csv(answer.names, answer.rows, answer.zone, _write)
+            else:
+                click.echo(output.render_text(answer.table(), null="NULL"))
+    except RecursionError:
+        raise output.nested_too_deep() from None
 
 
 def _write(text: str) -> None:

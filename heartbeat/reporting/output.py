@@ -16,11 +16,19 @@ from typing import Any
 
 from heartbeat.formats import strict_json
 from heartbeat.reporting import grid
+from heartbeat.reporting.sql import QueryFailed
 from heartbeat.reporting.table import Stream, Table, json_value, unique_names
 
 FORMATS = ("table", "json", "csv")
 NUMERIC = frozenset({"int", "float", "rate", "duration"})
 CHUNK = 1000  # rows written at a time
+
+
+def nested_too_deep() -> QueryFailed:
+    """What ``hb sql`` says of an answer holding a value nested past what Python reads or writes
+    (a PostgreSQL json value of 500 levels: its driver decodes it, and printing it ran out of
+    stack, exit 70); what was printed before it stands."""
+    return QueryFailed("sql: a value in the answer is nested too deeply to print (JSON past 400 levels)")
 
 
 def render(table: Table, fmt: str, *, document: Any = None, null: str = "-") -> str:

@@ -264,3 +264,18 @@ def test_hb_sql_refuses_a_role_that_is_not_the_reader(pg_url: str, workspace: Pa
     lines = missing.stderr.splitlines()
     assert len(lines) == 1 and "cannot connect as the read-only role hb_no_such_role" in lines[0]
     assert "GRANT SELECT ON ALL TABLES" in lines[0]
+
+
+def test_a_value_nested_past_what_python_prints_is_one_line_not_exit_70(pg_url: str, workspace: Path) -> None:
+    """psycopg decodes a json value; printing one of 500 levels ran out of stack (exit 70), in
+    every format and in hb mcp's sql tool."""
+    hb = Runner({"HB_DATABASE_URL": pg_url})
+    hb("init")
+    query = "SELECT (repeat('[', 500) || repeat(']', 500))::json AS r"
+    for fmt in ("json", "csv", "table"):
+        result = hb("sql", query, "--format", fmt, code=1)
+        assert result.stderr == (
+            "hb: sql: a value in the answer is nested too deeply to print (JSON past 400 levels)\n"
+        ), fmt
+    shallow = "SELECT (repeat('[', 100) || repeat(']', 100))::json AS r"
+    assert strict_json(hb("sql", shallow, "--format", "json").stdout)
