@@ -26,9 +26,9 @@ CHUNK = 1000  # rows written at a time
 
 def nested_too_deep() -> QueryFailed:
     """What ``hb sql`` says of an answer holding a value nested past what Python reads or writes
-    (a PostgreSQL json value of 500 levels: its driver decodes it, and printing it ran out of
-    stack, exit 70); what was printed before it stands."""
-    return QueryFailed("sql: a value in the answer is nested too deeply to print (JSON past 400 levels)")
+    (a PostgreSQL json value of hundreds of levels: its driver decodes it, and printing it ran
+    out of stack, exit 70, from 500 levels on Python 3.11); what was printed before it stands."""
+    return QueryFailed("sql: a value in the answer is nested too deeply for Python to read or print")
 
 
 def render(table: Table, fmt: str, *, document: Any = None, null: str = "-") -> str:
