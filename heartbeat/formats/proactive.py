@@ -318,20 +318,13 @@ class _Reader:
             return 0, {}
         try:
             meta = _load_yaml("\n".join(lines[1:close]))
-        except _YamlTooBig as big:  # (an alias bomb, self-reference, nesting past the bounds)
-            line = 2 + big.line
-            self._warn_line(
-                line,
-                lines[min(line, len(lines)) - 1],
-                f"front matter past what hb reads ({big.reason}): kept as written, the tasks are read",
-            )
-            return 0, {}
-        except _YamlProblem as problem:
+        except (_YamlTooBig, _YamlProblem) as problem:  # too big: an alias bomb, self-reference, deep
+            what = "past what hb reads" if isinstance(problem, _YamlTooBig) else "is not valid YAML"
             line = 2 + problem.line
             self._warn_line(
                 line,
                 lines[min(line, len(lines)) - 1],
-                f"front matter is not valid YAML ({problem.reason}): kept as written, the tasks are read",
+                f"front matter {what} ({problem.reason}): kept as written, the tasks are read",
             )
             return 0, {}
         except _LoaderFailure as failure:

@@ -39,7 +39,7 @@ def transaction(
 def reading(ctx: Context) -> AbstractContextManager[queue_db.Tx]:
     """A transaction that only reads the queue (hb ready, hb scopes): on SQLite a deferred one,
     which reads the last commit while a writer holds the ledger, instead of waiting for it."""
-    return (ctx.kept.get("queue") or _tx(ctx)).open(read=True)
+    return _tx(ctx).open(read=True)
 
 
 def _tx(ctx: Context) -> queue_db.Tx:
