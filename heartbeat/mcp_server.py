@@ -22,7 +22,9 @@ reach the ledger: the tool error is one line naming each argument and what it sh
 argument a tool does not take (a misspelt ``claim``, ``scop``) is refused the same way, naming it
 and the arguments the tool takes: the SDK would drop it and make the call without it.
 A request the SDK's parser refuses though it is JSON (nested past 200 levels, a lone
-surrogate escape) is answered with a parse error under its id instead of going unanswered.
+surrogate escape) is answered with a parse error under its id instead of going unanswered; a
+line with no id to answer by (not JSON, a batch, a request whose id is null, a fraction or an
+object, which the SDK took for a notification) gets its error with id null, as JSON-RPC 2.0 asks.
 
 Over HTTP (``--http``) the same tools are served as streamable HTTP at ``/mcp`` behind a
 bearer token (401 without it; 400 for more than one Authorization header), on loopback by
@@ -40,15 +42,18 @@ from __future__ import annotations
 import asyncio
 import difflib
 import hmac
+import io
 import json
 import os
+import re
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import datetime
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -713,9 +718,90 @@ async def _serve_stdio(server: MCPServer[Any]) -> None:
     if lowlevel is None:  # an SDK that keeps it elsewhere: its own runner, reads unscreened
         await server.run_stdio_async()
         return
-    async with stdio_server() as (read_stream, write_stream):
-        reads = AnsweredReads(read_stream, write_stream)
-        await lowlevel.run(reads, write_stream, lowlevel.create_initialization_options())
+    with _standard_input() as wire:
+        lines = ScreenedLines(wire)
+        async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
+            lines.answers = write_stream
+            reads = AnsweredReads(read_stream, write_stream)
+            await lowlevel.run(reads, write_stream, lowlevel.create_initialization_options())
+
+
+@contextmanager
+def _standard_input() -> Iterator[Any]:
+    """The protocol's input, as the SDK's stdio transport claims it: read through a private copy
+    of descriptor 0 while descriptor 0 itself reads the null device (a tool, or a program one
+    runs, reads nothing of the protocol), put back on the way out. Where standard input is not
+    a descriptor (an embedding host's stream), its buffer as it is."""
+    import anyio
+
+    try:
+        fd = sys.stdin.buffer.fileno()
+        private = os.dup(fd)  # (not inherited by a program a tool runs)
+    except (AttributeError, OSError, ValueError):
+        private = -1
+    if private <= 2:  # no descriptor, or a standard one was closed: the buffer in place
+        yield anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+        return
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, fd)
+    os.close(null)
+    # never closed: a worker thread may still be blocked reading it after the server stops
+    wire = io.TextIOWrapper(os.fdopen(private, "rb", closefd=False), encoding="utf-8", errors="replace")
+    try:
+        yield anyio.wrap_file(wire)
+    finally:
+        os.dup2(private, fd)
+
+
+# a request whose id JSON-RPC 2.0 or MCP does not take (null, a fraction, true, an object): the
+# SDK reads the line as a notification and drops it. Only a line this finds is read again here.
+_ODD_ID = re.compile(r'"id"\s*:\s*(?:null|true|false|[{\[]|-?\d+(?:\.\d|[eE]))')
+
+
+class ScreenedLines:
+    """The protocol's input lines on their way to the SDK's stdio reader, each request line whose
+    ``id`` is not a string or an integer (MCP asks for one; JSON-RPC's null is not an id a reply
+    can be told by) answered here, Invalid Request with id null, and kept from the SDK: it
+    would read the line as a notification and answer nothing, and its client would wait for
+    ever. ``answers``: the stream the answers are written to (set once the transport is up)."""
+
+    def __init__(self, lines: Any) -> None:
+        self.lines = aiter(lines)
+        self.answers: Any = None
+
+    def __aiter__(self) -> ScreenedLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            line: str = await anext(self.lines)
+            answer = odd_id_refusal(line) if _ODD_ID.search(line) else None
+            if answer is None or self.answers is None:
+                return line
+            await self.answers.send(SessionMessage(answer))
+
+
+def odd_id_refusal(line: str) -> JSONRPCError | None:
+    """Invalid Request (id null) for a JSON-RPC request ``line`` whose id is not a string or an
+    integer; None for anything else (the SDK reads it as it is)."""
+    try:
+        request = json.loads(line, parse_int=_Digits)
+    except (ValueError, RecursionError):
+        return None  # the SDK refuses it too: AnsweredReads answers it
+    if not isinstance(request, dict) or "id" not in request or not isinstance(request.get("method"), str):
+        return None
+    request_id = request["id"]
+    if isinstance(request_id, str | _Digits):
+        return None
+    shown = "null" if request_id is None else type(request_id).__name__
+    shown = {
+        "bool": "a boolean",
+        "float": "a number with a fraction or an exponent",
+        "dict": "an object",
+        "list": "an array",
+    }.get(shown, shown)
+    message = f"not a JSON-RPC 2.0 request: its id is {shown}; give a string or an integer"
+    return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=INVALID_REQUEST, message=message))
 
 
 def unreadable(item: SessionMessage | Exception) -> JSONRPCError | None:
@@ -749,14 +835,17 @@ def unreadable(item: SessionMessage | Exception) -> JSONRPCError | None:
             request_id.encode("utf-8")
     except UnicodeEncodeError:  # an id holding a lone surrogate: no answer could carry it
         return None
-    if "recursion limit" in error["msg"]:
-        reason = "its JSON is nested deeper than 200 levels"
-    elif "number out of range" in error["msg"]:
-        reason = f"it holds a number of more than {sys.get_int_max_str_digits():,} digits"
-    else:
-        reason = f"it holds a lone surrogate escape or other text that is not Unicode ({error['msg']})"
-    failure = ErrorData(code=PARSE_ERROR, message=f"cannot read this request: {reason}")
+    failure = ErrorData(code=PARSE_ERROR, message=f"cannot read this request: {_unread(error['msg'])}")
     return JSONRPCError(jsonrpc="2.0", id=request_id, error=failure)
+
+
+def _unread(reason: str) -> str:
+    """Why the SDK's parser (``reason``: its message) could not read a line of JSON."""
+    if "recursion limit" in reason:
+        return "its JSON is nested deeper than 200 levels"
+    if "number out of range" in reason:
+        return f"it holds a number of more than {sys.get_int_max_str_digits():,} digits"
+    return f"it holds a lone surrogate escape or other text that is not Unicode ({reason})"
 
 
 def _invalid_request(item: ValidationError) -> JSONRPCError | None:
@@ -840,9 +929,17 @@ def _top_level_id(line: str) -> Any:
     return None
 
 
+def _blank(error: ValidationError) -> bool:
+    """Whether the line the SDK's parser refused is blank (a separator some clients write between
+    messages: nothing to answer)."""
+    line = error.errors(include_url=False)[0].get("input")
+    return isinstance(line, str) and not line.strip()
+
+
 class AnsweredReads:
-    """The SDK's stdio read stream, with each line :func:`unreadable` answers taken out of it
-    and its error answer written back instead."""
+    """The SDK's stdio read stream, with each line its parser refused taken out of it and the
+    error answer (:func:`refusal`) written back instead: the SDK drops such a line, and a client
+    would wait for its answer for ever."""
 
     def __init__(self, inner: Any, write_stream: Any) -> None:
         self.inner = inner
@@ -859,10 +956,10 @@ class AnsweredReads:
                 return item
 
     async def answered(self, item: SessionMessage | Exception) -> bool:
-        answer = unreadable(item)
-        if answer is not None:
-            await self.write_stream.send(SessionMessage(answer))
-        return answer is not None
+        if not isinstance(item, ValidationError) or _blank(item):
+            return False
+        await self.write_stream.send(SessionMessage(refusal(item)))
+        return True
 
     def __aiter__(self) -> AnsweredReads:
         return self
@@ -1006,14 +1103,34 @@ def envelope_refusal(body: bytes) -> JSONRPCError | None:
     except UnicodeDecodeError:
         return None
     except ValidationError as exc:
-        answer = unreadable(exc)
-        if answer is not None:
-            return answer
-        unread = exc.errors(include_url=False)[0]["type"] == "json_invalid"
-        code, what = (PARSE_ERROR, "cannot read this request: not JSON") if unread else (INVALID_REQUEST, "")
-        message = what or "not a JSON-RPC 2.0 message: expected an object with jsonrpc, and method or result"
-        return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))
-    return None
+        return refusal(exc)
+    return odd_id_refusal(text) if _ODD_ID.search(text) else None
+
+
+def refusal(exc: ValidationError) -> JSONRPCError:
+    """The answer to a line or body the SDK's parser refused: :func:`unreadable`'s, under the
+    request's id, or where there is no id to answer (not JSON, a batch array, ``null``, an
+    object that is no message), a parse error or Invalid Request with id null, as JSON-RPC 2.0
+    asks."""
+    answer = unreadable(exc)
+    if answer is not None:
+        return answer
+    error = exc.errors(include_url=False)[0]
+    if error["type"] != "json_invalid":
+        message = "not a JSON-RPC 2.0 message: expected an object with jsonrpc, and method or result"
+        return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=INVALID_REQUEST, message=message))
+    try:  # JSON the SDK's parser could not read (too deep, ...), or no JSON at all
+        json.loads(str(error.get("input")), parse_int=_Digits)
+        reason = _unread(error["msg"])
+    except RecursionError:
+        reason = _unread("recursion limit")
+    except ValueError:
+        reason = "not JSON"
+    return JSONRPCError(
+        jsonrpc="2.0",
+        id=None,
+        error=ErrorData(code=PARSE_ERROR, message=f"cannot read this request: {reason}"),
+    )
 
 
 def _json_body(payload: dict[str, str]) -> tuple[bytes, list[tuple[bytes, bytes]]]:

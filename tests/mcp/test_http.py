@@ -579,6 +579,10 @@ def test_a_body_that_is_not_a_json_rpc_message_gets_one_line_with_its_id(
         (b"null", None, -32600, "not a JSON-RPC 2.0 message"),
         (b'[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]', None, -32600, "not a JSON-RPC 2.0 message"),
         (b"{nope", None, -32700, "cannot read this request: not JSON"),
+        # an id MCP does not take: the SDK read it as a notification (202, no answer)
+        (b'{"jsonrpc":"2.0","id":null,"method":"tools/list"}', None, -32600, "its id is null"),
+        (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', None, -32600, "its id is a number with a fraction"),
+        (b'{"jsonrpc":"2.0","method":"ping","id":{"a":1}}', None, -32600, "its id is an object"),
         (
             b'{"jsonrpc":"2.0","id":6,"method":"x","params":{"n":' + b"9" * 5000 + b"}}",
             6,

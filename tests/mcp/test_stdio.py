@@ -380,6 +380,20 @@ def test_a_request_the_sdk_cannot_parse_gets_an_error_answer_with_its_id_and_not
         '{"jsonrpc":"1.0","id":7,"method":"tools/list"}',
         '{"jsonrpc":"2.0","id":"eight","method":5}',
         '{"id":9,"method":"tools/list"}',
+        # an id MCP does not take (JSON-RPC answers a request it cannot tell by its id with id
+        # null): the SDK read each as a notification and answered nothing
+        '{"jsonrpc":"2.0","id":null,"method":"tools/list"}',
+        '{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"add","arguments":{"title":"t"}}}',
+        '{"jsonrpc":"2.0","method":"ping","id":true}',
+        '{"jsonrpc":"2.0","id":[10],"method":"ping"}',
+        # no id to answer with: a batch (MCP has none), null, not JSON; a blank line is skipped
+        '[{"jsonrpc":"2.0","id":11,"method":"ping"}]',
+        "null",
+        "{nope",
+        "",
+        # an id that only looks odd inside a text: a request as any other
+        '{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"ready","arguments":{"scope":'
+        '"\\"id\\": null"}}}',
     ]
     log = tmp_path / "server.log"
     with log.open("w") as errors:
@@ -399,15 +413,26 @@ def test_a_request_the_sdk_cannot_parse_gets_an_error_answer_with_its_id_and_not
             server.stdin.write("\n".join(lines) + "\n")
             server.stdin.flush()
             # queue.Empty: one unanswered (the big id read without int()'s 4,300-digit limit)
-            got = [json.loads(answers.get(timeout=30), parse_int=_whole) for _ in range(10)]
+            got = [json.loads(answers.get(timeout=30), parse_int=_whole) for _ in range(19)]
         finally:
             server.stdin.close()
             server.wait(timeout=30)
             reader.join(timeout=30)
             server.stdout.close()
-    answered = {answer["id"]: answer for answer in got}
+    answered = {answer["id"]: answer for answer in got if answer["id"] is not None}
     big = "-" + big_id
-    assert sorted(answered, key=str) == [big, 1, 2, 4, 5, 6, 7, 9, "eight", "three"]
+    assert sorted(answered, key=str) == [big, 1, 12, 2, 4, 5, 6, 7, 9, "eight", "three"]
+    # in the order sent: the deep notification, the four odd ids, the batch, null, not JSON
+    unanswerable = [answer["error"] for answer in got if answer["id"] is None]
+    assert [error["code"] for error in unanswerable] == [-32700] + [-32600] * 6 + [-32700]
+    assert "nested deeper than" in unanswerable[0]["message"]
+    assert [error["message"].split("its id is ")[-1] for error in unanswerable[1:5]] == [
+        "null; give a string or an integer",
+        "a number with a fraction or an exponent; give a string or an integer",
+        "a boolean; give a string or an integer",
+        "an array; give a string or an integer",
+    ]
+    assert unanswerable[7]["message"] == "cannot read this request: not JSON"
     for request_id in (2, 5, 6, big, "three"):
         error = answered[request_id]["error"]
         assert error["code"] == -32700 and "\n" not in error["message"]
@@ -422,7 +447,10 @@ def test_a_request_the_sdk_cannot_parse_gets_an_error_answer_with_its_id_and_not
         assert error == {"code": -32600, "message": f"not a JSON-RPC 2.0 request: its {reason}"}
     assert answered[9]["error"]["code"] == -32600
     assert answered[4]["result"]["structuredContent"] == {"tasks": [], "left_out": 0}
+    assert answered[12]["result"]["content"][0]["text"].startswith("no such scope: --scope '\"id\": null'")
     assert "Traceback" not in log.read_text()
+    with Ledger.open(workspace=ledger_ws) as ledger:  # the add under id 1.5 never ran
+        assert ledger.list() == []
 
 
 def test_without_the_mcp_extra_hb_mcp_exits_1_naming_the_extra(ledger_ws: Path) -> None:
