@@ -9,6 +9,7 @@ A small stdlib server (a thread per connection, pokes taking turns):
   4 KiB; 409 while a heartbeat (or another poke) holds the workspace guard.
   Any other method on ``/poke`` is 405.
 - ``GET /healthz``: 200 ``{"ok": true}``, no token needed; other methods 405.
+- HEAD on every path GET serves answers as GET does, without the body.
 - The dashboard (:mod:`heartbeat.web`): read-only pages ``/`` (Now), ``/decisions``,
   ``/task``, ``/outcomes``, ``/runs``, each also as JSON (``/now.json``, ... or
   ``Accept: application/json``). A page needs the bearer token or a session:
@@ -462,16 +463,16 @@ class PokeHandler(BaseHTTPRequestHandler):
         self._not_allowed_or_missing()
 
     def do_HEAD(self) -> None:
-        self._not_allowed_or_missing()
+        self.do_GET()  # as GET, without the body (RFC 9110 section 9.3.2): _reply and _send leave it out
 
     def do_OPTIONS(self) -> None:
         self._not_allowed_or_missing()
 
     def _not_allowed_or_missing(self) -> None:
         path = self._path()
-        allowed = {"/poke": "POST", "/healthz": "GET", "/login": "GET, POST"}.get(path)
+        allowed = {"/poke": "POST", "/healthz": "GET, HEAD", "/login": "GET, HEAD, POST"}.get(path)
         if allowed is None and web.route(path) is not None:
-            allowed = "GET"
+            allowed = "GET, HEAD"
         if allowed is None:
             self._reply(HTTPStatus.NOT_FOUND, {"error": "not found"})
         else:

@@ -139,7 +139,7 @@ def test_405_for_other_methods(server: PokeServer) -> None:
         assert headers["Allow"] == "POST"
         assert method in payload["error"]
     status, headers, _ = request(server, "POST", "/healthz", b"x")
-    assert status == 405 and headers["Allow"] == "GET"
+    assert status == 405 and headers["Allow"] == "GET, HEAD"
     status, _, _ = request(server, "GET", "/nowhere")
     assert status == 404
 

@@ -129,12 +129,24 @@ def test_login_by_form_post_keeps_the_token_out_of_the_address(served: Served) -
 def test_other_methods_on_pages_are_405(served: Served) -> None:
     from tests.web.helpers import request
 
-    for method in ("POST", "PUT", "DELETE", "HEAD"):
-        reply = request(
-            served.port, method, "/decisions", token=TOKEN, body=b"x" if method != "HEAD" else None
-        )
+    for method in ("POST", "PUT", "DELETE", "PATCH"):
+        reply = request(served.port, method, "/decisions", token=TOKEN, body=b"x")
         assert reply.status == 405, method
-        assert reply.headers["Allow"] == "GET"
+        assert reply.headers["Allow"] == "GET, HEAD"
+
+
+def test_head_answers_as_get_without_the_body(served: Served) -> None:
+    """RFC 9110 section 9.3.2: the same status and headers as GET, no body (it was 405)."""
+    from tests.web.helpers import request
+
+    cases = (("/decisions.json", TOKEN), ("/healthz", None), ("/runs.json", None), ("/nope", TOKEN))
+    for path, token in cases:
+        got = request(served.port, "GET", path, token=token)
+        head = request(served.port, "HEAD", path, token=token)
+        assert head.status == got.status and head.body == b"", path
+        assert head.headers["Content-Length"] == str(len(got.body)) and len(got.body) > 0, path
+        assert head.headers["Content-Type"] == got.headers["Content-Type"], path
+    assert request(served.port, "HEAD", "/poke", token=TOKEN).headers["Allow"] == "POST"
 
 
 def test_the_token_appears_in_no_log_line(served: Served) -> None:
