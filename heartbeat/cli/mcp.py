@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -108,6 +109,9 @@ def mcp(over_http: bool, host: str | None, port: int | None, token_file: str | N
     """
     if not over_http and (host is not None or port is not None or token_file is not None):
         raise click.UsageError("--host, --port and --token-file go with --http")
+    if not over_http and (sys.stdin is None or sys.stdout is None):  # started with <&- or >&-
+        closed = "input" if sys.stdin is None else "output"
+        raise click.UsageError(f"standard {closed} is closed: hb mcp speaks MCP over stdio (or give --http)")
     try:
         from heartbeat import mcp_server
     except ImportError as exc:

@@ -453,6 +453,27 @@ def test_a_request_the_sdk_cannot_parse_gets_an_error_answer_with_its_id_and_not
         assert ledger.list() == []
 
 
+def test_a_closed_standard_input_is_a_usage_error_and_opens_no_ledger(tmp_path: Path) -> None:
+    """``hb mcp <&-`` (a launcher that closed it) was exit 70, an AttributeError."""
+    import os
+
+    params = server_params(tmp_path / "ws")
+    done = subprocess.run(
+        [params.command, *params.args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=params.env,
+        timeout=60,
+        preexec_fn=lambda: os.close(0),
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "Error: standard input is closed: hb mcp speaks MCP over stdio (or give --http)"
+    )
+    assert done.stdout == "" and not (tmp_path / "ws" / ".agent").exists()
+
+
 def test_without_the_mcp_extra_hb_mcp_exits_1_naming_the_extra(ledger_ws: Path) -> None:
     script = (
         "import sys; sys.modules['mcp'] = None\n"  # the SDK is not installed: its import fails
