@@ -87,7 +87,7 @@ def due(claim: bool) -> None:
     """What recurs now: enabled rules due after their time, day and conditions.
 
     Repeat rules are due when Next <= now; PROACTIVE.md tasks once per period
-    (inside [time, time + heartbeat interval) when they have a time).
+    (inside [time, time + heartbeat interval], both ends included, when they have a time).
     Conditions hb cannot judge are listed under conditions_to_check.
 
     \b

@@ -373,7 +373,7 @@ class _Reader:
         section = runtime[lo:hi]
         headings = list(_TASK_HEADING.finditer(section))
         found: list[tuple[_Block, ProactiveTask]] = []
-        seen: dict[str, int] = {}
+        seen: dict[str, tuple[int, bool]] = {}  # an id -> the line of its first block, and if hb read it
         read_blocks: set[int] = set()
         unread: list[tuple[int, int]] = []  # spans of headings whose block CraftBot does not find
         for i, heading in enumerate(headings):
@@ -401,13 +401,13 @@ class _Reader:
             )
             task = self._task(block, block_match.group(1), heading, seen)
             if task is not None:
-                seen[task.id] = task.line
+                seen[task.id] = (task.line, True)
                 found.append((block, task))
         self._unread_blocks(lo, section, read_blocks, headings, unread)
         return found
 
     def _task(
-        self, block: _Block, yaml_text: str, heading: re.Match[str], seen: Mapping[str, int]
+        self, block: _Block, yaml_text: str, heading: re.Match[str], seen: dict[str, tuple[int, bool]]
     ) -> ProactiveTask | None:
         at = block.start
         try:
@@ -453,14 +453,17 @@ class _Reader:
             self._reject(at, yaml_text, f"id is longer than {MAX_ID_LENGTH} characters: hb cannot track it")
             return None
         if task_id in seen:
+            first, read = seen[task_id]
+            hb_runs = "hb only the first" if read else "hb neither (the first is not read: see its warning)"
             self._reject(
                 at,
                 yaml_text,
-                f"duplicate id {task_id!r} (first on line {seen[task_id]}): CraftBot runs both, "
-                "hb only the first",
+                f"duplicate id {task_id!r} (first on line {first}): CraftBot runs both, {hb_runs}",
                 task_id=task_id,
             )
             return None
+        # the first block of an id is its task for CraftBot (get_task_by_id), read by hb or not
+        seen[task_id] = (self.view.line_of(block.start), False)
         frequency, why_not = _read_frequency(data, heading.group(1), issues)
         if frequency is None:
             self._reject(at, yaml_text, why_not, task_id=task_id)
@@ -874,10 +877,13 @@ def _read_priority(value: Any, issues: list[str]) -> int:
             return value
         issues.append(f"priority {value} is too large for hb: using {DEFAULT_PRIORITY}")
         return DEFAULT_PRIORITY
-    issues.append(
-        f"priority {value!r} is not a whole number: using {DEFAULT_PRIORITY} (CraftBot's heartbeat fails "
-        "when it sorts it against another due task)"
-    )
+    if isinstance(value, int | float):  # a bool, a fraction: CraftBot sorts it as the number it is
+        issues.append(f"priority {value!r} is not a whole number: using {DEFAULT_PRIORITY}")
+    else:
+        issues.append(
+            f"priority {value!r} is not a whole number: using {DEFAULT_PRIORITY} (CraftBot's heartbeat "
+            "fails when it sorts it against another due task)"
+        )
     return DEFAULT_PRIORITY
 
 
@@ -1315,6 +1321,8 @@ def _represent_text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
         style = '"'  # "08:00" as FORMATS.md writes it; unquoted 9:30 reads as a number
     if any(ender in text for ender in _BLOCK_ENDERS):
         style = '"'  # escaped by _yaml_dump
+    if "\x85" in text:
+        style = '"'  # NEL: PyYAML writes it bare in any other style and reads that back as a space
     return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
 
 

@@ -410,6 +410,28 @@ def test_hbs_run_is_written_as_craftbots_manager_writes_one(hb_db: Runner, works
     assert rule(hb_db, "weekly_weekly_review")["last_run_at"] == "2026-05-04T10:30:05+09:00"
 
 
+def test_a_last_run_later_than_now_is_no_run_and_hbs_run_replaces_it(hb_db: Runner, workspace: Path) -> None:
+    """should_run compares last_run's date with today's: a stamp days ahead (a clock ahead, a
+    hand edit) is not today, so CraftBot runs the task. hb took it as the last run (not due until
+    then) and kept it over its own run when writing, so CraftBot ran the task a second time."""
+    hb_db("init", "--timezone", "Asia/Tokyo")
+    path = workspace / "PROACTIVE.md"
+    ahead = 'last_run: "2026-05-08T10:35:00"'
+    path.write_text(section(block("### [DAILY] A", "id: a", 'time: "08:00"', ahead)), encoding="utf-8")
+    hb_db("--now", "2026-05-04T07:00", "sync")
+    assert due_ids(hb_db, "2026-05-04T08:05") == ["a"]  # as CraftBot decides
+    hb_db("--now", "2026-05-04T08:10", "recur", "outcome", "a", "--result", "done")
+    hb_db("--now", "2026-05-04T08:11", "sync")
+
+    written = craftbot_blocks(path.read_text("utf-8"))["a"]
+    assert craftbot_time(written["last_run"]) == datetime.fromisoformat("2026-05-04T08:10:00+09:00")
+    assert written["run_count"] == 1
+    # CraftBot at its next tick: today's run, not due; hb the same
+    assert craftbot_time(written["last_run"]).date() == date(2026, 5, 4)
+    assert due_ids(hb_db, "2026-05-04T08:30") == []
+    assert due_ids(hb_db, "2026-05-05T08:05") == ["a"]
+
+
 def test_text_that_would_end_craftbots_block_or_section_is_escaped() -> None:
     text = section(block("### [DAILY] A", "id: a"), block("### [DAILY] B", "id: b"))
     doc = proactive.parse(text)

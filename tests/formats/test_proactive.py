@@ -371,6 +371,37 @@ def test_second_block_with_the_same_id_is_not_a_task() -> None:
     assert doc.warnings[0].task_id == "a"
 
 
+def test_a_second_block_with_the_id_of_a_first_hb_does_not_read_is_not_a_task_either() -> None:
+    """CraftBot's get_task_by_id finds the first block of an id, so its runs are recorded there:
+    hb took the second block for the task when it did not read the first (a frequency it does
+    not know), and wrote its runs into a block CraftBot does not record them in."""
+    body = "### [DAILY] A\n```yaml\nid: a\nfrequency: Daily\n```\n\n### [DAILY] B\n```yaml\nid: a\n```\n"
+    doc = parse(SECTION.format(body))
+
+    assert list(doc.tasks) == []
+    assert [w.line for w in doc.warnings] == [2, 8]
+    assert doc.warnings[1].reason == (
+        "duplicate id 'a' (first on line 2): CraftBot runs both, hb neither (the first is not read: "
+        "see its warning)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "craftbot_fails"), [("10.5", False), ("true", False), ('"high"', True), ("[1]", True)]
+)
+def test_a_priority_that_is_no_whole_number_says_what_craftbot_does_with_it(
+    value: str, craftbot_fails: bool
+) -> None:
+    """CraftBot sorts due tasks by priority: a fraction or a boolean sorts as a number; text or a
+    list against another task's number stops its heartbeat."""
+    doc = parse(SECTION.format(f"### [DAILY] A\n```yaml\nid: a\npriority: {value}\n```\n"))
+
+    assert doc.tasks[0].priority == 50
+    [warning] = doc.warnings
+    assert warning.reason.startswith(f"priority {yaml.safe_load(value)!r} is not a whole number: using 50")
+    assert ("CraftBot's heartbeat fails" in warning.reason) is craftbot_fails
+
+
 def test_task_outside_the_markers_is_reported_not_read() -> None:
     doc = parse("# Notes\n\n### [DAILY] Stray\n```yaml\nid: stray\n```\n")
 
@@ -779,6 +810,25 @@ def test_recording_an_outcome_rewrites_only_the_keys_it_changes() -> None:
     again = parse(out).tasks[0]
     assert again.run_count == 2 and [h["result"] for h in again.outcome_history] == ["r1", "closed"]
     assert again.fields["custom_key"] == "keep me" and again.conditions == ("weekdays_only",)
+
+
+@pytest.mark.parametrize(
+    "result",
+    ["x\x85y", "line one\nx\x85y", "x\u2028y\u2029z", "\x85", "a\ufeffb", "x\x85"],
+    ids=["nel", "nel-in-lines", "ls-ps", "nel-alone", "bom", "nel-last"],
+)
+def test_an_outcome_with_a_line_break_yaml_reads_in_quotes_is_written_so_it_reads_back(result: str) -> None:
+    """PyYAML writes a NEL (U+0085) inside a plain, single-quoted or block scalar as it is and
+    reads it back as a space: the write was refused, and every later write of the file with it
+    (the run never reached CraftBot, which then ran the task again)."""
+    doc = parse(SECTION.format('### [DAILY] A\n```yaml\nid: a\nfrequency: daily\ntime: "08:00"\n```\n'))
+    done = record_outcome(doc.tasks[0], result=result, success=True, now=NOW)
+
+    out = render(with_tasks(doc, [done], now=NOW))
+
+    again = parse(out).tasks[0]
+    assert [h["result"] for h in again.outcome_history] == [result]
+    assert again.last_run == done.last_run and again.run_count == 1
 
 
 def test_an_outcome_keeps_the_comments_and_the_lines_of_the_history_it_extends() -> None:

@@ -110,6 +110,14 @@ def _aware(when: datetime | None, zone: ZoneInfo) -> datetime | None:
     return when.astimezone(UTC)
 
 
+def _ran(task: ProactiveTask, zone: ZoneInfo, now: datetime) -> datetime | None:
+    """The file's ``last_run`` as a run that happened: None when there is none, or when it is
+    later than ``now`` (a clock ahead, a hand edit). CraftBot's manager compares its date with
+    today's, so it runs such a task; the run hb then records replaces the stamp."""
+    ran = _aware(task.last_run, zone)
+    return ran if ran is not None and ran <= now else None
+
+
 def _next_run(task: ProactiveTask, last_run: datetime) -> datetime | None:
     from heartbeat.rules.recurrence import Frequency, next_due
 
@@ -134,13 +142,14 @@ def _outcome_text(outcome: OutcomeRow) -> str:
 
 
 def _with_outcomes(
-    task: ProactiveTask, unwritten: int, outcomes: Sequence[OutcomeRow], zone: ZoneInfo
+    task: ProactiveTask, unwritten: int, outcomes: Sequence[OutcomeRow], zone: ZoneInfo, now: datetime
 ) -> ProactiveTask:
     """``task`` with the ledger's newest ``unwritten`` outcomes added (``outcomes``: the last of them).
 
     Outcomes already in the file's history (an earlier export wrote them) are
     not added again, and neither are the ones before them. ``last_run`` becomes
-    the newest run (the file's own when CraftBot ran it later), in ``zone``.
+    the newest run (the file's own when CraftBot ran it later, but not one later than ``now``),
+    in ``zone``.
     """
     in_file = {_entry_key(entry) for entry in task.outcome_history}
     keys = [(format_timestamp(o.completed_at), _outcome_text(o), o.success) for o in outcomes]
@@ -149,7 +158,7 @@ def _with_outcomes(
         unwritten = len(outcomes) - written - 1
     for outcome in outcomes[written + 1 :]:
         ran = outcome.completed_at
-        before = _aware(task.last_run, zone)
+        before = _ran(task, zone, now)
         if before is not None and before > ran:
             ran = before
         local = ran.astimezone(zone)
@@ -169,7 +178,9 @@ def _with_outcomes(
     return task
 
 
-def merged_task(db: Db, task: ProactiveTask, row: RecurrenceRow | None, zone: ZoneInfo) -> ProactiveTask:
+def merged_task(
+    db: Db, task: ProactiveTask, row: RecurrenceRow | None, zone: ZoneInfo, now: datetime
+) -> ProactiveTask:
     """The file's ``task`` with what changed in the ledger since the file was read (times
     written in ``zone``, the workspace's, which is CraftBot's local time)."""
     if row is None:
@@ -181,7 +192,7 @@ def merged_task(db: Db, task: ProactiveTask, row: RecurrenceRow | None, zone: Zo
         newest = db.load(
             OutcomeRow, SQL.newest_outcomes, {"recurrence_pk": row.pk, "limit": min(unwritten, MAX_OUTCOMES)}
         )
-        task = _with_outcomes(task, unwritten, list(reversed(newest)), zone)
+        task = _with_outcomes(task, unwritten, list(reversed(newest)), zone, now)
     return task
 
 
@@ -283,19 +294,19 @@ def _reconcile(
                 updated_at=now,
                 **_columns(task, position),
                 extra=_file_fields(task),
-                last_run_at=_aware(task.last_run, zone),
+                last_run_at=_ran(task, zone, now),
             )
             db.add(row)
             changes.added.append(task.id)
             merged.append(task)
             continue
-        wanted = merged_task(db, task, row, zone)
+        wanted = merged_task(db, task, row, zone, now)
         values = _columns(wanted, position)
         extra = _file_fields(wanted if written else task)
         changed = [name for name, value in values.items() if getattr(row, name) != value]
         for name in changed:
             setattr(row, name, values[name])
-        ran = _aware(task.last_run, zone)
+        ran = _ran(task, zone, now)
         if ran is not None and (row.last_run_at is None or ran > row.last_run_at):
             row.last_run_at = ran  # CraftBot ran it (its manager wrote last_run)
             changed.append("last_run_at")
@@ -363,13 +374,13 @@ def _last_synced_text(db: Db) -> str:
 
 
 def _from_ledger(
-    db: Db, doc: ProactiveDocument, rows: Mapping[str, RecurrenceRow], zone: ZoneInfo
+    db: Db, doc: ProactiveDocument, rows: Mapping[str, RecurrenceRow], zone: ZoneInfo, now: datetime
 ) -> list[ProactiveTask]:
     """Every row's task, for a file that no longer exists: the last synced text plus the ledger
     (a dormant row's block is in that text as it was, so it is not written twice)."""
     present = {task.id: task for task in doc.tasks}
     return [
-        merged_task(db, present.get(row.id) or _task_from_row(row), row, zone)
+        merged_task(db, present.get(row.id) or _task_from_row(row), row, zone, now)
         for row in rows.values()
         if row.id in present or dormant_reason(row) is None
     ]
@@ -381,17 +392,18 @@ def render_proactive(ctx: Context, db: Db, path: Path | None = None) -> str | No
     workspace_file = default_path(ctx.workspace, KIND)
     path = other_file(path, workspace_file) or workspace_file  # a new file: a copy of the workspace's
     rows = _rows(db)
+    now = ctx.now()
     try:
         text = read_text(path)
     except NotFound:
         if not rows:
             return None
         doc = proactive.parse(_last_synced_text(db) or "")
-        tasks = _from_ledger(db, doc, rows, ctx.zone)
+        tasks = _from_ledger(db, doc, rows, ctx.zone, now)
     else:
         doc = _parse(text, path)
-        tasks = [merged_task(db, task, rows.get(task.id), ctx.zone) for task in doc.tasks]
-    return proactive.render(proactive.with_tasks(doc, tasks, now=ctx.now()))
+        tasks = [merged_task(db, task, rows.get(task.id), ctx.zone, now) for task in doc.tasks]
+    return proactive.render(proactive.with_tasks(doc, tasks, now=now))
 
 
 def sync_proactive(
@@ -408,7 +420,7 @@ def sync_proactive(
         if not rows:
             return report, None
         doc = proactive.parse(_last_synced_text(db) or "")
-        tasks = _from_ledger(db, doc, rows, ctx.zone)
+        tasks = _from_ledger(db, doc, rows, ctx.zone, now)
         for task in tasks:
             rows[task.id].extra = _file_fields(task)
         report.added = list(rows)
