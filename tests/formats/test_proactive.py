@@ -381,8 +381,8 @@ def test_a_second_block_with_the_id_of_a_first_hb_does_not_read_is_not_a_task_ei
     assert list(doc.tasks) == []
     assert [w.line for w in doc.warnings] == [2, 8]
     assert doc.warnings[1].reason == (
-        "duplicate id 'a' (first on line 2): CraftBot runs both, hb neither (the first is not read: "
-        "see its warning)"
+        "not a task, kept as written: duplicate id 'a' (first on line 2): CraftBot runs both, hb neither "
+        "(the first is not read: see its warning)"
     )
 
 

@@ -451,6 +451,66 @@ def test_mistermorph_completing_an_entry_just_after_hbs_write_is_taken_in(worksp
 
 
 @pytest.mark.usefixtures("quick")
+@pytest.mark.parametrize("change", ["completed", "edited"])
+def test_mistermorph_changing_the_entry_hb_just_added_is_taken_in(workspace: Path, change: str) -> None:
+    """mistermorph's Complete (the line moved to TODO.DONE.md) or an edit of the line, made on the
+    TODO.md hb had just written with a new entry: hb read the file as a stale copy of the text
+    before its write (the line it added was gone), so it wrote its line back; the entry was then
+    open and done at once (or twice open, the edit a new entry), and mistermorph acted on both."""
+    todo_md, done_md = workspace / "TODO.md", workspace / "TODO.DONE.md"
+    todo_md.write_text(PLAIN + "\n")
+    with Ledger.open(workspace=workspace, now="2026-05-04T09:00:00+08:00") as ledger:
+        ledger.sync()
+        [plain] = ledger.list(source="todo")
+        hb_one = ledger.add_todo("hb one")
+        ledger.sync()
+        [hb_line] = [line for line in todo_md.read_text().splitlines() if line.endswith("| hb one")]
+        if change == "completed":
+            done_line = hb_line.replace("- [ ]", "- [x]").replace(
+                ") | hb one", "), [Done](2026-05-04 01:00) | hb one"
+            )
+            todo, done = _mistermorph_files([PLAIN], [done_line], "2026-05-04T01:00:00Z")
+            done_md.write_text(done)
+        else:
+            todo, _done = _mistermorph_files([hb_line + " today", PLAIN], [], "2026-05-04T01:00:00Z")
+        todo_md.write_text(todo)
+        ledger.sync()
+        tasks = ledger.list(source="todo", status="all")
+        assert [(t["id"], t["status"]) for t in tasks if t["id"] != plain["id"]] == [
+            (hb_one["id"], "done" if change == "completed" else "todo")
+        ]
+        assert ledger.get(hb_one["id"])["title"] == ("hb one" if change == "completed" else "hb one today")
+    assert todo_md.read_text() == todo  # nothing put back
+
+
+@pytest.mark.usefixtures("quick")
+@pytest.mark.parametrize("change", ["advanced", "edited"])
+def test_mistermorph_advancing_the_rule_hb_just_added_is_taken_in(workspace: Path, change: str) -> None:
+    """mistermorph's MaterializeDueRecurring advances a rule's Next on the TODO.RECUR.md hb has
+    just written with that rule: hb read a stale copy, took the advanced rule for a new one and
+    wrote its own back, and mistermorph materialised the rule's run a second time. The same for
+    an edit of the rule's content."""
+    recur_md = workspace / "TODO.RECUR.md"
+    with Ledger.open(workspace=workspace, now="2026-05-04T09:00:00Z") as ledger:
+        ledger.config_set("timezone", "UTC")
+        ledger.recur_add("first", repeat="daily", next="2026-05-04T08:00")
+        ledger.sync()
+        second = ledger.recur_add("second", repeat="daily", next="2026-05-04T08:30")
+        ledger.sync()
+        text = recur_md.read_text()
+        assert "[Next](2026-05-04 08:30), [Repeat](daily) | second" in text
+        if change == "advanced":
+            recur_md.write_text(text.replace("[Next](2026-05-04 08:30)", "[Next](2026-05-05 08:30)"))
+        else:
+            recur_md.write_text(text.replace("| second\n", "| second, edited\n"))
+        ledger.sync()
+        title = "second" if change == "advanced" else "second, edited"
+        assert [r["id"] for r in ledger.recur_list() if r["title"].startswith("second")] == [second["id"]]
+        assert ledger.recur_get(second["id"])["title"] == title
+    assert recur_md.read_text().count("| second") == 1
+
+
+@pytest.mark.usefixtures("quick")
 @pytest.mark.parametrize("front_matter", [False, True])
 def test_a_stale_copy_of_todo_md_loses_none_of_hbs_entries(workspace: Path, front_matter: bool) -> None:
     """The other way round, as before: mistermorph read TODO.md before hb's write and saved its

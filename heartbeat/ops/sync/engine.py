@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -338,7 +339,7 @@ def _inputs(
     one edited since was edited from the old text, so it is synced against that: the JSON
     files and PROACTIVE.md take it back as their baseline, the Markdown TODO files read the
     edit merged by lines into the text hb meant to write."""
-    from heartbeat.ops.sync.textmerge import made_from, merge3, merge3_under_front_matter
+    from heartbeat.ops.sync.textmerge import merge3, merge3_under_front_matter
 
     inputs = dict(texts)
     for kind, pending in waiting.items():
@@ -360,7 +361,8 @@ def _inputs(
             or (
                 kind not in _STRUCTURED
                 and all(
-                    made_from(edited or "", meant, older) for older in (pending.before_text, *pending.older)
+                    _from_hbs_text(kind, edited or "", meant, older, texts)
+                    for older in (pending.before_text, *pending.older)
                 )
             )
         ):
@@ -379,6 +381,41 @@ def _inputs(
             recount = _hook(kind, "RECOUNTERS")  # the copy's count is not the merged text's
             inputs[kind] = merged if recount is None else recount(ctx, merged, now)
     return inputs
+
+
+def _from_hbs_text(kind: str, edited: str, ours: str, base: str, texts: dict[str, str | None]) -> bool:
+    """Whether ``edited``, changed moments after hb wrote ``ours`` over ``base``, was made from
+    ``ours``: by its lines (:func:`~heartbeat.ops.sync.textmerge.made_from`), or, where hb added
+    or took out entries, by the entries' identities (``ENTRY_KEYS``): an entry hb added that the
+    runtime then edited, advanced or moved, as it was, to its done file (``MOVED_TO``) is no longer
+    hb's line, but it is hb's entry, which a copy of ``base`` would not hold."""
+    from heartbeat.ops.sync.textmerge import closer_to_ours, made_from
+
+    if made_from(edited, ours, base):
+        return True
+    entries = _hook(kind, "ENTRY_KEYS")
+    if entries is None:
+        return False
+    mine, old, now = entries(ours), entries(base), entries(edited)
+    moved_entries = None
+    sibling = _hook(kind, "MOVED_TO")
+    moved_text = texts.get(sibling) if sibling is not None else None
+    if moved_text is not None:  # hb's new entries, as they were, in the done file now
+        new = Counter(whole for _, whole in mine) - Counter(whole for _, whole in old)
+        moved_entries = [keys for keys, whole in _hook(sibling, "ENTRY_KEYS")(moved_text) if new[whole]]
+    for way in range(len(mine[0][0]) if mine else 0):  # each way an entry can be known by
+        ours_by, base_by = _known(mine, way), _known(old, way)
+        if ours_by == base_by:
+            continue  # hb changed entries' text only: the lines tell
+        moved = None if moved_entries is None else Counter(keys[way] for keys in moved_entries)
+        if closer_to_ours(_known(now, way), ours_by, base_by, moved):
+            return True
+    return False
+
+
+def _known(entries: list[tuple[tuple[str, ...], str]], way: int) -> Counter[str]:
+    """The entries by the ``way``-th of their identities, counted."""
+    return Counter(keys[way] for keys, _ in entries)
 
 
 def _hook(kind: str, name: str) -> Any:

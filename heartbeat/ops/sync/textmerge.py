@@ -81,10 +81,22 @@ def made_from(edited: str, ours: str, base: str) -> bool:
     every write (mistermorph its ``updated_at`` and counts, CraftBot ``last_updated``) and which
     so tells nothing of the text a copy was made from. When ``ours`` changed nothing else, there
     is nothing a copy could lose: True."""
-    mine, old, now = _body(ours), _body(base), _body(edited)
-    added, removed = mine - old, old - mine
-    kept = sum(min(n, now[line]) for line, n in added.items())
-    dropped = sum(n - min(n, now[line]) for line, n in removed.items())
+    return closer_to_ours(_body(edited), _body(ours), _body(base))
+
+
+def closer_to_ours(
+    edited: Counter[str], ours: Counter[str], base: Counter[str], moved: Counter[str] | None = None
+) -> bool:
+    """:func:`made_from` on texts already counted, by lines or by any other unit (a TODO file's
+    entries by their identities). ``moved``: the units of the file an entry taken out of this one
+    goes to (TODO.DONE.md, for a TODO.md entry the runtime completed): an added unit there now
+    was seen by the editor too."""
+    added, removed = ours - base, base - ours
+    there = moved or Counter()
+    # (a unit ``base`` held already, as often as ``ours`` holds it beside the added ones, is no
+    # sign of either: only the copies past base's count are)
+    kept = sum(min(n, max(0, edited[unit] - base[unit]) + there[unit]) for unit, n in added.items())
+    dropped = sum(n - min(n, edited[unit]) for unit, n in removed.items())
     ours_side = kept + dropped
     base_side = (added.total() - kept) + (removed.total() - dropped)
     return ours_side > base_side or not (added or removed)

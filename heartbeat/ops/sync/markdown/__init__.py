@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from heartbeat.db.plain import Conn
-from heartbeat.errors import InvalidInput
+from heartbeat.errors import HbError, InvalidInput
 from heartbeat.formats import todo as fmt
 from heartbeat.formats.todo import Entry, TodoKind
 from heartbeat.ops.sync.files import atomic_write, default_path, digest, read_optional
@@ -198,7 +198,35 @@ def _recounter(kind: str) -> Any:
     return recount
 
 
+def _entry_keys(kind: str) -> Any:
+    def keys(text: str) -> list[tuple[tuple[str, ...], str]]:
+        """Each entry of ``text`` as (what identifies it through the runtime's edits, each way it
+        can; the entry whole): a task entry by its Created stamp and ChatID (mistermorph's Complete
+        moves the line to TODO.DONE.md with both), a rule by its content, or by its schedule (a
+        materialisation advances Next; an edit changes the content). Nothing for a text hb cannot
+        read."""
+        try:
+            doc = fmt.parse(text, TodoKind(kind), dialect="extended")
+        except (HbError, ValueError):
+            return []
+        out: list[tuple[tuple[str, ...], str]] = []
+        for e in doc.entries:
+            chat = e.chat_id or ""
+            if kind == "recur":
+                schedule = f"{e.next.isoformat() if e.next else ''}|{e.repeat}|{e.tz or ''}|{chat}"
+                out.append(((f"{chat}|{e.content}", schedule), f"{schedule}|{e.content}"))
+            else:
+                identity = f"{e.created.isoformat() if e.created else ''}|{chat}"
+                out.append(((identity,), f"{identity}|{e.content}"))
+        return out
+
+    return keys
+
+
 BASELINE_TEXT = {kind: _baseline_of(kind) for kind in ("todo", "done", "recur")}
+# how a copy of a file is told to come from hb's text by its entries (engine._from_hbs_text)
+ENTRY_KEYS = {kind: _entry_keys(kind) for kind in ("todo", "done", "recur")}
+MOVED_TO = {"todo": "done"}  # where the runtime moves an entry it takes out of the file
 # a text merged from hb's and a stale copy's lines, under the copy's front matter: counted again
 RECOUNTERS = {kind: _recounter(kind) for kind in ("todo", "done", "recur")}
 SYNC_GROUPS = {("todo", "done"): sync_group, ("recur",): sync_group}
