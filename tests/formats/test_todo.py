@@ -186,6 +186,17 @@ MALFORMED = [
         "- [ ] [Next](2026-05-07 15:00), [Repeat](weekly), [TZ](Mars/Base) | x",
         "bad TZ 'Mars/Base'",
     ),
+    # a path Go's LoadLocation opens but that names no zone key (README: deliberate differences)
+    (
+        TodoKind.RECUR,
+        "- [ ] [Next](2026-05-07 15:00), [Repeat](daily), [TZ](Asia//Tokyo) | x",
+        "bad TZ 'Asia//Tokyo'",
+    ),
+    (
+        TodoKind.RECUR,
+        "- [ ] [Next](2026-05-07 15:00), [Repeat](daily), [TZ](Asia/./Tokyo) | x",
+        "bad TZ 'Asia/./Tokyo'",
+    ),
     (
         TodoKind.RECUR,
         "- [ ] [Next](2026-05-07 15:00), [Repeat](monthly) | x",
