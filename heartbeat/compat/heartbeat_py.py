@@ -325,7 +325,6 @@ _SQL = {
         "VALUES (:pk, :id, '', :now, 'created', :actor)"
     ),
     "move": "UPDATE tasks SET position = :position WHERE pk = :pk",
-    "ended": "UPDATE tasks SET completed_at = :now WHERE pk = :pk",
 }
 
 
@@ -484,7 +483,6 @@ def _fail(ledger: Ledger, tx: Tx, db: Conn, now: datetime, args: argparse.Namesp
         )
     except (NotFound, InvalidState):
         return Result([f"Task {args.task_id} not found in in_progress."])
-    db.execute(_SQL["ended"], {"now": db.time(now), "pk": row["pk"]})
     _to_end_of_list(db, row)
     return Result(
         [f"Marked task {args.task_id} as failed."], changed=("errors-json", "last-run"), saving=True

@@ -191,9 +191,11 @@ SQL = {
         f"UPDATE tasks SET status = 'done', completed_at = :now, {_RELEASE} "
         f"WHERE {{target}} RETURNING {_RETURNING}"
     ),
+    # a task that gives up has ended: its completed_at is set, as heartbeat.py sets it on fail
     "failed": (
         "UPDATE tasks SET status = "
         "CASE WHEN :final OR attempts >= :max_attempts THEN 'failed' ELSE 'todo' END, "
+        "completed_at = CASE WHEN :final OR attempts >= :max_attempts THEN :now ELSE completed_at END, "
         f"{_RELEASE} WHERE {{target}} RETURNING {_RETURNING}"
     ),
     # a renewal is bookkeeping, like a check time: no new version, no updated_at
@@ -902,20 +904,23 @@ def claim_lost(row: Mapping[str, Any], claim: str, zone: tzinfo | None = None) -
 
 
 def last_run_record(row: Mapping[str, Any], now: datetime, status: str, outcome: Any) -> dict[str, Any]:
-    """heartbeat.py's last-run.json object for this operation."""
+    """heartbeat.py's last-run.json object for this operation: its ``outcome`` ``{}`` for none (the
+    script writes ``outcome or {}``), its ``description`` the task's (null for a task whose
+    object in tasks.json has none, whose title is its id)."""
     from heartbeat.formats.tasks_json import last_run_entry
 
     extra = row.get("extra") or {}
+    untitled = bool(extra) and "description" not in extra and row["title"] == row["id"]
     return last_run_entry(
         timestamp=now,
         task_id=row["id"],
         status=status,
-        description=row["title"],
+        description=None if untitled else row["title"],
         assigned_skill=row["skill"],
         project_id=row["project_id"],
         agent_id=row["agent_id"],
         user_id=row["user_id"],
-        outcome=outcome,
+        outcome={} if outcome is None else outcome,
         trace_id=extra.get("trace_id"),
         decision_log=extra.get("decision_log"),
         scope=row["scope"] or None,
@@ -1057,6 +1062,7 @@ def fail(
     row = _finish(tx, "failed", task_id, scope, params, claim)
     status = row["status"]
     gives_up = status == "failed"
+    outcome = {"reason": reason} if reason else {}  # last-run.json's, as heartbeat.py writes it
     reason = reason or "Unknown failure"
     extra = row.get("extra") or {}
     if trace is not None:
@@ -1080,7 +1086,7 @@ def fail(
     )
     if gives_up:  # the task has ended, unsuccessfully: an outcome the reports count as a failure
         _outcome(tx, row, at, now, success=False, result={"error": reason})
-    record = last_run(row) if last_run is not None else last_run_record(row, now, "failed", {"error": reason})
+    record = last_run(row) if last_run is not None else last_run_record(row, now, "failed", outcome)
     _run(
         tx,
         "fail",

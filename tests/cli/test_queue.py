@@ -568,6 +568,61 @@ def test_last_run_is_the_last_run_that_handled_a_task(hb: Runner, workspace: Pat
     assert json.loads(hb("export", "last-run", "-").stdout) == completed
 
 
+def test_the_files_of_a_failure_and_of_a_bare_completion_read_as_heartbeat_pys(
+    hb_db: Runner, workspace: Path
+) -> None:
+    """heartbeat.py's fail sets the task's completed_at and writes last-run.json's outcome
+    ``{"reason": R}`` (``{}`` without one), its complete ``{}`` without --outcome, and the
+    description as the task has it (null for none); errors.json only once there is an error.
+    hb's own commands left a failed task's completed_at null, wrote ``{"error": R}``
+    (``"Unknown failure"``), null and the task's id, and wrote an empty errors.json at a pop."""
+    state = workspace / ".agent" / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    tasks = {
+        "pending": [
+            {"id": "a", "priority": "high", "description": "first", "completed_at": None},
+            {"id": "b", "priority": "high", "completed_at": None},
+            {"id": "c", "priority": "high", "description": "third", "completed_at": None},
+        ],
+        "in_progress": [],
+        "completed": [],
+        "failed": [],
+    }
+    (state / "tasks.json").write_text(json.dumps(tasks, indent=2) + "\n")
+    hb_db("config", "set", "sync.auto_export", "true")
+    hb_db("sync")
+    last_run = state / "last-run.json"
+
+    def last() -> dict[str, object]:
+        return json.loads(last_run.read_text())
+
+    hb_db("--now", "2026-05-01T10:00:00Z", "pop")
+    assert not (state / "errors.json").exists()  # heartbeat.py writes it on a failure only
+    hb_db("--now", "2026-05-01T10:01:00Z", "fail", "a", "--final", "--reason", "503")
+    failed = json.loads((state / "tasks.json").read_text())["failed"]
+    assert [(t["id"], t["completed_at"]) for t in failed] == [("a", "2026-05-01T10:01:00Z")]
+    assert (last()["status"], last()["outcome"], last()["description"]) == (
+        "failed",
+        {"reason": "503"},
+        "first",
+    )
+    hb_db("--now", "2026-05-01T10:02:00Z", "pop")
+    hb_db("--now", "2026-05-01T10:03:00Z", "complete", "b")
+    assert (last()["task_id"], last()["outcome"], last()["description"]) == ("b", {}, None)
+    hb_db("--now", "2026-05-01T10:04:00Z", "pop")
+    hb_db("--now", "2026-05-01T10:05:00Z", "fail", "c", "--final")
+    assert (last()["task_id"], last()["outcome"]) == ("c", {})
+    errors = json.loads((state / "errors.json").read_text())
+    assert [(e["task_id"], e["reason"]) for e in errors] == [("a", "503"), ("c", "Unknown failure")]
+    # a retry is no end: completed_at stays null
+    hb_db("add", "again", "--id", "d")
+    hb_db("--now", "2026-05-01T10:06:00Z", "pop")
+    hb_db("--now", "2026-05-01T10:07:00Z", "fail", "d")
+    [retried] = [t for t in json.loads((state / "tasks.json").read_text())["pending"] if t["id"] == "d"]
+    assert retried["completed_at"] is None
+    assert hb_db.json("show", "d")["completed_at"] is None
+
+
 def test_auto_export_takes_in_a_file_created_while_it_rendered(
     hb: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -677,8 +677,8 @@ def _export_one(
                 measure_ahead(text)  # hashed on another thread while replace_if writes it
         else:
             text = RENDERERS[kind](ctx, db, path)
-            if text is None:
-                return False
+            if text is None or (current is None and kind == "errors-json" and text.strip() == "[]"):
+                return False  # (no errors and no file: heartbeat.py writes errors.json on a failure only)
             remember(db, kind, path, text, now)
         if text is None or current == text:
             remember_it()
