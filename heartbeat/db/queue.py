@@ -907,15 +907,19 @@ def last_run_record(row: Mapping[str, Any], now: datetime, status: str, outcome:
     """heartbeat.py's last-run.json object for this operation: its ``outcome`` ``{}`` for none (the
     script writes ``outcome or {}``), its ``description`` the task's (null for a task whose
     object in tasks.json has none, whose title is its id)."""
-    from heartbeat.formats.tasks_json import last_run_entry
+    from heartbeat.formats.tasks_json import last_run_entry, title_of
 
     extra = row.get("extra") or {}
-    untitled = bool(extra) and "description" not in extra and row["title"] == row["id"]
+    description = row["title"]
+    # the script writes the object's own "description": none, or one that is no text, while the
+    # title hb holds is what the object reads as without it
+    if extra and not isinstance(extra.get("description"), str) and title_of(extra, row["id"]) == row["title"]:
+        description = extra.get("description")
     return last_run_entry(
         timestamp=now,
         task_id=row["id"],
         status=status,
-        description=None if untitled else row["title"],
+        description=description,
         assigned_skill=row["skill"],
         project_id=row["project_id"],
         agent_id=row["agent_id"],

@@ -415,6 +415,11 @@ def record_of(
     )
 
 
+def title_of(item: Mapping[str, Any], task_id: str) -> str:
+    """A task object's title as hb reads it (its id when it has none)."""
+    return _title(item, task_id)[0]
+
+
 def _title(item: Mapping[str, Any], task_id: str) -> tuple[str, str]:
     """A task object's title and the key that holds it (its id under "description" when none)."""
     for key in ("description", "title"):
