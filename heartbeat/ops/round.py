@@ -726,12 +726,15 @@ def _read_checklist(ctx: Context) -> str | None:
     from heartbeat.ops.sync.files import read_text
 
     path = ctx.workspace / CHECKLIST
+    unread: list[str] = []
     try:
-        text = read_text(path, stream=True)  # hb only reads it: a pipe will do
+        text = read_text(path, stream=True, unread=unread)  # hb only reads it: a pipe will do
     except NotFound:
         if path.is_dir():  # no checklist either, but not one to leave unsaid
             ctx.notices.append(f"{path}: a directory, not a file: no checklist read")
         return None
+    for problem in unread:  # read on, as OpenClaw (U+FFFD) and mistermorph (the bytes) read it
+        ctx.notices.append(f"{problem}: read as U+FFFD, as OpenClaw reads it")
     return text.removeprefix("\ufeff")  # a byte order mark is not part of the checklist
 
 

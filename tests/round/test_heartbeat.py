@@ -121,6 +121,30 @@ def test_a_heartbeat_md_that_is_a_directory_is_no_checklist_and_says_so(sh: Runn
     assert f"{workspace / 'HEARTBEAT.md'}: a directory, not a file: no checklist read" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("data", "shown", "where"),
+    [
+        (
+            b"# Checks\n- check \xff mail\n",
+            "# Checks\n- check \ufffd mail\n",
+            "2:9: not UTF-8 text (byte 17)",
+        ),
+        (b"# Checks\n\xc3\n", "\ufffd", "2:1: not UTF-8 text (byte 9)"),  # a lone byte is content
+    ],
+)
+def test_a_byte_that_is_not_utf8_in_heartbeat_md_is_read_as_openclaw_reads_it(
+    sh: Runner, workspace: Path, data: bytes, shown: str, where: str
+) -> None:
+    """OpenClaw's readFile(..., "utf-8") reads it as U+FFFD, mistermorph reads the bytes: the
+    checklist stands. hb stopped the heartbeat (exit 1) for one byte of a file it only reads."""
+    (workspace / "HEARTBEAT.md").write_bytes(data)
+    result = sh("--now", "2026-05-01T10:00", "heartbeat")
+    assert shown in result.stdout
+    [warning] = [line for line in result.stderr.splitlines() if "not UTF-8" in line]
+    assert warning.endswith(f"{workspace / 'HEARTBEAT.md'}:{where}: read as U+FFFD, as OpenClaw reads it")
+    assert (workspace / "HEARTBEAT.md").read_bytes() == data
+
+
 def test_reminder_for_a_todo_entry_follows_the_checklist(sh_db: Runner, workspace: Path) -> None:
     write(workspace / "HEARTBEAT.md", "# Checklist\n- Look at TODO.md.\n")
     write(

@@ -107,8 +107,12 @@ STREAM_SECONDS = 15.0  # how long a pipe read as a file may take to end
 STREAM_BYTES = 1 << 20  # and how much it may hold
 
 
-def read_text(path: Path, *, stream: bool = False) -> str:
+def read_text(path: Path, *, stream: bool = False, unread: list[str] | None = None) -> str:
     """A workspace file's text (UTF-8, line endings untouched).
+
+    ``unread``: bytes that are not UTF-8 are read as U+FFFD (as Node's readFile reads them)
+    and the first one is said there (``path:line:column: ...``), instead of refused (a file hb
+    only reads: HEARTBEAT.md).
 
     Only a regular file, unless ``stream``: a file hb also writes cannot be a FIFO or a device
     (reading one would block, or never end). HEARTBEAT.md, which hb only reads, may be one: it
@@ -121,7 +125,7 @@ def read_text(path: Path, *, stream: bool = False) -> str:
                 raise IsADirectoryError(path)
             if not stream:
                 raise InvalidInput(f"{path}: not a regular file (hb reads and writes plain files only)")
-            return decode(_read_stream(path), path)
+            return decode(_read_stream(path), path, unread)
         data, identity = _read_quiet(path)
     except FileNotFoundError:
         raise NotFound(f"{path}: no such file") from None
@@ -131,8 +135,8 @@ def read_text(path: Path, *, stream: bool = False) -> str:
         raise  # said as such where it is caught (a file hb may not read)
     except OSError as exc:  # a device error, a file of /proc that will not be read or never ends
         raise InvalidInput(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    text = decode(data, path)
-    if len(data) >= _MEMO_FROM:
+    text = decode(data, path, unread)
+    if len(data) >= _MEMO_FROM and unread is None:
         _known[str(path)] = (identity, text)
     return text
 
@@ -308,16 +312,21 @@ def _read_stream(path: Path) -> bytes:
         os.close(fd)
 
 
-def decode(data: bytes, path: Path) -> str:
-    """A file's bytes as UTF-8 text; FileFormatError names path:line:column of a bad byte."""
+def decode(data: bytes, path: Path, unread: list[str] | None = None) -> str:
+    """A file's bytes as UTF-8 text; FileFormatError names path:line:column of a bad byte (with
+    ``unread``: see :func:`read_text`)."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise FileFormatError(
+        error = FileFormatError(
             f"not UTF-8 text (byte {exc.start})", path=str(path), line=line, column=column
-        ) from None
+        )
+        if unread is None:
+            raise error from None
+        unread.append(str(error))
+        return data.decode("utf-8", "replace")
 
 
 def atomic_write(path: Path, text: str) -> None:
