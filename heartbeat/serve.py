@@ -253,8 +253,10 @@ class PokeServer(ThreadingHTTPServer):
             self.slots.release()
 
     def redact(self, text: str) -> str:
-        """``text`` with the token and any bearer credentials blanked, for the log."""
-        return _BEARER.sub(r"\1 [redacted]", text.replace(self.token, "[token]"))
+        """``text`` with the token and any bearer credentials blanked, for the log; so is each
+        run of the token's text :data:`TOKEN_PIECE` characters long or longer (a token sent
+        split, or with bytes in between: ``/<half>%%<half>`` logs no half)."""
+        return _BEARER.sub(r"\1 [redacted]", blank_pieces(text.replace(self.token, "[token]"), self.token))
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """One line for a request that failed outside the handler's own answers (a client that
@@ -268,6 +270,31 @@ class PokeServer(ThreadingHTTPServer):
         host, port = self.server_address[:2]
         shown = f"[{host!s}]" if ":" in str(host) else str(host)
         return f"http://{shown}:{port}"
+
+
+TOKEN_PIECE = 8  # characters: a run of the token's text this long is no chance in a log line
+
+
+def blank_pieces(text: str, token: str) -> str:
+    """``text`` with every run of characters that is a piece of ``token`` at least
+    :data:`TOKEN_PIECE` long (the whole token, if shorter) replaced by ``[token]``."""
+    width = min(TOKEN_PIECE, len(token))
+    if width == 0 or len(text) < width:
+        return text
+    pieces = {token[i : i + width] for i in range(len(token) - width + 1)}
+    covered = [False] * len(text)
+    for i in range(len(text) - width + 1):
+        if text[i : i + width] in pieces:
+            covered[i : i + width] = [True] * width
+    if not any(covered):
+        return text
+    out: list[str] = []
+    for i, char in enumerate(text):
+        if not covered[i]:
+            out.append(char)
+        elif i == 0 or not covered[i - 1]:
+            out.append("[token]")
+    return "".join(out)
 
 
 class _DeadlineSocket(io.RawIOBase):
@@ -646,7 +673,7 @@ class PokeHandler(BaseHTTPRequestHandler):
             else:
                 method, path = self.command, self._path()
                 sent = unquote(path)
-                if self.server.token in sent:  # a token sent in the path (by mistake): blanked
+                if self.server.redact(sent) != sent:  # a token (or a piece) sent in the path: blanked
                     path = self.server.redact(sent)
             why = f": {self.refusal}" if self.refusal else ""
             self.server.log(f"{self.address_string()} {method} {path} {status}{why}")

@@ -153,12 +153,17 @@ def test_the_token_appears_in_no_log_line(served: Served) -> None:
     login(served, "/runs")
     served.get(f"/now.json?token={TOKEN}", token=None)
     served.get("/now.json")
+    half = len(TOKEN) // 2  # a token sent split in the path: neither half is logged (each was)
+    served.get(f"/{TOKEN[:half]}%25%25{TOKEN[half:]}", token=None)
+    served.get(f"/x{TOKEN[3:12]}y", token=None)
     deadline = time.monotonic() + 10
-    while not any("GET /now.json 200" in line for line in served.log) and time.monotonic() < deadline:
+    while not any("GET /x[token]y 404" in line for line in served.log) and time.monotonic() < deadline:
         time.sleep(0.05)  # the server's log is read by a thread
     text = "".join(served.log)
     assert "GET /login 303" in text and "GET /now.json 401" in text and "GET /now.json 200" in text
     assert TOKEN not in text
+    assert all(TOKEN[i : i + 8] not in text for i in range(len(TOKEN) - 7))
+    assert "GET /[token]%%[token] 404" in text and "GET /x[token]y 404" in text
     assert "hb_session" not in text
 
 
