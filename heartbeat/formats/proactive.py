@@ -476,7 +476,7 @@ class _Reader:
         if why_not:
             self._reject(at, yaml_text, why_not, task_id=task_id)
             return None
-        last_run, why_not = _read_last_run(data.get("last_run"), frequency)
+        last_run, why_not = _read_last_run(data.get("last_run"), frequency, issues)
         if why_not:
             self._reject(at, yaml_text, why_not, task_id=task_id)
             return None
@@ -811,7 +811,7 @@ def _read_day(value: Any, frequency: str, issues: list[str]) -> tuple[str | None
     return str(number), ""
 
 
-def _read_last_run(value: Any, frequency: str) -> tuple[datetime | None, str]:
+def _read_last_run(value: Any, frequency: str, issues: list[str]) -> tuple[datetime | None, str]:
     """When the task last ran, as CraftBot's manager reads it for due-ness."""
     if not value:
         return None, ""
@@ -819,8 +819,13 @@ def _read_last_run(value: Any, frequency: str) -> tuple[datetime | None, str]:
         return _iso_time(value), ""  # unreadable text stopped the parser already
     if isinstance(value, datetime):
         return value, ""
-    if frequency == "hourly":
-        return None, ""  # CraftBot never looks at an hourly task's last run
+    if frequency == "hourly":  # CraftBot never looks at an hourly task's last run, but its save does
+        if not isinstance(value, date):
+            issues.append(
+                f"last_run {value!r} is not a date and time: CraftBot runs the task, but its save "
+                "fails on it (no outcome of any task is written until this one runs)"
+            )
+        return None, ""
     if isinstance(value, date) and frequency != "daily":
         return datetime.combine(value, datetime.min.time()), ""
     return None, f"last_run {value!r} is not a date and time: CraftBot's heartbeat fails on it"

@@ -402,6 +402,20 @@ def test_a_priority_that_is_no_whole_number_says_what_craftbot_does_with_it(
     assert ("CraftBot's heartbeat fails" in warning.reason) is craftbot_fails
 
 
+def test_an_hourly_task_whose_last_run_is_no_date_is_read_with_a_warning() -> None:
+    """CraftBot's hourly branch never reads last_run, so it runs the task; but its to_dict calls
+    last_run.isoformat() on every save, so recording any task's outcome fails until this task
+    runs. hb read it without a word."""
+    doc = parse(SECTION.format("### [HOURLY] A\n```yaml\nid: a\nfrequency: hourly\nlast_run: 5\n```\n"))
+
+    assert [(t.id, t.last_run) for t in doc.tasks] == [("a", None)]
+    [warning] = doc.warnings
+    assert warning.reason == (
+        "last_run 5 is not a date and time: CraftBot runs the task, but its save fails on it (no "
+        "outcome of any task is written until this one runs)"
+    )
+
+
 def test_task_outside_the_markers_is_reported_not_read() -> None:
     doc = parse("# Notes\n\n### [DAILY] Stray\n```yaml\nid: stray\n```\n")
 
