@@ -354,15 +354,16 @@ def _inputs(
                 inputs[kind] = meant
             continue
         edited = texts[kind]
+        before_text = pending.before_text
         if pending.landed is not None and (
             meant is None
-            or pending.before_text is None
-            or merge3(pending.before_text, meant, edited or "") == edited
+            or before_text is None
+            or merge3(before_text, meant, edited or "") == edited
             or (
                 kind not in _STRUCTURED
                 and all(
                     _from_hbs_text(kind, edited or "", meant, older, texts)
-                    for older in (pending.before_text, *pending.older)
+                    for older in (before_text, *pending.older)
                 )
             )
         ):
@@ -376,8 +377,8 @@ def _inputs(
             rebase_rows = _hook(kind, "REBASERS")
             if rebase_rows is not None and source is not None:
                 rebase_rows(db, source)  # a kind whose rows keep the file's version themselves
-        elif meant is not None and pending.before_text is not None and edited is not None:
-            merged = merge3_under_front_matter(pending.before_text, meant, edited)
+        elif meant is not None and before_text is not None and edited is not None:
+            merged = merge3_under_front_matter(before_text, meant, edited)
             recount = _hook(kind, "RECOUNTERS")  # the copy's count is not the merged text's
             inputs[kind] = merged if recount is None else recount(ctx, merged, now)
     return inputs
@@ -385,37 +386,37 @@ def _inputs(
 
 def _from_hbs_text(kind: str, edited: str, ours: str, base: str, texts: dict[str, str | None]) -> bool:
     """Whether ``edited``, changed moments after hb wrote ``ours`` over ``base``, was made from
-    ``ours``: by its lines (:func:`~heartbeat.ops.sync.textmerge.made_from`), or, where hb added
-    or took out entries, by the entries' identities (``ENTRY_KEYS``): an entry hb added that the
-    runtime then edited, advanced or moved, as it was, to its done file (``MOVED_TO``) is no longer
-    hb's line, but it is hb's entry, which a copy of ``base`` would not hold."""
+    ``ours`` (:func:`~heartbeat.ops.sync.textmerge.closer_to_ours`). A TODO file is told by its
+    entries (``ENTRY_KEYS``), not by lines such as its heading, which a copy of an empty file
+    holds too: an entry hb added that is, as it was, in the file the runtime moves entries to
+    (``MOVED_TO``: mistermorph's Complete) was seen by the editor; so was a rule hb added that is
+    there with only its Next changed (mistermorph's materialisation). Other files by lines."""
     from heartbeat.ops.sync.textmerge import closer_to_ours, made_from
 
-    if made_from(edited, ours, base):
-        return True
     entries = _hook(kind, "ENTRY_KEYS")
     if entries is None:
-        return False
+        return made_from(edited, ours, base)
     mine, old, now = entries(ours), entries(base), entries(edited)
-    moved_entries = None
+    moved = None
     sibling = _hook(kind, "MOVED_TO")
     moved_text = texts.get(sibling) if sibling is not None else None
     if moved_text is not None:  # hb's new entries, as they were, in the done file now
-        new = Counter(whole for _, whole in mine) - Counter(whole for _, whole in old)
-        moved_entries = [keys for keys, whole in _hook(sibling, "ENTRY_KEYS")(moved_text) if new[whole]]
-    for way in range(len(mine[0][0]) if mine else 0):  # each way an entry can be known by
-        ours_by, base_by = _known(mine, way), _known(old, way)
-        if ours_by == base_by:
-            continue  # hb changed entries' text only: the lines tell
-        moved = None if moved_entries is None else Counter(keys[way] for keys in moved_entries)
-        if closer_to_ours(_known(now, way), ours_by, base_by, moved):
-            return True
-    return False
+        new = _whole(mine) - _whole(old)
+        moved = Counter(whole for whole, _ in _hook(sibling, "ENTRY_KEYS")(moved_text) if new[whole])
+    if closer_to_ours(_whole(now), _whole(mine), _whole(old), moved):
+        return True
+    ours_loose, base_loose = _loose(mine), _loose(old)
+    if not ours_loose or ours_loose == base_loose:  # hb added no entry that can be found so
+        return False
+    return closer_to_ours(_loose(now), ours_loose, base_loose)
 
 
-def _known(entries: list[tuple[tuple[str, ...], str]], way: int) -> Counter[str]:
-    """The entries by the ``way``-th of their identities, counted."""
-    return Counter(keys[way] for keys, _ in entries)
+def _whole(entries: list[tuple[str, str | None]]) -> Counter[str]:
+    return Counter(whole for whole, _ in entries)
+
+
+def _loose(entries: list[tuple[str, str | None]]) -> Counter[str]:
+    return Counter(loose for _, loose in entries if loose is not None)
 
 
 def _hook(kind: str, name: str) -> Any:

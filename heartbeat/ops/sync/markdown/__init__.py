@@ -199,25 +199,24 @@ def _recounter(kind: str) -> Any:
 
 
 def _entry_keys(kind: str) -> Any:
-    def keys(text: str) -> list[tuple[tuple[str, ...], str]]:
-        """Each entry of ``text`` as (what identifies it through the runtime's edits, each way it
-        can; the entry whole): a task entry by its Created stamp and ChatID (mistermorph's Complete
-        moves the line to TODO.DONE.md with both), a rule by its content, or by its schedule (a
-        materialisation advances Next; an edit changes the content). Nothing for a text hb cannot
-        read."""
+    def keys(text: str) -> list[tuple[str, str | None]]:
+        """Each entry of ``text`` as (the entry whole, as it reads: a task entry's Created stamp,
+        ChatID and content, which mistermorph's Complete carries into TODO.DONE.md; a rule with
+        its Next) and, for a rule, the rule without its Next (which a materialisation advances).
+        Nothing for a text hb cannot read."""
         try:
             doc = fmt.parse(text, TodoKind(kind), dialect="extended")
         except (HbError, ValueError):
             return []
-        out: list[tuple[tuple[str, ...], str]] = []
+        out: list[tuple[str, str | None]] = []
         for e in doc.entries:
-            chat = e.chat_id or ""
             if kind == "recur":
-                schedule = f"{e.next.isoformat() if e.next else ''}|{e.repeat}|{e.tz or ''}|{chat}"
-                out.append(((f"{chat}|{e.content}", schedule), f"{schedule}|{e.content}"))
+                rule = f"{e.repeat}|{e.tz or ''}|{e.chat_id or ''}|{e.content}"
+                out.append((f"{e.next.isoformat() if e.next else ''}|{rule}", rule))
             else:
-                identity = f"{e.created.isoformat() if e.created else ''}|{chat}"
-                out.append(((identity,), f"{identity}|{e.content}"))
+                out.append(
+                    (f"{e.created.isoformat() if e.created else ''}|{e.chat_id or ''}|{e.content}", None)
+                )
         return out
 
     return keys
