@@ -36,6 +36,18 @@ def test_conflicting_rewrites_of_a_line_keep_both_versions() -> None:
     assert "- [ ] two (theirs)\n" in merged and "- [ ] two (ours)\n" in merged
 
 
+def test_lines_inserted_where_the_other_side_took_lines_out_stand_and_the_lines_stay_out() -> None:
+    """A runtime's new entry written just above the entry hb moved to its done file (a copy made
+    before hb's write): the two changes only touch. They were a conflict, kept whole on the
+    copy's side, so the entry hb had moved came back open (open and done at once)."""
+    base = "# WIP\n\n- h2\n- h1\n"
+    assert merge3(base, "# WIP\n\n- h1\n", "# WIP\n\n- m4\n- h2\n- h1\n") == "# WIP\n\n- m4\n- h1\n"
+    assert merge3(base, "# WIP\n\n- m4\n- h2\n- h1\n", "# WIP\n\n- h1\n") == "# WIP\n\n- m4\n- h1\n"
+    # at the end of the lines taken out, and of lines replaced
+    assert merge3("a\nb\nc\n", "a\nc\n", "a\nb\nX\nc\n") == "a\nX\nc\n"
+    assert merge3("a\nb\nc\n", "a\nB\nc\n", "a\nX\nb\nc\n") == "a\nX\nB\nc\n"
+
+
 def test_a_side_without_change_takes_the_other() -> None:
     changed = BASE + "x\n"
     assert merge3(BASE, BASE, changed) == changed

@@ -539,6 +539,30 @@ def test_a_stale_copy_that_looks_like_hbs_entries_loses_none_of_them(workspace: 
 
 
 @pytest.mark.usefixtures("quick")
+def test_a_stale_copy_holding_an_entry_hb_just_completed_does_not_reopen_it(workspace: Path) -> None:
+    """mistermorph read TODO.md, hb completed an entry (moved to TODO.DONE.md), mistermorph saved
+    its copy with its own new entry just above that one: the entry came back open beside its
+    done line (and was imported as a new task), as the two changes were merged as a conflict."""
+    todo_md = workspace / "TODO.md"
+    with Ledger.open(workspace=workspace, now="2026-05-02T10:00:00Z") as ledger:
+        ledger.config_set("timezone", "UTC")
+        h1 = ledger.add_todo("h1")
+        h2 = ledger.add_todo("h2")
+        ledger.sync()
+        copy = todo_md.read_text()
+        ledger.done(h2["id"])
+        ledger.sync()
+        head, sep, rest = copy.partition("- [ ]")
+        todo_md.write_text(head + "- [ ] [Created](2026-05-02 10:01) | m4\n" + sep + rest)
+        ledger.sync()
+        tasks = sorted((t["title"], t["status"]) for t in ledger.list(source="todo", status="all"))
+        assert tasks == [("h1", "todo"), ("h2", "done"), ("m4", "todo")]
+        assert ledger.get(h1["id"])["status"] == "todo"
+    text = todo_md.read_text()
+    assert "| m4\n" in text and "| h1\n" in text and "| h2\n" not in text
+
+
+@pytest.mark.usefixtures("quick")
 @pytest.mark.parametrize("front_matter", [False, True])
 def test_a_stale_copy_of_todo_md_loses_none_of_hbs_entries(workspace: Path, front_matter: bool) -> None:
     """The other way round, as before: mistermorph read TODO.md before hb's write and saved its

@@ -59,6 +59,11 @@ def merge3(base: str, ours: str, theirs: str) -> str:
                 j += 1
                 grew = True
         out.extend(b[at:start])
+        beside = _beside(group_left, group_right)
+        if beside is not None:
+            out.extend(beside)
+            at = end
+            continue
         mine = _apply(b, start, end, group_left)
         other = _apply(b, start, end, group_right)
         if not group_right:
@@ -71,6 +76,20 @@ def merge3(base: str, ours: str, theirs: str) -> str:
         at = end
     out.extend(b[at:])
     return "".join(_ends(out))
+
+
+def _beside(
+    left: list[tuple[int, int, list[str]]], right: list[tuple[int, int, list[str]]]
+) -> list[str] | None:
+    """The merge of two changes that only touch: lines one side inserted at the start or the end
+    of lines the other side replaced or took out (a runtime's new entry written just above the
+    entry hb moved away). Both stand, the insertion in its place; None for anything else."""
+    if len(left) != 1 or len(right) != 1:
+        return None
+    for (a, b, replaced), (c, d, inserted) in ((left[0], right[0]), (right[0], left[0])):
+        if c == d and a < b and c in (a, b):
+            return inserted + replaced if c == a else replaced + inserted
+    return None
 
 
 def made_from(edited: str, ours: str, base: str) -> bool:
