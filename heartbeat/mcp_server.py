@@ -754,7 +754,7 @@ def _standard_input() -> Iterator[Any]:
 
 
 # a request whose id JSON-RPC 2.0 or MCP does not take (null, a fraction, true, an object): the
-# SDK reads the line as a notification and drops it. Only a line this finds is read again here.
+# SDK reads the line as a notification and drops it (odd_id_refusal reads such a line again).
 _ODD_ID = re.compile(r'"id"\s*:\s*(?:null|true|false|[{\[]|-?\d+(?:\.\d|[eE]))')
 
 
@@ -775,7 +775,7 @@ class ScreenedLines:
     async def __anext__(self) -> str:
         while True:
             line: str = await anext(self.lines)
-            answer = odd_id_refusal(line) if _ODD_ID.search(line) else None
+            answer = odd_id_refusal(line)
             if answer is None or self.answers is None:
                 return line
             await self.answers.send(SessionMessage(answer))
@@ -783,7 +783,10 @@ class ScreenedLines:
 
 def odd_id_refusal(line: str) -> JSONRPCError | None:
     """Invalid Request (id null) for a JSON-RPC request ``line`` whose id is not a string or an
-    integer; None for anything else (the SDK reads it as it is)."""
+    integer; None for anything else (the SDK reads it as it is). Only a line :data:`_ODD_ID`
+    finds is read again."""
+    if _ODD_ID.search(line) is None:
+        return None
     try:
         request = json.loads(line, parse_int=_Digits)
     except (ValueError, RecursionError):
@@ -1104,7 +1107,7 @@ def envelope_refusal(body: bytes) -> JSONRPCError | None:
         return None
     except ValidationError as exc:
         return refusal(exc)
-    return odd_id_refusal(text) if _ODD_ID.search(text) else None
+    return odd_id_refusal(text)
 
 
 def refusal(exc: ValidationError) -> JSONRPCError:

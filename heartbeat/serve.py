@@ -673,8 +673,9 @@ class PokeHandler(BaseHTTPRequestHandler):
             else:
                 method, path = self.command, self._path()
                 sent = unquote(path)
-                if self.server.redact(sent) != sent:  # a token (or a piece) sent in the path: blanked
-                    path = self.server.redact(sent)
+                shown = self.server.redact(sent)
+                if shown != sent:  # a token (or a piece of one) sent in the path: blanked
+                    path = shown
             why = f": {self.refusal}" if self.refusal else ""
             self.server.log(f"{self.address_string()} {method} {path} {status}{why}")
 

@@ -361,10 +361,7 @@ def _inputs(
             or merge3(before_text, meant, edited or "") == edited
             or (
                 kind not in _STRUCTURED
-                and all(
-                    _from_hbs_text(kind, edited or "", meant, older, texts)
-                    for older in (before_text, *pending.older)
-                )
+                and _from_hbs_text(kind, edited or "", meant, (before_text, *pending.older), texts)
             )
         ):
             # changed right after hb's write, but from hb's text: it holds hb's changes, or (a TODO
@@ -384,31 +381,37 @@ def _inputs(
     return inputs
 
 
-def _from_hbs_text(kind: str, edited: str, ours: str, base: str, texts: dict[str, str | None]) -> bool:
-    """Whether ``edited``, changed moments after hb wrote ``ours`` over ``base``, was made from
-    ``ours`` (:func:`~heartbeat.ops.sync.textmerge.closer_to_ours`). A TODO file is told by its
-    entries (``ENTRY_KEYS``), not by lines such as its heading, which a copy of an empty file
+def _from_hbs_text(
+    kind: str, edited: str, ours: str, bases: Sequence[str], texts: dict[str, str | None]
+) -> bool:
+    """Whether ``edited``, a TODO file changed moments after hb wrote ``ours`` over each of
+    ``bases`` (the texts read before hb's writes in quick succession), was made from ``ours``
+    rather than from any of them (:func:`~heartbeat.ops.sync.textmerge.closer_to_ours`). Told by
+    the entries (``ENTRY_KEYS``), not by lines such as the heading, which a copy of an empty file
     holds too: an entry hb added that is, as it was, in the file the runtime moves entries to
     (``MOVED_TO``: mistermorph's Complete) was seen by the editor; so was a rule hb added that is
-    there with only its Next changed (mistermorph's materialisation). Other files by lines."""
-    from heartbeat.ops.sync.textmerge import closer_to_ours, made_from
+    there with only its Next changed (mistermorph's materialisation)."""
+    from heartbeat.ops.sync.textmerge import closer_to_ours
 
     entries = _hook(kind, "ENTRY_KEYS")
-    if entries is None:
-        return made_from(edited, ours, base)
-    mine, old, now = entries(ours), entries(base), entries(edited)
-    moved = None
+    mine, now = entries(ours), entries(edited)
     sibling = _hook(kind, "MOVED_TO")
     moved_text = texts.get(sibling) if sibling is not None else None
-    if moved_text is not None:  # hb's new entries, as they were, in the done file now
-        new = _whole(mine) - _whole(old)
-        moved = Counter(whole for whole, _ in _hook(sibling, "ENTRY_KEYS")(moved_text) if new[whole])
-    if closer_to_ours(_whole(now), _whole(mine), _whole(old), moved):
-        return True
-    ours_loose, base_loose = _loose(mine), _loose(old)
-    if not ours_loose or ours_loose == base_loose:  # hb added no entry that can be found so
-        return False
-    return closer_to_ours(_loose(now), ours_loose, base_loose)
+    moved_entries = _hook(sibling, "ENTRY_KEYS")(moved_text) if moved_text is not None else None
+    for base in bases:
+        old = entries(base)
+        moved = None
+        if moved_entries is not None:  # hb's new entries, as they were, in the done file now
+            new = _whole(mine) - _whole(old)
+            moved = Counter(whole for whole, _ in moved_entries if new[whole])
+        if closer_to_ours(_whole(now), _whole(mine), _whole(old), moved):
+            continue
+        ours_loose, base_loose = _loose(mine), _loose(old)
+        if not ours_loose or ours_loose == base_loose:  # hb added no entry that can be found so
+            return False
+        if not closer_to_ours(_loose(now), ours_loose, base_loose):
+            return False
+    return True
 
 
 def _whole(entries: list[tuple[str, str | None]]) -> Counter[str]:

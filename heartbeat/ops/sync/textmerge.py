@@ -92,24 +92,15 @@ def _beside(
     return None
 
 
-def made_from(edited: str, ours: str, base: str) -> bool:
-    """Whether ``edited`` reads as an edit of ``ours`` rather than of ``base``, the text ``ours``
-    replaced: it holds more of the lines ``ours`` added to ``base`` and lacks more of those it
-    took out, than the other way round. Lines are compared as a multiset, without their line
-    endings and without a leading front matter (``---`` ... ``---``), which each program stamps on
-    every write (mistermorph its ``updated_at`` and counts, CraftBot ``last_updated``) and which
-    so tells nothing of the text a copy was made from. When ``ours`` changed nothing else, there
-    is nothing a copy could lose: True."""
-    return closer_to_ours(_body(edited), _body(ours), _body(base))
-
-
 def closer_to_ours(
     edited: Counter[str], ours: Counter[str], base: Counter[str], moved: Counter[str] | None = None
 ) -> bool:
-    """:func:`made_from` on texts already counted, by lines or by any other unit (a TODO file's
-    entries by their identities). ``moved``: the units of the file an entry taken out of this one
-    goes to (TODO.DONE.md, for a TODO.md entry the runtime completed): an added unit there now
-    was seen by the editor too."""
+    """Whether ``edited`` reads as an edit of ``ours`` rather than of ``base``, the text ``ours``
+    replaced, each counted by its units (a TODO file's entries): it holds more of the units
+    ``ours`` added to ``base`` and lacks more of those it took out, than the other way round.
+    When ``ours`` changed nothing, there is nothing a copy could lose: True. ``moved``: the units
+    of the file an entry taken out of this one goes to (TODO.DONE.md, for a TODO.md entry the
+    runtime completed): an added unit there now was seen by the editor too."""
     added, removed = ours - base, base - ours
     there = moved or Counter()
     # (a unit ``base`` held already, as often as ``ours`` holds it beside the added ones, is no
@@ -145,12 +136,6 @@ def _units(text: str) -> list[str]:
         else:
             units.extend(_PIECES.split(line))
     return units
-
-
-def _body(text: str) -> Counter[str]:
-    """The lines of ``text`` past its front matter, without line endings, counted."""
-    lines = text.splitlines()
-    return Counter(lines[_front_matter_lines(lines) :])
 
 
 def _front_matter_lines(lines: Sequence[str]) -> int:
