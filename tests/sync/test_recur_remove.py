@@ -6,8 +6,12 @@ same rule running again). On both backends."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pytest
+
+from heartbeat.ops.sync import writeback
 from tests.conftest import Runner
 
 NOW = "2026-05-01T08:00:00Z"
@@ -71,18 +75,26 @@ def test_a_rule_from_the_file_removed_in_the_ledger_leaves_it(hb_db: Runner, wor
     assert hb_db("--now", NOW, "sync").stdout == "Everything is in sync.\n"
 
 
+@pytest.mark.parametrize("moment", ["later", "within the second of hb's write"])
 def test_a_line_edited_after_the_rule_was_removed_is_the_files_new_rule(
-    hb_db: Runner, workspace: Path
+    hb_db: Runner, workspace: Path, moment: str
 ) -> None:
+    """Within the second after hb's write created the file, the edited file may as well be a
+    runtime's own new file (made before hb's write, from no file): its rule is taken in, and the
+    rule hb wrote is not lost to it, so hb takes its removed rule's line out once more."""
     water = _add(hb_db, "water the plants")
     hb_db("--now", NOW, "sync")
     recur = workspace / "TODO.RECUR.md"
     hb_db("--now", NOW, "recur", "remove", water)
     # meanwhile someone changes the rule in the file: that edit is theirs to keep
+    written = recur.stat().st_mtime_ns
     recur.write_text(recur.read_text().replace("| water the plants", "| water the plants twice"))
+    after = 2 * writeback.STALE_WRITE if moment == "later" else writeback.STALE_WRITE // 10
+    os.utime(recur, ns=(written, written + after))
     synced = hb_db.json("--now", NOW, "sync")
     [report] = [r for r in synced["reports"] if r["path"].endswith("TODO.RECUR.md")]
-    assert report["removed"] == [] and len(report["added"]) == 1
+    assert report["removed"] == ([] if moment == "later" else [water]) and len(report["added"]) == 1
+    assert "| water the plants" not in recur.read_text().replace("| water the plants twice", "")
     assert "| water the plants twice\n" in recur.read_text()
     [rule] = hb_db.json("--now", NOW, "recur", "list")
     assert rule["title"] == "water the plants twice" and rule["id"] != water

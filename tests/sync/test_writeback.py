@@ -592,6 +592,61 @@ def test_a_stale_copy_of_todo_md_loses_none_of_hbs_entries(workspace: Path, fron
 
 
 @pytest.mark.usefixtures("quick")
+def test_an_edit_of_hbs_new_entry_with_its_id_is_an_edit_not_a_copy(workspace: Path) -> None:
+    """With the extended dialect, an entry holding the [ID] of the entry hb has just added was
+    made from hb's text, whatever else changed on its line: an edit of the title within the second
+    after hb's write updates the task. Told by the line's other parts, it read as a stale copy's
+    new entry, and the task stood twice."""
+    todo_md = workspace / "TODO.md"
+    todo_md.write_text(PLAIN + "\n")
+    with Ledger.open(workspace=workspace, now="2026-05-04T09:00:00Z") as ledger:
+        ledger.config_set("todo.dialect", "extended")
+        ledger.sync()
+        mine = ledger.add_todo("hb one")
+        ledger.sync()
+        text = todo_md.read_text()
+        assert f"[ID]({mine['id']}) | hb one\n" in text
+        todo_md.write_text(text.replace("| hb one\n", "| hb one, edited\n"))
+        ledger.sync()
+        assert sorted(t["title"] for t in ledger.list(source="todo")) == ["hb one, edited", "plain"]
+        assert ledger.get(mine["id"])["title"] == "hb one, edited"
+    assert todo_md.read_text().count("| hb one") == 1
+
+
+@pytest.mark.usefixtures("quick")
+@pytest.mark.parametrize("file", ["TODO.md", "TODO.RECUR.md"])
+def test_a_stale_copy_of_a_file_hb_just_created_loses_none_of_hbs_entries(workspace: Path, file: str) -> None:
+    """mistermorph found no TODO.md (or TODO.RECUR.md), hb's write then created the file with its
+    entry, and mistermorph saved the file it meant to create, with its own entry, just after: hb
+    read that as its entry deleted, and lost it. A file that did not exist before hb's write is a
+    copy of an empty text; both entries stay."""
+    path = workspace / file
+    with Ledger.open(workspace=workspace, now="2026-05-04T09:00:00Z") as ledger:
+        ledger.config_set("timezone", "UTC")
+        if file == "TODO.md":
+            mine = ledger.add_todo("hb one")
+            ledger.sync()
+            theirs = "- [ ] [Created](2026-05-04 09:00) | from mistermorph"
+            path.write_text(_mistermorph_files([theirs], [], "2026-05-04T09:00:00Z")[0])
+            ledger.sync()
+            assert sorted(t["title"] for t in ledger.list(source="todo")) == ["from mistermorph", "hb one"]
+            assert ledger.get(mine["id"])["status"] == "todo"
+        else:
+            mine = ledger.recur_add("hb rule", repeat="daily", next="2026-05-05T08:00")
+            ledger.sync()
+            path.write_text(
+                '---\ncreated_at: "2026-05-04T09:00:00Z"\nupdated_at: "2026-05-04T09:00:00Z"\n'
+                "recurring_count: 1\n---\n\n# TODO Recurring\n\n"
+                "- [ ] [Next](2026-05-05 10:00), [Repeat](weekly) | from mistermorph\n"
+            )
+            ledger.sync()
+            assert sorted(r["title"] for r in ledger.recur_list()) == ["from mistermorph", "hb rule"]
+            assert ledger.recur_get(mine["id"])["title"] == "hb rule"
+    text = path.read_text()
+    assert text.count("| from mistermorph\n") == 1 and text.count("| hb ") == 1
+
+
+@pytest.mark.usefixtures("quick")
 @pytest.mark.parametrize("next_command", ["sync", "pop"])
 @pytest.mark.parametrize("read", ["after the pop", "before the pop"])
 @pytest.mark.parametrize("size", ["small", "large", "large on one line"])

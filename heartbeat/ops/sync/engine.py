@@ -355,6 +355,8 @@ def _inputs(
             continue
         edited = texts[kind]
         before_text = pending.before_text
+        if before_text is None and pending.before is None and kind not in _STRUCTURED:
+            before_text = ""  # hb's write created the file: a copy made before it was made from nothing
         if pending.landed is not None and (
             meant is None
             or before_text is None

@@ -203,14 +203,19 @@ def _entry_keys(kind: str) -> Any:
         """Each entry of ``text`` as (the entry whole, as it reads: a task entry's Created stamp,
         ChatID and content, which mistermorph's Complete carries into TODO.DONE.md; a rule with
         its Next) and, for a rule, the rule without its Next (which a materialisation advances).
-        Nothing for a text hb cannot read."""
+        An entry with the extended dialect's ``[ID]`` is that id, whatever else it says: only a
+        text made from hb's can hold the id of an entry hb added. Nothing for a text hb cannot
+        read."""
         try:
             doc = fmt.parse(text, TodoKind(kind), dialect="extended")
         except (HbError, ValueError):
             return []
         out: list[tuple[str, str | None]] = []
         for e in doc.entries:
-            if kind == "recur":
+            ident = dict(e.extra).get("ID")
+            if ident is not None:
+                out.append((f"[ID]{ident}", f"[ID]{ident}" if kind == "recur" else None))
+            elif kind == "recur":
                 rule = f"{e.repeat}|{e.tz or ''}|{e.chat_id or ''}|{e.content}"
                 out.append((f"{e.next.isoformat() if e.next else ''}|{rule}", rule))
             else:
