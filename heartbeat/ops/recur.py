@@ -142,6 +142,8 @@ def parse_next(value: str | datetime, zone: ZoneInfo) -> datetime:
     Takes ``YYYY-MM-DD HH:MM`` or ISO 8601; a time with an offset is converted
     to ``zone``'s wall clock.
     """
+    from heartbeat.clock import YEARS
+
     if isinstance(value, datetime):
         when = value
     else:
@@ -149,8 +151,13 @@ def parse_next(value: str | datetime, zone: ZoneInfo) -> datetime:
             when = datetime.fromisoformat(value.strip())
         except ValueError:
             raise InvalidInput(f"bad --next time {value!r} (expected YYYY-MM-DD HH:MM or ISO 8601)") from None
+    # (checked before a conversion to the zone, which fails past year 1 or 9999)
+    if not YEARS[0] <= when.year <= YEARS[1] or (
+        when.tzinfo is not None and not YEARS[0] <= (when := when.astimezone(zone)).year <= YEARS[1]
+    ):
+        raise InvalidInput(f"--next {value!s} is outside the years {YEARS[0]} to {YEARS[1]} that hb handles")
     if when.tzinfo is not None:
-        when = when.astimezone(zone).replace(tzinfo=None)
+        when = when.replace(tzinfo=None)
     if when.second or when.microsecond:
         raise InvalidInput(f"--next {value!s}: Next has minute precision (YYYY-MM-DD HH:MM)")
     return when.replace(fold=0)

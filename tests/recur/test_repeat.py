@@ -343,6 +343,13 @@ def test_add_rejects_bad_input_with_one_line(hb: Runner) -> None:
         (["--repeat", "cron 99 * * * *"], "not a valid five-field cron expression"),
         (["--repeat", "daily", "--next", "tomorrow"], "bad --next time"),
         (["--repeat", "daily", "--next", "2026-05-01 09:00:30"], "minute precision"),
+        # Next in the years hb handles, as every other time it takes (stored as "1-01-01 00:00")
+        (["--repeat", "daily", "--next", "0001-01-01 00:00"], "outside the years 1970 to 2200"),
+        (["--repeat", "daily", "--next", "9999-12-31 23:59"], "outside the years 1970 to 2200"),
+        (["--repeat", "daily", "--next", "1969-12-31 23:59"], "outside the years 1970 to 2200"),
+        # (a conversion to the zone past year 1 was "hb: out of range")
+        (["--repeat", "daily", "--next", "0001-01-01T00:00+14:00"], "outside the years 1970 to 2200"),
+        (["--repeat", "daily", "--next", "2200-12-31T23:00-05:00"], "outside the years 1970 to 2200"),
         (["--repeat", "daily", "--tz", "Mars/Base"], "unknown timezone"),
         (["--repeat", "daily", "--missed", "never"], "expected skip, once or all"),
         (["--repeat", "daily", "--chat-id", "tg:1,2"], "must not contain a comma"),
@@ -351,6 +358,10 @@ def test_add_rejects_bad_input_with_one_line(hb: Runner) -> None:
         assert result.stdout == ""
         assert message in result.stderr and result.stderr.count("\n") == 1, result.stderr
     assert hb.json("recur", "list") == []
+    rid = hb("recur", "add", "Title", "--repeat", "daily", "--next", "2200-12-31 23:59").stdout.strip()
+    refused = hb("recur", "update", rid, "--next", "9999-01-01 00:00", code=1)
+    assert "outside the years 1970 to 2200" in refused.stderr
+    assert [r["next"] for r in hb.json("recur", "list")] == ["2200-12-31 23:59"]
 
 
 def test_update_reschedules_disables_and_remove_deletes(hb_db: Runner) -> None:
