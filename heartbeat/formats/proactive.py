@@ -28,6 +28,7 @@ byte-identical.
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -501,7 +502,7 @@ class _Reader:
             permission_tier=_read_tier(data.get("permission_tier"), issues),
             conditions=_read_conditions(data.get("conditions"), issues),
             instruction=_read_instruction(data.get("instruction"), issues),
-            run_count=_read_run_count(data.get("run_count"), issues),
+            run_count=_read_run_count(data.get("run_count"), "run_count" in data, issues),
             outcome_history=_read_history(data.get("outcome_history"), issues),
             last_run=last_run,
             fields=dict(data),
@@ -892,11 +893,33 @@ def _read_priority(value: Any, issues: list[str]) -> int:
     return DEFAULT_PRIORITY
 
 
-def _read_run_count(value: Any, issues: list[str]) -> int:
-    if value is None or _is_held(value):
+def _read_run_count(value: Any, present: bool, issues: list[str]) -> int:
+    """A block's ``run_count`` as hb counts it. CraftBot's manager adds one to whatever YAML gave
+    (its record of a run fails on anything but a number, and it writes the sum back as it is)."""
+    if _is_held(value) or (value is None and not present):
         return value or 0
-    issues.append(f"run_count {value!r} is not a whole number >= 0 hb can hold: using 0")
+    if isinstance(value, bool):  # CraftBot counts on from it as the number Python makes it: 1 or 0
+        word = "true" if value else "false"
+        issues.append(f"run_count {word} is not a number: counted as {int(value)}, as CraftBot does")
+        return int(value)
+    if _counts_on(value):
+        issues.append(
+            f"run_count {value!r} is not a whole number >= 0 hb can hold: counted as 0 in the ledger "
+            "(a run adds one to the file's own, as CraftBot's does)"
+        )
+    else:
+        shown = "null" if value is None else repr(value)
+        issues.append(
+            f"run_count {shown} is not a number: CraftBot's record of a run fails on it (it adds one); "
+            "hb counts from 0 and writes its count at the next run"
+        )
     return 0
+
+
+def _counts_on(value: Any) -> bool:
+    """Whether a run adds one to ``value`` in the file, as CraftBot's ``run_count += 1`` does: a
+    number (a whole one of any size, a negative one, a fraction), not a bool or a text."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 # run counts the ledger holds: its integer column, with room left to count on (2**30 more runs)
@@ -908,17 +931,23 @@ def _is_held(value: Any) -> bool:
 
 
 def held_run_count(value: Any) -> int:
-    """A block's ``run_count`` as the ledger holds it: a whole number in :data:`_HELD_RUNS`, else 0
-    (the count in the file is kept, and a run adds one to it there)."""
+    """A block's ``run_count`` as the ledger holds it: a whole number in :data:`_HELD_RUNS`, a bool
+    as the 1 or 0 CraftBot counts on from, else 0 (the count in the file is kept, and a run adds
+    one to it there)."""
+    if isinstance(value, bool):
+        return int(value)
     return value if _is_held(value) else 0
 
 
-def counted_in_file(task: ProactiveTask) -> int:
-    """The run count a run adds one to in the file: the block's own whole number, however large
-    (CraftBot's manager counts on from it), else the count hb read."""
+def counted_in_file(task: ProactiveTask) -> int | float:
+    """The run count a run adds one to in the file: the block's own number, however large,
+    negative or fractional (CraftBot's manager counts on from it: -1 becomes 0, 2.5 becomes 3.5),
+    else the count hb read (a bool as its 1 or 0)."""
     value = task.fields.get("run_count")
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int | float) and _counts_on(value):
         return value
+    if isinstance(value, bool):
+        return int(value)
     return task.run_count
 
 

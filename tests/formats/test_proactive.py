@@ -425,14 +425,45 @@ def test_task_outside_the_markers_is_reported_not_read() -> None:
     ]
 
 
-@pytest.mark.parametrize("written", ["false", "0.0", "-1", "1073741824"])
-def test_a_run_count_that_is_no_count_hb_holds_is_read_as_0_with_a_warning(written: str) -> None:
+_HOLDS_NOT = (
+    "is not a whole number >= 0 hb can hold: counted as 0 in the ledger "
+    "(a run adds one to the file's own, as CraftBot's does)"
+)
+_FAILS = (
+    "is not a number: CraftBot's record of a run fails on it (it adds one); "
+    "hb counts from 0 and writes its count at the next run"
+)
+
+
+# CraftBot's manager does ``run_count += 1`` on whatever YAML gave and writes the sum back as it
+# is (run against its code): a bool counts as Python's 1 or 0, a number of any kind counts on, a
+# text, a list or null makes its record of a run fail (TypeError) and leaves the file as it was
+@pytest.mark.parametrize(
+    ("written", "held", "after_a_run", "warning"),
+    [
+        ("false", 0, 1, "run_count false is not a number: counted as 0, as CraftBot does"),
+        ("true", 1, 2, "run_count true is not a number: counted as 1, as CraftBot does"),
+        ("0.0", 0, 1.0, f"run_count 0.0 {_HOLDS_NOT}"),
+        ("2.5", 0, 3.5, f"run_count 2.5 {_HOLDS_NOT}"),
+        ("-1", 0, 0, f"run_count -1 {_HOLDS_NOT}"),
+        ("1073741824", 0, 1073741825, f"run_count 1073741824 {_HOLDS_NOT}"),
+        ("'3'", 0, 1, f"run_count '3' {_FAILS}"),
+        ("null", 0, 1, f"run_count null {_FAILS}"),
+        ("[]", 0, 1, f"run_count [] {_FAILS}"),
+    ],
+)
+def test_a_run_count_that_is_no_count_hb_holds_counts_on_as_craftbot_counts_it(
+    written: str, held: int, after_a_run: float, warning: str
+) -> None:
     doc = parse(SECTION.format(f"### [DAILY] Tick\n```yaml\nid: tick\nrun_count: {written}\n```\n"))
     [tick] = doc.tasks
-    assert tick.run_count == 0
-    assert [w.reason for w in doc.warnings] == [
-        f"run_count {tick.fields['run_count']!r} is not a whole number >= 0 hb can hold: using 0"
-    ]
+    assert tick.run_count == held
+    assert [w.reason for w in doc.warnings] == [warning]
+    ran = record_outcome(tick, result="ok", success=True, now=NOW)
+    count = ran.fields["run_count"]
+    assert count == after_a_run and type(count) is type(after_a_run)  # (True == 1: the type tells)
+    again = parse(render(with_tasks(doc, [ran], now=NOW)))
+    assert again.tasks[0].fields["run_count"] == after_a_run
 
 
 def test_soft_problems_keep_the_task_and_warn() -> None:

@@ -194,7 +194,42 @@ def test_priorities_are_taken_as_craftbot_sorts_them_within_what_the_ledger_hold
     assert report["added"] == ["late", "early", "huge", "plain"]
     assert [p.split(": ", 1)[1] for p in report["preserved"]] == [
         "priority 1000000000000 is too large for hb: using 50",
-        "run_count 1000000000000 is not a whole number >= 0 hb can hold: using 0",
+        "run_count 1000000000000 is not a whole number >= 0 hb can hold: counted as 0 in the ledger "
+        "(a run adds one to the file's own, as CraftBot's does)",
     ]
     assert due_ids(hb_db, "2026-05-04T10:05Z") == ["early", "huge", "plain", "late"]  # lower runs first
     assert (rule(hb_db, "huge")["priority"], rule(hb_db, "huge")["run_count"]) == (50, 0)
+
+
+def test_runs_count_on_from_a_run_count_as_craftbots_manager_counts_it(
+    hb_db: Runner, workspace: Path
+) -> None:
+    """CraftBot's manager adds one to a task's ``run_count`` as YAML gave it and writes the sum:
+    true counts on from 1, -1 from -1, 2.5 from 2.5 (run against its code). hb left ``true`` as it
+    was (1 is true) and then counted a run too many; -1 and 2.5 became 1. A text, which CraftBot
+    cannot add to, is written over with hb's count."""
+    hb_db("init", "--timezone", "UTC")
+    counts = {"truthy": "true", "minus": "-1", "half": "2.5", "text": "'3'"}
+    path = _write(
+        workspace,
+        *(
+            f"### [HOURLY] {name}\n```yaml\nid: {name}\nfrequency: hourly\nrun_count: {count}\n```\n\n"
+            for name, count in counts.items()
+        ),
+    )
+    _sync(hb_db, "2026-05-04T10:00Z")
+    written: dict[str, list[Any]] = {name: [] for name in counts}
+    for hour in ("11", "12"):
+        for name in counts:
+            hb_db("--now", f"2026-05-04T{hour}:00Z", "recur", "outcome", name, "--result", "ok")
+        _sync(hb_db, f"2026-05-04T{hour}:00Z")
+        for name in counts:
+            count = _fields(path, name)["run_count"]
+            written[name].append((type(count).__name__, count))
+    assert written == {
+        "truthy": [("int", 2), ("int", 3)],
+        "minus": [("int", 0), ("int", 1)],
+        "half": [("float", 3.5), ("float", 4.5)],
+        "text": [("int", 1), ("int", 2)],
+    }
+    assert [rule(hb_db, name)["run_count"] for name in counts] == [3, 1, 0, 2]  # 2.5: none hb holds
