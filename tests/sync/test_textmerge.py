@@ -48,6 +48,21 @@ def test_lines_inserted_where_the_other_side_took_lines_out_stand_and_the_lines_
     assert merge3("a\nb\nc\n", "a\nB\nc\n", "a\nX\nb\nc\n") == "a\nX\nB\nc\n"
 
 
+def test_changes_that_only_abut_are_all_made() -> None:
+    """hb completing one entry while a stale copy completes the one next to it (mistermorph's
+    Complete): two deletions that only abut. They were one conflict, kept whole on both sides, so
+    both entries came back open beside their done lines. So with hb's new entry amid entries the
+    other side took out, and with lines replaced next to each other."""
+    assert merge3("- B\n- A\n", "- A\n", "- B\n") == ""
+    assert merge3("x\n- B\n- A\ny\n", "x\n- A\ny\n", "x\n- B\ny\n") == "x\ny\n"
+    assert merge3("- B\n- A\n", "- B\n- H\n- A\n", "") == "- H\n"
+    assert merge3("- B\n- A\n", "", "- B\n- H\n- A\n") == "- H\n"
+    assert merge3("a\nb\n", "A\nb\n", "a\nB\n") == "A\nB\n"
+    # several changes on each side, interleaved: each stands in its place
+    base = "1\n2\n3\n4\n5\n6\n"
+    assert merge3(base, "1\n3\nN\n4\n6\n", "1\n2\n4\n5\n") == "1\nN\n4\n"
+
+
 def test_a_side_without_change_takes_the_other() -> None:
     changed = BASE + "x\n"
     assert merge3(BASE, BASE, changed) == changed

@@ -565,6 +565,37 @@ def test_a_stale_copy_holding_an_entry_hb_just_completed_does_not_reopen_it(work
 
 
 @pytest.mark.usefixtures("quick")
+def test_a_stale_copy_completing_the_entry_next_to_one_hb_completed_reopens_neither(workspace: Path) -> None:
+    """hb completes one entry while mistermorph's Complete, on a copy made before that, completes
+    the entry next to it (found by a fuzzer running mistermorph's own code against hb): the two
+    deletions only abut, and the merge took them for a conflict and kept both lines. Both entries
+    stood open in TODO.md and done in TODO.DONE.md, and were imported again as open tasks."""
+    todo_md, done_md = workspace / "TODO.md", workspace / "TODO.DONE.md"
+    with Ledger.open(workspace=workspace, now="2026-05-04T09:00:00Z") as ledger:
+        ledger.config_set("timezone", "UTC")
+        a = ledger.add_todo("task A")
+    with Ledger.open(workspace=workspace, now="2026-05-04T09:01:00Z") as ledger:
+        b = ledger.add_todo("task B")
+        ledger.sync()
+        assert todo_md.read_text().endswith("| task B\n- [ ] [Created](2026-05-04 09:00) | task A\n")
+        ledger.done(b["id"])
+        ledger.sync()
+        todo, done = _mistermorph_files(
+            ["- [ ] [Created](2026-05-04 09:01) | task B"],
+            ["- [x] [Created](2026-05-04 09:00), [Done](2026-05-04 09:02) | task A"],
+            "2026-05-04T09:02:00Z",
+        )
+        todo_md.write_text(todo)
+        done_md.write_text(done)
+        ledger.sync()
+        tasks = sorted((t["title"], t["status"]) for t in ledger.list(source="todo", status="all"))
+        assert tasks == [("task A", "done"), ("task B", "done")]
+        assert ledger.get(a["id"])["status"] == "done"
+    assert "| task" not in todo_md.read_text()
+    assert done_md.read_text().count("| task A\n") == 1 and done_md.read_text().count("| task B\n") == 1
+
+
+@pytest.mark.usefixtures("quick")
 @pytest.mark.parametrize("front_matter", [False, True])
 def test_a_stale_copy_of_todo_md_loses_none_of_hbs_entries(workspace: Path, front_matter: bool) -> None:
     """The other way round, as before: mistermorph read TODO.md before hb's write and saved its

@@ -59,9 +59,9 @@ def merge3(base: str, ours: str, theirs: str) -> str:
                 j += 1
                 grew = True
         out.extend(b[at:start])
-        beside = _beside(group_left, group_right)
-        if beside is not None:
-            out.extend(beside)
+        both = _both(b, start, end, group_left, group_right)
+        if both is not None:
+            out.extend(both)
             at = end
             continue
         mine = _apply(b, start, end, group_left)
@@ -78,18 +78,50 @@ def merge3(base: str, ours: str, theirs: str) -> str:
     return "".join(_ends(out))
 
 
-def _beside(
-    left: list[tuple[int, int, list[str]]], right: list[tuple[int, int, list[str]]]
+def _both(
+    base: Sequence[str],
+    start: int,
+    end: int,
+    left: list[tuple[int, int, list[str]]],
+    right: list[tuple[int, int, list[str]]],
 ) -> list[str] | None:
-    """The merge of two changes that only touch: lines one side inserted at the start or the end
-    of lines the other side replaced or took out (a runtime's new entry written just above the
-    entry hb moved away). Both stand, the insertion in its place; None for anything else."""
-    if len(left) != 1 or len(right) != 1:
+    """Lines ``start`` to ``end`` of ``base`` with the changes of both sides, when those only
+    touch: no line is replaced or taken out by both sides, and the two do not insert at the same
+    place. Lines one side inserts beside or inside lines the other side replaced or took out
+    stand, in their place: at the start of such lines before them, at the end or inside after
+    them (a runtime's new entry written just above the entry hb moved away; hb's new entry
+    amid entries a runtime completed). Two deletions that only abut are both made. None for a
+    conflict (see :func:`merge3`)."""
+    if not left or not right:
         return None
-    for (a, b, replaced), (c, d, inserted) in ((left[0], right[0]), (right[0], left[0])):
-        if c == d and a < b and c in (a, b):
-            return inserted + replaced if c == a else replaced + inserted
-    return None
+    ranges = [(a, b, lines) for a, b, lines in (*left, *right) if a < b]
+    for a, b, _ in (c for c in left if c[0] < c[1]):
+        if any(a < d and c < b for c, d, _ in right if c < d):
+            return None  # both sides changed the same lines
+    points = {c for c, d, _ in left if c == d}
+    if any(c == d and c in points for c, d, _ in right):
+        return None  # both sides inserted at the same place
+    inserted = sorted(((c, lines) for c, d, lines in (*left, *right) if c == d), key=lambda x: x[0])
+    out: list[str] = []
+    k, n = start, 0
+    for a, b, lines in sorted(ranges, key=lambda r: r[0]):
+        while n < len(inserted) and inserted[n][0] <= a:  # at or before the start: before them
+            out.extend(base[k : inserted[n][0]])
+            k = max(k, inserted[n][0])
+            out.extend(inserted[n][1])
+            n += 1
+        out.extend(base[k:a])
+        out.extend(lines)
+        while n < len(inserted) and inserted[n][0] < b:  # inside what the other side took out
+            out.extend(inserted[n][1])
+            n += 1
+        k = b
+    for at, lines in inserted[n:]:  # at or after the end: after them
+        out.extend(base[k:at])
+        k = max(k, at)
+        out.extend(lines)
+    out.extend(base[k:end])
+    return out
 
 
 def closer_to_ours(
