@@ -596,6 +596,71 @@ def test_a_stale_copy_completing_the_entry_next_to_one_hb_completed_reopens_neit
 
 
 @pytest.mark.usefixtures("quick")
+@pytest.mark.parametrize("first", ["an entry added", "an entry completed", "a rule added to no file"])
+def test_a_stale_copy_older_than_hbs_last_two_writes_of_a_todo_file_loses_none_of_them(
+    workspace: Path, first: str
+) -> None:
+    """mistermorph read a TODO file, hb wrote it twice within the second, and mistermorph's copy
+    with its own change landed after (a fuzzer running mistermorph's code against hb found it).
+    The copy was merged against the text before hb's second write: what hb's first write did
+    read as undone by the copy (its new entry deleted, its completion reopened; a rule added to
+    a file that did not exist, removed). It is merged against the text it was made from, told by
+    its entries. And a file the second write left as it was (TODO.DONE.md, which the copy wrote
+    too) is still guarded: its guard was dropped at the second sync, and the entry hb had moved
+    there was lost from the file and the ledger."""
+    todo_md, done_md = workspace / "TODO.md", workspace / "TODO.DONE.md"
+    recur_md = workspace / "TODO.RECUR.md"
+    with Ledger.open(workspace=workspace, now="2026-05-04T09:00:00Z") as ledger:
+        ledger.config_set("timezone", "UTC")
+        if first == "a rule added to no file":
+            one = ledger.recur_add("hb rule 1", repeat="daily", next="2026-05-04T08:00")
+            ledger.sync()
+            two = ledger.recur_add("hb rule 2", repeat="daily", next="2026-05-04T08:00")
+            ledger.sync()
+            recur_md.write_text(  # mistermorph's own new file: it found none
+                '---\ncreated_at: "2026-05-04T09:00:00Z"\nupdated_at: "2026-05-04T09:00:00Z"\n'
+                "recurring_count: 1\n---\n\n# TODO Recurring\n\n"
+                "- [ ] [Next](2026-05-04 08:30), [Repeat](daily) | mm rule 3\n"
+            )
+            ledger.sync()
+            rules = sorted(r["title"] for r in ledger.recur_list())
+            assert rules == ["hb rule 1", "hb rule 2", "mm rule 3"]
+            assert ledger.recur_get(one["id"])["title"] == "hb rule 1" and ledger.recur_get(two["id"])
+            text = recur_md.read_text()
+            assert all(text.count(f"| {title}\n") == 1 for title in rules)
+            return
+        x = ledger.add_todo("task X")
+        ledger.sync()
+        copy_lines = [line for line in todo_md.read_text().splitlines() if line.startswith("- [ ]")]
+        if first == "an entry added":
+            p = ledger.add_todo("task P")
+        else:
+            ledger.done(x["id"])
+        ledger.sync()
+        q = ledger.add_todo("task Q")
+        ledger.sync()
+        todo, done = _mistermorph_files(
+            ["- [ ] [Created](2026-05-04 09:00) | mm M", *copy_lines], [], "2026-05-04T09:00:00Z"
+        )
+        todo_md.write_text(todo)
+        done_md.write_text(done)
+        ledger.sync()
+        tasks = sorted((t["title"], t["status"]) for t in ledger.list(source="todo", status="all"))
+        if first == "an entry added":
+            assert tasks == [("mm M", "todo"), ("task P", "todo"), ("task Q", "todo"), ("task X", "todo")]
+            assert ledger.get(p["id"])["title"] == "task P"
+        else:
+            assert tasks == [("mm M", "todo"), ("task Q", "todo"), ("task X", "done")]
+            assert ledger.get(x["id"])["status"] == "done"
+            assert done_md.read_text().count("| task X\n") == 1
+        assert ledger.get(q["id"])["title"] == "task Q"
+    text = todo_md.read_text()
+    assert all(text.count(f"| {title}\n") == 1 for title, status in tasks if status == "todo")
+    if first == "an entry completed":
+        assert "| task X\n" not in text
+
+
+@pytest.mark.usefixtures("quick")
 @pytest.mark.parametrize("front_matter", [False, True])
 def test_a_stale_copy_of_todo_md_loses_none_of_hbs_entries(workspace: Path, front_matter: bool) -> None:
     """The other way round, as before: mistermorph read TODO.md before hb's write and saved its

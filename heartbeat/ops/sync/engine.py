@@ -317,7 +317,9 @@ def _transaction(
                 raise _Rollback((results, writes))
             for k, text in writes.items():  # what the files must become, with the ledger's change
                 writeback.record(db, k, paths[k], texts[k], text, now)
-            writeback.clear(db, [k for k in waiting if k not in writes])
+            # (a file this sync leaves as hb wrote it moments ago keeps its row: a stale copy of
+            # it may land yet, as of a file hb's previous sync wrote beside the one this one does)
+            writeback.clear(db, [k for k in waiting if k not in writes and not waiting[k].guarding(texts[k])])
             if seal is not None:
                 _seal(ctx, db, units, paths, {**texts, **writes}, results, seal, now)
     except _Rollback as done:
@@ -377,7 +379,8 @@ def _inputs(
             if rebase_rows is not None and source is not None:
                 rebase_rows(db, source)  # a kind whose rows keep the file's version themselves
         elif meant is not None and before_text is not None and edited is not None:
-            merged = merge3_under_front_matter(before_text, meant, edited)
+            base = _copy_base(kind, edited, (before_text, *pending.older), texts)
+            merged = merge3_under_front_matter(base, meant, edited)
             recount = _hook(kind, "RECOUNTERS")  # the copy's count is not the merged text's
             inputs[kind] = merged if recount is None else recount(ctx, merged, now)
     return inputs
@@ -414,6 +417,32 @@ def _from_hbs_text(
         if not closer_to_ours(_loose(now), ours_loose, base_loose):
             return False
     return True
+
+
+def _copy_base(kind: str, edited: str, kept: Sequence[str], texts: dict[str, str | None]) -> str:
+    """Which of ``kept`` (the texts read before hb's writes in quick succession, newest first) a
+    stale copy ``edited`` of a TODO file was made from: the one whose entries differ least from
+    the copy's (by the runtime's own change: an entry added; one it moved to the done file, where
+    it is now, and a rule's Next moved on count as no difference), the newest on a tie. Merged
+    against a newer text than its own, what hb's earlier writes changed reads as undone by the
+    copy: an entry hb added taken out, one it completed open again."""
+    if len(kept) < 2:
+        return kept[0]
+    entries = _hook(kind, "ENTRY_KEYS")
+
+    def keys(text: str) -> Counter[str]:  # a rule without its Next: a materialisation moves it on
+        return Counter(loose if loose is not None else whole for whole, loose in entries(text))
+
+    now = keys(edited)
+    sibling = _hook(kind, "MOVED_TO")
+    moved_text = texts.get(sibling) if sibling is not None else None
+    moved = _whole(_hook(sibling, "ENTRY_KEYS")(moved_text)) if moved_text is not None else Counter()
+
+    def apart(text: str) -> int:
+        was = keys(text)
+        return ((was - now - moved) + (now - was)).total()
+
+    return min(kept, key=apart)
 
 
 def _whole(entries: list[tuple[str, str | None]]) -> Counter[str]:

@@ -16,15 +16,19 @@ the text it is about to write (``after``). The next sync looks first:
   that held the old text. It is synced against that old text, not against what hb meant to
   write, so entries hb added, which the editor never saw, are not taken as removed by them.
 
-A landed write keeps its row, marked with the file's modification time, for one more sync: a
+A landed write keeps its row, marked with the file's modification time, for one more sync, and
+for as long after as the file still holds hb's text within :data:`STALE_WRITE` of its landing (a
+later sync that leaves the file as it is keeps the row: see :meth:`Pending.guarding`): a
 runtime that read the file just before hb's write and saved its own copy just after (the
-claude-skills heartbeat.py, a read-modify-write without a lock) overwrites hb's text with one
-made from the old text. A file changed within :data:`STALE_WRITE` of hb's write is therefore
-synced against the old text too. Such a runtime's copy may be older than hb's last write:
-when hb writes the file again within :data:`STALE_WRITE` of its previous write, the texts read
-before those writes are kept too (``older``, at most :data:`CHAIN`), and a stale copy is synced
-against the oldest of them. An entry hb added in between then reads as new in the ledger, not
-as deleted in the file. Rows live in ``sync_state`` under ``wb:<kind>``.
+claude-skills heartbeat.py, mistermorph: a read-modify-write without a lock) overwrites hb's
+text with one made from the old text. A file changed within :data:`STALE_WRITE` of hb's write
+is therefore synced against the old text too; a write that created the file read an empty text.
+Such a runtime's copy may be older than hb's last write: when hb writes the file again within
+:data:`STALE_WRITE` of its previous write, the texts read before those writes are kept too
+(``older``, at most :data:`CHAIN`), and a stale copy is synced against the one it was made from
+(a JSON file: told by its lines, :meth:`Pending.source_of`; a TODO file: by its entries, see
+``engine._copy_base``). An entry hb added in between then reads as new in the ledger, not as
+deleted in the file. Rows live in ``sync_state`` under ``wb:<kind>``.
 """
 
 from __future__ import annotations
@@ -90,8 +94,20 @@ class Pending:
 
         kept = [t for t in (self.before_text, *self.older) if t is not None]
         if edited is None or len(kept) < 2:
-            return self.oldest_text
-        return min(reversed(kept), key=lambda text: distance(text, edited))  # a tie: the older
+            source = self.oldest_text
+        else:
+            source = min(reversed(kept), key=lambda text: distance(text, edited))  # a tie: the older
+        return source or None  # "": the file did not exist before hb's write: no text to sync against
+
+    def guarding(self, text: str | None) -> bool:
+        """Whether the file, holding ``text``, still holds hb's write, landed moments ago: a stale
+        copy of the text before it may land yet (:data:`STALE_WRITE`)."""
+        return (
+            self.landed is not None
+            and text is not None
+            and digest(text) == self.after
+            and time.time_ns() - self.landed < STALE_WRITE
+        )
 
     def state(self, text: str | None, mtime: int | None = None) -> str:
         """What the file's current ``text`` (modified at ``mtime``) says: ``landed`` (it holds
@@ -133,7 +149,7 @@ def record(
         and before is not None
         and previous["content_hash"] == digest(before)
         and time.time_ns() - last["landed"] < STALE_WRITE
-        and (entry := _entry(last)) is not None
+        and (entry := _entry(last, created="")) is not None
     ):
         chain = last.get("older")
         older = [entry, *(chain if isinstance(chain, list) else [])][:CHAIN]
@@ -154,8 +170,11 @@ def record(
     )
 
 
-def _entry(skeleton: dict[str, Any]) -> str | dict[str, Any] | None:
-    """A write-back's text read, as its row keeps it: the text, or where it is kept."""
+def _entry(skeleton: dict[str, Any], created: str | None = None) -> str | dict[str, Any] | None:
+    """A write-back's text read, as its row keeps it: the text, or where it is kept; ``created``
+    for a write that created the file (there was no text to read)."""
+    if "before" in skeleton and skeleton["before"] is None:
+        return created
     text = skeleton.get("text")
     if isinstance(text, str):
         return text
