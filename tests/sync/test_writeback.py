@@ -416,6 +416,7 @@ def quick(monkeypatch: pytest.MonkeyPatch) -> None:
     from heartbeat.ops.sync import writeback
 
     monkeypatch.setattr(writeback, "STALE_WRITE", 3_600_000_000_000)
+    monkeypatch.setattr(writeback, "TODO_STALE_WRITE", 3_600_000_000_000)
 
 
 PLAIN = "- [ ] [Created](2026-05-01 12:41) | plain"
@@ -658,6 +659,35 @@ def test_a_stale_copy_older_than_hbs_last_two_writes_of_a_todo_file_loses_none_o
     assert all(text.count(f"| {title}\n") == 1 for title, status in tasks if status == "todo")
     if first == "an entry completed":
         assert "| task X\n" not in text
+
+
+@pytest.mark.parametrize(("after_s", "kept"), [(10, True), (50, True), (90, False)])
+def test_mistermorphs_copy_landing_seconds_after_hbs_write_loses_none_of_hbs_entries(
+    workspace: Path, after_s: int, kept: bool
+) -> None:
+    """mistermorph's Add asks its LLM (the semantic dedupe) between reading TODO.md and writing it
+    whole, so a copy it made before hb's write lands seconds after it. With a second's window, hb
+    read such a copy as its new entry deleted. A TODO file's window is a minute; a change after it
+    is an edit like any other."""
+    todo_md = workspace / "TODO.md"
+    todo_md.write_text(PLAIN + "\n")
+    with Ledger.open(workspace=workspace, now="2026-05-04T09:00:00Z") as ledger:
+        ledger.config_set("timezone", "UTC")
+        ledger.sync()
+        mine = ledger.add_todo("hb one")
+        ledger.sync()
+        written = todo_md.stat().st_mtime_ns
+        theirs = "- [ ] [Created](2026-05-04 09:00) | from mistermorph"
+        todo_md.write_text(_mistermorph_files([theirs, PLAIN], [], "2026-05-04T09:00:00Z")[0])
+        os.utime(todo_md, ns=(written, written + after_s * 1_000_000_000))
+        ledger.sync()
+        titles = sorted(t["title"] for t in ledger.list(source="todo"))
+        if kept:
+            assert titles == ["from mistermorph", "hb one", "plain"]
+            assert ledger.get(mine["id"])["title"] == "hb one"
+        else:
+            assert titles == ["from mistermorph", "plain"]
+    assert ("| hb one\n" in todo_md.read_text()) is kept
 
 
 @pytest.mark.usefixtures("quick")

@@ -17,14 +17,16 @@ the text it is about to write (``after``). The next sync looks first:
   write, so entries hb added, which the editor never saw, are not taken as removed by them.
 
 A landed write keeps its row, marked with the file's modification time, for one more sync, and
-for as long after as the file still holds hb's text within :data:`STALE_WRITE` of its landing (a
+for as long after as the file still holds hb's text within :func:`stale_window` of its landing (a
 later sync that leaves the file as it is keeps the row: see :meth:`Pending.guarding`): a
 runtime that read the file just before hb's write and saved its own copy just after (the
 claude-skills heartbeat.py, mistermorph: a read-modify-write without a lock) overwrites hb's
-text with one made from the old text. A file changed within :data:`STALE_WRITE` of hb's write
+text with one made from the old text. A file changed within that window after hb's write
 is therefore synced against the old text too; a write that created the file read an empty text.
+The window is a second for the JSON files and PROACTIVE.md, and a minute for mistermorph's TODO
+files, whose Add and Complete ask its LLM between reading the files and writing them whole.
 Such a runtime's copy may be older than hb's last write: when hb writes the file again within
-:data:`STALE_WRITE` of its previous write, the texts read before those writes are kept too
+the window of its previous write, the texts read before those writes are kept too
 (``older``, at most :data:`CHAIN`), and a stale copy is synced against the one it was made from
 (a JSON file: told by its lines, :meth:`Pending.source_of`; a TODO file: by its entries, see
 ``engine._copy_base``). An entry hb added in between then reads as new in the ledger, not as
@@ -47,6 +49,17 @@ from heartbeat.ops.sync.files import digest, measure
 
 PREFIX = "wb:"  # sync_state.kind holds 16 characters: "wb:errors-json" fits
 STALE_WRITE = 1_000_000_000  # ns after hb's write within which a change may be a stale copy
+# mistermorph's TODO files: its Add and Complete ask its LLM (a semantic dedupe, the entry to
+# complete) between reading the files and writing them whole, so its copy lands seconds later
+TODO_STALE_WRITE = 60_000_000_000
+TODO_KINDS = frozenset({"todo", "done", "recur"})
+
+
+def stale_window(kind: str) -> int:
+    """How long (ns) after hb's write of ``kind``'s file a change may be a stale copy."""
+    return TODO_STALE_WRITE if kind in TODO_KINDS else STALE_WRITE
+
+
 CHAIN = 4  # texts kept from hb's writes in quick succession (see the module docstring)
 
 
@@ -101,12 +114,12 @@ class Pending:
 
     def guarding(self, text: str | None) -> bool:
         """Whether the file, holding ``text``, still holds hb's write, landed moments ago: a stale
-        copy of the text before it may land yet (:data:`STALE_WRITE`)."""
+        copy of the text before it may land yet (:func:`stale_window`)."""
         return (
             self.landed is not None
             and text is not None
             and digest(text) == self.after
-            and time.time_ns() - self.landed < STALE_WRITE
+            and time.time_ns() - self.landed < stale_window(self.kind)
         )
 
     def state(self, text: str | None, mtime: int | None = None) -> str:
@@ -118,7 +131,7 @@ class Pending:
             return "landed"
         if self.landed is None:
             return "unwritten" if current == self.before else "edited"
-        if mtime is not None and mtime - self.landed < STALE_WRITE:
+        if mtime is not None and mtime - self.landed < stale_window(self.kind):
             return "edited"  # within moments of hb's write: a copy made from the old text
         return "done"
 
@@ -137,7 +150,7 @@ def record(
 
     ``kept``: where ``before`` is kept already (a skeleton of :mod:`bookmarks` that refers to
     the text another row keeps), stored in its place. When ``before`` is hb's own previous
-    write, landed moments ago (:data:`STALE_WRITE`, by the file system's clock, as the
+    write, landed moments ago (:func:`stale_window`, by the file system's clock, as the
     modification times it is compared with), the texts that write kept go along as ``older``."""
     older: list[str | dict[str, Any]] = []
     previous = bookmarks.load(db, PREFIX + kind)
@@ -148,7 +161,7 @@ def record(
         and isinstance(last.get("landed"), int)
         and before is not None
         and previous["content_hash"] == digest(before)
-        and time.time_ns() - last["landed"] < STALE_WRITE
+        and time.time_ns() - last["landed"] < stale_window(kind)
         and (entry := _entry(last, created="")) is not None
     ):
         chain = last.get("older")
@@ -212,7 +225,7 @@ def pending(db: Conn, kinds: list[str] | tuple[str, ...]) -> dict[str, Pending]:
 
 
 def mark_landed(db: Conn, written: dict[str, Path]) -> None:
-    """The files now hold hb's text: note each one's modification time (see STALE_WRITE)."""
+    """The files now hold hb's text: note each one's modification time (see :func:`stale_window`)."""
     for kind, path in written.items():
         row = bookmarks.load(db, PREFIX + kind)
         if row is None:
