@@ -775,6 +775,48 @@ def test_a_stale_copy_of_a_file_hb_just_created_loses_none_of_hbs_entries(worksp
 
 
 @pytest.mark.usefixtures("quick")
+def test_heartbeat_py_saving_the_tasks_json_it_found_missing_loses_none_of_hbs_tasks(workspace: Path) -> None:
+    """heartbeat.py's ``add`` read no tasks.json (a missing file is an empty queue to it), hb's
+    export then created the file, and the script saved its own file with its one task just
+    after: hb read its exported task as deleted and lost it. A file hb's write created is synced
+    as one hb never read: the script's task is imported, and hb's stays."""
+    path = tasks_file(workspace)
+    with Ledger.open(workspace=workspace, now=NOW) as ledger:
+        mine = ledger.add("from hb")
+        ledger.sync()
+        assert [t["description"] for t in json.loads(path.read_text())["pending"]] == ["from hb"]
+        theirs = {
+            "id": "task-20260501090000",
+            "priority": "medium",
+            "description": "from the script",
+            "assigned_skill": None,
+            "project_id": None,
+            "agent_id": None,
+            "user_id": None,
+            "created_at": "2026-05-01T09:00:00+00:00Z",
+            "completed_at": None,
+        }
+        doc = {"pending": [theirs], "in_progress": [], "completed": [], "failed": []}
+        path.write_text(json.dumps(doc, indent=2))
+        ledger.sync()
+        assert sorted(t["title"] for t in ledger.list()) == ["from hb", "from the script"]
+        assert ledger.get(mine["id"])["status"] == "todo"
+        pending = json.loads(path.read_text())["pending"]
+        assert sorted(t["description"] for t in pending) == ["from hb", "from the script"]
+        # the script's pop right after hb's next write (a file it read from hb's text) is its pop
+        other = ledger.add("another")
+        path.unlink()
+        ledger.sync()
+        doc = json.loads(path.read_text())
+        popped = doc["pending"].pop(0)
+        doc["in_progress"].append(popped)
+        path.write_text(json.dumps(doc, indent=2))
+        [report] = [r for r in ledger.sync()["reports"] if r["kind"] == "tasks-json"]
+        assert report["conflicts"] == [] and ledger.get(popped["id"])["status"] == "doing"
+        assert ledger.get(other["id"])["status"] in ("todo", "doing")
+
+
+@pytest.mark.usefixtures("quick")
 @pytest.mark.parametrize("next_command", ["sync", "pop"])
 @pytest.mark.parametrize("read", ["after the pop", "before the pop"])
 @pytest.mark.parametrize("size", ["small", "large", "large on one line"])
