@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -233,3 +234,45 @@ def test_runs_count_on_from_a_run_count_as_craftbots_manager_counts_it(
         "text": [("int", 1), ("int", 2)],
     }
     assert [rule(hb_db, name)["run_count"] for name in counts] == [3, 1, 0, 2]  # 2.5: none hb holds
+
+
+def test_craftbots_save_of_the_file_it_loaded_earlier_does_not_undo_a_run_hb_wrote(
+    hb_db: Runner, workspace: Path
+) -> None:
+    """CraftBot's manager reads PROACTIVE.md once, when it starts, and each save (a run of any
+    task) writes its whole copy from memory (read from its code): an hour after hb wrote a run of
+    one task, CraftBot saved its own run of another, and hb took the first task's older block as
+    the file's word. The run was gone from the file and the ledger (3 runs again, the outcome
+    dropped), and CraftBot, reading its last_run, would run the task again that day. A block whose
+    count is below the one hb wrote, lacking outcomes hb wrote, is such a copy: hb's runs are
+    written again. A count lowered by hand, with the outcomes kept, is the file's word."""
+    hb_db("init", "--timezone", "UTC")
+    blocks = [
+        f"### [DAILY] {name}\n```yaml\nid: {name}\nfrequency: daily\ninstruction: {name}\n"
+        f"run_count: {runs}\n```\n\n"
+        for name, runs in (("inbox", 3), ("mail", 0))
+    ]
+    path = _write(workspace, *blocks)
+    _sync(hb_db, "2026-05-04T08:00Z")
+    craftbots_memory = path.read_text("utf-8")
+    hb_db("--now", "2026-05-04T09:05Z", "recur", "outcome", "inbox", "--result", "run A")
+    _sync(hb_db, "2026-05-04T09:05Z")
+    assert _fields(path, "inbox")["run_count"] == 4
+    saved = craftbots_memory.replace(
+        "instruction: mail\nrun_count: 0\n",
+        "instruction: mail\nrun_count: 1\noutcome_history:\n- timestamp: '2026-05-04T10:00:00'\n"
+        "  result: mailed\n  success: true\nlast_run: '2026-05-04T10:00:00'\n",
+    )
+    path.write_text(saved, encoding="utf-8")
+    stat = path.stat()  # an hour after hb's write: no stale copy by its time
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 3600 * 10**9))
+    _sync(hb_db, "2026-05-04T10:01Z")
+    inbox, mail = _fields(path, "inbox"), _fields(path, "mail")
+    assert inbox["run_count"] == 4 and [h["result"] for h in inbox["outcome_history"]] == ["run A"]
+    assert str(inbox["last_run"]).startswith("2026-05-04T09:05")
+    assert mail["run_count"] == 1 and [h["result"] for h in mail["outcome_history"]] == ["mailed"]
+    assert (rule(hb_db, "inbox")["run_count"], rule(hb_db, "mail")["run_count"]) == (4, 1)
+    # a count set lower by hand, the outcomes kept: the file's word
+    path.write_text(path.read_text("utf-8").replace("run_count: 4", "run_count: 0"), encoding="utf-8")
+    _sync(hb_db, "2026-05-04T10:05Z")
+    assert _fields(path, "inbox")["run_count"] == 0 and rule(hb_db, "inbox")["run_count"] == 0

@@ -178,6 +178,22 @@ def _with_outcomes(
     return task
 
 
+def _older_than_written(task: ProactiveTask, row: RecurrenceRow) -> bool:
+    """Whether the file's block ``task`` is older than the one hb last wrote (``row.extra``): a
+    lower run count, and an outcome hb wrote missing from its history. CraftBot's manager reads
+    the file once, when it starts, and writes its whole copy from memory at each save (a run of any
+    task), so its save drops the runs hb wrote in the meantime; it never lowers a count itself.
+    A count lowered by hand, the outcomes kept, is the file's word."""
+    written = row.extra or {}
+    if task.run_count >= _file_run_count(row):
+        return False
+    history = written.get("outcome_history")
+    if not isinstance(history, list):
+        return False
+    have = {_entry_key(entry) for entry in task.outcome_history}
+    return any(isinstance(entry, Mapping) and _entry_key(entry) not in have for entry in history)
+
+
 def merged_task(
     db: Db, task: ProactiveTask, row: RecurrenceRow | None, zone: ZoneInfo, now: datetime
 ) -> ProactiveTask:
@@ -187,7 +203,10 @@ def merged_task(
         return task
     if row.enabled != _file_enabled(row):
         task = replace(task, enabled=row.enabled, fields={**task.fields, "enabled": row.enabled})
-    unwritten = row.run_count - _file_run_count(row)
+    in_file = _file_run_count(row)
+    if _older_than_written(task, row):
+        in_file = task.run_count  # the runs hb wrote since are written again, not undone
+    unwritten = row.run_count - in_file
     if unwritten > 0:
         newest = db.load(
             OutcomeRow, SQL.newest_outcomes, {"recurrence_pk": row.pk, "limit": min(unwritten, MAX_OUTCOMES)}
