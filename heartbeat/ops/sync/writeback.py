@@ -53,14 +53,12 @@ STALE_WRITE = 1_000_000_000  # ns after hb's write within which a change may be 
 # complete) between reading the files and writing them whole, so its copy lands seconds later
 TODO_STALE_WRITE = 60_000_000_000
 TODO_KINDS = frozenset({"todo", "done", "recur"})
+CHAIN = 4  # texts kept from hb's writes in quick succession (see the module docstring)
 
 
 def stale_window(kind: str) -> int:
     """How long (ns) after hb's write of ``kind``'s file a change may be a stale copy."""
     return TODO_STALE_WRITE if kind in TODO_KINDS else STALE_WRITE
-
-
-CHAIN = 4  # texts kept from hb's writes in quick succession (see the module docstring)
 
 
 @dataclass(frozen=True)
