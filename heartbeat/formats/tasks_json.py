@@ -17,6 +17,7 @@ import json
 import math
 import re
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -850,6 +851,39 @@ def _new_scoped(record: QueueRecord) -> dict[str, Any]:
 
 def _timestamp_text(value: datetime | None) -> str | None:
     return None if value is None else format_timestamp(value)
+
+
+def task_places(text: str) -> Counter[str] | None:
+    """Where each task of a tasks.json text stands, one key per task: its list and id (a legacy
+    list's ``id``; a scoped queue's path, ``task_id`` and ``status``, which a pop or a completion
+    changes in place). Two texts' keys differ by the tasks one of them added, took out or moved:
+    how a runtime's copy is told from the text it was made from (heartbeat.py's one command adds
+    a task or moves one). None for a text that is no JSON object."""
+    try:
+        doc = json.loads(text.removeprefix("\ufeff"))
+    except ValueError:
+        return None
+    if not isinstance(doc, dict):
+        return None
+    places: Counter[str] = Counter()
+    for key, value in doc.items():
+        lists = [(key, value)]
+        if EXTENSION_KEY.fullmatch(key) and isinstance(value, dict):
+            lists = [(f"{key}.{name}", items) for name, items in value.items()]
+        for where, items in lists:
+            if not isinstance(items, list):
+                continue
+            for item in items:
+                if isinstance(item, dict):
+                    ident = item.get("task_id", item.get("id"))
+                    status = item.get("status") if "task_id" in item else None
+                    places[f"{where}\x00{ident}\x00{status}"] += 1
+    return places
+
+
+def task_ids(places: Counter[str]) -> set[str]:
+    """The ids of :func:`task_places`' keys."""
+    return {key.split("\x00")[1] for key in places}
 
 
 def fix_malformed(obj: Mapping[str, Any]) -> dict[str, Any]:

@@ -816,6 +816,96 @@ def test_heartbeat_py_saving_the_tasks_json_it_found_missing_loses_none_of_hbs_t
         assert ledger.get(other["id"])["status"] in ("todo", "doing")
 
 
+def _script_add(text: str | None, task_id: str, description: str, priority: str = "low") -> str:
+    """heartbeat.py's ``add`` on ``text`` (None: no file, an empty queue to it): the task appended
+    to pending, pending sorted by priority, the file dumped whole with indent 2 and no final
+    newline."""
+    doc = json.loads(text) if text else {"pending": [], "in_progress": [], "completed": [], "failed": []}
+    doc["pending"].append(
+        {
+            "id": task_id,
+            "priority": priority,
+            "description": description,
+            "assigned_skill": None,
+            "project_id": None,
+            "agent_id": None,
+            "user_id": None,
+            "created_at": "2026-05-01T09:00:00+00:00Z",
+            "completed_at": None,
+        }
+    )
+    rank = {"high": 0, "medium": 1, "low": 2}
+    doc["pending"].sort(key=lambda t: rank.get(t.get("priority"), 1))
+    return json.dumps(doc, indent=2)
+
+
+def _script_pop(text: str) -> str:
+    """heartbeat.py's ``pop`` on ``text``: pending[0] moved to in_progress."""
+    doc = json.loads(text)
+    doc["in_progress"].append(doc["pending"].pop(0))
+    return json.dumps(doc, indent=2)
+
+
+@pytest.mark.usefixtures("quick")
+@pytest.mark.parametrize("case", ["a task hb added", "a retry hb made"])
+def test_a_stale_tasks_json_after_two_quick_exports_is_told_by_its_tasks(workspace: Path, case: str) -> None:
+    """heartbeat.py read tasks.json, hb wrote it twice within the second, the script's copy with
+    its one change landed after (a fuzzer running heartbeat.py against hb found it). The copy's
+    source was told by lines, and heartbeat.py's change sits where hb's later write changed lines
+    too, so the wrong text read closest: a task hb added was read as deleted by the copy, or hb's
+    retry of a failed task as popped again (in progress with no claim: ``hb pop`` then refused,
+    exit 12). It is told by where its tasks stand."""
+    path = tasks_file(workspace)
+    with Ledger.open(workspace=workspace, now=NOW) as ledger:
+        ledger.config_set("sync.auto_export", "true")
+        a = ledger.add("hb-a", priority="high")
+        if case == "a task hb added":
+            ledger.sync()
+            read = path.read_text()
+            b = ledger.add("hb-b")
+            ledger.sync()
+            ledger.pop(worker="w")
+            path.write_text(_script_add(read, "task-script", "hp-c"))
+            ledger.sync()
+            statuses = {t["title"]: t["status"] for t in ledger.list(status="all")}
+            assert statuses == {"hb-a": "doing", "hb-b": "todo", "hp-c": "todo"}
+            assert ledger.get(b["id"])["title"] == "hb-b"
+            return
+        b = ledger.add("hb-b")
+        ledger.pop(worker="w")  # the export creates the file: hb-a in progress, hb-b pending
+        read = path.read_text()
+        assert ledger.fail(a["id"], reason="x")["status"] == "todo"  # back to pending: a retry
+        ledger.add("hb-c")
+        ledger.sync()
+        path.write_text(_script_pop(read))  # the script popped hb-b from the file it read
+        ledger.sync()
+        statuses = {t["title"]: t["status"] for t in ledger.list(status="all")}
+        assert statuses == {"hb-a": "todo", "hb-b": "doing", "hb-c": "todo"}
+        assert ledger.get(b["id"])["claimed_at"] is None  # the script's pop: no claim of hb's
+
+
+@pytest.mark.usefixtures("quick")
+def test_heartbeat_py_saving_its_own_file_over_the_one_a_queue_export_created_loses_nothing(
+    workspace: Path,
+) -> None:
+    """The same as for a sync's write, for an auto-exported pop that created tasks.json: the export
+    kept no guard for a file it created, so the script's own file (made from no file) was read as
+    an edit that deleted hb's pending task."""
+    path = tasks_file(workspace)
+    with Ledger.open(workspace=workspace, now=NOW) as ledger:
+        ledger.add("hb-a")
+        b = ledger.add("hb-b")
+        ledger.config_set("sync.auto_export", "true")
+        ledger.pop(worker="w")
+        path.write_text(_script_add(None, "task-script", "hp-x", "medium"))
+        ledger.sync()
+        statuses = {t["title"]: t["status"] for t in ledger.list(status="all")}
+        assert statuses == {"hb-a": "doing", "hb-b": "todo", "hp-x": "todo"}
+        assert ledger.get(b["id"])["status"] == "todo"
+    pending = [t["description"] for t in json.loads(path.read_text())["pending"]]
+    assert sorted(pending) == ["hb-b", "hp-x"]
+
+
 @pytest.mark.usefixtures("quick")
 @pytest.mark.parametrize("next_command", ["sync", "pop"])
 @pytest.mark.parametrize("read", ["after the pop", "before the pop"])

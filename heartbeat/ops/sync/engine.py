@@ -370,7 +370,7 @@ def _inputs(
                 kind not in _STRUCTURED
                 and _from_hbs_text(kind, edited or "", meant, (before_text or "", *pending.older), texts)
             )
-            or (created and kind == "tasks-json" and _holds_hbs_tasks(meant, edited or ""))
+            or (created and kind == "tasks-json" and writeback.holds_hbs_tasks(meant, edited or ""))
         ):
             # changed right after hb's write, but from hb's text: it holds hb's changes, or (a TODO
             # file mistermorph rewrote whole, dropping the lines it cannot read) more of them than
@@ -421,37 +421,6 @@ def _from_hbs_text(
         if not closer_to_ours(_loose(now), ours_loose, base_loose):
             return False
     return True
-
-
-def _holds_hbs_tasks(ours: str, edited: str) -> bool:
-    """Whether ``edited``, a tasks.json hb's write ``ours`` created moments before, was made from
-    that text rather than from no file (heartbeat.py reads a missing file as an empty queue): it
-    holds at least half of the task ids ``ours`` holds. A text that is no JSON reads as made from
-    hb's (it is synced as an edit, and refused as such)."""
-    mine, now = _task_ids(ours), _task_ids(edited)
-    if mine is None or now is None or not mine:
-        return True
-    return 2 * len(mine & now) >= len(mine)
-
-
-def _task_ids(text: str) -> set[str] | None:
-    """The ``id`` and ``task_id`` values of every object in a tasks.json text (None: no JSON)."""
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return None
-    ids: set[str] = set()
-    stack = [doc]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for key in ("id", "task_id"):
-                if isinstance(node.get(key), str | int):
-                    ids.add(str(node[key]))
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return ids
 
 
 def _copy_base(kind: str, edited: str, kept: Sequence[str], texts: dict[str, str | None]) -> str:

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -100,12 +102,17 @@ class Pending:
         """The kept text ``edited`` was most likely made from: of the texts read before hb's
         writes in quick succession, the one fewest lines away from it (a copy of one of them with
         the runtime's own change differs from that one by the change alone, from the others by
-        hb's writes in between too); the oldest when there is no copy to compare."""
+        hb's writes in between too); the oldest when there is no copy to compare. A tasks.json is
+        compared by its tasks' places instead (:func:`~heartbeat.formats.tasks_json.task_places`):
+        heartbeat.py's change sits where hb's later writes changed lines too, so the lines of the
+        wrong text could read closest (a task hb added then read as deleted by the copy)."""
         from heartbeat.ops.sync.textmerge import distance
 
         kept = [t for t in (self.before_text, *self.older) if t is not None]
         if edited is None or len(kept) < 2:
             source = self.oldest_text
+        elif self.kind == "tasks-json" and (apart := _tasks_apart(edited)) is not None:
+            source = min(kept, key=apart)  # a tie: the newer (the text hb's last write read)
         else:
             source = min(reversed(kept), key=lambda text: distance(text, edited))  # a tie: the older
         return source or None  # "": the file did not exist before hb's write: no text to sync against
@@ -132,6 +139,37 @@ class Pending:
         if mtime is not None and mtime - self.landed < stale_window(self.kind):
             return "edited"  # within moments of hb's write: a copy made from the old text
         return "done"
+
+
+def _tasks_apart(edited: str) -> Callable[[str], int] | None:
+    """How many task places (:func:`~heartbeat.formats.tasks_json.task_places`) a kept tasks.json
+    text differs from ``edited`` by; None when ``edited`` is no JSON. The empty text (no file
+    before hb's write) holds no task; another text that is no JSON is as far as can be."""
+    from heartbeat.formats.tasks_json import task_places
+
+    now = task_places(edited)
+    if now is None:
+        return None
+
+    def apart(text: str) -> int:
+        was = Counter() if text == "" else task_places(text)
+        return 2**62 if was is None else ((was - now) + (now - was)).total()
+
+    return apart
+
+
+def holds_hbs_tasks(ours: str, edited: str) -> bool:
+    """Whether ``edited``, a tasks.json hb's write ``ours`` created moments before, was made from
+    that text rather than from no file (heartbeat.py reads a missing file as an empty queue, and
+    saves it with its one new task): it holds at least half of the task ids ``ours`` holds. A
+    text that is no JSON reads as made from hb's (it is synced as an edit, and refused as such)."""
+    from heartbeat.formats.tasks_json import task_ids, task_places
+
+    mine, now = task_places(ours), task_places(edited)
+    if mine is None or now is None or not mine:
+        return True
+    ids = task_ids(mine)
+    return 2 * len(ids & task_ids(now)) >= len(ids)
 
 
 def record(
