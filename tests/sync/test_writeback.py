@@ -907,6 +907,33 @@ def test_heartbeat_py_saving_its_own_file_over_the_one_a_queue_export_created_lo
 
 
 @pytest.mark.usefixtures("quick")
+def test_two_stale_copies_in_a_row_lose_none_of_hbs_tasks(workspace: Path) -> None:
+    """heartbeat.py saved a copy made before hb's exports, then, with no hb sync between, ran again
+    on its own copy and saved that: the second copy's text is none hb kept, and the nearest kept
+    text held the task hb had just added, which the copy then read as deleting. heartbeat.py never
+    takes a task out of the file, so a copy lacking a task was made before the text that has it."""
+    path = tasks_file(workspace)
+    with Ledger.open(workspace=workspace, now=NOW) as ledger:
+        ledger.config_set("sync.auto_export", "true")
+        x1 = ledger.add("x1", priority="high")
+        ledger.add("x2")
+        ledger.sync()
+        read = path.read_text()
+        mine = ledger.add("hb-5")
+        ledger.pop(worker="w")  # exports: x1 in progress, hb-5 written
+        ledger.fail(x1["id"], reason="again")  # exports: x1 back to pending
+        first = _script_add(read, "task-script", "y", "medium")
+        path.write_text(first)  # the script's copy of the text before hb's exports lands ...
+        path.write_text(_script_pop(first))  # ... and its next command pops from that copy
+        ledger.sync()
+        statuses = {t["title"]: t["status"] for t in ledger.list(status="all")}
+        assert statuses == {"x1": "doing", "x2": "todo", "y": "todo", "hb-5": "todo"}
+        assert ledger.get(mine["id"])["title"] == "hb-5"
+    doc = json.loads(path.read_text())
+    assert sorted(t["description"] for t in doc["pending"]) == ["hb-5", "x2", "y"]
+
+
+@pytest.mark.usefixtures("quick")
 @pytest.mark.parametrize("next_command", ["sync", "pop"])
 @pytest.mark.parametrize("read", ["after the pop", "before the pop"])
 @pytest.mark.parametrize("size", ["small", "large", "large on one line"])

@@ -141,19 +141,26 @@ class Pending:
         return "done"
 
 
-def _tasks_apart(edited: str) -> Callable[[str], int] | None:
-    """How many task places (:func:`~heartbeat.formats.tasks_json.task_places`) a kept tasks.json
-    text differs from ``edited`` by; None when ``edited`` is no JSON. The empty text (no file
-    before hb's write) holds no task; another text that is no JSON is as far as can be."""
-    from heartbeat.formats.tasks_json import task_places
+def _tasks_apart(edited: str) -> Callable[[str], tuple[bool, int]] | None:
+    """How far a kept tasks.json text is from ``edited``: first whether it holds a task the copy
+    lacks (heartbeat.py moves tasks between its lists but never takes one out, so a copy made from
+    a text has every task of it: one that lacks a task hb added was made before that, perhaps from
+    an earlier copy hb never synced), then by how many task places
+    (:func:`~heartbeat.formats.tasks_json.task_places`) the two differ; None when ``edited`` is no
+    JSON. The empty text (no file before hb's write) holds no task; another text that is no JSON
+    is as far as can be."""
+    from heartbeat.formats.tasks_json import task_ids, task_places
 
     now = task_places(edited)
     if now is None:
         return None
+    ids = task_ids(now)
 
-    def apart(text: str) -> int:
+    def apart(text: str) -> tuple[bool, int]:
         was = Counter() if text == "" else task_places(text)
-        return 2**62 if was is None else ((was - now) + (now - was)).total()
+        if was is None:
+            return True, 2**62
+        return not task_ids(was) <= ids, ((was - now) + (now - was)).total()
 
     return apart
 
