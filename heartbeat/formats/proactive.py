@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 import yaml
 
@@ -916,7 +916,7 @@ def _read_run_count(value: Any, present: bool, issues: list[str]) -> int:
     return 0
 
 
-def _counts_on(value: Any) -> bool:
+def _counts_on(value: Any) -> TypeGuard[int | float]:
     """Whether a run adds one to ``value`` in the file, as CraftBot's ``run_count += 1`` does: a
     number (a whole one of any size, a negative one, a fraction), not a bool or a text."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
@@ -944,7 +944,7 @@ def counted_in_file(task: ProactiveTask) -> int | float:
     negative or fractional (CraftBot's manager counts on from it: -1 becomes 0, 2.5 becomes 3.5),
     else the count hb read (a bool as its 1 or 0)."""
     value = task.fields.get("run_count")
-    if isinstance(value, int | float) and _counts_on(value):
+    if _counts_on(value):
         return value
     if isinstance(value, bool):
         return int(value)

@@ -853,7 +853,7 @@ def _timestamp_text(value: datetime | None) -> str | None:
     return None if value is None else format_timestamp(value)
 
 
-def task_places(text: str) -> Counter[str] | None:
+def task_places(text: str) -> Counter[tuple[str, str, str | None]] | None:
     """Where each task of a tasks.json text stands, one key per task: its list and id (a legacy
     list's ``id``; a scoped queue's path, ``task_id`` and ``status``, which a pop or a completion
     changes in place). Two texts' keys differ by the tasks one of them added, took out or moved:
@@ -865,7 +865,7 @@ def task_places(text: str) -> Counter[str] | None:
         return None
     if not isinstance(doc, dict):
         return None
-    places: Counter[str] = Counter()
+    places: Counter[tuple[str, str, str | None]] = Counter()
     for key, value in doc.items():
         lists = [(key, value)]
         if EXTENSION_KEY.fullmatch(key) and isinstance(value, dict):
@@ -875,15 +875,15 @@ def task_places(text: str) -> Counter[str] | None:
                 continue
             for item in items:
                 if isinstance(item, dict):
-                    ident = item.get("task_id", item.get("id"))
+                    ident = str(item.get("task_id", item.get("id")))
                     status = item.get("status") if "task_id" in item else None
-                    places[f"{where}\x00{ident}\x00{status}"] += 1
+                    places[where, ident, None if status is None else str(status)] += 1
     return places
 
 
-def task_ids(places: Counter[str]) -> set[str]:
+def task_ids(places: Counter[tuple[str, str, str | None]]) -> set[str]:
     """The ids of :func:`task_places`' keys."""
-    return {key.split("\x00")[1] for key in places}
+    return {ident for _where, ident, _status in places}
 
 
 def fix_malformed(obj: Mapping[str, Any]) -> dict[str, Any]:

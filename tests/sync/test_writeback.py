@@ -422,6 +422,16 @@ def quick(monkeypatch: pytest.MonkeyPatch) -> None:
 PLAIN = "- [ ] [Created](2026-05-01 12:41) | plain"
 
 
+def _plain_then_hb_one(ledger: Ledger) -> tuple[dict[str, Any], dict[str, Any]]:
+    """TODO.md's one entry (PLAIN, written before) synced in, then hb's own entry "hb one" added
+    and written: (the plain task, hb's)."""
+    ledger.sync()
+    [plain] = ledger.list(source="todo")
+    mine = ledger.add_todo("hb one")
+    ledger.sync()
+    return plain, mine
+
+
 @pytest.mark.usefixtures("quick")
 def test_mistermorph_completing_an_entry_just_after_hbs_write_is_taken_in(workspace: Path) -> None:
     """mistermorph's Complete, run on the TODO.md hb has just written (within the second in which
@@ -432,10 +442,7 @@ def test_mistermorph_completing_an_entry_just_after_hbs_write_is_taken_in(worksp
     todo_md, done_md = workspace / "TODO.md", workspace / "TODO.DONE.md"
     todo_md.write_text(PLAIN + "\n")
     with Ledger.open(workspace=workspace, now="2026-05-04T09:00:00+08:00") as ledger:
-        ledger.sync()
-        [plain] = ledger.list(source="todo")
-        ledger.add_todo("hb one")
-        ledger.sync()
+        plain, _mine = _plain_then_hb_one(ledger)
         [hb_line] = [line for line in todo_md.read_text().splitlines() if line.endswith("| hb one")]
         todo, done = _mistermorph_files(
             [hb_line],
@@ -460,10 +467,7 @@ def test_mistermorph_completing_the_entry_hb_just_added_is_taken_in(workspace: P
     todo_md, done_md = workspace / "TODO.md", workspace / "TODO.DONE.md"
     todo_md.write_text(PLAIN + "\n")
     with Ledger.open(workspace=workspace, now="2026-05-04T09:00:00+08:00") as ledger:
-        ledger.sync()
-        [plain] = ledger.list(source="todo")
-        hb_one = ledger.add_todo("hb one")
-        ledger.sync()
+        plain, hb_one = _plain_then_hb_one(ledger)
         [hb_line] = [line for line in todo_md.read_text().splitlines() if line.endswith("| hb one")]
         done_line = hb_line.replace("- [ ]", "- [x]").replace(
             ") | hb one", "), [Done](2026-05-04 01:00) | hb one"
@@ -673,9 +677,7 @@ def test_mistermorphs_copy_landing_seconds_after_hbs_write_loses_none_of_hbs_ent
     todo_md.write_text(PLAIN + "\n")
     with Ledger.open(workspace=workspace, now="2026-05-04T09:00:00Z") as ledger:
         ledger.config_set("timezone", "UTC")
-        ledger.sync()
-        mine = ledger.add_todo("hb one")
-        ledger.sync()
+        _plain, mine = _plain_then_hb_one(ledger)
         written = todo_md.stat().st_mtime_ns
         theirs = "- [ ] [Created](2026-05-04 09:00) | from mistermorph"
         todo_md.write_text(_mistermorph_files([theirs, PLAIN], [], "2026-05-04T09:00:00Z")[0])
@@ -703,9 +705,7 @@ def test_a_stale_copy_of_todo_md_loses_none_of_hbs_entries(workspace: Path, fron
     first = _mistermorph_files([PLAIN], [], "2026-05-04T01:00:00Z")[0] if front_matter else PLAIN + "\n"
     todo_md.write_text(first)
     with Ledger.open(workspace=workspace, now="2026-05-04T09:00:00+08:00") as ledger:
-        ledger.sync()
-        ledger.add_todo("hb one")
-        ledger.sync()
+        _plain_then_hb_one(ledger)
         mm_line = "- [ ] [Created](2026-05-04 02:30) | from mistermorph"
         copy, _done = _mistermorph_files([mm_line, PLAIN], [], "2026-05-04T02:30:00Z")
         todo_md.write_text(copy)
@@ -729,9 +729,7 @@ def test_an_edit_of_hbs_new_entry_with_its_id_is_an_edit_not_a_copy(workspace: P
     todo_md.write_text(PLAIN + "\n")
     with Ledger.open(workspace=workspace, now="2026-05-04T09:00:00Z") as ledger:
         ledger.config_set("todo.dialect", "extended")
-        ledger.sync()
-        mine = ledger.add_todo("hb one")
-        ledger.sync()
+        _plain, mine = _plain_then_hb_one(ledger)
         text = todo_md.read_text()
         assert f"[ID]({mine['id']}) | hb one\n" in text
         todo_md.write_text(text.replace("| hb one\n", "| hb one, edited\n"))

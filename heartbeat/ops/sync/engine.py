@@ -357,20 +357,18 @@ def _inputs(
             continue
         edited = texts[kind]
         before_text = pending.before_text
-        # hb's write created the file: a copy made before it was made from nothing (the queue's
-        # tasks.json, unless it holds hb's tasks, is then synced as a file hb never read)
-        created = before_text is None and pending.before is None
-        if created and kind not in _STRUCTURED:
+        # hb's write created the file: a TODO file's copy made before it was made from nothing (a
+        # tasks.json's, see Pending.made_from_nothing, is synced as a file hb never read)
+        if before_text is None and pending.before is None and kind not in _STRUCTURED:
             before_text = ""
         if pending.landed is not None and (
             meant is None
-            or (before_text is None and not (created and kind == "tasks-json"))
+            or (before_text is None and not pending.made_from_nothing(meant, edited or ""))
             or (before_text is not None and merge3(before_text, meant, edited or "") == edited)
             or (
                 kind not in _STRUCTURED
                 and _from_hbs_text(kind, edited or "", meant, (before_text or "", *pending.older), texts)
             )
-            or (created and kind == "tasks-json" and writeback.holds_hbs_tasks(meant, edited or ""))
         ):
             # changed right after hb's write, but from hb's text: it holds hb's changes, or (a TODO
             # file mistermorph rewrote whole, dropping the lines it cannot read) more of them than

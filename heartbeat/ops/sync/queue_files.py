@@ -739,8 +739,7 @@ def _written_back(
     if large and reference is None:
         writeback.clear(db, [kind])
         return
-    # (``before`` None: the export created the file; a copy made from no file is told from one
-    # made from hb's by its tasks, see _rebase_stale_copy)
+    # (``before`` None: the export created the file; see Pending.made_from_nothing)
     writeback.record(db, kind, path, before, after, now, kept=reference)
     writeback.mark_landed(db, {kind: path})
 
@@ -777,21 +776,13 @@ def _rebase_stale_copy(db: Db, kind: str, path: Path, current: str, now: datetim
         mtime = path.stat().st_mtime_ns
     except OSError:
         return
-    if pending.state(current, mtime) == "edited" and not _made_from_the_created(db, kind, pending, current):
+    # (a file hb's write created: synced against no text only when made from none, as hb sync does)
+    if pending.state(current, mtime) == "edited" and (
+        pending.before is not None or pending.made_from_nothing(writeback.remembered_text(db, kind), current)
+    ):
         writeback.rebase(db, kind, path, pending.source_of(current), now)
         db.forget(SyncStateRow, kind)  # the syncer reads the baseline rebased here
     writeback.clear(db, [kind])
-
-
-def _made_from_the_created(db: Db, kind: str, pending: Any, current: str) -> bool:
-    """Whether ``current`` was made from the text of hb's write that created the file (a pop or a
-    completion by heartbeat.py on hb's new tasks.json), not from no file (its ``add``)."""
-    from heartbeat.ops.sync import writeback
-
-    if pending.before is not None or pending.older:
-        return False
-    ours = writeback.remembered_text(db, kind)
-    return ours is not None and writeback.holds_hbs_tasks(ours, current)
 
 
 def _forget(db: Db, kind: str) -> None:

@@ -117,6 +117,20 @@ class Pending:
             source = min(reversed(kept), key=lambda text: distance(text, edited))  # a tie: the older
         return source or None  # "": the file did not exist before hb's write: no text to sync against
 
+    def made_from_nothing(self, ours: str | None, edited: str) -> bool:
+        """Whether ``edited``, this tasks.json as changed moments after hb's write ``ours`` created
+        it, is a copy made from no file rather than from hb's text: heartbeat.py's ``add`` reads a
+        missing file as an empty queue and saves it with its one new task, so it holds fewer than
+        half of hb's task ids. Such a copy is synced as a file hb never read; any other change of
+        a file hb created is an edit of hb's text (a text that is no JSON too: it is refused as
+        one)."""
+        return (
+            self.kind == "tasks-json"
+            and self.before is None
+            and ours is not None
+            and not _holds_hbs_tasks(ours, edited)
+        )
+
     def guarding(self, text: str | None) -> bool:
         """Whether the file, holding ``text``, still holds hb's write, landed moments ago: a stale
         copy of the text before it may land yet (:func:`stale_window`)."""
@@ -157,7 +171,7 @@ def _tasks_apart(edited: str) -> Callable[[str], tuple[bool, int]] | None:
     ids = task_ids(now)
 
     def apart(text: str) -> tuple[bool, int]:
-        was = Counter() if text == "" else task_places(text)
+        was: Counter[tuple[str, str, str | None]] | None = Counter() if text == "" else task_places(text)
         if was is None:
             return True, 2**62
         return not task_ids(was) <= ids, ((was - now) + (now - was)).total()
@@ -165,11 +179,9 @@ def _tasks_apart(edited: str) -> Callable[[str], tuple[bool, int]] | None:
     return apart
 
 
-def holds_hbs_tasks(ours: str, edited: str) -> bool:
-    """Whether ``edited``, a tasks.json hb's write ``ours`` created moments before, was made from
-    that text rather than from no file (heartbeat.py reads a missing file as an empty queue, and
-    saves it with its one new task): it holds at least half of the task ids ``ours`` holds. A
-    text that is no JSON reads as made from hb's (it is synced as an edit, and refused as such)."""
+def _holds_hbs_tasks(ours: str, edited: str) -> bool:
+    """Whether the tasks.json ``edited`` holds at least half of the task ids ``ours`` holds (a text
+    that is no JSON, or ``ours`` without a task, counts as holding them)."""
     from heartbeat.formats.tasks_json import task_ids, task_places
 
     mine, now = task_places(ours), task_places(edited)
