@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from heartbeat.bulk import collector_paused
 from heartbeat.errors import NUL, FileFormatError, InvalidInput, InvalidState, ScopeNotFound, nul_reason
 from heartbeat.formats.timestamps import format_timestamp, is_malformed, parse_timestamp, timestamp_or_none
 
@@ -91,7 +92,7 @@ _TIMESTAMP_KEYS = ("created_at", "completed_at")
 JsonPath = tuple[str | int, ...]
 
 
-@dataclass
+@dataclass(slots=True)
 class QueueRecord:
     """One task of tasks.json: a legacy list item or a scoped queue entry.
 
@@ -208,6 +209,11 @@ def parse(text: str, *, refuse_nul: bool = False) -> TasksDocument:
     ``refuse_nul``: FileFormatError, too, for a NUL character in a text the ledger stores as text
     (see :func:`refuse_nul`).
     """
+    with collector_paused():  # a large file is many small objects and no cycles (heartbeat.bulk)
+        return _parse(text, refuse_nul=refuse_nul)
+
+
+def _parse(text: str, *, refuse_nul: bool) -> TasksDocument:
     text = text.removeprefix("\ufeff")  # read past; not written back (heartbeat.py cannot read it)
     repeats: list[bool] = []
     data = load_json(text, repeats)
@@ -399,20 +405,23 @@ class Reader:
 def record_of(
     task_id: str, scope: str, status: str, position: int, item: dict[str, Any], reading: _Reading
 ) -> QueueRecord:
+    # by position (the fields' order): a record is made for every task read, and keywords cost
+    # twice as much; the object itself is the record's fields (read, never changed in place)
     return QueueRecord(
-        id=task_id,
-        scope=scope,
-        status=status,
-        title=reading.title,
-        priority=reading.priority,
-        position=position,
-        fields=dict(item),
-        created_at=reading.created_at,
-        completed_at=reading.completed_at,
-        skill=reading.skill,
-        project_id=reading.project_id,
-        agent_id=reading.agent_id,
-        user_id=reading.user_id,
+        task_id,
+        scope,
+        status,
+        reading.title,
+        reading.priority,
+        position,
+        None,
+        item,
+        reading.created_at,
+        reading.completed_at,
+        reading.skill,
+        reading.project_id,
+        reading.agent_id,
+        reading.user_id,
     )
 
 
@@ -450,18 +459,18 @@ def _reading(item: Mapping[str, Any], task_id: str, *, scoped: bool) -> _Reading
     if priority is not None and priority.__class__ is not str:
         priority = text_or_none(priority, numbers=False)
     created, completed = get("created_at"), get("completed_at")
-    return _Reading(
-        title=title,
-        title_key=title_key,
-        priority=priority,
-        status=scoped_status(get("status")) if scoped else None,
-        order=None if order is None else held_order(order),
-        created_at=None if created is None else timestamp_or_none(created),
-        completed_at=None if completed is None else timestamp_or_none(completed),
-        skill=skill if skill is None or skill.__class__ is str else text_or_none(skill),
-        project_id=project if project is None or project.__class__ is str else text_or_none(project),
-        agent_id=agent if agent is None or agent.__class__ is str else text_or_none(agent),
-        user_id=user if user is None or user.__class__ is str else text_or_none(user),
+    return _Reading(  # by position, in the fields' order (see record_of)
+        title,
+        title_key,
+        priority,
+        scoped_status(get("status")) if scoped else None,
+        None if order is None else held_order(order),
+        None if created is None else timestamp_or_none(created),
+        None if completed is None else timestamp_or_none(completed),
+        skill if skill is None or skill.__class__ is str else text_or_none(skill),
+        project if project is None or project.__class__ is str else text_or_none(project),
+        agent if agent is None or agent.__class__ is str else text_or_none(agent),
+        user if user is None or user.__class__ is str else text_or_none(user),
     )
 
 

@@ -89,7 +89,8 @@ def parse_timestamp(text: str) -> datetime:
     """
     if _PLAIN.fullmatch(text):
         try:
-            return datetime.fromisoformat(text[:-1] + "+00:00" if text[-1] == "Z" else text).astimezone(UTC)
+            moment = datetime.fromisoformat(text)  # (Python 3.11 reads the Z; a zero offset is UTC)
+            return moment if moment.tzinfo is UTC else moment.astimezone(UTC)
         except ValueError:
             pass  # an impossible date: the full reading says why
         except OverflowError:

@@ -130,3 +130,42 @@ def test_the_tasks_a_sync_inserts_in_bulk_are_what_it_keeps_in_hand(
     assert [(pk, kind, actor) for pk, _id, kind, actor in events][-len(batch) :] == [
         (row.pk, "created", "sync") for row in stored[-len(batch) :]
     ]
+
+
+def test_an_import_pauses_the_collector_only_while_it_runs(db_url: str, workspace: Path) -> None:
+    """The import reads a large file with the cyclic collector paused (heartbeat.bulk): it is on
+    again after the import, also after one the file's error stopped, and a caller that had it off
+    finds it off."""
+    import gc
+
+    from heartbeat.errors import FileFormatError
+
+    good, bad = workspace / "seed.json", workspace / "bad.json"
+    good.write_text(json.dumps({"pending": [{"id": "t1", "description": "job"}]}))
+    bad.write_text('{"pending": [{"id": "t2"}, {"id": "t2"}]}')
+    seen: list[bool] = []
+    real = gc.disable
+
+    def disable() -> None:
+        seen.append(True)
+        real()
+
+    assert gc.isenabled()
+    with Ledger.open(workspace, db=db_url, now=NOW) as ledger:
+        gc.disable = disable  # type: ignore[assignment]
+        try:
+            ledger.import_file("tasks-json", good)
+            assert seen and gc.isenabled()
+            try:
+                ledger.import_file("tasks-json", bad)
+            except FileFormatError as exc:
+                assert "duplicate id 't2'" in str(exc)
+            else:
+                raise AssertionError("a repeated id was imported")
+            assert gc.isenabled()
+            real()
+            ledger.import_file("tasks-json", good)
+            assert not gc.isenabled()
+        finally:
+            gc.disable = real  # type: ignore[assignment]
+            gc.enable()

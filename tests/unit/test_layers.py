@@ -23,7 +23,7 @@ LAYERS = [
     ("db",),
     ("settings", "progress"),
     ("formats", "rules", "clock"),  # pure: text and time in, values out
-    ("errors",),
+    ("errors", "bulk"),
 ]
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from heartbeat import progress
+from heartbeat.bulk import collector_paused
 from heartbeat.db.queue import last_run_of, record_from_row
 from heartbeat.db.rows import ErrorRow, RunRow, SyncStateRow, TaskRow
 from heartbeat.db.shape import TASK_EVENTS, TASKS
@@ -96,6 +97,11 @@ def import_tasks(
     The new tasks and the history entries are inserted in bulk, after the loop: each with
     the pk it would have had inserted on its own, the history in the file's order.
     """
+    with collector_paused():  # a large file is many small objects and no cycles (heartbeat.bulk)
+        return _import_tasks(db, text, path, now, actor)
+
+
+def _import_tasks(db: Db, text: str, path: Path, now: datetime, actor: str) -> ImportReport:
     try:
         doc = tasks_json.parse(text)
         _storable(db, text, SOURCE)
