@@ -19,7 +19,9 @@ from contextlib import contextmanager
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """No automatic cyclic collection inside the block (reference counting frees as always); the
-    collector is switched back on after it only if it was on before (blocks nest)."""
+    collector is switched back on after it only if it was on before (blocks nest). The switch is
+    the process's: in a server, one thread's block may end another's pause early, which costs
+    that one speed, never a result."""
     if not gc.isenabled():
         yield
         return
