@@ -783,19 +783,7 @@ def test_heartbeat_py_saving_the_tasks_json_it_found_missing_loses_none_of_hbs_t
         mine = ledger.add("from hb")
         ledger.sync()
         assert [t["description"] for t in json.loads(path.read_text())["pending"]] == ["from hb"]
-        theirs = {
-            "id": "task-20260501090000",
-            "priority": "medium",
-            "description": "from the script",
-            "assigned_skill": None,
-            "project_id": None,
-            "agent_id": None,
-            "user_id": None,
-            "created_at": "2026-05-01T09:00:00+00:00Z",
-            "completed_at": None,
-        }
-        doc = {"pending": [theirs], "in_progress": [], "completed": [], "failed": []}
-        path.write_text(json.dumps(doc, indent=2))
+        path.write_text(_script_add(None, "task-20260501090000", "from the script", "medium"))
         ledger.sync()
         assert sorted(t["title"] for t in ledger.list()) == ["from hb", "from the script"]
         assert ledger.get(mine["id"])["status"] == "todo"
