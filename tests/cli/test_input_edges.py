@@ -15,7 +15,7 @@ import click.testing
 import pytest
 
 from heartbeat.cli.main import cli
-from tests.conftest import Runner
+from tests.conftest import Runner, every_row, workspace_files
 
 
 def _one_line(stderr: str) -> str:
@@ -734,3 +734,85 @@ def test_list_text_finds_a_title_by_its_own_letters_on_both_backends(
     titles = [t["title"] for t in hb_db.json("list", "--text", query)]
     wanted = {"ΣΊΣΥΦΟΣ": "ΣΊΣΥΦΟΣ rock", "ΣΊΣΥΦΟΣ rock": "ΣΊΣΥΦΟΣ rock", "ROCK": "ΣΊΣΥΦΟΣ rock"}
     assert titles == [wanted.get(query, "İstanbul trip")]
+
+
+# --- a workspace file larger than hb reads ---------------------------------------------------------
+
+_EVERY_FILE = [
+    "TODO.md",
+    "TODO.DONE.md",
+    "TODO.RECUR.md",
+    ".agent/state/tasks.json",
+    ".agent/state/errors.json",
+    ".agent/state/last-run.json",
+    "PROACTIVE.md",
+    "memory/heartbeat-state.json",
+    "HEARTBEAT.md",
+]
+
+
+_TODO = "# TODO Work In Progress (WIP)\n\n"
+_ENTRY = "- [ ] [Created](2026-05-03 12:05) | {}\n"
+
+
+def _oversized(workspace: Path, name: str) -> Path:
+    """``name`` as a sparse file one byte past the largest hb reads (no byte of it is written)."""
+    from heartbeat.ops.sync.files import FILE_MAX
+
+    path = workspace / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as f:
+        f.truncate(FILE_MAX + 1)
+    return path
+
+
+@pytest.mark.parametrize("name", _EVERY_FILE)
+def test_a_file_larger_than_hb_reads_is_refused_at_once_and_nothing_changes(
+    hb_db: Runner, db_url: str, workspace: Path, name: str
+) -> None:
+    """A runaway writer or a sparse file of gigabytes took tens of seconds and several GB of memory
+    to read before its first byte was refused; it is refused by its size, before it is read."""
+    hb_db("add", "kept", "--id", "t1")
+    (workspace / "TODO.md").write_text(_TODO + _ENTRY.format("Call Ann"))
+    path = _oversized(workspace, name)
+    files, rows = workspace_files(workspace), every_row(db_url)
+
+    command = "heartbeat" if name == "HEARTBEAT.md" else "sync"
+    result = hb_db(command, code=1)
+
+    assert _one_line(result.stderr) == f"hb: {path}: 268,435,457 bytes, more than hb reads (at most 256 MiB)"
+    assert workspace_files(workspace) == files
+    if command == "sync":
+        assert every_row(db_url) == rows
+
+
+def test_a_file_of_exactly_the_limit_is_read(
+    hb: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from heartbeat.ops.sync import files
+
+    hb("init")
+    todo = workspace / "TODO.md"
+    todo.write_text(_TODO + _ENTRY.format("Call Ann"))
+    monkeypatch.setattr(files, "FILE_MAX", todo.stat().st_size)
+    hb("sync")
+    assert [t["title"] for t in hb.json("list")] == ["Call Ann"]
+
+    todo.write_text(todo.read_text() + _ENTRY.format("Call Bo"))
+    assert _one_line(hb("sync", code=1).stderr).endswith("more than hb reads (at most 0 MiB)")
+    assert [t["title"] for t in hb.json("list")] == ["Call Ann"]
+
+
+def test_an_oversized_tasks_json_leaves_an_auto_exported_pop_standing(hb: Runner, workspace: Path) -> None:
+    """With sync.auto_export, a file that does not read is left as it is with a warning, and the
+    queue operation still counts (README: choices where the contract is silent)."""
+    hb("config", "set", "sync.auto_export", "true")
+    hb("add", "first", "--id", "t1")
+    path = _oversized(workspace, ".agent/state/tasks.json")
+
+    result = hb("pop")
+
+    assert json.loads(result.stdout)["id"] == "t1"
+    assert "more than hb reads (at most 256 MiB): left as it is" in result.stderr
+    assert path.stat().st_size == (256 << 20) + 1
+    assert hb.json("show", "t1")["status"] == "doing"

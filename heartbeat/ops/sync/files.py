@@ -105,6 +105,10 @@ def other_file(target: Path | None, workspace_file: Path) -> Path | None:
 
 STREAM_SECONDS = 15.0  # how long a pipe read as a file may take to end
 STREAM_BYTES = 1 << 20  # and how much it may hold
+# The largest workspace file hb reads, in bytes: a 20,000-task tasks.json is 4.3 MB, a million
+# TODO.DONE.md entries about 100 MB. A larger one (a runaway writer, a sparse file) would take
+# seconds and gigabytes to read before any of it could be refused.
+FILE_MAX = 256 << 20
 
 
 def read_text(path: Path, *, stream: bool = False, unread: list[str] | None = None) -> str:
@@ -114,18 +118,24 @@ def read_text(path: Path, *, stream: bool = False, unread: list[str] | None = No
     and the first one is said there (``path:line:column: ...``), instead of refused (a file hb
     only reads: HEARTBEAT.md).
 
-    Only a regular file, unless ``stream``: a file hb also writes cannot be a FIFO or a device
+    A regular file of at most :data:`FILE_MAX` bytes (InvalidInput past it, before anything is
+    read). Only a regular file, unless ``stream``: a file hb also writes cannot be a FIFO or a device
     (reading one would block, or never end). HEARTBEAT.md, which hb only reads, may be one: it
     is read for at most :data:`STREAM_SECONDS` and :data:`STREAM_BYTES` (InvalidInput past
     either), so a pipe nobody writes to, or a device that never ends, cannot hang a heartbeat.
     """
     try:
-        if not stat.S_ISREG(path.stat().st_mode):  # FileNotFoundError when missing
+        info = path.stat()  # FileNotFoundError when missing
+        if not stat.S_ISREG(info.st_mode):
             if path.is_dir():
                 raise IsADirectoryError(path)
             if not stream:
                 raise InvalidInput(f"{path}: not a regular file (hb reads and writes plain files only)")
             return decode(_read_stream(path), path, unread)
+        if info.st_size > FILE_MAX:
+            raise InvalidInput(
+                f"{path}: {info.st_size:,} bytes, more than hb reads (at most {FILE_MAX >> 20} MiB)"
+            )
         data, identity = _read_quiet(path)
     except FileNotFoundError:
         raise NotFound(f"{path}: no such file") from None
