@@ -326,16 +326,26 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
     return render(headers, cells, fit=terminal_width())
 
 
+STDIN_MAX = 1 << 20  # bytes of a poke's text or a query hb reads from standard input
+
+
 def read_text_arg(value: str) -> str:
     """TEXT or ``-`` for standard input, read as UTF-8 whatever the locale says (FileFormatError
-    naming ``<stdin>:line:column`` of a byte that is not)."""
+    naming ``<stdin>:line:column`` of a byte that is not). At most :data:`STDIN_MAX` bytes:
+    InvalidInput past them, so that an endless stream (``yes | hb poke -``) is refused instead of
+    read until memory runs out."""
     if value != "-":
         return value
     from pathlib import Path
 
+    from heartbeat.errors import InvalidInput
     from heartbeat.ops.sync.files import decode
 
     stream = getattr(sys.stdin, "buffer", None)
-    if stream is None:  # a text stream without bytes underneath (tests feeding a str)
-        return sys.stdin.read()
-    return decode(stream.read(), Path("<stdin>"))
+    # a text stream without bytes underneath (tests feeding a str) is measured in characters
+    data: Any = (stream or sys.stdin).read(STDIN_MAX + 1)
+    if len(data) > STDIN_MAX:
+        raise InvalidInput(
+            f"<stdin>: more than {STDIN_MAX >> 20} MiB (hb reads at most that from standard input)"
+        )
+    return data if stream is None else decode(data, Path("<stdin>"))

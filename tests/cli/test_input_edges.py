@@ -128,6 +128,42 @@ def test_poke_stdin_not_utf8_in_a_real_process(hb: Runner, workspace: Path) -> N
     _no_tasks(hb)
 
 
+@pytest.mark.parametrize("command", [["poke", "-"], ["sql", "-"]])
+def test_an_endless_standard_input_is_refused_in_a_real_process(
+    hb: Runner, workspace: Path, command: list[str]
+) -> None:
+    """``yes | hb poke -`` read until memory ran out; standard input is read up to 1 MiB."""
+    hb("init")
+    env = {**os.environ, "HB_WORKSPACE": str(workspace)}
+    with subprocess.Popen(["yes", "check the build"], stdout=subprocess.PIPE) as endless:
+        proc = subprocess.run(
+            [sys.executable, "-m", "heartbeat", *command],
+            stdin=endless.stdout,
+            capture_output=True,
+            env=env,
+            check=False,
+            timeout=120,
+        )
+        endless.kill()
+
+    assert proc.returncode == 1, proc.stderr
+    assert _one_line(proc.stderr.decode()) == (
+        "hb: <stdin>: more than 1 MiB (hb reads at most that from standard input)"
+    )
+    _no_tasks(hb)
+
+
+def test_a_poke_text_of_exactly_one_mib_is_taken(hb: Runner) -> None:
+    hb("init")
+    text = "x" * (1 << 20)
+    assert hb.json("poke", "-", input=text)["title"].startswith("xxx")
+    refused = hb("poke", "-", input=text + "x", code=1)
+    assert (
+        _one_line(refused.stderr)
+        == "hb: <stdin>: more than 1 MiB (hb reads at most that from standard input)"
+    )
+
+
 def test_poke_with_utf8_text_still_works(hb: Runner) -> None:
     hb("init")
     task = hb.json("poke", "-", input="Café au lait ☕")
