@@ -1718,6 +1718,76 @@ def bench_exports(small: int, large: int, listed: int, pops: int) -> None:
     )
 
 
+# --- readers that grow with their input -----------------------------------------------------
+
+
+def _periodic_md(n: int) -> str:
+    body = "".join(f"- name: t{i}\n  interval: 30m\n  prompt: check {i}\n" for i in range(n))
+    return f"tasks:\n{body}\nRead CURRENT.md\n"
+
+
+def _todo_md(n: int) -> str:
+    body = "".join(
+        f"- [ ] [Created](2026-05-03 12:05), [ChatID](tg:-100{i}) | Call about {i}\n" for i in range(n)
+    )
+    return f"# TODO Work In Progress (WIP)\n\n{body}"
+
+
+def _recur_md(n: int) -> str:
+    body = "".join(f"- [ ] [Repeat](every day), [Next](2026-05-03 12:05) | Rule {i}\n" for i in range(n))
+    return f"# TODO Recurring\n\n{body}"
+
+
+def _proactive_md(n: int) -> str:
+    block = (
+        '### [DAILY] T{0}\n\n```yaml\nid: t{0}\nfrequency: daily\ntime: "08:00"\ninstruction: do {0}\n```\n\n'
+    )
+    tasks = "".join(block.format(i) for i in range(n))
+    return f"# Proactive\n\n<!-- PROACTIVE_TASKS_START -->\n\n{tasks}<!-- PROACTIVE_TASKS_END -->\n"
+
+
+def _state_json(n: int) -> str:
+    return json.dumps({"lastChecks": {f"check-{i}": 1714550400 + i for i in range(n)}}, indent=2)
+
+
+def bench_inputs(scale: int = 10) -> None:
+    """14. each reader of a workspace file on an input ``scale`` times larger: the time grows by
+    about ``scale`` (a reader that copied the rest of its input at each item took 19.5 s over a
+    HEARTBEAT.md of 50,000 periodic tasks; 0.5 s since)."""
+    from heartbeat.formats import proactive, state, tasks_json, todo
+    from heartbeat.rules import checklist
+
+    def heartbeat_md(text: str) -> Any:
+        return checklist.periodic_tasks(text), checklist.without_periodic_tasks(text)
+
+    readers: list[tuple[str, Callable[[int], str], Callable[[str], Any], int]] = [
+        ("HEARTBEAT.md periodic tasks", _periodic_md, heartbeat_md, 2_000),
+        ("TODO.md entries", _todo_md, lambda t: todo.parse(t, todo.TodoKind.TODO), 2_000),
+        ("TODO.RECUR.md rules", _recur_md, lambda t: todo.parse(t, todo.TodoKind.RECUR), 2_000),
+        ("PROACTIVE.md task blocks", _proactive_md, proactive.parse, 200),
+        ("heartbeat-state.json keys", _state_json, state.parse, 2_000),
+        ("tasks.json tasks", lambda n: json.dumps(tasks_json_doc(n), indent=2), tasks_json.parse, 2_000),
+    ]
+    rows = []
+    for name, make, read, n in readers:
+        small, large = make(n), make(n * scale)
+        took = [min(_seconds(read, text) for _ in range(3)) for text in (small, large)]
+        ratio = took[1] / took[0]
+        record("inputs", name, ratio, "ratio", items=n, scale=scale, target=f"<= {scale * 1.5:g}")
+        rows.append((name, f"{n:,}", f"{took[0] * 1e3:.1f}", f"{took[1] * 1e3:.1f}", f"{ratio:.1f}"))
+    table(
+        f"14. readers on an input {scale} times larger (best of 3; target: at most {scale * 1.5:g} x)",
+        rows,
+        ["reader", "items", "ms", f"ms at {scale} x", "ratio"],
+    )
+
+
+def _seconds(fn: Callable[[str], Any], text: str) -> float:
+    start = time.perf_counter()
+    fn(text)
+    return time.perf_counter() - start
+
+
 SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "queue": lambda a: bench_queue(a.tasks),
     "processes": lambda a: bench_workers(a.tasks, 4),
@@ -1732,6 +1802,7 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "round": lambda a: bench_round(a.runs),
     "exports": lambda a: bench_exports(100, a.tasks, 5 * a.tasks, 5 if a.quick else 15),
     "tasks_sync": lambda a: bench_tasks_sync(100, a.tasks, 3 if a.quick else 7),
+    "inputs": lambda a: bench_inputs(10),
 }
 
 

@@ -139,7 +139,8 @@ def periodic_tasks(text: str | None) -> list[PeriodicTask]:
         if not trimmed.startswith("- name:"):
             continue
         name, interval, prompt = _task_value(trimmed, "- name:"), "", ""
-        for following in lines[i + 1 :]:
+        for j in range(i + 1, len(lines)):  # (a slice of the rest would copy it for each task)
+            following = lines[j]
             value = following.strip(_JS_SPACE)
             if value.startswith("- name:"):
                 break
