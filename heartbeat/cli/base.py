@@ -116,6 +116,10 @@ class HbGroup(click.Group):
                 silence_stdout()
                 raise HbClickError(output_failure(exc), OUTPUT_FAILED) from None
             mapped = _translate(exc)
+            if mapped is not None and mapped.message.startswith("database error: "):
+                where = ctx.obj.ledger_file() if isinstance(ctx.obj, State) else None
+                if where is not None:  # a SQLite file that is not a ledger, or is damaged or full
+                    mapped = HbClickError(f"{where}: {mapped.message}", mapped.exit_code)
             if mapped is None:
                 verbose = getattr(ctx.obj, "verbose", 0)
                 if verbose:
@@ -161,6 +165,20 @@ class State:
             if self._ledger.backup_path and not self.quiet:
                 info(f"upgraded the ledger schema; backup at {self._ledger.backup_path}")
         return self._ledger
+
+    def ledger_file(self) -> str | None:
+        """The SQLite file of the ledger the options name (None: PostgreSQL, or none named)."""
+        from pathlib import Path
+
+        from heartbeat.db.sqlite import file_of
+        from heartbeat.ledger import default_db_path
+
+        if self._ledger is not None:
+            url = self._ledger.url
+        else:
+            url = self.db if self.db is not None else str(default_db_path(Path(self.workspace or ".")))
+        path = file_of(url)
+        return None if path is None else str(path)
 
     def close(self) -> None:
         if self._ledger is not None:

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click.testing
@@ -852,3 +853,47 @@ def test_an_oversized_tasks_json_leaves_an_auto_exported_pop_standing(hb: Runner
     assert "more than hb reads (at most 256 MiB): left as it is" in result.stderr
     assert path.stat().st_size == (256 << 20) + 1
     assert hb.json("show", "t1")["status"] == "doing"
+
+
+# --- a ledger file that is not one, or is damaged ---------------------------------------------------
+
+
+def _garbage(path: Path) -> None:
+    path.write_bytes(b"these are not the bytes of a database\n" * 200)
+
+
+def _cut_in_half(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [(_garbage, "file is not a database"), (_cut_in_half, "database disk image is malformed")],
+)
+@pytest.mark.parametrize("command", [["list"], ["add", "more"], ["sync"], ["heartbeat"]])
+def test_a_damaged_ledger_file_is_named_in_one_line_and_left_as_it_is(
+    hb: Runner, workspace: Path, damage: Callable[[Path], None], reason: str, command: list[str]
+) -> None:
+    """It was "hb: database error: file is not a database", naming no file: with --db, or a
+    workspace given by HB_WORKSPACE, the user could not tell which file hb had opened."""
+    hb("init")
+    for n in range(40):
+        hb("add", f"task {n}")
+    ledger = workspace / ".agent" / "state" / "heartbeat.db"
+    damage(ledger)
+    for sidecar in ("-wal", "-shm"):
+        ledger.with_name(ledger.name + sidecar).unlink(missing_ok=True)
+    before = ledger.read_bytes()
+
+    result = hb(*command, code=1)
+
+    assert _one_line(result.stderr) == f"hb: {ledger}: database error: {reason}"
+    assert ledger.read_bytes() == before
+
+
+def test_another_file_named_by_db_is_named_too(hb: Runner, workspace: Path) -> None:
+    other = workspace / "notes.db"
+    _garbage(other)
+    result = hb("--db", str(other), "list", code=1)
+    assert _one_line(result.stderr) == f"hb: {other}: database error: file is not a database"
