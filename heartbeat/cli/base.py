@@ -16,6 +16,7 @@ import click
 
 from heartbeat.errors import describe
 from heartbeat.formats import strict_json
+from heartbeat.reporting.grid import visible
 
 if TYPE_CHECKING:
     from heartbeat.ledger import Ledger
@@ -31,7 +32,7 @@ class HbClickError(click.ClickException):
         self.exit_code = exit_code  # type: ignore[misc]  # click declares it on the class
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"hb: {self.format_message()}", err=True)
+        click.echo(visible(f"hb: {self.format_message()}"), err=True)
 
 
 # The largest --limit: a row count both backends take (a 64-bit integer); past it a usage error
@@ -321,7 +322,7 @@ def emit(data: Any, human: Callable[[Any], str] | str | None = None) -> None:
         return
     text = human if isinstance(human, str) else human(data)
     if text:
-        click.echo(text)
+        click.echo(visible(text))
 
 
 def info(message: str) -> None:
@@ -329,11 +330,11 @@ def info(message: str) -> None:
     ctx = click.get_current_context(silent=True)
     if ctx is not None and state(ctx).quiet:
         return
-    click.echo(message, err=True)
+    click.echo(visible(message), err=True)
 
 
 def warn(message: str) -> None:
-    click.echo(f"hb: warning: {message}", err=True)
+    click.echo(visible(f"hb: warning: {message}"), err=True)
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:

@@ -19,6 +19,7 @@ from heartbeat.cli.base import (
     table,
     warn,
 )
+from heartbeat.reporting.grid import visible
 
 NOT_SENT = 20  # notify/proactive decided not to send (SPEC.md section 2)
 
@@ -336,7 +337,7 @@ def serve(host: str, port: int, token_file: str | None) -> None:
 
 
 def _log_line(message: str) -> None:
-    click.echo(f"hb serve: {message}", err=True)
+    click.echo(visible(f"hb serve: {message}"), err=True)
 
 
 COMMANDS: list[click.Command] = [due, check, notify, proactive, seen, hygiene, heartbeat, poke, serve]

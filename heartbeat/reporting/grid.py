@@ -9,12 +9,37 @@ printed into a pipe (``fit=None``) is never cut.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 
 ELLIPSIS = "…"
 MIN_CUT = 8  # a cut column keeps at least this many columns
 _GAP = "  "
+
+
+# What a terminal would act on instead of showing: the C0 and C1 control characters and DEL
+# (ESC starts the sequences that clear a screen, set its title or write the clipboard), and the
+# bidirectional overrides and isolates (text that reads otherwise than it is stored). A title, an
+# id or a warning quoting a file can hold any of them: the files are written by agents and people.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_IN_CELL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # a line of its own
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escaped(match: re.Match[str]) -> str:
+    ch = match.group()
+    named = _NAMED.get(ch)
+    if named is not None:
+        return named
+    return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
+
+
+def visible(text: str, *, cell: bool = False) -> str:
+    """``text`` as hb prints it for people: each control character shown as an escape
+    (``\\x1b``, ``\\r``, ``\\u202e``) instead of sent to the terminal; newlines and tabs kept,
+    but in a ``cell`` of a table (``\\n``, ``\\t``: a row stays one line)."""
+    return (_CONTROL_IN_CELL if cell else _CONTROL).sub(_escaped, text)
 
 
 def display_width(text: str) -> int:
@@ -59,6 +84,8 @@ def render(
     """The table as text: a header line, a rule, one line per row; ``right``: columns to align
     right (numbers); ``fit``: the terminal's width, when the table must fit it."""
     align = list(right or [False] * len(headers))
+    headers = [visible(h, cell=True) for h in headers]
+    rows = [[visible(v, cell=True) for v in row] for row in rows]
     widths = [display_width(h) for h in headers]
     least = [0] * len(headers)  # the narrowest a numeric column may get: its widest value
     for row in rows:

@@ -1,0 +1,90 @@
+"""What hb prints for people never drives the terminal it is printed to.
+
+Titles, ids, blockers and the warnings that quote a file come from files that agents and people
+write (mistermorph adds a TODO line from a chat message). A control character in them reached the
+terminal as it was: ``ESC ] 52`` writes the user's clipboard, ``ESC [ 2 J`` clears the screen,
+``ESC ] 0`` sets the window's title, a carriage return or a right-to-left override makes a line
+read otherwise than it is stored. Human output now shows each as an escape; ``--json`` and the
+exports keep the text exact.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from heartbeat.reporting.grid import display_width, render, visible
+from tests.conftest import Runner
+
+HOSTILE = "Pay \x1b]52;c;cm0gLXJmIH4=\x07rent \x1b[2J\x1b]0;owned\x07 now\r\x08\u202eevil\u202c\x9b31m"
+SHOWN = (
+    "Pay \\x1b]52;c;cm0gLXJmIH4=\\x07rent \\x1b[2J\\x1b]0;owned\\x07 now\\r\\x08\\u202eevil\\u202c\\x9b31m"
+)
+# what a terminal acts on: C0 but newline and tab, DEL, C1, the bidirectional overrides
+ACTED_ON = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+TODO_HEAD = "# TODO Work In Progress (WIP)\n\n"
+
+
+def test_visible_escapes_what_a_terminal_acts_on_and_keeps_the_rest() -> None:
+    assert visible(HOSTILE) == SHOWN
+    assert visible("two\nlines\tand a tab") == "two\nlines\tand a tab"
+    assert visible("two\nlines\tand a tab", cell=True) == "two\\nlines\\tand a tab"
+    kept = "喝咖啡 ☕ 👩\u200d💻 naïve e\u0301"  # wide, emoji with a joiner, combining marks
+    assert visible(kept, cell=True) == kept
+
+
+def test_a_table_cell_stays_one_line_and_is_measured_as_shown() -> None:
+    text = render(["id", "title"], [["t1", "first\nsecond\x1b[2J"], ["t2", "ok"]])
+    lines = text.splitlines()
+    assert len(lines) == 4
+    assert lines[2] == "t1  first\\nsecond\\x1b[2J"
+    assert display_width(lines[0]) <= display_width(lines[2])  # the title column fits the widest
+    assert not ACTED_ON.search(text)
+
+
+def test_a_hostile_todo_title_is_listed_escaped_and_kept_exact(hb: Runner, workspace: Path) -> None:
+    hb("init")
+    (workspace / "TODO.md").write_text(TODO_HEAD + f"- [ ] [Created](2026-05-03 12:05) | {HOSTILE}\n")
+    hb("sync")
+
+    listed = hb("list").stdout
+    assert SHOWN in listed
+    assert not ACTED_ON.search(listed)
+    assert [t["title"] for t in json.loads(hb("list", "--json").stdout)] == [HOSTILE]
+    task_id = json.loads(hb("list", "--json").stdout)[0]["id"]
+    shown = hb("show", task_id).stdout
+    assert SHOWN in shown and not ACTED_ON.search(shown)
+    assert (workspace / "TODO.md").read_bytes().endswith(f"| {HOSTILE}\n".encode())  # as it was
+
+
+def test_a_warning_quoting_a_file_is_escaped(hb: Runner, workspace: Path) -> None:
+    hb("init")
+    (workspace / "TODO.md").write_text(
+        TODO_HEAD + "- [ ] [Created](2026-05-03 12:05), [Bad\x1b]52;c;aGk=\x07](x) | t\n"
+    )
+
+    result = hb("sync")
+
+    assert "bad metadata '[Bad\\x1b]52;c;aGk=\\x07](x)'" in result.stderr
+    assert not ACTED_ON.search(result.stderr)
+
+
+def test_the_heartbeat_brief_shows_a_checklist_control_character_escaped(hb: Runner, workspace: Path) -> None:
+    hb("init")
+    (workspace / "HEARTBEAT.md").write_text("# Checklist\n\n- Check the inbox \x1b[2J\x1b]0;x\x07\n")
+
+    brief = hb("heartbeat").stdout
+
+    assert "- Check the inbox \\x1b[2J\\x1b]0;x\\x07" in brief
+    assert not ACTED_ON.search(brief)
+    assert "\x1b" in json.loads(hb("heartbeat", "--json").stdout)["brief"]  # JSON keeps it (escaped)
+
+
+def test_an_error_naming_a_hostile_id_is_escaped(hb: Runner) -> None:
+    hb("init")
+    hb("add", "a task", "--id", "t1")
+    result = hb("update", "t1", "--after", "x\x1b[2Jy", code=1)
+    assert not ACTED_ON.search(result.stderr)
+    assert len(result.stderr.splitlines()) == 1
