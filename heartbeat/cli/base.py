@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from heartbeat.errors import describe
+from heartbeat.errors import Interrupted, describe
 from heartbeat.formats import strict_json
 from heartbeat.reporting.grid import visible
 
@@ -44,6 +44,10 @@ def _translate(exc: BaseException) -> HbClickError | None:
     described = describe(exc)
     return None if described is None else HbClickError(*described)
 
+
+# Ctrl-C: the transaction the command had open is rolled back on the way out (a file it had
+# begun to write is written whole or not at all)
+INTERRUPTED = "interrupted: stopped before it finished (what it had not committed was rolled back)"
 
 # Exit code of a failure hb did not foresee (sysexits.h EX_SOFTWARE): one line, no traceback
 # unless -v asked for it.
@@ -110,6 +114,8 @@ class HbGroup(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except KeyboardInterrupt:  # click would say "Aborted!" and exit 1, as for bad input
+            raise HbClickError(INTERRUPTED, Interrupted.exit_code) from None
         except Exception as exc:
             if isinstance(exc, BrokenPipeError) and output_closed():
                 raise click.exceptions.Exit(OUTPUT_CLOSED) from None

@@ -58,7 +58,10 @@ def held(ctx: Context, kind: str) -> Iterator[GuardRun]:
         with renewed(ctx, run):  # a long tick is not taken for an abandoned one
             yield run
     except BaseException as exc:
-        run.detail.setdefault("error", str(exc) or type(exc).__name__)
+        said = (
+            "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else str(exc) or type(exc).__name__
+        )
+        run.detail.setdefault("error", said)
         release(ctx, run, "error")
         raise
     release(ctx, run, "ok")

@@ -897,3 +897,72 @@ def test_another_file_named_by_db_is_named_too(hb: Runner, workspace: Path) -> N
     _garbage(other)
     result = hb("--db", str(other), "list", code=1)
     assert _one_line(result.stderr) == f"hb: {other}: database error: file is not a database"
+
+
+# --- Ctrl-C ------------------------------------------------------------------------------------------
+
+_INTERRUPTED = "hb: interrupted: stopped before it finished (what it had not committed was rolled back)"
+
+
+def test_ctrl_c_during_a_sync_is_exit_130_and_the_import_is_rolled_back(
+    hb_db: Runner, db_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It was click's "Aborted!" and exit 1, the code of bad input."""
+    from heartbeat.formats import tasks_json
+
+    hb_db("add", "kept", "--id", "t1")
+    queue = _queue_file(workspace)
+    queue.write_text(json.dumps({"pending": [{"id": "t2", "description": "new", "priority": "high"}]}))
+    files, rows = workspace_files(workspace), every_row(db_url)
+
+    def ctrl_c(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(tasks_json, "parse", ctrl_c)
+        result = hb_db("sync", code=130)
+
+    assert result.stderr == _INTERRUPTED + "\n"
+    assert workspace_files(workspace) == files
+    assert every_row(db_url) == rows
+    hb_db("sync")
+    assert {t["id"] for t in hb_db.json("list")} == {"t1", "t2"}
+
+
+def test_ctrl_c_during_a_heartbeat_in_a_real_process_gives_the_guard_back(
+    hb: Runner, workspace: Path
+) -> None:
+    """A HEARTBEAT.md that is a pipe whose writer never writes holds the heartbeat for up to 15 s:
+    Ctrl-C then stops it at a known place."""
+    import signal
+    import time
+
+    hb("init")
+    fifo = workspace / "HEARTBEAT.md"
+    os.mkfifo(fifo)
+    held = os.open(fifo, os.O_RDWR)  # a writer that never writes
+    env = {**os.environ, "HB_WORKSPACE": str(workspace)}
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "heartbeat", "heartbeat"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        time.sleep(2)  # (the pipe holds it for 15 s)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        os.close(held)
+    os.unlink(fifo)
+
+    assert proc.returncode == 130, err
+    assert err.decode() == _INTERRUPTED + "\n"
+    assert hb("heartbeat").stdout == "HEARTBEAT_OK\n"  # the guard was given back
+    runs = json.loads(
+        hb(
+            "sql", "SELECT status, detail FROM runs WHERE kind = 'heartbeat' ORDER BY pk", "--format", "json"
+        ).stdout
+    )
+    assert [r["status"] for r in runs] == ["error", "ok"]
+    assert json.loads(runs[0]["detail"])["error"] == "interrupted (Ctrl-C)"
