@@ -194,12 +194,49 @@ def _write_stdout_whole(*, closed: bool = False) -> None:
     except (AttributeError, OSError, ValueError):
         return
     raw = _WholeWrites(fd, "w", closefd=False)
+    errors = out.errors
+    if errors == "strict" and not _holds_all_text(out.encoding):
+        import codecs
+
+        codecs.register_error(_AS_JSON_ESCAPES, _json_escapes)
+        errors = _AS_JSON_ESCAPES
     sys.stdout = io.TextIOWrapper(
         io.BufferedWriter(raw),
         encoding=out.encoding,
-        errors=out.errors,
+        errors=errors,
         line_buffering=bool(out.line_buffering),
     )
+
+
+# Standard output in an encoding that cannot hold every character (PYTHONIOENCODING=latin-1, a
+# legacy locale) shows one it cannot hold as a JSON escape (\u559d; \ud83d\ude00 past the BMP):
+# a title in another script was an internal error (exit 70), and JSON, whose non-ASCII characters
+# are all inside strings, stays valid JSON with the same value.
+_AS_JSON_ESCAPES = "hb-json-escapes"
+
+
+def _holds_all_text(encoding: str) -> bool:
+    import codecs
+
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        return False
+    return name.startswith(("utf-8", "utf-16", "utf-32", "gb18030"))
+
+
+def _json_escapes(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    out = []
+    for ch in exc.object[exc.start : exc.end]:
+        code = ord(ch)
+        if code > 0xFFFF:  # a surrogate pair, as JSON writes one
+            code -= 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{code:04x}")
+    return "".join(out), exc.end
 
 
 def _flush_output() -> None:

@@ -88,3 +88,32 @@ def test_an_error_naming_a_hostile_id_is_escaped(hb: Runner) -> None:
     result = hb("update", "t1", "--after", "x\x1b[2Jy", code=1)
     assert not ACTED_ON.search(result.stderr)
     assert len(result.stderr.splitlines()) == 1
+
+
+def test_an_output_encoding_that_cannot_hold_a_title_shows_escapes_not_an_internal_error(
+    hb: Runner, workspace: Path
+) -> None:
+    """PYTHONIOENCODING=latin-1 (or a legacy locale): a Chinese title was exit 70. A character
+    the encoding lacks is written as a JSON escape, so --json stays JSON with the same text."""
+    import os
+    import subprocess
+    import sys
+
+    hb("init")
+    titles = ["喝咖啡 ☕ café", "emoji 😀 naïve"]
+    for title in titles:
+        hb("add", title)
+    env = {**os.environ, "HB_WORKSPACE": str(workspace), "PYTHONIOENCODING": "latin-1"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[bytes]:
+        argv = [sys.executable, "-m", "heartbeat", *args]
+        return subprocess.run(argv, env=env, capture_output=True, check=False, timeout=60)
+
+    listed = run("list")
+    assert listed.returncode == 0, listed.stderr
+    text = listed.stdout.decode("latin-1")
+    assert "\\u559d\\u5496\\u5561 \\u2615 café" in text  # é is latin-1's own
+    assert "emoji \\ud83d\\ude00 naïve" in text
+    as_json = run("list", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert sorted(t["title"] for t in json.loads(as_json.stdout.decode("latin-1"))) == sorted(titles)
