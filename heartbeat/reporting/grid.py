@@ -22,7 +22,7 @@ _GAP = "  "
 # (ESC starts the sequences that clear a screen, set its title or write the clipboard), and the
 # bidirectional overrides and isolates (text that reads otherwise than it is stored). A title, an
 # id or a warning quoting a file can hold any of them: the files are written by agents and people.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\r(?!\n)")
 _CONTROL_IN_CELL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # a line of its own
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
@@ -37,8 +37,8 @@ def _escaped(match: re.Match[str]) -> str:
 
 def visible(text: str, *, cell: bool = False) -> str:
     """``text`` as hb prints it for people: each control character shown as an escape
-    (``\\x1b``, ``\\r``, ``\\u202e``) instead of sent to the terminal; newlines and tabs kept,
-    but in a ``cell`` of a table (``\\n``, ``\\t``: a row stays one line)."""
+    (``\\x1b``, ``\\r``, ``\\u202e``) instead of sent to the terminal; newlines, CRLF line ends
+    and tabs kept, but in a ``cell`` of a table (``\\n``, ``\\t``: a row stays one line)."""
     if text.isprintable():  # (none of them is: the common case, without a search)
         return text
     return (_CONTROL_IN_CELL if cell else _CONTROL).sub(_escaped, text)

@@ -31,6 +31,10 @@ def test_visible_escapes_what_a_terminal_acts_on_and_keeps_the_rest() -> None:
     assert visible(HOSTILE) == SHOWN
     assert visible("two\nlines\tand a tab") == "two\nlines\tand a tab"
     assert visible("two\nlines\tand a tab", cell=True) == "two\\nlines\\tand a tab"
+    # a file's CRLF line ends are line ends; a carriage return alone rewrites the line on a terminal
+    assert visible("one\r\ntwo\r\n") == "one\r\ntwo\r\n"
+    assert visible("paid\rnot paid") == "paid\\rnot paid"
+    assert visible("one\r\ntwo", cell=True) == "one\\r\\ntwo"
     kept = "喝咖啡 ☕ 👩\u200d💻 naïve e\u0301"  # wide, emoji with a joiner, combining marks
     assert visible(kept, cell=True) == kept
 
@@ -117,3 +121,10 @@ def test_an_output_encoding_that_cannot_hold_a_title_shows_escapes_not_an_intern
     as_json = run("list", "--json")
     assert as_json.returncode == 0, as_json.stderr
     assert sorted(t["title"] for t in json.loads(as_json.stdout.decode("latin-1"))) == sorted(titles)
+
+
+def test_a_checklist_with_crlf_line_ends_is_printed_as_it_was(hb: Runner, workspace: Path) -> None:
+    hb("init")
+    (workspace / "HEARTBEAT.md").write_bytes(b"# Checklist\r\n\r\n- Check the inbox\r\n- Read CURRENT.md\r\n")
+    # (click's Result.stdout reads "\r\n" as "\n": the bytes)
+    assert hb("heartbeat").stdout_bytes == b"# Checklist\r\n\r\n- Check the inbox\r\n- Read CURRENT.md\n"
