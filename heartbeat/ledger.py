@@ -205,15 +205,17 @@ class Ledger:
         con = sqlite.connect(path, wal=False)  # not written to before it reads as hb's
         try:
             row = con.execute("SELECT version_num FROM alembic_version").fetchone()
+            if row is not None and row[0] == HEAD:
+                sqlite.use_wal(con)
+                self.ctx.raw = con
+                return True
         except sqlite3.DatabaseError:
+            pass
+        except BaseException:
             con.close()
-            return False
-        if row is None or row[0] != HEAD:
-            con.close()
-            return False
-        sqlite.use_wal(con)
-        self.ctx.raw = con
-        return True
+            raise
+        con.close()
+        return False
 
     @property
     def engine(self) -> Engine:

@@ -74,9 +74,13 @@ def connect(path: Path, *, wal: bool = True) -> sqlite3.Connection:
     con = sqlite3.connect(
         str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
     )
-    configure(con)
-    if wal:
-        use_wal(con)
+    try:
+        configure(con)
+        if wal:
+            use_wal(con)
+    except BaseException:  # a file that is no database, or a damaged one: closed, not left to the collector
+        con.close()
+        raise
     return con
 
 
