@@ -646,30 +646,40 @@ def bench_json_script(n: int) -> None:
     shutil.rmtree(hb_ws, ignore_errors=True)
 
 
-def todo_files(ws: Path, entries: int, rules: int) -> None:
-    """A TODO.md of ``entries`` lines and a TODO.RECUR.md of ``rules`` lines, in the runtime's format."""
-    head = (
-        '---\ncreated_at: "2026-05-01T00:00:00Z"\nupdated_at: "2026-05-01T00:00:00Z"\n'
-        "{key}: {n}\n---\n\n# {title}\n\n"
-    )
+_TODO_HEAD = (
+    '---\ncreated_at: "2026-05-01T00:00:00Z"\nupdated_at: "2026-05-01T00:00:00Z"\n'
+    "{key}: {n}\n---\n\n# {title}\n\n"
+)
+
+
+def todo_text(entries: int) -> str:
+    """A TODO.md of ``entries`` lines, in the runtime's format."""
     lines = [
         f"- [ ] [Created](2026-{1 + i % 12:02d}-{1 + i % 28:02d} {i % 24:02d}:{i % 60:02d}), "
         f"[ChatID](tg:-100{i % 97}) | Task {i}: follow up with [contact {i}](tg:@user{i}) | ref {i}\n"
         for i in range(entries)
     ]
-    (ws / "TODO.md").write_text(
-        head.format(key="open_count", n=entries, title="TODO Work In Progress (WIP)") + "".join(lines)
+    return _TODO_HEAD.format(key="open_count", n=entries, title="TODO Work In Progress (WIP)") + "".join(
+        lines
     )
+
+
+def recur_text(rules: int) -> str:
+    """A TODO.RECUR.md of ``rules`` lines, in the runtime's format."""
     repeats = ("daily", "weekly", "every 3 days", "every 6 hours")
     zones = ("", ", [TZ](Asia/Tokyo)", ", [TZ](America/New_York)", ", [TZ](UTC)")
-    rules_text = [
+    lines = [
         f"- [ ] [Next](2026-05-{1 + i % 28:02d} {i % 24:02d}:00), [Repeat]({repeats[i % 4]})"
         f"{zones[i % 4]} | Rule {i}\n"
         for i in range(rules)
     ]
-    (ws / "TODO.RECUR.md").write_text(
-        head.format(key="recurring_count", n=rules, title="TODO Recurring") + "".join(rules_text)
-    )
+    return _TODO_HEAD.format(key="recurring_count", n=rules, title="TODO Recurring") + "".join(lines)
+
+
+def todo_files(ws: Path, entries: int, rules: int) -> None:
+    """A TODO.md of ``entries`` lines and a TODO.RECUR.md of ``rules`` lines, in the runtime's format."""
+    (ws / "TODO.md").write_text(todo_text(entries))
+    (ws / "TODO.RECUR.md").write_text(recur_text(rules))
 
 
 def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
@@ -1726,18 +1736,6 @@ def _periodic_md(n: int) -> str:
     return f"tasks:\n{body}\nRead CURRENT.md\n"
 
 
-def _todo_md(n: int) -> str:
-    body = "".join(
-        f"- [ ] [Created](2026-05-03 12:05), [ChatID](tg:-100{i}) | Call about {i}\n" for i in range(n)
-    )
-    return f"# TODO Work In Progress (WIP)\n\n{body}"
-
-
-def _recur_md(n: int) -> str:
-    body = "".join(f"- [ ] [Repeat](every day), [Next](2026-05-03 12:05) | Rule {i}\n" for i in range(n))
-    return f"# TODO Recurring\n\n{body}"
-
-
 def _proactive_md(n: int) -> str:
     block = (
         '### [DAILY] T{0}\n\n```yaml\nid: t{0}\nfrequency: daily\ntime: "08:00"\ninstruction: do {0}\n```\n\n'
@@ -1762,8 +1760,8 @@ def bench_inputs(scale: int = 10) -> None:
 
     readers: list[tuple[str, Callable[[int], str], Callable[[str], Any], int]] = [
         ("HEARTBEAT.md periodic tasks", _periodic_md, heartbeat_md, 2_000),
-        ("TODO.md entries", _todo_md, lambda t: todo.parse(t, todo.TodoKind.TODO), 2_000),
-        ("TODO.RECUR.md rules", _recur_md, lambda t: todo.parse(t, todo.TodoKind.RECUR), 2_000),
+        ("TODO.md entries", todo_text, lambda t: todo.parse(t, todo.TodoKind.TODO), 2_000),
+        ("TODO.RECUR.md rules", recur_text, lambda t: todo.parse(t, todo.TodoKind.RECUR), 2_000),
         ("PROACTIVE.md task blocks", _proactive_md, proactive.parse, 200),
         ("heartbeat-state.json keys", _state_json, state.parse, 2_000),
         ("tasks.json tasks", lambda n: json.dumps(tasks_json_doc(n), indent=2), tasks_json.parse, 2_000),
