@@ -32,7 +32,7 @@ class HbClickError(click.ClickException):
         self.exit_code = exit_code  # type: ignore[misc]  # click declares it on the class
 
     def show(self, file: Any = None) -> None:
-        click.echo(visible(f"hb: {self.format_message()}"), err=True)
+        say(f"hb: {self.format_message()}")
 
 
 # The largest --limit: a row count both backends take (a 64-bit integer); past it a usage error
@@ -336,11 +336,16 @@ def info(message: str) -> None:
     ctx = click.get_current_context(silent=True)
     if ctx is not None and state(ctx).quiet:
         return
-    click.echo(visible(message), err=True)
+    say(message)
 
 
 def warn(message: str) -> None:
-    click.echo(visible(f"hb: warning: {message}"), err=True)
+    say(f"hb: warning: {message}")
+
+
+def say(message: str) -> None:
+    """A line on stderr, its control characters shown as escapes (see :func:`visible`)."""
+    click.echo(visible(message), err=True)
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:

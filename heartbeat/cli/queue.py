@@ -8,9 +8,8 @@ from typing import Any
 import click
 
 from heartbeat.cli import complete as completion
-from heartbeat.cli.base import LIMIT_MAX, emit, fields_option, info, json_option, pick, state, table
+from heartbeat.cli.base import LIMIT_MAX, emit, fields_option, info, json_option, pick, say, state, table
 from heartbeat.formats import strict_json
-from heartbeat.reporting.grid import visible
 
 
 @click.command()
@@ -105,9 +104,9 @@ def _notices(adopted: list[str], holders: dict[str, str | None], skipped: list[t
     for tid in adopted:
         holder = holders.get(tid)
         held = f" from {holder}" if holder else ""
-        click.echo(visible(f"adopted stale claim {tid}{held} (re-leased to you, with a new claim)"), err=True)
+        say(f"adopted stale claim {tid}{held} (re-leased to you, with a new claim)")
     for tid, blocker in skipped:
-        click.echo(visible(f"skipped {tid}: blocked ({blocker})"), err=True)
+        say(f"skipped {tid}: blocked ({blocker})")
 
 
 claim_option = click.option(

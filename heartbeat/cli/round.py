@@ -15,11 +15,11 @@ from heartbeat.cli.base import (
     limit_option,
     pick,
     read_text_arg,
+    say,
     state,
     table,
     warn,
 )
-from heartbeat.reporting.grid import visible
 
 NOT_SENT = 20  # notify/proactive decided not to send (SPEC.md section 2)
 
@@ -337,7 +337,7 @@ def serve(host: str, port: int, token_file: str | None) -> None:
 
 
 def _log_line(message: str) -> None:
-    click.echo(visible(f"hb serve: {message}"), err=True)
+    say(f"hb serve: {message}")
 
 
 COMMANDS: list[click.Command] = [due, check, notify, proactive, seen, hygiene, heartbeat, poke, serve]
