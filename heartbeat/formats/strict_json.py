@@ -8,12 +8,19 @@ field ``1e999`` (Python reads it as infinity) is kept as it is, so that the file
 ``"Infinity"``, ``"-Infinity"`` or ``"NaN"``, as PostgreSQL's ``to_json`` writes one: the
 value stays recognisable, where ``null`` would read as "not set". The files hb writes for the
 runtimes are no output in this sense: they keep ``json.dumps``'s own text.
+
+What hb prints also writes as a ``\\u`` escape each character a terminal acts on rather than
+shows, where ``json.dumps(..., ensure_ascii=False)`` writes it as it is: DEL, the C1 controls
+(U+009B starts a control sequence as ESC [ does), the bidirectional overrides and isolates, and
+the line and paragraph separators. JSON escapes the C0 controls itself; a text with an escape
+reads back as the same value (:func:`safe`).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -33,13 +40,32 @@ def finite(value: Any) -> Any:
     return value
 
 
+# the characters json.dumps(..., ensure_ascii=False) writes as they are that a terminal acts on
+_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def safe(text: str) -> str:
+    """A JSON text with each character of :data:`_UNSAFE` written as its ``\\uXXXX`` escape: the
+    same value, read by any JSON reader. Such a character can stand only inside a string (the
+    rest of a JSON text is ASCII), so the whole text is searched at once; an ASCII text, the
+    common case, is returned without a search."""
+    if text.isascii():
+        return text
+    return _UNSAFE.sub(_escape, text)
+
+
 def dumps(value: Any, **options: Any) -> str:
     """``json.dumps(value, **options)`` as strict JSON: a float that is not finite is written as
-    its string (:func:`finite`). A value without one costs no more than ``json.dumps``."""
+    its string (:func:`finite`), and the text is :func:`safe`. A value without either costs no
+    more than ``json.dumps``."""
     try:
-        return json.dumps(value, allow_nan=False, **options)
+        return safe(json.dumps(value, allow_nan=False, **options))
     except ValueError:  # "Out of range float values are not JSON compliant"
-        return json.dumps(finite(value), allow_nan=False, **options)
+        return safe(json.dumps(finite(value), allow_nan=False, **options))
 
 
 _STRING = json.encoder.encode_basestring  # a JSON string as json.dumps(..., ensure_ascii=False) writes it
@@ -52,9 +78,9 @@ def dumps_indented(value: Any, default: Callable[[Any], Any] | None = None, *, d
     text, numbers, true, false and null are written here; any other value (a ``default`` one,
     an object with other keys) is :func:`dumps`'s text, indented where it stands. ``depth``:
     the value stands that many levels deep in an enclosing document (its lines are indented
-    so; the first is the caller's to place)."""
+    so; the first is the caller's to place). The text is :func:`safe`."""
     try:
-        return _indented(value, "\n" + "  " * depth, default)
+        return safe(_indented(value, "\n" + "  " * depth, default))
     except RecursionError:  # nested deeper than these frames go: dumps's own answer (text or error)
         text = dumps(value, ensure_ascii=False, indent=2, default=default)
         return text.replace("\n", "\n" + "  " * depth)

@@ -103,11 +103,11 @@ def _json_array(
         cells = [head + _json(json_value(value, zone), pad) for head, value in zip(heads, row, strict=True)]
         parts.append(("[\n" if count == 1 else ",\n") + pad + "{" + ",".join(cells) + close)
         if count % CHUNK == 0:
-            write("".join(parts))
+            write(strict_json.safe("".join(parts)))
             parts.clear()
     if not count:
         return "[]"
-    return "".join(parts) + "\n" + "  " * level + "]"
+    return strict_json.safe("".join(parts)) + "\n" + "  " * level + "]"
 
 
 _STRING = json.encoder.encode_basestring  # a JSON string, as json.dumps(..., ensure_ascii=False)

@@ -128,3 +128,47 @@ def test_a_checklist_with_crlf_line_ends_is_printed_as_it_was(hb: Runner, worksp
     (workspace / "HEARTBEAT.md").write_bytes(b"# Checklist\r\n\r\n- Check the inbox\r\n- Read CURRENT.md\r\n")
     # (click's Result.stdout reads "\r\n" as "\n": the bytes)
     assert hb("heartbeat").stdout_bytes == b"# Checklist\r\n\r\n- Check the inbox\r\n- Read CURRENT.md\n"
+
+
+# what JSON writes as it is (json.dumps with ensure_ascii=False escapes only the C0 controls)
+JSON_HOSTILE = "pay \x9b2J \x7f \u202eevil\u202c \u2066x\u2069 \u2028 \u2029 喝咖啡 ☕ end"
+
+
+def test_safe_writes_what_a_terminal_acts_on_as_escapes_and_keeps_the_value() -> None:
+    from heartbeat.formats import strict_json
+
+    text = strict_json.dumps({"title": JSON_HOSTILE, "n": [1, "\x85"]}, ensure_ascii=False)
+    assert not ACTED_ON.search(text) and "\u2028" not in text and "\u2029" not in text
+    assert "\\u009b2J \\u007f \\u202eevil\\u202c \\u2066x\\u2069 \\u2028 \\u2029 喝咖啡 ☕ end" in text
+    assert json.loads(text) == {"title": JSON_HOSTILE, "n": [1, "\x85"]}
+    indented = strict_json.dumps_indented({"title": JSON_HOSTILE})
+    assert not ACTED_ON.search(indented) and json.loads(indented) == {"title": JSON_HOSTILE}
+    plain = '{"title": "喝咖啡 ☕ naïve"}'  # printable text is written as it is
+    assert strict_json.safe(plain) == plain
+
+
+def test_json_output_escapes_what_a_terminal_acts_on_with_the_same_value(hb: Runner) -> None:
+    """--json, hb pop and hb sql wrote a C1 control (U+009B: a control sequence, as ESC [),
+    DEL and the bidirectional overrides as they were: JSON allows them raw, and a terminal the
+    output is read on acts on them. Each is now a \\u escape: the same value to any reader."""
+    hb("init")
+    task_id = hb("add", JSON_HOSTILE, "--priority", "high").stdout.strip()
+
+    outputs = {
+        "list": hb("list", "--json").stdout,
+        "show": hb("show", task_id, "--json").stdout,
+        "sql": hb("sql", "SELECT title FROM tasks", "--json").stdout,
+        "sql --format json": hb("sql", "SELECT title FROM tasks", "--format", "json").stdout,
+        "pop": hb("pop").stdout,
+    }
+    for name, text in outputs.items():
+        assert not ACTED_ON.search(text), name
+        assert "\u2028" not in text and "\u2029" not in text, name
+        assert "\\u009b2J" in text and "\\u202eevil" in text, name
+        assert "喝咖啡 ☕" in text, name  # the rest of the text is written as it is
+    assert [t["title"] for t in json.loads(outputs["list"])] == [JSON_HOSTILE]
+    assert json.loads(outputs["show"])["title"] == JSON_HOSTILE
+    assert json.loads(outputs["pop"])["description"] == JSON_HOSTILE
+    assert json.loads(outputs["sql"])[0]["title"] == JSON_HOSTILE
+    # CSV carries the text exact: a program reads it as written
+    assert JSON_HOSTILE in hb("sql", "SELECT title FROM tasks", "--format", "csv").stdout

@@ -14,7 +14,17 @@ import pytest
 
 from heartbeat import Ledger
 from tests.conftest import Runner, strict_json
-from tests.mcp.conftest import EXAMPLE, ROOT, TOOLS, call, mcp_session, refused, run, server_params
+from tests.mcp.conftest import (
+    EXAMPLE,
+    ROOT,
+    TOOLS,
+    call,
+    mcp_session,
+    refused,
+    result_text,
+    run,
+    server_params,
+)
 
 NOW = "2026-05-04T08:05"  # a Monday morning in the example workspace's week (Asia/Shanghai)
 
@@ -92,6 +102,22 @@ def test_add_pop_renew_complete_and_a_second_complete_with_the_old_claim_is_refu
         assert outcomes(ledger_ws, task["id"]) == [
             {"success": 1, "result": '{"pages": 3}', "claim": task["claim"]}
         ]
+
+    run(main)
+
+
+def test_a_tool_result_writes_what_a_terminal_acts_on_as_escapes_with_the_same_value(ledger_ws: Path) -> None:
+    """A title with a C1 control (U+009B acts as ESC [), DEL and a right-to-left override: the
+    result's text holds each as a \\u escape, and reads back as the title itself."""
+    title = "pay \x9b2J \x7f \u202eevil\u202c done"
+
+    async def main() -> None:
+        async with mcp_session(ledger_ws, now="2026-05-01T10:00") as session:
+            assert (await call(session, "add", title=title))["title"] == title
+            text = await result_text(session, "pop", worker="agent-7")
+            assert "\x9b" not in text and "\x7f" not in text and "\u202e" not in text
+            assert "\\u009b2J \\u007f \\u202eevil\\u202c" in text
+            assert json.loads(text)["task"]["description"] == title
 
     run(main)
 

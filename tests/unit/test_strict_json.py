@@ -1,4 +1,6 @@
-"""Output JSON is strict: json.dumps's text, except that a float that is not finite is its string."""
+"""Output JSON is strict: json.dumps's text, except that a float that is not finite is its string
+and a character a terminal acts on (DEL, C1, the bidirectional controls, U+2028/U+2029) is its
+\\u escape."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from heartbeat.formats.strict_json import dumps, dumps_indented
+from heartbeat.formats.strict_json import dumps, dumps_indented, safe
 from tests.conftest import strict_json
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=20)
@@ -42,7 +44,17 @@ def _as_output(value: Any) -> Any:
 def test_dumps_is_strict_json_and_otherwise_json_dumps_s_text(value: Any, indent: int | None) -> None:
     text = dumps(value, ensure_ascii=False, indent=indent)
     assert strict_json(text) == _as_output(value)
-    assert text == json.dumps(_as_output(value), ensure_ascii=False, indent=indent)
+    assert text == safe(json.dumps(_as_output(value), ensure_ascii=False, indent=indent))
+    assert json.loads(safe(json.dumps(value, ensure_ascii=False))) == json.loads(json.dumps(value))
+
+
+def test_safe_escapes_only_what_a_terminal_acts_on() -> None:
+    every = "".join(chr(c) for c in range(0x20, 0x3000) if not 0xD800 <= c < 0xE000)
+    text = safe(json.dumps(every, ensure_ascii=False))
+    assert json.loads(text) == every
+    escaped = {c for c in every if f"\\u{ord(c):04x}" in text}
+    acted_on = [*range(0x7F, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+    assert escaped == {chr(c) for c in acted_on}
 
 
 def test_dumps_keeps_its_options() -> None:
