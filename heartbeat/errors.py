@@ -43,6 +43,9 @@ def nul_reason(what: str, text: str) -> str:
     return f"{what} holds a NUL character (at {at}), which the ledger does not store; nothing changed"
 
 
+DATABASE_ERROR = "database error: "  # how describe() begins the database's own refusal
+
+
 def describe(exc: BaseException) -> tuple[str, int] | None:
     """The one-line message and exit code of a failure the user can cause or fix: a domain
     error, a database's refusal, a file the system would not read or write, an argument that is
@@ -60,7 +63,7 @@ def describe(exc: BaseException) -> tuple[str, int] | None:
             # SQLite's busy timeout (30 s) ran out: another process held its write lock all along
             busy = "busy: another process held the ledger's database locked past 30 s; try again"
             return busy, Busy.exit_code
-        return f"database error: {said.strip().splitlines()[0]}", 1
+        return f"{DATABASE_ERROR}{said.strip().splitlines()[0]}", 1
     if isinstance(exc, OSError) and exc.filename:
         return f"{exc.filename}: {exc.strerror}", 1
     if isinstance(exc, FileNotFoundError) and not _cwd_exists():
@@ -72,6 +75,15 @@ def describe(exc: BaseException) -> tuple[str, int] | None:
     if isinstance(exc, OverflowError):  # a time or number past what Python's types hold
         return f"out of range: {exc} (a date near year 1 or 9999, or a huge number?)", 1
     return None
+
+
+def at_ledger(message: str, ledger_file: str | None) -> str:
+    """``message`` (:func:`describe`'s) naming the ledger's SQLite file first when it is a
+    database error (a file that is no ledger, a damaged one, a full disk): the database's own
+    words name no file. Any other message, or no file (PostgreSQL), as it is."""
+    if ledger_file is None or not message.startswith(DATABASE_ERROR):
+        return message
+    return f"{ledger_file}: {message}"
 
 
 def _cwd_exists() -> bool:

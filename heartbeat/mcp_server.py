@@ -74,6 +74,7 @@ from pydantic import Field, ValidationError
 
 from heartbeat import __version__
 from heartbeat.clock import isoformat, parse_duration
+from heartbeat.db.sqlite import file_of
 from heartbeat.errors import (
     BlockedEntry,
     Busy,
@@ -89,6 +90,7 @@ from heartbeat.errors import (
     ScopeNotFound,
     ScopeRequired,
     StaleClaims,
+    at_ledger,
     describe,
 )
 from heartbeat.formats import strict_json
@@ -268,6 +270,8 @@ class LedgerCalls:
     def __init__(self, ledger: Ledger, log: Callable[[str], None]) -> None:
         self.ledger = ledger
         self.log = log
+        path = file_of(ledger.url)
+        self.ledger_file = None if path is None else str(path)  # what a database error names
         self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hb-ledger")
 
     async def __call__(self, operation: Callable[[Ledger], dict[str, Any]]) -> CallToolResult:
@@ -277,7 +281,7 @@ class LedgerCalls:
         try:
             payload = operation(self.ledger)
         except Exception as exc:
-            text = error_text(exc)
+            text = at_ledger(error_text(exc), self.ledger_file)
             if text.startswith("internal error"):
                 self.log(text)
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from heartbeat.errors import Interrupted, describe
+from heartbeat.errors import DATABASE_ERROR, Interrupted, at_ledger, describe
 from heartbeat.formats import strict_json
 from heartbeat.reporting.grid import visible
 
@@ -123,10 +123,12 @@ class HbGroup(click.Group):
                 silence_stdout()
                 raise HbClickError(output_failure(exc), OUTPUT_FAILED) from None
             mapped = _translate(exc)
-            if mapped is not None and mapped.message.startswith("database error: "):
-                where = ctx.obj.ledger_file() if isinstance(ctx.obj, State) else None
-                if where is not None:  # a SQLite file that is not a ledger, or is damaged or full
-                    mapped = HbClickError(f"{where}: {mapped.message}", mapped.exit_code)
+            if (
+                mapped is not None
+                and mapped.message.startswith(DATABASE_ERROR)  # a SQLite file not a ledger, damaged or full
+                and isinstance(ctx.obj, State)
+            ):
+                mapped = HbClickError(at_ledger(mapped.message, ctx.obj.ledger_file()), mapped.exit_code)
             if mapped is None:
                 verbose = getattr(ctx.obj, "verbose", 0)
                 if verbose:

@@ -152,6 +152,32 @@ def test_an_unforeseen_failure_is_one_line_to_the_client_and_the_log(tmp_path: P
     assert logged == ["internal error: RuntimeError: boom at line 2"]
 
 
+def test_a_database_error_names_the_ledger_file_on_sqlite(tmp_path: Path) -> None:
+    """The database's own words (a damaged ledger, a full disk) name no file: the tool error
+    names the ledger's, as the command line does."""
+    logged: list[str] = []
+    with Ledger.open(workspace=tmp_path) as ledger:
+        calls = LedgerCalls(ledger, logged.append)
+
+        def damaged(_ledger: Ledger) -> dict[str, Any]:
+            raise sqlite3.DatabaseError("database disk image is malformed")
+
+        async def main() -> None:
+            result = await calls(damaged)
+            assert result.is_error
+            file = tmp_path.resolve() / ".agent" / "state" / "heartbeat.db"
+            assert result.content[0].text == f"{file}: database error: database disk image is malformed"  # type: ignore[union-attr]
+            # a query's own fault, not the database's: no file
+            refused = await calls(lambda lg: lg.sql("SELECT nothing FROM nowhere"))
+            assert refused.is_error and not refused.content[0].text.startswith(str(file))  # type: ignore[union-attr]
+
+        try:
+            anyio.run(main)
+        finally:
+            calls.close()
+    assert logged == []
+
+
 def test_an_outcome_text_json_cannot_hold_is_stored_as_text() -> None:
     """The complete tool read ``"NaN"`` or ``"1e999"`` with plain json.loads: NaN and infinity were
     stored and written to last-run.json, which no JSON reader but Python's reads. As hb complete
