@@ -1218,6 +1218,30 @@ _TRAILING_COMMENT = re.compile(r"[ \t]+#.*$")
 _ITEM = re.compile(r"([ \t]*)- ")
 
 
+def overlap(old: Sequence[Any], new: Sequence[Any]) -> int:
+    """The length of the longest end of ``old`` that ``new`` starts with (a list that lost
+    items at its start and grew at its end keeps that many), compared with ``==`` only: the
+    prefix function of Knuth, Morris and Pratt, in time linear in both lengths (trying each
+    start of ``old`` in turn compared a list of thousands of equal outcomes in quadratic time)."""
+    if not new:
+        return 0
+    fallback = [0] * len(new)  # fallback[i]: the longest proper prefix of new[: i + 1] that ends it
+    length = 0
+    for i in range(1, len(new)):
+        while length and new[i] != new[length]:
+            length = fallback[length - 1]
+        if new[i] == new[length]:
+            length += 1
+        fallback[i] = length
+    matched = 0
+    for item in old:
+        while matched and (matched == len(new) or item != new[matched]):
+            matched = fallback[matched - 1]
+        if item == new[matched]:
+            matched += 1
+    return matched
+
+
 def _edited_value(key: str, lines: list[str], old: Any, new: Any, newline: str) -> str:
     """One changed key's yaml, keeping what can be kept: a scalar's trailing comment (the
     runtime's ``run_count: 3  # maintained by the runtime``), and of a list that only grew
@@ -1233,9 +1257,7 @@ def _edited_value(key: str, lines: list[str], old: Any, new: Any, newline: str) 
         return _body(fresh) + comment.group(0) + newline
     if not (isinstance(old, list) and isinstance(new, list)):
         return fresh
-    dropped = next((k for k in range(len(old) + 1) if new[: len(old) - k] == old[k:]), None)
-    if dropped is None:
-        return fresh
+    dropped = len(old) - overlap(old, new)
     chunks: list[tuple[bool, list[str]]] = []  # (is an item, its lines)
     indent: str | None = None
     for line in lines[1:]:

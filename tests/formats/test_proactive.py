@@ -916,3 +916,36 @@ def test_a_layout_that_cannot_be_spliced_is_written_whole_and_reads_the_same() -
     again = parse(render(with_tasks(doc, [done], now=NOW))).tasks[0]
 
     assert (again.id, again.frequency, again.run_count) == ("tick", "daily", 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    old=st.lists(st.sampled_from([0, 1, {"r": "a"}, {"r": "b"}]), max_size=12),
+    new=st.lists(st.sampled_from([0, 1, {"r": "a"}, {"r": "b"}]), max_size=12),
+)
+def test_overlap_is_the_longest_end_of_the_old_list_the_new_one_starts_with(old: list, new: list) -> None:
+    longest = max(n for n in range(min(len(old), len(new)) + 1) if old[len(old) - n :] == new[:n])
+    assert proactive.overlap(old, new) == longest
+
+
+def test_overlap_of_thousands_of_equal_outcomes_compares_linearly_many_items() -> None:
+    """outcome_history lists thousands long (within hb's YAML bounds) of equal items, whose last
+    one differs: trying each start compared about n*n/2 items; the prefix function about 6n."""
+
+    class Counted(dict):  # type: ignore[type-arg]
+        compared = 0
+
+        def __eq__(self, other: object) -> bool:
+            Counted.compared += 1
+            return dict.__eq__(self, other)
+
+        def __ne__(self, other: object) -> bool:
+            return not self.__eq__(other)
+
+        __hash__ = None  # type: ignore[assignment]
+
+    n = 3000
+    old = [Counted(r="a") for _ in range(n)] + [Counted(r="c")]
+    new = [Counted(r="a") for _ in range(n)] + [Counted(r="b")]
+    assert proactive.overlap(old, new) == 0
+    assert Counted.compared <= 8 * n  # (the prefix function: at most a few per item; before, ~n * n / 2)
