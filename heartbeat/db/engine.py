@@ -6,16 +6,20 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 
 from heartbeat.db import sqlite
 from heartbeat.errors import InvalidInput
 
 
 def normalize_url(value: str) -> str:
-    """A path or an SQLAlchemy URL -> an SQLAlchemy URL (postgresql uses psycopg 3)."""
+    """A path or an SQLAlchemy URL -> an SQLAlchemy URL (postgresql uses psycopg 3). A path's
+    characters that mean something in a URL (``?``, ``#``, ``%``) are escaped: a workspace named
+    ``ws?x=1`` had its schema made in a file named ``ws`` beside it, and one holding ``%20``
+    in a directory that does not exist."""
     if "://" not in value:
-        return "sqlite:///" + str(Path(value).expanduser().resolve())
+        path = str(Path(value).expanduser().resolve())
+        return URL.create("sqlite", database=path).render_as_string(hide_password=False)
     try:
         url = make_url(value)
     except Exception:

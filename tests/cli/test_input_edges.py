@@ -966,3 +966,28 @@ def test_ctrl_c_during_a_heartbeat_in_a_real_process_gives_the_guard_back(
     )
     assert [r["status"] for r in runs] == ["error", "ok"]
     assert json.loads(runs[0]["detail"])["error"] == "interrupted (Ctrl-C)"
+
+
+@pytest.mark.parametrize("name", ["ws?x=1", "ws#notes", "ws%20pct", "ws%3Fq", "ws name é"])
+def test_a_workspace_path_with_characters_that_mean_something_in_a_url(tmp_path: Path, name: str) -> None:
+    """A workspace directory named ``ws?x=1`` had its schema made in a file ``ws`` beside it (the
+    path became a URL whose ``?`` began a query), and one holding ``%20`` in a directory that does
+    not exist (the escape was read): the ledger is the workspace's own file, and what ``hb init``
+    shows is a URL that ``--db`` takes back."""
+    ws = tmp_path / name
+    ws.mkdir()
+    todo = "# TODO Work In Progress (WIP)\n\n- [ ] [Created](2026-05-03 12:05) | Buy milk\n"
+    (ws / "TODO.md").write_text(todo)
+    hb = Runner({"HB_WORKSPACE": str(ws)})
+
+    hb("sync")
+    hb("add", "Write the report")
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # nothing made beside it
+    assert (ws / ".agent" / "state" / "heartbeat.db").is_file()
+    assert sorted(t["title"] for t in hb.json("list")) == ["Buy milk", "Write the report"]
+    assert hb.json("sql", "SELECT count(*) AS n FROM tasks") == [{"n": 2}]
+    url = hb.json("init")["database"]
+    listed = hb.json("--db", url, "list")
+    assert sorted(t["title"] for t in listed) == ["Buy milk", "Write the report"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
