@@ -346,8 +346,9 @@ def warn(message: str) -> None:
 
 
 def say(message: str) -> None:
-    """A line on stderr, its control characters shown as escapes (see :func:`visible`)."""
-    click.echo(visible(message), err=True)
+    """A line on stderr, its control characters shown as escapes (see :func:`visible`): a
+    newline in it too (a path, an id, a file's text it quotes), so that it stays one line."""
+    click.echo(visible(message, cell=True), err=True)
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:

@@ -38,7 +38,8 @@ def _escaped(match: re.Match[str]) -> str:
 def visible(text: str, *, cell: bool = False) -> str:
     """``text`` as hb prints it for people: each control character shown as an escape
     (``\\x1b``, ``\\r``, ``\\u202e``) instead of sent to the terminal; newlines, CRLF line ends
-    and tabs kept, but in a ``cell`` of a table (``\\n``, ``\\t``: a row stays one line)."""
+    and tabs kept, but in a ``cell`` of a table or a message that is one line (``\\n``, ``\\t``:
+    a row, a warning naming a path that holds a newline, stays one line)."""
     if text.isprintable():  # (none of them is: the common case, without a search)
         return text
     return (_CONTROL_IN_CELL if cell else _CONTROL).sub(_escaped, text)

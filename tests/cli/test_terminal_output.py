@@ -172,3 +172,20 @@ def test_json_output_escapes_what_a_terminal_acts_on_with_the_same_value(hb: Run
     assert json.loads(outputs["sql"])[0]["title"] == JSON_HOSTILE
     # CSV carries the text exact: a program reads it as written
     assert JSON_HOSTILE in hb("sql", "SELECT title FROM tasks", "--format", "csv").stdout
+
+
+def test_a_warning_naming_a_path_that_holds_a_newline_is_one_line(tmp_path: Path) -> None:
+    """A warning or an error is one line: a workspace whose name holds a newline (or a tab, a
+    CR) printed the warnings naming its files over two lines, the second one starting with what
+    looked like another message."""
+    ws = tmp_path / "ws\nhb: error: forged"
+    ws.mkdir()
+    (ws / "TODO.md").write_text(TODO_HEAD + "- [ ] [Created](2026-05-03 12:05), [Craeted](x) | t\n")
+    hb = Runner({"HB_WORKSPACE": str(ws)})
+
+    stderr = hb("sync").stderr
+
+    shown = f"{tmp_path}/ws\\nhb: error: forged/TODO.md"
+    assert stderr.splitlines() == [f"hb: warning: {shown}:3: unknown key Craeted"]
+    missing = hb("--db", str(ws / "no\tsuch" / "x.db"), "list", code=1).stderr
+    assert len(missing.splitlines()) == 1 and "no\\tsuch" in missing
