@@ -64,6 +64,10 @@ def describe(exc: BaseException) -> tuple[str, int] | None:
             busy = "busy: another process held the ledger's database locked past 30 s; try again"
             return busy, Busy.exit_code
         return f"{DATABASE_ERROR}{said.strip().splitlines()[0]}", 1
+    if isinstance(exc, FileExistsError) and exc.filename:
+        # the one way it reaches here: a directory hb makes when missing (.agent/state, a lock's,
+        # an export's) is a file ("File exists" read as if all were well)
+        return f"{exc.filename}: exists and is not a directory (hb needs a directory there)", 1
     if isinstance(exc, OSError) and exc.filename:
         return f"{exc.filename}: {exc.strerror}", 1
     if isinstance(exc, FileNotFoundError) and not _cwd_exists():

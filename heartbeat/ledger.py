@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
@@ -62,12 +63,23 @@ def default_db_path(workspace: Path) -> Path:
     return workspace / STATE_DIR / DB_NAME
 
 
-def make_directory(path: Path, workspace: Path) -> None:
+def make_directory(path: Path, workspace: Path, *, named: bool) -> None:
     """The directory of a SQLite ledger file: the workspace's own ``.agent/state`` is made when
-    missing; another must exist (NotFound: a typo, not a place to create)."""
-    if path != default_db_path(workspace) and not path.parent.is_dir():
-        raise NotFound(f"--db {path}: no directory {path.parent}")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    missing; another, ``named`` with ``--db``, must exist (NotFound: a typo, not a place to
+    create). A ``.agent/state`` that is a symlink to nothing is refused: hb makes no directory
+    through it (it said "--db ...: no directory", naming an option nobody gave)."""
+    if named and path != default_db_path(workspace):
+        if not path.parent.is_dir():
+            raise NotFound(f"--db {path}: no directory {path.parent}")
+        return
+    own = default_db_path(workspace).parent
+    for place in (own.parent, own):
+        if place.is_symlink() and not place.exists():
+            raise InvalidInput(
+                f"{place}: a symlink to {os.readlink(place)}, which does not exist; hb makes no "
+                "directory through it (create the directory it names, or remove the link)"
+            )
+    own.mkdir(parents=True, exist_ok=True)
 
 
 # the arguments not looked at: the ledger keeps them as JSON, where a NUL character is kept
@@ -181,7 +193,7 @@ class Ledger:
         if path is not None:
             if not path.exists() and not create:
                 raise NotFound(f"no ledger at {path}; run `hb init`")
-            make_directory(path, ws)
+            make_directory(path, ws, named=db is not None)
         ledger = cls(url, ws, now)
         try:
             if path is None or not ledger._sqlite_at_head(path):

@@ -57,7 +57,7 @@ def _engine() -> Any:
     url = st.db or str(default_db_path(workspace))
     target = sqlite_path(url)
     if target is not None:
-        make_directory(target, workspace)
+        make_directory(target, workspace, named=st.db is not None)
     return make_engine(url)
 
 

@@ -991,3 +991,30 @@ def test_a_workspace_path_with_characters_that_mean_something_in_a_url(tmp_path:
     listed = hb.json("--db", url, "list")
     assert sorted(t["title"] for t in listed) == ["Buy milk", "Write the report"]
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
+@pytest.mark.parametrize("kind", ["file", "dangling symlink"])
+def test_a_state_directory_that_is_no_directory_is_one_line(tmp_path: Path, kind: str) -> None:
+    """``.agent/state`` a file said "File exists", as if all were well; a symlink to nothing said
+    "--db ...: no directory", naming an option nobody gave."""
+    ws = tmp_path / "ws"
+    (ws / ".agent").mkdir(parents=True)
+    state = ws / ".agent" / "state"
+    if kind == "file":
+        state.write_text("notes\n")
+    else:
+        state.symlink_to(tmp_path / "nowhere")
+    before = _snapshot(tmp_path)
+    hb = Runner({"HB_WORKSPACE": str(ws)})
+
+    for command in (["sync"], ["list"], ["add", "x"], ["db", "upgrade"]):
+        line = _one_line(hb(*command, code=1).stderr)
+        if kind == "file":
+            assert line == f"hb: {state}: exists and is not a directory (hb needs a directory there)"
+        else:
+            assert line == (
+                f"hb: {state}: a symlink to {tmp_path / 'nowhere'}, which does not exist; hb makes no "
+                "directory through it (create the directory it names, or remove the link)"
+            )
+    assert _snapshot(tmp_path) == before
+    assert not (tmp_path / "nowhere").exists()
