@@ -87,7 +87,32 @@ def at_ledger(message: str, ledger_file: str | None) -> str:
     words name no file. Any other message, or no file (PostgreSQL), as it is."""
     if ledger_file is None or not message.startswith(DATABASE_ERROR):
         return message
+    if message == f"{DATABASE_ERROR}unable to open database file":
+        why = _why_not_opened(ledger_file)
+        if why:
+            message = f"{message} ({why})"
     return f"{ledger_file}: {message}"
+
+
+def _why_not_opened(ledger_file: str) -> str | None:
+    """Why SQLite could not open ``ledger_file``, when its directory says: SQLite's own words
+    ("unable to open database file") name no cause. In WAL mode it creates the ledger's -wal
+    and -shm files beside it, even to read."""
+    import os
+
+    directory = os.path.dirname(ledger_file) or "."
+    try:
+        read_only = bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+    except OSError:
+        return None
+    if read_only:
+        return (
+            "its directory is on a read-only file system, where SQLite cannot create the -wal and "
+            "-shm files it reads through; copy the ledger to a writable place and pass it with --db"
+        )
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return "its directory is not writable, where SQLite creates the -wal and -shm files it reads through"
+    return None
 
 
 def _cwd_exists() -> bool:

@@ -1018,3 +1018,55 @@ def test_a_state_directory_that_is_no_directory_is_one_line(tmp_path: Path, kind
             )
     assert _snapshot(tmp_path) == before
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_ledger_sqlite_cannot_open_says_why_when_its_directory_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's "unable to open database file" names no cause: in WAL mode it creates the -wal
+    and -shm files beside the ledger even to read, which a read-only file system refuses."""
+    from heartbeat.errors import at_ledger
+
+    ledger = str(tmp_path / "heartbeat.db")
+    unable = "database error: unable to open database file"
+    assert at_ledger(unable, ledger) == f"{ledger}: {unable}"  # a writable directory: no cause guessed
+    real = os.statvfs
+
+    class ReadOnly:
+        def __init__(self, path: str) -> None:
+            self.f_flag = real(path).f_flag | os.ST_RDONLY
+
+    monkeypatch.setattr(os, "statvfs", ReadOnly)
+    said = at_ledger(unable, ledger)
+    assert said.startswith(f"{ledger}: {unable} (its directory is on a read-only file system,")
+    assert said.endswith("copy the ledger to a writable place and pass it with --db)")
+    other = "database error: file is not a database"
+    assert at_ledger(other, ledger) == f"{ledger}: {other}"
+
+
+def test_a_workspace_on_a_read_only_mount_is_one_line_and_a_copy_of_its_ledger_reads(tmp_path: Path) -> None:
+    """The whole path, on a read-only bind mount (a private mount namespace: needs root, as CI
+    runs): every command said "unable to open database file"; now it says why, and the way out
+    it names works."""
+    import shutil
+
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("needs root and unshare(1) to mount a read-only bind in a private namespace")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    Runner({"HB_WORKSPACE": str(ws)})("add", "Water the plants")
+    hb = f"{sys.executable} -m heartbeat --workspace {ws}"
+    script = (
+        f"mount --bind -o ro {ws} {ws} || exit 99; {hb} list; echo rc=$?; "
+        f"cp {ws}/.agent/state/heartbeat.db {tmp_path}/copy.db; {hb} --db {tmp_path}/copy.db list --json"
+    )
+    done = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    if done.returncode == 99 or "unshare failed" in done.stderr:
+        pytest.skip(f"no private read-only mount here: {done.stderr.strip()[:200]}")
+    line = [x for x in done.stderr.splitlines() if "unable to open" in x]
+    assert len(line) == 1 and "its directory is on a read-only file system" in line[0], done.stderr
+    assert "rc=1" in done.stdout
+    listed = json.loads(done.stdout[done.stdout.index("[") :])
+    assert [t["title"] for t in listed] == ["Water the plants"]
