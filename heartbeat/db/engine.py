@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,11 @@ from sqlalchemy.engine import URL, make_url
 
 from heartbeat.db import sqlite
 from heartbeat.errors import InvalidInput
+
+# Seconds a PostgreSQL connection may take to open, unless the URL (``?connect_timeout=``) or
+# PGCONNECT_TIMEOUT says otherwise: libpq waits without end by default, so a server that took the
+# connection and never answered (or a host that drops packets) held a command for minutes or more.
+CONNECT_TIMEOUT = 10
 
 
 def normalize_url(value: str) -> str:
@@ -38,6 +44,8 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         return _sqlite_engine(url, **kwargs)
     if not url.startswith("postgresql"):
         raise InvalidInput(f"unsupported database {url.split(':', 1)[0]!r} (use SQLite or PostgreSQL)")
+    if "connect_timeout" not in make_url(url).query and not os.environ.get("PGCONNECT_TIMEOUT"):
+        kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT, **kwargs.get("connect_args", {})}
     try:
         return create_engine(url, pool_pre_ping=True, **kwargs)
     except ImportError:

@@ -1070,3 +1070,39 @@ def test_a_workspace_on_a_read_only_mount_is_one_line_and_a_copy_of_its_ledger_r
     assert "rc=1" in done.stdout
     listed = json.loads(done.stdout[done.stdout.index("[") :])
     assert [t["title"] for t in listed] == ["Water the plants"]
+
+
+def test_a_postgresql_server_that_never_answers_is_one_line_in_bounded_time(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """libpq waits without end for a server that took the connection and never answers (or a
+    host that drops packets): hb gives a connection CONNECT_TIMEOUT seconds (10; 1 here) unless
+    the URL or PGCONNECT_TIMEOUT says otherwise, then says so in one line."""
+    import socket
+    import threading
+    import time
+
+    from heartbeat.db import engine
+
+    monkeypatch.setattr(engine, "CONNECT_TIMEOUT", 1)
+    monkeypatch.delenv("PGCONNECT_TIMEOUT", raising=False)
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # connections wait in its backlog, unanswered
+    closing = threading.Timer(60, silent.close)  # (without a timeout hb would wait until then)
+    closing.start()
+    port = silent.getsockname()[1]
+    hb = Runner()
+    try:
+        for url, env in (
+            (f"postgresql://postgres@127.0.0.1:{port}/x", {}),
+            (f"postgresql://postgres@127.0.0.1:{port}/x?connect_timeout=2", {}),
+            (f"postgresql://postgres@127.0.0.1:{port}/x", {"PGCONNECT_TIMEOUT": "2"}),
+        ):
+            started = time.monotonic()
+            result = hb("--db", url, "list", code=1, **env)
+            assert time.monotonic() - started < 30
+            assert _one_line(result.stderr) == "hb: database error: connection timeout expired"
+    finally:
+        closing.cancel()
+        silent.close()
