@@ -63,6 +63,13 @@ def describe(exc: BaseException) -> tuple[str, int] | None:
             # SQLite's busy timeout (30 s) ran out: another process held its write lock all along
             busy = "busy: another process held the ledger's database locked past 30 s; try again"
             return busy, Busy.exit_code
+        if getattr(getattr(exc, "orig", None) or exc, "sqlstate", None) == "55P03":
+            # PostgreSQL's lock_timeout (30 s, see heartbeat.db.engine) ran out: lock_not_available
+            busy = (
+                "busy: another session held a lock on the ledger past its lock_timeout (30 s, unless "
+                "the URL or PGOPTIONS sets one); try again"
+            )
+            return busy, Busy.exit_code
         return f"{DATABASE_ERROR}{said.strip().splitlines()[0]}", 1
     if isinstance(exc, FileExistsError) and exc.filename:
         # the one way it reaches here: a directory hb makes when missing (.agent/state, a lock's,

@@ -15,7 +15,17 @@ from heartbeat.errors import InvalidInput
 # Seconds a PostgreSQL connection may take to open, unless the URL (``?connect_timeout=``) or
 # PGCONNECT_TIMEOUT says otherwise: libpq waits without end by default, so a server that took the
 # connection and never answered (or a host that drops packets) held a command for minutes or more.
+# And how long a statement waits for a lock another session holds (its lock_timeout, unless the
+# URL's or PGOPTIONS' options set one): SQLite's busy timeout, past which hb says busy (exit 75),
+# where PostgreSQL waits without end (a session left in a transaction, a LOCK TABLE by hand).
 CONNECT_TIMEOUT = 10
+
+
+def _text(value: Any) -> str:
+    """A URL query parameter as one text (given twice, its last value)."""
+    if isinstance(value, tuple):
+        return str(value[-1]) if value else ""
+    return "" if value is None else str(value)
 
 
 def normalize_url(value: str) -> str:
@@ -44,8 +54,14 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         return _sqlite_engine(url, **kwargs)
     if not url.startswith("postgresql"):
         raise InvalidInput(f"unsupported database {url.split(':', 1)[0]!r} (use SQLite or PostgreSQL)")
-    if "connect_timeout" not in make_url(url).query and not os.environ.get("PGCONNECT_TIMEOUT"):
-        kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT, **kwargs.get("connect_args", {})}
+    query = make_url(url).query
+    connect_args: dict[str, Any] = {}
+    if "connect_timeout" not in query and not os.environ.get("PGCONNECT_TIMEOUT"):
+        connect_args["connect_timeout"] = CONNECT_TIMEOUT
+    options = " ".join(filter(None, (os.environ.get("PGOPTIONS"), _text(query.get("options")))))
+    if "lock_timeout" not in options:  # the server's own setting, sent as the connection starts
+        connect_args["options"] = f"{options} -c lock_timeout={sqlite.BUSY_TIMEOUT_MS}".strip()
+    kwargs["connect_args"] = {**connect_args, **kwargs.get("connect_args", {})}
     try:
         return create_engine(url, pool_pre_ping=True, **kwargs)
     except ImportError:

@@ -1106,3 +1106,27 @@ def test_a_postgresql_server_that_never_answers_is_one_line_in_bounded_time(
     finally:
         closing.cancel()
         silent.close()
+
+
+@pytest.mark.postgres
+def test_a_lock_another_postgresql_session_holds_is_busy_not_a_hang(
+    pg_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session left in a transaction holding a lock (or a LOCK TABLE by hand) made hb wait
+    without end on PostgreSQL, where SQLite's busy timeout says busy (exit 75) after 30 s: hb's
+    connections now set that lock_timeout (1 s here), and the refusal is the same."""
+    import psycopg
+
+    from heartbeat.db import sqlite
+
+    hb = Runner()
+    hb("--db", pg_url, "add", "Water the plants")
+    monkeypatch.setattr(sqlite, "BUSY_TIMEOUT_MS", 1000)
+    with psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://", 1)) as holder:
+        holder.execute("LOCK TABLE tasks IN ACCESS EXCLUSIVE MODE")
+        for command in (["add", "Feed the cat"], ["list"], ["pop"]):
+            line = _one_line(hb("--db", pg_url, *command, code=75).stderr)
+            assert line.startswith("hb: busy: another session held a lock on the ledger past its lock_")
+        holder.rollback()
+    hb("--db", pg_url, "add", "Feed the cat")
+    assert sorted(t["title"] for t in hb.json("--db", pg_url, "list")) == ["Feed the cat", "Water the plants"]
