@@ -636,6 +636,7 @@ def _load_yaml(text: str) -> Any:
 
     try:
         yaml_safe.check(text)
+        yaml_safe.no_lone_surrogate(text)
     except yaml_safe.YamlLimitError as exc:
         raise _YamlTooBig(exc.reason, exc.line) from None
     except yaml.YAMLError:

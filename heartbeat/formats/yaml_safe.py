@@ -70,6 +70,28 @@ def check(text: str) -> None:
             raise _limit(f"aliases expand to more than {MAX_NODES:,} nodes (a YAML alias bomb?)", event)
 
 
+def no_lone_surrogate(text: str) -> None:
+    """Raise YamlLimitError at the first scalar holding a UTF-16 surrogate, which only a
+    double-quoted escape (``"\\ud800"``) writes, a pair of them too (YAML, unlike JSON, reads
+    each escape as a character): PyYAML reads it into a text no UTF-8 file or database holds (the
+    ledger refused it as "not valid UTF-8 text", naming no file; CraftBot's save fails on it).
+    A text without such an escape is not parsed again."""
+    import re
+
+    import yaml
+
+    if "\\u" not in text and "\\U" not in text:
+        return
+    surrogate = re.compile("[\ud800-\udfff]")
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.ScalarEvent) and surrogate.search(event.value):
+            raise _limit(
+                "an escape \\ud800 to \\udfff is half of a UTF-16 pair, not text (YAML reads a pair of "
+                "them as two halves: write a character past U+FFFF as \\U0001F600)",
+                event,
+            )
+
+
 def _limit(reason: str, event: Any) -> YamlLimitError:
     mark = event.start_mark
     return YamlLimitError(reason, mark.line if mark else 0, mark.column if mark else 0)

@@ -1130,3 +1130,28 @@ def test_a_lock_another_postgresql_session_holds_is_busy_not_a_hang(
         holder.rollback()
     hb("--db", pg_url, "add", "Feed the cat")
     assert sorted(t["title"] for t in hb.json("--db", pg_url, "list")) == ["Feed the cat", "Water the plants"]
+
+
+@pytest.mark.parametrize("escaped", ["\\ud800", "\\udc80 alone", "\\ud83d\\ude00"])
+def test_a_proactive_block_with_a_surrogate_escape_is_that_block_refused_with_its_line(
+    hb: Runner, workspace: Path, escaped: str
+) -> None:
+    """A double-quoted YAML escape \\ud800-\\udfff (a JSON-style pair too: YAML reads each escape
+    as a character) is a text no UTF-8 file or database holds: the sync stopped with "a text
+    argument is not valid UTF-8 text", naming no file. Now that block is not read, with a warning
+    naming the file and line, and the file's other tasks are."""
+    text = (
+        "# Proactive\n\n<!-- PROACTIVE_TASKS_START -->\n\n### [DAILY] Bad\n\n```yaml\nid: bad\n"
+        f'frequency: daily\ninstruction: "x {escaped} y"\n```\n\n### [DAILY] Good\n\n```yaml\nid: good\n'
+        'frequency: daily\ninstruction: "caf\\u00e9 \\U0001F600"\n```\n\n<!-- PROACTIVE_TASKS_END -->\n'
+    )
+    (workspace / "PROACTIVE.md").write_text(text)
+    hb("init")
+
+    result = hb("sync")
+
+    warning = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert len(warning) == 1 and warning[0].startswith(f"hb: warning: {workspace / 'PROACTIVE.md'}:5: ")
+    assert "(line 10): an escape \\ud800 to \\udfff is half of a UTF-16 pair, not text" in warning[0]
+    assert [(r["id"], r["title"]) for r in hb.json("recur", "list")] == [("good", "Good")]
+    assert (workspace / "PROACTIVE.md").read_text() == text
