@@ -73,6 +73,23 @@ class Context:
         self.kept.clear()
         self._in_autocommit = False
 
+    def revive(self) -> None:
+        """PostgreSQL: a connection the server ended (a restart, a failover, an idle timeout) is
+        let go, so that the next use opens a new one. A long-lived ledger (``hb mcp``, a worker on
+        the Python API) failed every call after a server restart ("the connection is closed");
+        the one call that met the ended connection has failed already, with nothing committed."""
+        raw = self._raw
+        if raw is None or self.sqlite or not driver(raw).closed:
+            return
+        self.kept.clear()
+        self._raw = None
+        self._in_autocommit = False
+        invalidate = getattr(raw, "invalidate", None)
+        if invalidate is not None:
+            invalidate()  # the pool's proxy of it: dropped without a rollback sent to a dead socket
+        else:
+            raw.close()
+
     def lent_in_autocommit(self) -> None:
         """A queue operation left PostgreSQL's connection in autocommit (for the next one): the
         next other use of :attr:`raw` switches it back to transaction mode."""

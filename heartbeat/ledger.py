@@ -109,7 +109,8 @@ def _no_nul(method: str, name: str, value: Any) -> None:
 
 
 def _refusing_nul(method: Callable[..., Any]) -> Callable[..., Any]:
-    """``method``, first refusing an argument that holds a NUL character (:func:`_no_nul`)."""
+    """``method``, first refusing an argument that holds a NUL character (:func:`_no_nul`), then
+    letting go of a PostgreSQL connection the server ended (:meth:`Context.revive`)."""
     code = method.__code__
     names = code.co_varnames[1 : code.co_argcount]  # the positional parameters after self
     title = method.__name__
@@ -120,6 +121,7 @@ def _refusing_nul(method: Callable[..., Any]) -> Callable[..., Any]:
             _no_nul(title, name, value)
         for name, value in kwargs.items():
             _no_nul(title, name, value)
+        self.ctx.revive()  # every call starts on a live connection (see Context.revive)
         return method(self, *args, **kwargs)
 
     return checked
@@ -128,7 +130,7 @@ def _refusing_nul(method: Callable[..., Any]) -> Callable[..., Any]:
 def _arguments_checked(cls: type[L]) -> type[L]:
     """Every public method of ``cls`` refuses an argument holding a NUL character, the same on
     both backends: the Python API, ``hb mcp`` and ``hb serve`` call them (a command line cannot
-    pass one, standard input can)."""
+    pass one, standard input can). And each starts on a live connection (:func:`_refusing_nul`)."""
     for name, member in list(vars(cls).items()):
         if isinstance(member, FunctionType) and not name.startswith("_") and name not in _NOT_CHECKED:
             setattr(cls, name, _refusing_nul(member))
@@ -764,11 +766,13 @@ class Ledger:
         renews itself; one left by a dead process is taken over once its
         ``expires_at`` (setting ``heartbeat.guard``) has passed.
         """
+        self.ctx.revive()
         with guard_mod.held(self.ctx, kind) as run:
             yield run
 
     def guard_holder(self) -> dict[str, Any] | None:
         """Who holds the workspace guard (kind, pid, since, until, expired), or None."""
+        self.ctx.revive()
         return guard_mod.holder(self.ctx)
 
     def heartbeat(self, *, lang: str | None = None) -> dict[str, Any]:
