@@ -55,17 +55,24 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     if not url.startswith("postgresql"):
         raise InvalidInput(f"unsupported database {url.split(':', 1)[0]!r} (use SQLite or PostgreSQL)")
     query = make_url(url).query
-    connect_args: dict[str, Any] = {}
     if "connect_timeout" not in query and not os.environ.get("PGCONNECT_TIMEOUT"):
-        connect_args["connect_timeout"] = CONNECT_TIMEOUT
-    options = " ".join(filter(None, (os.environ.get("PGOPTIONS"), _text(query.get("options")))))
-    if "lock_timeout" not in options:  # the server's own setting, sent as the connection starts
-        connect_args["options"] = f"{options} -c lock_timeout={sqlite.BUSY_TIMEOUT_MS}".strip()
-    kwargs["connect_args"] = {**connect_args, **kwargs.get("connect_args", {})}
+        kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT, **kwargs.get("connect_args", {})}
     try:
-        return create_engine(url, pool_pre_ping=True, **kwargs)
+        engine = create_engine(url, pool_pre_ping=True, **kwargs)
     except ImportError:
         raise InvalidInput("PostgreSQL needs psycopg 3: pip install 'hb-ledger[postgres]'") from None
+    options = " ".join(filter(None, (os.environ.get("PGOPTIONS"), _text(query.get("options")))))
+    if "lock_timeout" not in options:
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+            # a SET, not the startup packet's options, which PgBouncer refuses unless told to
+            # ignore them; in autocommit, so that it is one round trip and no transaction
+            dbapi_connection.autocommit = True
+            dbapi_connection.execute(f"SET lock_timeout = {int(sqlite.BUSY_TIMEOUT_MS)}")
+            dbapi_connection.autocommit = False
+
+    return engine
 
 
 def _sqlite_engine(url: str, **kwargs: Any) -> Engine:

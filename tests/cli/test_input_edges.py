@@ -1127,6 +1127,11 @@ def test_a_lock_another_postgresql_session_holds_is_busy_not_a_hang(
         for command in (["add", "Feed the cat"], ["list"], ["pop"]):
             line = _one_line(hb("--db", pg_url, *command, code=75).stderr)
             assert line.startswith("hb: busy: another session held a lock on the ledger past its lock_")
+        # PGOPTIONS (or the URL's options) naming a lock_timeout is the user's: hb's (an hour
+        # now) is not set over it
+        monkeypatch.setattr(sqlite, "BUSY_TIMEOUT_MS", 3_600_000)
+        busy = hb("--db", pg_url, "list", code=75, PGOPTIONS="-c lock_timeout=1000")
+        assert _one_line(busy.stderr).startswith("hb: busy: ")
         holder.rollback()
     hb("--db", pg_url, "add", "Feed the cat")
     assert sorted(t["title"] for t in hb.json("--db", pg_url, "list")) == ["Feed the cat", "Water the plants"]
