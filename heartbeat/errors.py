@@ -46,6 +46,18 @@ def nul_reason(what: str, text: str) -> str:
 DATABASE_ERROR = "database error: "  # how describe() begins the database's own refusal
 
 
+def without_password(url: str) -> str:
+    """A database URL as a message may show it: a password in it as ``***`` (one that does not
+    read as a URL too, whose refusal quoted it whole). Everything up to the last ``@`` after
+    the user's name is hidden, so a password holding a raw ``@`` is hidden whole."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest or not scheme.lower().startswith("postgres"):
+        return url
+    userinfo, _, host = rest.rpartition("@")
+    user, colon, _ = userinfo.partition(":")
+    return f"{scheme}://{user}{':***' if colon else ''}@{host}"
+
+
 def describe(exc: BaseException) -> tuple[str, int] | None:
     """The one-line message and exit code of a failure the user can cause or fix: a domain
     error, a database's refusal, a file the system would not read or write, an argument that is

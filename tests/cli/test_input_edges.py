@@ -1160,3 +1160,26 @@ def test_a_proactive_block_with_a_surrogate_escape_is_that_block_refused_with_it
     assert "(line 10): an escape \\ud800 to \\udfff is half of a UTF-16 pair, not text" in warning[0]
     assert [(r["id"], r["title"]) for r in hb.json("recur", "list")] == [("good", "Good")]
     assert (workspace / "PROACTIVE.md").read_text() == text
+
+
+def test_a_database_url_that_does_not_read_is_refused_without_its_password(hb: Runner) -> None:
+    """A password in a URL that does not read as one (a port that is no number, a bracket left
+    open) was quoted whole in the refusal, on a terminal or in an agent's log."""
+    from heartbeat.errors import without_password
+
+    for url in ("postgresql://agent:s3cret@db.internal:notaport/hb", "postgresql://agent:s3c@r@t@[::1/hb"):
+        line = _one_line(hb("--db", url, "list", code=1).stderr)
+        assert "s3c" not in line and "agent:***@" in line, line
+    assert without_password("postgresql+psycopg://u@h:1/db") == "postgresql+psycopg://u@h:1/db"
+    assert without_password("postgresql://u:p@h/db?x=1") == "postgresql://u:***@h/db?x=1"
+    assert without_password("sqlite:///tmp/a:b@c/heartbeat.db") == "sqlite:///tmp/a:b@c/heartbeat.db"
+
+
+@pytest.mark.postgres
+def test_hb_sql_refuses_a_reader_url_that_does_not_read_without_its_password(pg_url: str) -> None:
+    hb = Runner()
+    hb("--db", pg_url, "init")
+    reader = hb(
+        "--db", pg_url, "sql", "SELECT 1", code=1, HB_SQL_DATABASE_URL="postgresql://reader:s3cret@h:bad/hb"
+    )
+    assert _one_line(reader.stderr) == "hb: bad database URL 'postgresql://reader:***@h:bad/hb'"
