@@ -15,9 +15,8 @@ from heartbeat.errors import InvalidInput, without_password
 # Seconds a PostgreSQL connection may take to open, unless the URL (``?connect_timeout=``) or
 # PGCONNECT_TIMEOUT says otherwise: libpq waits without end by default, so a server that took the
 # connection and never answered (or a host that drops packets) held a command for minutes or more.
-# And how long a statement waits for a lock another session holds (its lock_timeout, unless the
-# URL's or PGOPTIONS' options set one): SQLite's busy timeout, past which hb says busy (exit 75),
-# where PostgreSQL waits without end (a session left in a transaction, a LOCK TABLE by hand).
+# (How long a statement waits for a lock another session holds is SQLite's busy timeout,
+# sqlite.BUSY_TIMEOUT_MS, set as each connection's lock_timeout: see make_engine.)
 CONNECT_TIMEOUT = 10
 
 
@@ -61,6 +60,9 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         engine = create_engine(url, pool_pre_ping=True, **kwargs)
     except ImportError:
         raise InvalidInput("PostgreSQL needs psycopg 3: pip install 'hb-ledger[postgres]'") from None
+    # a lock another session holds is waited for as SQLite's busy timeout, then busy (exit 75),
+    # where PostgreSQL waits without end (a session left in a transaction, a LOCK TABLE by hand);
+    # unless the URL's or PGOPTIONS' options set a lock_timeout of their own
     options = " ".join(filter(None, (os.environ.get("PGOPTIONS"), _text(query.get("options")))))
     if "lock_timeout" not in options:
 
