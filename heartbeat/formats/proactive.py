@@ -635,8 +635,7 @@ def _load_yaml(text: str) -> Any:
     from heartbeat.formats import yaml_safe
 
     try:
-        yaml_safe.check(text)
-        yaml_safe.no_lone_surrogate(text)
+        yaml_safe.check(text, surrogates=True)
     except yaml_safe.YamlLimitError as exc:
         raise _YamlTooBig(exc.reason, exc.line) from None
     except yaml.YAMLError:

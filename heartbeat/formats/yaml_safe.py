@@ -12,6 +12,7 @@ past. Only then does it load the document.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 MAX_NODES = 100_000  # nodes of the document with every alias expanded
@@ -28,15 +29,23 @@ class YamlLimitError(ValueError):
         self.column = column
 
 
-def check(text: str) -> None:
+def check(text: str, *, surrogates: bool = False) -> None:
     """Raise YamlLimitError when ``text`` expands past MAX_NODES nodes or nests past MAX_DEPTH
-    (yaml.YAMLError when it is not YAML at all)."""
+    (yaml.YAMLError when it is not YAML at all).
+
+    ``surrogates``: also at the first scalar holding a UTF-16 surrogate, once the text is found
+    within bounds. Only a double-quoted escape (``"\\ud800"``) writes one, a pair of them too
+    (YAML, unlike JSON, reads each escape as a character): PyYAML reads it into a text no UTF-8
+    file or database holds (the ledger refused it as "not valid UTF-8 text", naming no file;
+    CraftBot's save fails on it). A text without such an escape is not searched."""
     import yaml
 
     sizes: dict[str, int] = {}  # anchor -> the size of the node it names, expanded
     stack: list[list[Any]] = []  # open collections: [anchor, size so far]
     total = 0
     aliased = False  # the size came from aliases (a bomb?), or is the text's own
+    escaped = surrogates and ("\\u" in text or "\\U" in text)
+    surrogate: Any = None  # the first scalar holding one
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         size = 0
         if isinstance(event, yaml.AliasEvent):
@@ -48,6 +57,8 @@ def check(text: str) -> None:
             size = 1
             if event.anchor:
                 sizes[event.anchor] = 1
+            if escaped and surrogate is None and _SURROGATE.search(event.value):
+                surrogate = event
         elif isinstance(event, yaml.CollectionStartEvent):
             stack.append([event.anchor, 1])
             if len(stack) > MAX_DEPTH:
@@ -68,28 +79,15 @@ def check(text: str) -> None:
             if not aliased:
                 raise _limit(f"more than {MAX_NODES:,} nodes", event)
             raise _limit(f"aliases expand to more than {MAX_NODES:,} nodes (a YAML alias bomb?)", event)
+    if surrogate is not None:
+        raise _limit(
+            "an escape \\ud800 to \\udfff is half of a UTF-16 pair, not text (YAML reads a pair of "
+            "them as two halves: write a character past U+FFFF as \\U0001F600)",
+            surrogate,
+        )
 
 
-def no_lone_surrogate(text: str) -> None:
-    """Raise YamlLimitError at the first scalar holding a UTF-16 surrogate, which only a
-    double-quoted escape (``"\\ud800"``) writes, a pair of them too (YAML, unlike JSON, reads
-    each escape as a character): PyYAML reads it into a text no UTF-8 file or database holds (the
-    ledger refused it as "not valid UTF-8 text", naming no file; CraftBot's save fails on it).
-    A text without such an escape is not parsed again."""
-    import re
-
-    import yaml
-
-    if "\\u" not in text and "\\U" not in text:
-        return
-    surrogate = re.compile("[\ud800-\udfff]")
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        if isinstance(event, yaml.ScalarEvent) and surrogate.search(event.value):
-            raise _limit(
-                "an escape \\ud800 to \\udfff is half of a UTF-16 pair, not text (YAML reads a pair of "
-                "them as two halves: write a character past U+FFFF as \\U0001F600)",
-                event,
-            )
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _limit(reason: str, event: Any) -> YamlLimitError:
