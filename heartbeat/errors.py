@@ -46,6 +46,11 @@ def nul_reason(what: str, text: str) -> str:
 DATABASE_ERROR = "database error: "  # how describe() begins the database's own refusal
 
 
+def bad_database_url(url: str) -> InvalidInput:
+    """The refusal of a database URL that does not read as one, quoted :func:`without_password`."""
+    return InvalidInput(f"bad database URL {without_password(url)!r}")
+
+
 def without_password(url: str) -> str:
     """A database URL as a message may show it: a password in it as ``***`` (one that does not
     read as a URL too, whose refusal quoted it whole). Everything up to the last ``@`` after

@@ -68,11 +68,11 @@ def make_directory(path: Path, workspace: Path, *, named: bool) -> None:
     missing; another, ``named`` with ``--db``, must exist (NotFound: a typo, not a place to
     create). A ``.agent/state`` that is a symlink to nothing is refused: hb makes no directory
     through it (it said "--db ...: no directory", naming an option nobody gave)."""
-    if named and path != default_db_path(workspace):
+    own = default_db_path(workspace).parent
+    if named and path != own / DB_NAME:
         if not path.parent.is_dir():
             raise NotFound(f"--db {path}: no directory {path.parent}")
         return
-    own = default_db_path(workspace).parent
     for place in (own.parent, own):
         if place.is_symlink() and not place.exists():
             raise InvalidInput(

@@ -10,7 +10,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 
 from heartbeat.db import sqlite
-from heartbeat.errors import InvalidInput, without_password
+from heartbeat.errors import InvalidInput, bad_database_url
 
 # Seconds a PostgreSQL connection may take to open, unless the URL (``?connect_timeout=``) or
 # PGCONNECT_TIMEOUT says otherwise: libpq waits without end by default, so a server that took the
@@ -38,7 +38,7 @@ def normalize_url(value: str) -> str:
     try:
         url = make_url(value)
     except Exception:
-        raise InvalidInput(f"bad database URL {without_password(value)!r}") from None
+        raise bad_database_url(value) from None
     if url.drivername in ("postgresql", "postgres"):
         url = url.set(drivername="postgresql+psycopg")
     elif url.drivername == "sqlite+pysqlite":

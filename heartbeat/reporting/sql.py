@@ -351,13 +351,13 @@ def reader_connect_args(url: str) -> dict[str, Any]:
 def _connect_args(url: str) -> dict[str, Any]:
     """A database URL (``postgresql[+driver]://user:password@host:port/dbname?key=value``) as
     psycopg's keyword arguments; the parts it leaves out are left out."""
-    from heartbeat.errors import InvalidInput, without_password
+    from heartbeat.errors import bad_database_url
 
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
-        raise InvalidInput(f"bad database URL {without_password(url)!r}") from None
+        raise bad_database_url(url) from None
     args: dict[str, Any] = {}
     if parts.username:
         args["user"] = unquote(parts.username)
