@@ -118,6 +118,16 @@ def at_ledger(message: str, ledger_file: str | None) -> str:
     return f"{ledger_file}: {message}"
 
 
+def failure_line(exc: BaseException, ledger_file: str | None) -> str:
+    """A server's log line for a request that failed: a failure :func:`describe` knows as the
+    CLI says it (a database error naming the ledger's file, see :func:`at_ledger`), anything else
+    as its type and words, on one line."""
+    described = describe(exc)
+    if described is not None:
+        return at_ledger(described[0], ledger_file)
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
 def _why_not_opened(ledger_file: str) -> str | None:
     """Why SQLite could not open ``ledger_file``, when its directory says: SQLite's own words
     ("unable to open database file") name no cause. In WAL mode it creates the ledger's -wal

@@ -71,7 +71,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from heartbeat.errors import Busy, HbError, InvalidInput, NotFound, describe
+from heartbeat.errors import Busy, HbError, InvalidInput, NotFound, describe, failure_line
 from heartbeat.formats import strict_json
 from heartbeat.web import app as web
 from heartbeat.web.sessions import Sessions, session_of
@@ -219,10 +219,12 @@ class PokeServer(ThreadingHTTPServer):
         open_ledger: Callable[[], Ledger],
         token: str,
         log: Callable[[str], None] | None = None,
+        ledger_file: str | None = None,
     ) -> None:
         self.open_ledger = open_ledger
         self.token = token
         self.log = log
+        self.ledger_file = ledger_file  # what the log names for a database error (SQLite)
         self.poke_lock = threading.Lock()
         self.sessions = Sessions()
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
@@ -544,7 +546,7 @@ class PokeHandler(BaseHTTPRequestHandler):
                 self._reply(HTTPStatus.SERVICE_UNAVAILABLE, {"error": described[0]})
                 return
             if self.server.log is not None:
-                self.server.log(f"poke failed: {type(exc).__name__}: {exc}")
+                self.server.log(f"poke failed: {failure_line(exc, self.server.ledger_file)}")
             self._reply(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": "internal error; see the server log"})
             return
         summary = {"accepted": True, "id": task["id"], "title": task["title"], "status": task["status"]}
@@ -557,7 +559,9 @@ class PokeHandler(BaseHTTPRequestHandler):
         if not (self._authorized() or self.server.sessions.valid(session_of(self.headers.get("Cookie")))):
             self._send(web.unauthorized(path, query, accept))
             return
-        self._send(web.page(self.server.open_ledger, path, query, accept, self.server.log))
+        self._send(
+            web.page(self.server.open_ledger, path, query, accept, self.server.log, self.server.ledger_file)
+        )
 
     def _login(self, token: str | None, next_target: str | None) -> None:
         """A right token: 303 to the page asked for, with a new session's cookie; else 401."""
@@ -733,13 +737,15 @@ def make_server(
     port: int = 0,
     token: str,
     log: Callable[[str], None] | None = None,
+    ledger_file: str | None = None,
 ) -> PokeServer:
     """A bound server (port 0: any free port; see ``server.url``); call ``serve_forever()``.
 
-    ``open_ledger`` opens the workspace's ledger; it is called once per poke.
+    ``open_ledger`` opens the workspace's ledger; it is called once per poke. ``ledger_file``:
+    the SQLite file a database error in the log names.
     """
     try:
-        return PokeServer((host, port), open_ledger, token, log)
+        return PokeServer((host, port), open_ledger, token, log, ledger_file)
     except OSError as exc:
         raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 

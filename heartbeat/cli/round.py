@@ -324,7 +324,12 @@ def serve(host: str, port: int, token_file: str | None) -> None:
         return Ledger.open(workspace=ledger.workspace, db=st.db, now=st.now)
 
     server = serve_mod.make_server(
-        open_ledger, host=host, port=port, token=token, log=None if st.quiet else _log_line
+        open_ledger,
+        host=host,
+        port=port,
+        token=token,
+        log=None if st.quiet else _log_line,
+        ledger_file=st.ledger_file(),
     )
     if not serve_mod.is_loopback(str(server.server_address[0])):
         warn(f"listening on {host}, not loopback: anyone who can reach it and has the token can poke")

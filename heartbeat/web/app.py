@@ -24,7 +24,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from heartbeat.errors import HbError, InvalidInput, NotFound
+from heartbeat.errors import Busy, HbError, InvalidInput, NotFound, describe, failure_line
 from heartbeat.formats import strict_json
 
 if TYPE_CHECKING:
@@ -125,8 +125,10 @@ def page(
     query: str,
     accept: str | None,
     log: Callable[[str], None] | None = None,
+    ledger_file: str | None = None,
 ) -> Response:
-    """The response to an authorized ``GET`` of a dashboard path."""
+    """The response to an authorized ``GET`` of a dashboard path; ``log`` hears of a failure
+    that is no refusal (a database error names ``ledger_file``, the SQLite file)."""
     from heartbeat.web.pages import PAGES, Params
 
     found = route(path)
@@ -144,8 +146,11 @@ def page(
     except HbError as exc:
         return _error(500, "The ledger cannot answer", exc.message, as_json)
     except Exception as exc:  # the server stays up; the client gets one line, not a traceback
+        described = describe(exc)
+        if described is not None and described[1] == Busy.exit_code:  # the database stayed locked
+            return _error(503, "Busy", described[0], as_json)
         if log is not None:
-            log(f"page {path} failed: {type(exc).__name__}: {exc}")
+            log(f"page {path} failed: {failure_line(exc, ledger_file)}")
         return _error(500, "Internal error", "internal error; see the server log", as_json)
     if as_json:
         return json_response(200, data, {"Vary": "Accept"})
@@ -157,7 +162,7 @@ def page(
         text = render.render(name, data, path=path, query=query)
     except Exception as exc:
         if log is not None:
-            log(f"page {path} failed to render: {type(exc).__name__}: {exc}")
+            log(f"page {path} failed to render: {failure_line(exc, ledger_file)}")
         return _error(500, "Internal error", "internal error; see the server log", as_json)
     return html_response(200, text, {"Vary": "Accept"})
 

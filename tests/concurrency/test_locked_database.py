@@ -75,3 +75,64 @@ def test_the_reads_of_the_queue_answer_while_a_writer_holds_the_ledger(
         other.execute("ROLLBACK")
     assert [t["title"] for t in ready] == ["first"]
     assert scopes.startswith("_b_extension.q  (1 ready")
+
+
+def test_a_dashboard_page_on_a_database_locked_past_the_busy_timeout_is_a_503(
+    hb: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page behind a writer that locks readers out too (``locking_mode = EXCLUSIVE``) was a
+    500, "internal error; see the server log", as if hb had failed: it is busy, as a poke is."""
+    from heartbeat.ledger import Ledger
+    from heartbeat.serve import make_server
+    from tests.round.test_serve import TOKEN, request, running
+
+    hb("add", "listed")
+    lines: list[str] = []
+    monkeypatch.setattr(sqlite_settings, "BUSY_TIMEOUT_MS", 200)
+    srv = make_server(lambda: Ledger.open(workspace), host="127.0.0.1", port=0, token=TOKEN, log=lines.append)
+    with (
+        running(srv),
+        closing(
+            sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db", isolation_level=None)
+        ) as other,
+    ):
+        other.execute("PRAGMA locking_mode = EXCLUSIVE")
+        other.execute("BEGIN EXCLUSIVE")
+        other.execute("UPDATE tasks SET title = 'uncommitted'")
+        status, _headers, payload = request(srv, "GET", "/now.json", b"")
+        other.execute("ROLLBACK")
+    assert status == 503
+    assert payload == {"error": BUSY.removeprefix("hb: ").rstrip("\n")}
+    assert not [line for line in lines if "failed" in line]
+    assert [t["title"] for t in hb.json("list")] == ["listed"]
+
+
+def test_a_poke_or_page_on_a_ledger_that_is_no_database_logs_the_file_in_one_line(
+    hb: Runner, workspace: Path
+) -> None:
+    """The server's log said "poke failed: DatabaseError: file is not a database": no file named.
+    It names the ledger's file, as every hb command does; the client hears no more than before."""
+    from heartbeat.ledger import Ledger
+    from heartbeat.serve import make_server
+    from tests.round.test_serve import TOKEN, request, running
+
+    hb("init")
+    ledger = workspace / ".agent" / "state" / "heartbeat.db"
+    lines: list[str] = []
+    srv = make_server(
+        lambda: Ledger.open(workspace),
+        host="127.0.0.1",
+        port=0,
+        token=TOKEN,
+        log=lines.append,
+        ledger_file=str(ledger),
+    )
+    with running(srv):
+        ledger.write_bytes(b"not a ledger\n" * 512)  # damaged under the running server
+        poked = request(srv, "POST", "/poke", b"check the build")
+        page = request(srv, "GET", "/now.json", b"")
+    assert poked[0] == 500 and poked[2] == {"error": "internal error; see the server log"}
+    assert page[0] == 500 and page[2] == {"error": "internal error; see the server log"}
+    failures = [line for line in lines if "failed" in line]
+    said = f"{ledger}: database error: file is not a database"
+    assert failures == [f"poke failed: {said}", f"page /now.json failed: {said}"], lines
