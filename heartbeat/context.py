@@ -73,6 +73,11 @@ class Context:
         self.kept.clear()
         self._in_autocommit = False
 
+    @property
+    def opened(self) -> Any:
+        """The driver connection if one is open, else None (:attr:`raw` would open one)."""
+        return self._raw
+
     def revive(self) -> None:
         """PostgreSQL: a connection the server ended (a restart, a failover, an idle timeout) is
         let go, so that the next use opens a new one. A long-lived ledger (``hb mcp``, a worker on

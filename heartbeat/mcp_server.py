@@ -40,6 +40,7 @@ empty lines before a request line are skipped, and the Server header is ``hb-mcp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
 import hmac
 import io
@@ -272,14 +273,41 @@ class LedgerCalls:
         self.log = log
         path = file_of(ledger.url)
         self.ledger_file = None if path is None else str(path)  # what a database error names
+        self.identity = _file_identity(self.ledger_file)
+        self.reopened: Ledger | None = None  # a ledger of this runner's own (see current), closed with it
         self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hb-ledger")
 
     async def __call__(self, operation: Callable[[Ledger], dict[str, Any]]) -> CallToolResult:
         return await asyncio.wrap_future(self.thread.submit(self.result, operation))
 
+    def current(self) -> Ledger:
+        """The ledger, opened again (checked and upgraded as on start) when its SQLite file is no
+        longer the one it opened: a backup moved into its place, or the file removed. The old
+        connection would go on writing to the file that is gone, and every call's work be lost.
+        A file that is missing is a tool error (NotFound) until one is there again."""
+        if self.ledger_file is None or _file_identity(self.ledger_file) == self.identity:
+            return self.ledger
+        from heartbeat.ledger import Ledger
+
+        old = self.ledger
+        # the old connection goes first, its -wal folded into the file that is gone and emptied:
+        # SQLite does not checkpoint a moved file on close, and the file now in its place would
+        # read the frames left in the -wal as its own
+        connection = old.ctx.opened
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").close()
+        old.close()  # (its opener's close of it, later, finds nothing left to close)
+        self.identity = _LET_GO  # no file's: the next call opens again whatever is there
+        fresh = Ledger.open(workspace=old.workspace, db=old.url, now=old.clock.now, create=False)
+        self.ledger = self.reopened = fresh
+        self.identity = _file_identity(self.ledger_file)
+        self.log(f"hb mcp: {self.ledger_file} is another file now (replaced); opened it again")
+        return fresh
+
     def result(self, operation: Callable[[Ledger], dict[str, Any]]) -> CallToolResult:
         try:
-            payload = operation(self.ledger)
+            payload = operation(self.current())
         except Exception as exc:
             text = at_ledger(error_text(exc), self.ledger_file)
             if text.startswith("internal error"):
@@ -297,6 +325,22 @@ class LedgerCalls:
 
     def close(self) -> None:
         self.thread.shutdown(wait=True)
+        if self.reopened is not None:
+            self.reopened.close()
+
+
+_LET_GO = (-1, -1)  # LedgerCalls.identity once its ledger was closed for another file
+
+
+def _file_identity(path: str | None) -> tuple[int, int] | None:
+    """The device and inode of the file at ``path`` (None: none, or no file there)."""
+    if path is None:
+        return None
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
 
 
 # --- results ------------------------------------------------------------------------------

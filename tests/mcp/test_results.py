@@ -189,3 +189,49 @@ def test_an_outcome_text_json_cannot_hold_is_stored_as_text() -> None:
     assert outcome_of('{"pages": 3}') == {"pages": 3}
     assert outcome_of("done") == {"result": "done"}
     assert outcome_of({"pages": 3}) == {"pages": 3}
+
+
+def test_a_ledger_file_replaced_under_the_server_is_opened_again(tmp_path: Path) -> None:
+    """hb mcp holds its ledger open. A backup moved into the ledger's place (``mv heartbeat.db.bak
+    heartbeat.db``) left its connection on the file that was gone: every call after it answered
+    from, and wrote to, a file nobody would read again. Each call now opens the file that is
+    there (checked and upgraded as on start); a removed file is a tool error until one is back."""
+    import shutil
+
+    logged: list[str] = []
+    state = tmp_path / ".agent" / "state"
+    ledger_file = state / "heartbeat.db"
+    with Ledger.open(workspace=tmp_path) as ledger:
+        ledger.add("before the backup")
+        with sqlite3.connect(state / "backup.db") as copy:
+            ledger.raw.backup(copy)  # (raw: SQLite's own online backup)
+        copy.close()
+        ledger.add("after the backup")
+        calls = LedgerCalls(ledger, logged.append)
+
+        def titles(lg: Ledger) -> dict[str, Any]:
+            return {"titles": [t["title"] for t in lg.list()]}
+
+        async def main() -> None:
+            first = await calls(titles)
+            assert first.structured_content == {"titles": ["before the backup", "after the backup"]}
+            shutil.move(state / "backup.db", ledger_file)  # the backup restored, a new inode
+            restored = await calls(lambda lg: {"id": lg.add("on the restored ledger")["id"]})
+            assert not restored.is_error
+            again = await calls(titles)
+            assert again.structured_content == {"titles": ["before the backup", "on the restored ledger"]}
+            ledger_file.rename(state / "aside.db")
+            gone = await calls(titles)
+            assert gone.is_error and "no ledger at" in gone.content[0].text  # type: ignore[union-attr]
+            (state / "aside.db").rename(ledger_file)
+            back = await calls(titles)
+            assert back.structured_content == {"titles": ["before the backup", "on the restored ledger"]}
+
+        try:
+            anyio.run(main)
+        finally:
+            calls.close()
+    # what the server wrote after the restore is in the file that is there, read by anyone
+    with Ledger.open(workspace=tmp_path) as reader:
+        assert [t["title"] for t in reader.list()] == ["before the backup", "on the restored ledger"]
+    assert len(logged) == 2 and all("is another file now (replaced)" in line for line in logged)
