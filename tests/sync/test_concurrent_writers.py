@@ -211,3 +211,35 @@ def test_todo_md(db_url: str, workspace: Path, style: str) -> None:
     ]
     assert lost == [], f"{len(lost)} of {EDITS} runtime edits lost"
     assert [t for t in added if f"| {t}\n" not in text] == []
+
+
+def test_a_read_lease_is_taken_on_linux_and_never_asked_for_where_python_names_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hb waits out a writer with a read lease, which only Linux has. It sent Linux's command
+    numbers (1024, 10) to fcntl on every system: on macOS and the BSDs those numbers are other
+    commands. They come from Python's fcntl now, which names them on Linux only; elsewhere hb
+    reads after the caller's settling time, as where a lease is refused."""
+    import fcntl
+    import os
+    import sys
+
+    from heartbeat.ops.sync.files import no_writers
+
+    path = tmp_path / "TODO.md"
+    path.write_text("- [ ] one\n")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if sys.platform.startswith("linux"):
+            with no_writers(fd) as leased:
+                assert leased  # a file nobody holds open to write, owned by this user
+        sent: list[int] = []
+        monkeypatch.setattr(fcntl, "fcntl", lambda _fd, command, *_: sent.append(command))
+        monkeypatch.delattr(fcntl, "F_SETLEASE", raising=False)
+        started = time.monotonic()
+        with no_writers(fd, fallback=0.05) as leased:
+            assert not leased
+        assert time.monotonic() - started >= 0.05
+        assert sent == []  # no command at all: none of Linux's numbers sent
+    finally:
+        os.close(fd)

@@ -212,8 +212,6 @@ def forget_known(path: Path) -> None:
 
 
 QUIET_MAX = 2.0  # seconds hb waits for another program to finish writing a file in place
-_F_SETLEASE = 1024  # fcntl.h (Linux)
-_F_SETSIG = 10
 
 
 def read_quiet(path: Path) -> bytes:
@@ -271,11 +269,18 @@ def no_writers(fd: int, *, fallback: float = 0.0) -> Iterator[bool]:
         time.sleep(fallback)
         yield False
         return
+    # leases are Linux's: Python names their commands there only (on macOS or a BSD the same
+    # numbers are other commands, never to be sent)
+    set_lease, set_signal = getattr(fcntl, "F_SETLEASE", None), getattr(fcntl, "F_SETSIG", None)
+    if set_lease is None or set_signal is None:
+        time.sleep(fallback)
+        yield False
+        return
     deadline = time.monotonic() + QUIET_MAX
     while True:
         try:
-            fcntl.fcntl(fd, _F_SETSIG, signal.SIGURG)
-            fcntl.fcntl(fd, _F_SETLEASE, fcntl.F_RDLCK)
+            fcntl.fcntl(fd, set_signal, signal.SIGURG)
+            fcntl.fcntl(fd, set_lease, fcntl.F_RDLCK)
         except OSError as exc:
             if exc.errno == errno.EAGAIN and time.monotonic() < deadline:  # a writer has it open
                 time.sleep(0.001)
@@ -289,7 +294,7 @@ def no_writers(fd: int, *, fallback: float = 0.0) -> Iterator[bool]:
         yield True
     finally:
         with contextlib.suppress(OSError):
-            fcntl.fcntl(fd, _F_SETLEASE, fcntl.F_UNLCK)
+            fcntl.fcntl(fd, set_lease, fcntl.F_UNLCK)
 
 
 def _read_stream(path: Path) -> bytes:
