@@ -118,6 +118,13 @@ def at_ledger(message: str, ledger_file: str | None) -> str:
     return f"{ledger_file}: {message}"
 
 
+def busy_reason(exc: BaseException) -> str | None:
+    """The busy line of a failure that is the database staying locked (SQLite's busy timeout,
+    PostgreSQL's lock_timeout, see :func:`describe`), for a server to answer 503 with; else None."""
+    described = describe(exc)
+    return described[0] if described is not None and described[1] == Busy.exit_code else None
+
+
 def failure_line(exc: BaseException, ledger_file: str | None) -> str:
     """A server's log line for a request that failed: a failure :func:`describe` knows as the
     CLI says it (a database error naming the ledger's file, see :func:`at_ledger`), anything else

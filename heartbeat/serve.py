@@ -71,7 +71,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from heartbeat.errors import Busy, HbError, InvalidInput, NotFound, describe, failure_line
+from heartbeat.errors import Busy, HbError, InvalidInput, NotFound, busy_reason, failure_line
 from heartbeat.formats import strict_json
 from heartbeat.web import app as web
 from heartbeat.web.sessions import Sessions, session_of
@@ -541,9 +541,9 @@ class PokeHandler(BaseHTTPRequestHandler):
             self._reply(HTTPStatus.BAD_REQUEST, {"error": exc.message})
             return
         except Exception as exc:  # the server stays up; the client gets one line, not a traceback
-            described = describe(exc)
-            if described is not None and described[1] == Busy.exit_code:  # the database stayed locked
-                self._reply(HTTPStatus.SERVICE_UNAVAILABLE, {"error": described[0]})
+            busy = busy_reason(exc)
+            if busy is not None:  # the database stayed locked
+                self._reply(HTTPStatus.SERVICE_UNAVAILABLE, {"error": busy})
                 return
             if self.server.log is not None:
                 self.server.log(f"poke failed: {failure_line(exc, self.server.ledger_file)}")

@@ -24,7 +24,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from heartbeat.errors import Busy, HbError, InvalidInput, NotFound, describe, failure_line
+from heartbeat.errors import HbError, InvalidInput, NotFound, busy_reason, failure_line
 from heartbeat.formats import strict_json
 
 if TYPE_CHECKING:
@@ -146,9 +146,9 @@ def page(
     except HbError as exc:
         return _error(500, "The ledger cannot answer", exc.message, as_json)
     except Exception as exc:  # the server stays up; the client gets one line, not a traceback
-        described = describe(exc)
-        if described is not None and described[1] == Busy.exit_code:  # the database stayed locked
-            return _error(503, "Busy", described[0], as_json)
+        busy = busy_reason(exc)
+        if busy is not None:  # the database stayed locked
+            return _error(503, "Busy", busy, as_json)
         if log is not None:
             log(f"page {path} failed: {failure_line(exc, ledger_file)}")
         return _error(500, "Internal error", "internal error; see the server log", as_json)

@@ -14,15 +14,19 @@ from tests.conftest import Runner
 BUSY = "hb: busy: another process held the ledger's database locked past 30 s; try again\n"
 
 
+def another_connection(workspace: Path) -> closing[sqlite3.Connection]:
+    """A connection of another program to the workspace's ledger (closed on leaving the block),
+    which begins and ends its transactions itself."""
+    return closing(sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db", isolation_level=None))
+
+
 def test_a_command_on_a_database_locked_past_the_busy_timeout_is_busy(
     hb: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """It was "database error: database is locked", exit 1, as if the input were wrong."""
     hb("init")
     monkeypatch.setattr(sqlite_settings, "BUSY_TIMEOUT_MS", 200)
-    with closing(
-        sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db", isolation_level=None)
-    ) as other:
+    with another_connection(workspace) as other:
         other.execute("BEGIN EXCLUSIVE")
         result = hb("add", "waits", code=75)
         other.execute("ROLLBACK")
@@ -43,9 +47,7 @@ def test_a_poke_on_a_database_locked_past_the_busy_timeout_is_a_503(
     srv = make_server(lambda: Ledger.open(workspace), host="127.0.0.1", port=0, token=TOKEN)
     with (
         running(srv),
-        closing(
-            sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db", isolation_level=None)
-        ) as other,
+        another_connection(workspace) as other,
     ):
         other.execute("BEGIN EXCLUSIVE")
         status, _headers, payload = request(srv, "POST", "/poke", b"check the build")
@@ -64,9 +66,7 @@ def test_the_reads_of_the_queue_answer_while_a_writer_holds_the_ledger(
     hb("add", "first")
     hb("add", "scoped", "--scope", "_b_extension.q")
     monkeypatch.setattr(sqlite_settings, "BUSY_TIMEOUT_MS", 200)
-    with closing(
-        sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db", isolation_level=None)
-    ) as other:
+    with another_connection(workspace) as other:
         other.execute("BEGIN IMMEDIATE")
         other.execute("UPDATE tasks SET title = 'uncommitted' WHERE scope = ''")
         ready = hb.json("ready", "--scope", "")
@@ -92,9 +92,7 @@ def test_a_dashboard_page_on_a_database_locked_past_the_busy_timeout_is_a_503(
     srv = make_server(lambda: Ledger.open(workspace), host="127.0.0.1", port=0, token=TOKEN, log=lines.append)
     with (
         running(srv),
-        closing(
-            sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db", isolation_level=None)
-        ) as other,
+        another_connection(workspace) as other,
     ):
         other.execute("PRAGMA locking_mode = EXCLUSIVE")
         other.execute("BEGIN EXCLUSIVE")
