@@ -5,7 +5,8 @@ member; every task object (an item of a legacy list, or of a scoped queue) is de
 and kept with the exact text it was written as, and every other value is kept as its text only.
 Two outlines whose frames are equal and whose task texts are equal for a task read the same
 for that task: a sync compares the file with the text it last synced by those texts, and reads
-only the tasks whose text changed (see :func:`heartbeat.ops.sync.queue_files.sync_changed`).
+only the tasks whose text changed (see
+:func:`heartbeat.ops.sync.queue_files.targeted.sync_changed`).
 
 It answers None whenever it cannot be sure it reads the text as
 :func:`heartbeat.formats.tasks_json.parse` does: a BOM, an escaped surrogate, a repeated key

@@ -473,7 +473,7 @@ def test_auto_export_takes_in_an_edit_made_while_it_rendered(
     """The old script writes tasks.json without hb's lock: an edit that lands while hb renders
     the file is read in and kept, not replaced."""
     from heartbeat import Ledger
-    from heartbeat.ops.sync import queue_files
+    from heartbeat.ops.sync.queue_files import export as queue_files
 
     path = _exported(hb, workspace, LEGACY_DOC)
     real = queue_files._export_tasks
@@ -627,7 +627,7 @@ def test_auto_export_takes_in_a_file_created_while_it_rendered(
     hb: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from heartbeat import Ledger
-    from heartbeat.ops.sync import queue_files
+    from heartbeat.ops.sync.queue_files import export as queue_files
 
     hb("config", "set", "sync.auto_export", "true")
     hb("add", "first", "--id", "a")
@@ -714,7 +714,7 @@ def test_a_failed_re_render_after_the_commit_does_not_hide_the_claim(
         raise OSError(28, "No space left on device", str(target))
 
     with monkeypatch.context() as patched:
-        patched.setattr("heartbeat.ops.sync.queue_files.replace_if", disk_full)
+        patched.setattr("heartbeat.ops.sync.queue_files.export.replace_if", disk_full)
         with Ledger.open(workspace=workspace) as ledger:
             assert ledger.pop(worker="w1")["id"] == "a"  # the caller gets its task
             assert ledger.notices == [
@@ -731,7 +731,7 @@ def test_a_failure_of_the_export_after_the_commit_does_not_hide_the_claim(
     """auto_export runs after the pop's commit: whatever goes wrong there (an internal error
     included), the caller gets the task and its claim token, with a warning, not exit 70 for a
     claim that is then held by nobody who knows it."""
-    from heartbeat.ops.sync import queue_files
+    from heartbeat.ops.sync.queue_files import export as queue_files
 
     _exported(hb, workspace, LEGACY_DOC)
 

@@ -1,4 +1,4 @@
-"""The first import of tasks.json binds each new task's row in bulk (``_fresh_binder``): exactly the
+"""The first import of tasks.json binds each new task's row in bulk (``fresh_binder``): exactly the
 columns and values ``_fresh`` says a new task holds, bound as the ledger stores them; the other
 columns keep the table's defaults. On both backends."""
 
@@ -17,7 +17,7 @@ from heartbeat import Ledger
 from heartbeat.db.shape import TASKS
 from heartbeat.db.status import TaskStatus
 from heartbeat.formats.tasks_json import QueueRecord
-from heartbeat.ops.sync.queue_files import FRESH_COLUMNS, _fresh, _fresh_binder
+from heartbeat.ops.sync.queue_files.tasks import FRESH_COLUMNS, _fresh, fresh_binder
 
 NOW = datetime(2026, 5, 1, 9, 0, 0, 250, tzinfo=UTC)
 maybe_text = st.one_of(st.none(), st.sampled_from(["", "deep-research", "p-1", "é"]))
@@ -58,7 +58,7 @@ def _bound(db: Any, name: str, value: Any) -> Any:
 @given(record=records)
 def test_a_new_tasks_bound_row_is_what_fresh_says(db_url: str, workspace: Path, record: QueueRecord) -> None:
     with Ledger.open(workspace, db=db_url) as ledger, ledger.ctx.read() as db:
-        got = dict(zip(FRESH_COLUMNS, _fresh_binder(db, NOW)(record, 7), strict=True))
+        got = dict(zip(FRESH_COLUMNS, fresh_binder(db, NOW)(record, 7), strict=True))
         expected = {name: _bound(db, name, value) for name, value in _fresh(record, NOW).items()}
     assert got == {"pk": 7, **expected}
 

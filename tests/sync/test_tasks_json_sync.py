@@ -459,7 +459,8 @@ def test_a_sync_after_auto_exported_pops_reads_the_file_hb_wrote_alone(
     a sync finds the file and the ledger as hb left them and learns the text's warnings by
     reading it alone, without the three-way merge; its report is the merge's, and the sync after
     it reads nothing."""
-    from heartbeat.ops.sync import queue_files
+    from heartbeat.formats import tasks_json
+    from heartbeat.ops.sync.queue_files import syncing
 
     with Ledger.open(workspace=workspace) as ledger:
         for i in range(3):
@@ -475,11 +476,11 @@ def test_a_sync_after_auto_exported_pops_reads_the_file_hb_wrote_alone(
         got = ledger.pop()
         ledger.complete(got["id"], claim=got["claim"])
         merged = []
-        real = queue_files._base_records
-        monkeypatch.setattr(queue_files, "_base_records", lambda *a: merged.append(a) or real(*a))
+        real = syncing.base_records
+        monkeypatch.setattr(syncing, "base_records", lambda *a: merged.append(a) or real(*a))
         reads = []
-        parse = queue_files.tasks_json.parse
-        monkeypatch.setattr(queue_files.tasks_json, "parse", lambda text: reads.append(1) or parse(text))
+        parse = tasks_json.parse
+        monkeypatch.setattr(tasks_json, "parse", lambda text: reads.append(1) or parse(text))
         second = ledger.sync()
         third = ledger.sync()
     assert merged == []  # no three-way merge: the file is as hb left it

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from heartbeat import Ledger
 from heartbeat.db.queue import LEGACY
-from heartbeat.ops.sync import queue_files
+from heartbeat.ops.sync.queue_files import syncing
 
 NOW = datetime(2026, 5, 1, 9, 0, 0, tzinfo=UTC)
 PRIORITIES = ("critical", "high", "medium", "low")
@@ -122,7 +122,7 @@ def _ledger_edit(ledger: Ledger) -> None:
 @contextmanager
 def _path(targeted: bool, taken: list[bool]) -> Iterator[None]:
     """The targeted sync on (``taken`` notes whether each sync took it) or off."""
-    real = queue_files.sync_changed
+    real = syncing.sync_changed
 
     def watched(*args: Any) -> Any:
         done = real(*args)
@@ -130,7 +130,7 @@ def _path(targeted: bool, taken: list[bool]) -> Iterator[None]:
         return done
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(queue_files, "sync_changed", watched if targeted else lambda *args: None)
+        patch.setattr(syncing, "sync_changed", watched if targeted else lambda *args: None)
         yield
 
 

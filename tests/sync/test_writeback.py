@@ -51,10 +51,10 @@ def writes_fail(monkeypatch: pytest.MonkeyPatch, code: int = errno.EROFS) -> Ite
         raise OSError(code, os.strerror(code), str(path))
 
     import heartbeat.compat.files
-    import heartbeat.ops.sync.queue_files  # imported before swap is patched: they bind the real one
+    import heartbeat.ops.sync.queue_files.export  # imported before swap is patched: they bind the real one
 
     with monkeypatch.context() as patch:
-        for module in (heartbeat.ops.sync.queue_files, heartbeat.compat.files, swap):
+        for module in (heartbeat.ops.sync.queue_files.export, heartbeat.compat.files, swap):
             patch.setattr(module, "replace_if", refuse)
         yield
 
@@ -201,7 +201,7 @@ def die(path, text, expected, **kw):
     os.kill(os.getpid(), signal.SIGKILL)
 
 swap.replace_if = die
-import heartbeat.ops.sync.queue_files as q
+import heartbeat.ops.sync.queue_files.export as q
 q.replace_if = die
 sys.exit(main(sys.argv[1:]))
 """

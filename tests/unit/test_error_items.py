@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from heartbeat.ops.sync.queue_files import _Items
+from heartbeat.ops.sync.queue_files.logs import _Items
 
 # values that are equal across types (1, 1.0, True), or look alike and are not ("1", None)
 SCALARS = st.sampled_from([1, 1.0, True, 0, False, 0.0, "1", "a", None, 2**70, float(2**70), [1], {"x": 1}])

@@ -77,7 +77,7 @@ _HOLDS: dict[str, str] = {
     # queue_files.sql tasks_json_tasks: every queue task
     "tasks-json": "SELECT 1 FROM tasks WHERE scope <> '' OR source <> 'todo' LIMIT 1",
     "errors-json": "SELECT 1 FROM errors LIMIT 1",
-    # queue_files.render_last_run(): a run with a record, or a completion that is one
+    # queue_files.logs.render_last_run(): a run with a record, or a completion that is one
     "last-run": (
         "SELECT 1 FROM runs WHERE record IS NOT NULL "
         "UNION ALL SELECT 1 FROM outcomes WHERE after_run IS NOT NULL LIMIT 1"
