@@ -183,7 +183,7 @@ def save(
     for kind, text in texts.items():
         file = files[kind]
         if text != file.text:
-            done = replace_if(file.path, text, file.text, valid=_parses)
+            done = replace_if(file.path, text, file.text, valid=tasks_json.is_json)
             if not done.written:
                 moved[kind] = StateFile(kind, file.path, done.found)
                 continue
@@ -202,14 +202,6 @@ def save(
                 },
             )
     return written, moved
-
-
-def _parses(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
 
 
 # --- pure: the texts ------------------------------------------------------------------------------

@@ -1149,6 +1149,16 @@ def _not_finite(value: Any, where: JsonPath) -> JsonPath | None:
     return None
 
 
+def is_json(text: str) -> bool:
+    """Whether ``text`` is JSON (as Python's json reads it): a file merged line by line is written
+    only when it still is."""
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
 def load_json(text: str, repeats: list[bool] | None = None) -> Any:
     """The JSON value of ``text``; ``repeats`` gets an item when an object repeats a key."""
     hook = None

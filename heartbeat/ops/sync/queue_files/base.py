@@ -6,10 +6,10 @@ text is stored."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from heartbeat.db.rows import SyncStateRow, TaskRow
 from heartbeat.db.store import Db, statements
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 
 SQL = statements("queue_files")
+T = TypeVar("T")
 
 
 SOURCE = "tasks-json"
@@ -182,13 +183,27 @@ def current_text(path: Path | None) -> str | None:
         return None
 
 
-def storable(db: Db, text: str, kind: str) -> None:
-    """FileFormatError when the text (of a ``kind`` read already) holds a NUL character in a
-    text the ledger stores as text (both backends); on PostgreSQL, also when it holds a number
-    its ``json`` columns cannot."""
-    tasks_json.refuse_nul(text, kind)
-    if not db.sqlite:
-        tasks_json.refuse_not_finite(text)
+def storable(db: Db, path: Path, text: str, kind: str) -> None:
+    """FileFormatError naming ``path`` when the text (of a ``kind`` read already) holds a NUL
+    character in a text the ledger stores as text (both backends); on PostgreSQL, also when it
+    holds a number its ``json`` columns cannot."""
+    try:
+        tasks_json.refuse_nul(text, kind)
+        if not db.sqlite:
+            tasks_json.refuse_not_finite(text)
+    except FileFormatError as exc:
+        raise exc.at_path(str(path)) from None
+
+
+def read_storable(db: Db, path: Path, text: str, kind: str, parse: Callable[[str], T]) -> T:
+    """``parse(text)`` (a reader of :mod:`heartbeat.formats.tasks_json`), the text then held to
+    :func:`storable`; FileFormatError naming ``path`` for either."""
+    try:
+        read = parse(text)
+    except FileFormatError as exc:
+        raise exc.at_path(str(path)) from None
+    storable(db, path, text, kind)
+    return read
 
 
 def edited(db: Db, kind: str, path: Path, text: str) -> bool:

@@ -4,7 +4,6 @@ first; and the check ``hb export`` makes before it writes over one."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
@@ -15,7 +14,7 @@ from heartbeat.db.queue import record_from_row
 from heartbeat.db.rows import SyncStateRow, TaskRow
 from heartbeat.db.store import Db
 from heartbeat.errors import HbError, InvalidState, one_line
-from heartbeat.formats import tasks_splice
+from heartbeat.formats import tasks_json, tasks_splice
 from heartbeat.formats.json_edit import Layout
 from heartbeat.ops.sync import bookmarks
 from heartbeat.ops.sync.files import default_path, digest, file_lock, known_text, lock_timeout, measure_ahead
@@ -202,7 +201,7 @@ def _export_one(
         if text is None or current == text:
             remember_it()
             return False
-        done = replace_if(path, text, current, valid=_parses)
+        done = replace_if(path, text, current, valid=tasks_json.is_json)
         remember_it()
         if done.kept is not None:
             add_notice(ctx, f"{path}: a concurrent edit hb could not merge is kept in {done.kept}")
@@ -385,12 +384,3 @@ def sync_notices(report: SyncReport) -> list[str]:
     notices.extend(f"{path}: deleted from the file, removed from the ledger: {k}" for k in report.removed)
     notices.extend(report.preserved)
     return notices
-
-
-def _parses(text: str) -> bool:
-    """A line-merged JSON file is written only when it is still JSON."""
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from heartbeat.db.queue import last_run_of
 from heartbeat.db.rows import ErrorRow, RunRow, SyncStateRow
 from heartbeat.db.store import Db
-from heartbeat.errors import FileFormatError
 from heartbeat.formats import tasks_json
 from heartbeat.formats.timestamps import timestamp_or_none
 from heartbeat.ops.sync.files import digest
@@ -24,8 +23,8 @@ from heartbeat.ops.sync.queue_files.base import (
     SQL,
     add_notice,
     current_text,
+    read_storable,
     remember,
-    storable,
     what_to_write,
 )
 
@@ -35,11 +34,7 @@ def import_errors(ctx: Context, db: Db, text: str, path: Path, now: datetime) ->
 
     errors.json is a log: two identical items are two failures, each kept.
     """
-    try:
-        items = tasks_json.parse_errors(text)
-        storable(db, text, "errors-json")
-    except FileFormatError as exc:
-        raise exc.at_path(str(path)) from None
+    items = read_storable(db, path, text, "errors-json", tasks_json.parse_errors)
     report = ImportReport("errors-json", str(path))
     known = _Items(_shown(e) for e in db.load(ErrorRow, SQL.errors))
     tasks = _legacy_tasks(db)
@@ -110,11 +105,7 @@ def _errors_text(db: Db, source: str | None) -> str:
 
 
 def import_last_run(ctx: Context, db: Db, text: str, path: Path, now: datetime) -> ImportReport:
-    try:
-        obj = tasks_json.parse_last_run(text)
-        storable(db, text, "last-run")
-    except FileFormatError as exc:
-        raise exc.at_path(str(path)) from None
+    obj = read_storable(db, path, text, "last-run", tasks_json.parse_last_run)
     report = ImportReport("last-run", str(path))
     if last_run_of(db) == obj:
         report.unchanged = 1
@@ -200,11 +191,8 @@ def sync_errors(
     report = SyncReport(kind="errors-json", path=str(path))
     state = db.get(SyncStateRow, "errors-json")
     if text is not None and (state is None or state.content_hash != digest(text) or state.path != str(path)):
-        try:
-            items = [tasks_json.fix_malformed(item) for item in tasks_json.parse_errors(text)]
-            storable(db, text, "errors-json")
-        except FileFormatError as exc:
-            raise exc.at_path(str(path)) from None
+        read = read_storable(db, path, text, "errors-json", tasks_json.parse_errors)
+        items = [tasks_json.fix_malformed(item) for item in read]
         rows = db.load(ErrorRow, SQL.errors)
         shown = {e.pk: _shown(e) for e in rows}
         by_identity: dict[tuple[str, ...], list[ErrorRow]] = {}

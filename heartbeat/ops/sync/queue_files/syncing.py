@@ -9,14 +9,20 @@ from typing import TYPE_CHECKING
 
 from heartbeat.db.rows import TaskRow
 from heartbeat.db.store import Db
-from heartbeat.errors import FileFormatError
 from heartbeat.formats import tasks_json
 from heartbeat.ops.sync.report import SyncReport
 
 if TYPE_CHECKING:
     from heartbeat.context import Context
 
-from heartbeat.ops.sync.queue_files.base import SOURCE, SQL, key_text, remember, storable, unchanged_warnings
+from heartbeat.ops.sync.queue_files.base import (
+    SOURCE,
+    SQL,
+    key_text,
+    read_storable,
+    remember,
+    unchanged_warnings,
+)
 from heartbeat.ops.sync.queue_files.logs import (
     import_errors,
     import_last_run,
@@ -63,11 +69,7 @@ def sync_tasks(
     tasks = {(t.scope, t.id): t for t in db.load(TaskRow, SQL.tasks_json_tasks)}
     doc: tasks_json.TasksDocument | None = None
     if text is not None:
-        try:
-            doc = tasks_json.parse(text)
-            storable(db, text, SOURCE)
-        except FileFormatError as exc:
-            raise exc.at_path(str(path)) from None
+        doc = read_storable(db, path, text, SOURCE, tasks_json.parse)
         report.preserved = [f"{path}: {w}" for w in doc.warnings]
         base = base_records(db, SOURCE, path) or {}
         seen = {(r.scope, r.id) for r in doc.records}

@@ -30,7 +30,6 @@ from heartbeat.db.queue import record_from_row
 from heartbeat.db.rows import SyncStateRow, TaskRow
 from heartbeat.db.status import TaskStatus
 from heartbeat.db.store import Db
-from heartbeat.errors import FileFormatError
 from heartbeat.formats import tasks_json
 from heartbeat.formats.json_edit import same
 from heartbeat.formats.tasks_json import (
@@ -108,10 +107,7 @@ def sync_changed(db: Db, path: Path, text: str, now: datetime) -> tuple[SyncRepo
     gone_records = read_items(base_text, [old.items[k] for k in gone], filters)
     if records is None or bases is None or gone_records is None:
         return None
-    try:
-        storable(db, text, SOURCE)
-    except FileFormatError as exc:
-        raise exc.at_path(str(path)) from None
+    storable(db, path, text, SOURCE)
     base_digests = {(r.scope, r.id): record_digest(r) for r in (*bases, *gone_records)}
     by_key = {(r.scope, r.id): r for r in records}
     loaded = [places[k][0] for k in (*changed, *gone) if k in places]

@@ -17,7 +17,6 @@ from heartbeat.db.shape import TASK_EVENTS, TASKS
 from heartbeat.db.status import TaskStatus
 from heartbeat.db.store import Db
 from heartbeat.db.tasks import record_event, snapshot
-from heartbeat.errors import FileFormatError
 from heartbeat.formats import tasks_json
 from heartbeat.formats.tasks_json import priority_rank
 from heartbeat.ops.sync.report import ImportReport
@@ -32,9 +31,9 @@ from heartbeat.ops.sync.queue_files.base import (
     current_text,
     document,
     key_text,
+    read_storable,
     remember,
     rendered_facts,
-    storable,
     tasks_stamp,
 )
 
@@ -70,11 +69,7 @@ def import_tasks(
 
 
 def _import_tasks(db: Db, text: str, path: Path, now: datetime, actor: str) -> ImportReport:
-    try:
-        doc = tasks_json.parse(text)
-        storable(db, text, SOURCE)
-    except FileFormatError as exc:
-        raise exc.at_path(str(path)) from None
+    doc = read_storable(db, path, text, SOURCE, tasks_json.parse)
     report = ImportReport(SOURCE, str(path), warnings=list(doc.warnings))
     existing = {(t.scope, t.id): t for t in db.load(TaskRow, SQL.tasks_json_tasks)}
     fresh: list[tasks_json.QueueRecord] = []
