@@ -14,6 +14,7 @@ from functools import partial
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from heartbeat.errors import InvalidInput
+from heartbeat.formats.timestamps import MAX_DURATION
 
 
 class Clock:
@@ -127,10 +128,6 @@ _ISO = re.compile(
     r"^P(?:(?P<w>[0-9]+)W)?(?:(?P<d>[0-9]+)D)?(?:T(?:(?P<h>[0-9]+)H)?(?:(?P<m>[0-9]+)M)?(?:(?P<s>[0-9]+)S)?)?$",
     re.IGNORECASE,
 )
-
-
-# The longest duration hb accepts: a time this far after any date hb handles is still a date.
-MAX_DURATION = timedelta(days=36_525)
 
 
 def parse_duration(text: str, *, what: str = "duration") -> timedelta:

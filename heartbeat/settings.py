@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from heartbeat.clock import MAX_DURATION
 from heartbeat.errors import InvalidInput, NotFound
+from heartbeat.formats.timestamps import MAX_DURATION
 
 # Hour settings stop where durations do (100 years): a time that far ahead is still a date.
 _HOURS = int(MAX_DURATION / timedelta(hours=1))

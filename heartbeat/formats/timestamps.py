@@ -10,7 +10,7 @@ truth, the ``Z`` is noise) and always writes plain ``...Z``.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 # The instants hb reads from a file as timestamps: from 0002-01-01T00:00Z up to, not including,
 # 9999-01-01T00:00Z. Python's datetime holds years 1 to 9999 only, and hb converts every time it
@@ -23,6 +23,9 @@ EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
 LATEST = datetime(9999, 1, 1, tzinfo=UTC)  # the first instant past the range
 OUT_OF_RANGE = "is outside the dates hb reads (0002-01-01 to 9998-12-31 UTC)"  # follows the value
 _BEYOND = "is outside the dates Python holds (years 1 to 9999 UTC)"
+# The longest duration hb reads anywhere (an option, a setting, a TODO.RECUR.md step): a time
+# this far after any date hb handles is still a date.
+MAX_DURATION = timedelta(days=36_525)
 
 
 class OutOfRangeError(ValueError):

@@ -34,8 +34,8 @@ from zoneinfo import ZoneInfo
 
 from heartbeat.errors import InvalidInput
 from heartbeat.formats.go_text import lower, trim_space
+from heartbeat.formats.repeat import cron_matches_a_date, parse_repeat
 from heartbeat.formats.timestamps import OUT_OF_RANGE, in_range
-from heartbeat.rules.repeat import cron_matches_a_date, parse_repeat
 
 __all__ = [
     "DIALECTS",

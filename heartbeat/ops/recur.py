@@ -62,7 +62,7 @@ from heartbeat.db.store import Db, statements
 from heartbeat.errors import HbError, InvalidInput, InvalidState, NotFound, one_line
 
 if TYPE_CHECKING:
-    from heartbeat.rules.repeat import Repeat
+    from heartbeat.formats.repeat import Repeat
 
 SQL = statements("recur")
 
@@ -128,7 +128,7 @@ def rule_dict(row: RecurrenceRow, zone: ZoneInfo) -> dict[str, Any]:
 
 def parse_rule(text: str) -> Repeat:
     """A repeat rule as ``hb recur add --repeat`` takes it (InvalidInput when it is not one)."""
-    from heartbeat.rules.repeat import parse_repeat
+    from heartbeat.formats.repeat import parse_repeat
 
     try:
         return parse_repeat(text)

@@ -584,9 +584,9 @@ def open_periods(
     last period handed out) to now; all but the latest were missed. None when
     the rule is not a repeat rule hb can read.
     """
+    from heartbeat.formats.repeat import parse_repeat
     from heartbeat.formats.timestamps import parse_timestamp
     from heartbeat.rules.recurrence import occurrences, resolve_next
-    from heartbeat.rules.repeat import parse_repeat
 
     if not next_local:
         return None

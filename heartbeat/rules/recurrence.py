@@ -26,7 +26,7 @@ from enum import StrEnum
 from zoneinfo import ZoneInfo
 
 from heartbeat.errors import InvalidInput
-from heartbeat.rules.repeat import Repeat, RepeatKind
+from heartbeat.formats.repeat import Repeat, RepeatKind
 from heartbeat.rules.wallclock import require_naive, resolve_local, wall_clock
 
 __all__ = [

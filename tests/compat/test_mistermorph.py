@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from heartbeat.formats import todo as fmt
+from heartbeat.formats.repeat import RepeatKind, parse_repeat
 from heartbeat.formats.todo import Entry, LineKind, TodoKind
-from heartbeat.rules.repeat import RepeatKind, parse_repeat
 from tests.conftest import Runner
 from tests.sync.helpers import read, report, todo_rows, write
 

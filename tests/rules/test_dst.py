@@ -16,8 +16,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from heartbeat.formats.repeat import Repeat, RepeatKind, parse_repeat
 from heartbeat.rules.recurrence import materialize, next_after, occurrences, resolve_local
-from heartbeat.rules.repeat import Repeat, RepeatKind, parse_repeat
 
 H = timedelta(hours=1)
 YEARS_2 = timedelta(days=730)

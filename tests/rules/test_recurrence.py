@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from heartbeat.errors import InvalidInput
+from heartbeat.formats.repeat import Repeat, RepeatKind, parse_repeat
 from heartbeat.rules.recurrence import (
     CRON_COUNT_LIMIT,
     ConditionResult,
@@ -31,7 +32,6 @@ from heartbeat.rules.recurrence import (
     resolve_local,
     runs_for,
 )
-from heartbeat.rules.repeat import Repeat, RepeatKind, parse_repeat
 
 NY = ZoneInfo("America/New_York")
 LONDON = ZoneInfo("Europe/London")

@@ -22,7 +22,10 @@ LAYERS = [
     ("reporting",),
     ("db",),
     ("settings", "progress"),
-    ("formats", "rules", "clock"),  # pure: text and time in, values out
+    # pure: text and time in, values out
+    ("clock",),  # the clock: resolves a wall time with rules.wallclock, reads one with formats
+    ("rules",),  # decisions of (state, now)
+    ("formats",),  # parsers and renderers of each file (the Repeat grammar included)
     ("errors", "bulk"),
 ]
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from heartbeat.db.shape import RECURRENCES
 from heartbeat.formats import todo as fmt
+from heartbeat.formats.repeat import parse_repeat
 from heartbeat.formats.todo import Entry, TodoKind
 from heartbeat.ops.sync.markdown.base import (
     DUP_MARK,
@@ -23,7 +24,6 @@ from heartbeat.ops.sync.markdown.base import (
     wall_text,
 )
 from heartbeat.ops.sync.markdown.family import Family, Item, Row, insert_rows, record_events
-from heartbeat.rules.repeat import parse_repeat
 
 if TYPE_CHECKING:
     pass

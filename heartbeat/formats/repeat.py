@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from heartbeat.clock import MAX_DURATION
 from heartbeat.formats import go_text
+from heartbeat.formats.timestamps import MAX_DURATION
 
 
 class RepeatKind(StrEnum):
