@@ -197,7 +197,7 @@ def render_written(
 
     The text written reads with the warnings ``text`` read with when that is none (hb's objects
     for the tasks give none, and the rest of the file stays as it was): the next sync of a few
-    changed records can then read only those (:func:`sync_changed`). Else they are not known."""
+    changed records can then read only those (:func:`.targeted.sync_changed`). Else they are not known."""
     ordered = sorted(tasks, key=lambda t: (t.scope, t.position, t.pk))
     out, layout = tasks_json.render_layout(doc, [record_from_row(t) for t in ordered])
     known = doc.warnings if out == text or not doc.warnings else None

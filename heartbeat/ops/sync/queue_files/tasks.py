@@ -202,7 +202,7 @@ def render_tasks(ctx: Context, db: Db, path: Path | None = None) -> str:
 
 
 def tasks_text(db: Db, current: str | None) -> tuple[str, dict[str, Any]]:
-    """tasks.json as the ledger has it now, laid over ``current``; what :func:`remember` keeps of it."""
+    """tasks.json as the ledger has it now, laid over ``current``; what :func:`.base.remember` keeps of it."""
     doc = document(db, SOURCE)
     if current is not None:
         doc = replace(doc, source=current)
