@@ -9,7 +9,7 @@ import hashlib
 import json
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from heartbeat.db.shape import RECURRENCES
 from heartbeat.formats import todo as fmt
@@ -24,9 +24,6 @@ from heartbeat.ops.sync.markdown.base import (
     wall_text,
 )
 from heartbeat.ops.sync.markdown.family import Family, Item, Row, insert_rows, record_events
-
-if TYPE_CHECKING:
-    pass
 
 
 class RecurrenceFamily(Family):

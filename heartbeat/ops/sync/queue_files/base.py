@@ -26,10 +26,8 @@ if TYPE_CHECKING:
 
 
 SQL = statements("queue_files")
-T = TypeVar("T")
-
-
 SOURCE = "tasks-json"
+T = TypeVar("T")  # what read_storable's parser reads
 
 
 def key_text(scope: str, task_id: str) -> str:
@@ -153,24 +151,16 @@ def unchanged_warnings(db: Db, path: Path, text: str) -> list[str] | None:
 
 
 def last_document(db: Db) -> tasks_json.TasksDocument:
-    """tasks.json as hb last read or wrote it (the four empty legacy lists when never)."""
+    """tasks.json as hb last read or wrote it (the four empty legacy lists when never, or when
+    the text kept does not read)."""
     row = db.get(SyncStateRow, SOURCE)
-    return skeleton_document(db, row.skeleton if row is not None else None)
-
-
-def skeleton_document(db: Db, skeleton: dict[str, Any] | None) -> tasks_json.TasksDocument:
-    text = bookmarks.kept_text(skeleton, db)
+    text = bookmarks.kept_text(row.skeleton if row is not None else None, db)
     if text is not None:
         try:
             return tasks_json.parse(text)
         except FileFormatError:
             pass
     return tasks_json.empty_document()
-
-
-def document(db: Db, kind: str) -> tasks_json.TasksDocument:
-    row = db.get(SyncStateRow, kind)
-    return skeleton_document(db, row.skeleton if row is not None else None)
 
 
 def current_text(path: Path | None) -> str | None:

@@ -18,12 +18,6 @@ from heartbeat.formats import tasks_json, tasks_splice
 from heartbeat.formats.json_edit import Layout
 from heartbeat.ops.sync import bookmarks
 from heartbeat.ops.sync.files import default_path, digest, file_lock, known_text, lock_timeout, measure_ahead
-from heartbeat.ops.sync.report import ImportReport, SyncReport
-from heartbeat.ops.sync.swap import replace_if
-
-if TYPE_CHECKING:
-    from heartbeat.context import Context
-
 from heartbeat.ops.sync.queue_files.base import (
     SOURCE,
     SQL,
@@ -37,6 +31,11 @@ from heartbeat.ops.sync.queue_files.base import (
 )
 from heartbeat.ops.sync.queue_files.syncing import IMPORTERS, RENDERERS, SYNCERS
 from heartbeat.ops.sync.queue_files.tasks import tasks_text
+from heartbeat.ops.sync.report import ImportReport, SyncReport
+from heartbeat.ops.sync.swap import replace_if
+
+if TYPE_CHECKING:
+    from heartbeat.context import Context
 
 
 def _export_tasks(

@@ -14,11 +14,6 @@ from heartbeat.db.store import Db
 from heartbeat.formats import tasks_json
 from heartbeat.formats.timestamps import timestamp_or_none
 from heartbeat.ops.sync.files import digest
-from heartbeat.ops.sync.report import ImportReport, SyncReport
-
-if TYPE_CHECKING:
-    from heartbeat.context import Context
-
 from heartbeat.ops.sync.queue_files.base import (
     SQL,
     add_notice,
@@ -27,6 +22,10 @@ from heartbeat.ops.sync.queue_files.base import (
     remember,
     what_to_write,
 )
+from heartbeat.ops.sync.report import ImportReport, SyncReport
+
+if TYPE_CHECKING:
+    from heartbeat.context import Context
 
 
 def import_errors(ctx: Context, db: Db, text: str, path: Path, now: datetime) -> ImportReport:

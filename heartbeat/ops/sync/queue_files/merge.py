@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from heartbeat.db.queue import record_from_row
 from heartbeat.db.rows import SyncStateRow, TaskRow
@@ -20,11 +20,6 @@ from heartbeat.errors import FileFormatError
 from heartbeat.formats import tasks_json
 from heartbeat.ops.sync import bookmarks
 from heartbeat.ops.sync.files import digest
-from heartbeat.ops.sync.report import SyncReport
-
-if TYPE_CHECKING:
-    pass
-
 from heartbeat.ops.sync.queue_files.base import (
     SOURCE,
     SQL,
@@ -35,6 +30,7 @@ from heartbeat.ops.sync.queue_files.base import (
     what_to_write,
 )
 from heartbeat.ops.sync.queue_files.tasks import insert_fresh, take_file_version, task_of
+from heartbeat.ops.sync.report import SyncReport
 
 
 def record_digest(record: tasks_json.QueueRecord) -> str:

@@ -10,11 +10,6 @@ from typing import TYPE_CHECKING
 from heartbeat.db.rows import TaskRow
 from heartbeat.db.store import Db
 from heartbeat.formats import tasks_json
-from heartbeat.ops.sync.report import SyncReport
-
-if TYPE_CHECKING:
-    from heartbeat.context import Context
-
 from heartbeat.ops.sync.queue_files.base import (
     SOURCE,
     SQL,
@@ -40,11 +35,10 @@ from heartbeat.ops.sync.queue_files.merge import (
 )
 from heartbeat.ops.sync.queue_files.targeted import sync_changed
 from heartbeat.ops.sync.queue_files.tasks import import_tasks, render_tasks
+from heartbeat.ops.sync.report import SyncReport
 
-RENDERERS = {"tasks-json": render_tasks, "errors-json": render_errors, "last-run": render_last_run}
-
-
-IMPORTERS = {"tasks-json": import_tasks, "errors-json": import_errors, "last-run": import_last_run}
+if TYPE_CHECKING:
+    from heartbeat.context import Context
 
 
 def sync_tasks(
@@ -96,4 +90,7 @@ def sync_tasks(
     return render_written(db, path, text, doc or tasks_json.empty_document(), tasks.values(), now, report)
 
 
+# each kind's importer, renderer and syncer
+IMPORTERS = {"tasks-json": import_tasks, "errors-json": import_errors, "last-run": import_last_run}
+RENDERERS = {"tasks-json": render_tasks, "errors-json": render_errors, "last-run": render_last_run}
 SYNCERS = {"tasks-json": sync_tasks, "errors-json": sync_errors, "last-run": sync_last_run}

@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from heartbeat.db.queue import record_from_row
 from heartbeat.db.rows import SyncStateRow, TaskRow
@@ -41,11 +40,6 @@ from heartbeat.formats.tasks_json import (
 )
 from heartbeat.formats.tasks_outline import Item, blockers, outline, read_items
 from heartbeat.ops.sync import bookmarks
-from heartbeat.ops.sync.report import SyncReport
-
-if TYPE_CHECKING:
-    pass
-
 from heartbeat.ops.sync.queue_files.base import (
     SOURCE,
     SQL,
@@ -62,6 +56,7 @@ from heartbeat.ops.sync.queue_files.merge import (
     render_written,
     write_positions,
 )
+from heartbeat.ops.sync.report import SyncReport
 
 
 def sync_changed(db: Db, path: Path, text: str, now: datetime) -> tuple[SyncReport, str | None] | None:

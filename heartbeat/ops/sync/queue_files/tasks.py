@@ -19,23 +19,22 @@ from heartbeat.db.store import Db
 from heartbeat.db.tasks import record_event, snapshot
 from heartbeat.formats import tasks_json
 from heartbeat.formats.tasks_json import priority_rank
-from heartbeat.ops.sync.report import ImportReport
-
-if TYPE_CHECKING:
-    from heartbeat.context import Context
-
 from heartbeat.ops.sync.queue_files.base import (
     SOURCE,
     SQL,
     Event,
     current_text,
-    document,
     key_text,
+    last_document,
     read_storable,
     remember,
     rendered_facts,
     tasks_stamp,
 )
+from heartbeat.ops.sync.report import ImportReport
+
+if TYPE_CHECKING:
+    from heartbeat.context import Context
 
 
 def _columns(record: tasks_json.QueueRecord, now: datetime) -> dict[str, Any]:
@@ -203,7 +202,7 @@ def render_tasks(ctx: Context, db: Db, path: Path | None = None) -> str:
 
 def tasks_text(db: Db, current: str | None) -> tuple[str, dict[str, Any]]:
     """tasks.json as the ledger has it now, laid over ``current``; what :func:`.base.remember` keeps of it."""
-    doc = document(db, SOURCE)
+    doc = last_document(db)
     if current is not None:
         doc = replace(doc, source=current)
     rows = db.load(TaskRow, SQL.tasks_json_tasks_in_order)
