@@ -334,6 +334,9 @@ def _sqlite_failed(exc: BaseException, denied: list[str], limit: Limit) -> HbErr
         return QueryFailed(f"sql: {first_line(exc)}: {what} (hb sql is read-only)")
     if limit.interrupted or limit.expired:
         return limit.failed(exc)
+    if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_READONLY:
+        # the file is opened mode=ro and query_only: a write is refused by the driver, in its words
+        return QueryFailed(f"sql: {first_line(exc)} (hb sql is read-only)")
     return QueryFailed(f"sql: {first_line(exc)}")
 
 

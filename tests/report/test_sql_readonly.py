@@ -100,7 +100,12 @@ def test_every_write_is_refused_and_the_sqlite_file_is_unchanged(hb: Runner, wor
     assert not (workspace / "elsewhere.db").exists() and not Path("elsewhere.db").exists()
     assert not Path("copy.db").exists()
     # what the database said, not a guess from the text
-    assert "readonly database" in hb("sql", "DELETE FROM outcomes", code=1).stderr
+    written = "hb: sql: attempt to write a readonly database (hb sql is read-only)\n"
+    for statement in (
+        "DELETE FROM outcomes",
+        "WITH a AS (SELECT 1) INSERT INTO settings (key, value, updated_at) SELECT 'k', '1', 'now' FROM a",
+    ):
+        assert hb("sql", statement, code=1).stderr == written, statement
     assert "not authorized" in hb("sql", "ATTACH DATABASE 'x.db' AS x", code=1).stderr
     # VACUUM attaches a database to rebuild the file in: named as itself, not as an ATTACH
     vacuum = "hb: sql: authorization denied: VACUUM (hb sql is read-only)\n"
