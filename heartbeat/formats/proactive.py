@@ -1159,9 +1159,10 @@ def _block_text(task: ProactiveTask, original: ProactiveTask) -> tuple[str, dict
     head = raw[:lo]
     if task.name != original.name:
         head = _heading(task) + raw[original.heading_end : lo]
-    yaml_text = _edited_yaml(_split_lines(raw[lo:hi]), original.fields, fields, newline)
+    body = _split_lines(raw[lo:hi])
+    yaml_text = _edited_yaml(body, original.fields, fields, newline)
     if yaml_text is None:
-        yaml_text = _dump(fields, newline)
+        yaml_text = _edited_flow(body, original.fields, fields) or _dump(fields, newline)
     return head + yaml_text + raw[hi:], fields
 
 
@@ -1214,6 +1215,30 @@ def _edited_yaml(
     return text if got == expected and list(got) == list(expected) else None
 
 
+def _edited_flow(body: list[str], before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:
+    """A block written as one flow mapping on one line (``{id: tick, frequency: daily}  # by
+    hand``) with ``after``'s fields: that line written again in flow style, its indent and
+    trailing comment kept, and the comments and blank lines around it as they are. None for any
+    other layout, or when the result would not read as ``after``."""
+    mapping = [
+        i for i, line in enumerate(body) if _body(line).strip() and not _body(line).lstrip().startswith("#")
+    ]
+    if len(mapping) != 1 or not _body(body[mapping[0]]).lstrip().startswith("{"):
+        return None
+    at = mapping[0]
+    line = _body(body[at])
+    comment = _TRAILING_COMMENT.search(line)
+    tail = comment.group(0) if comment is not None and _loads(line[: comment.start()]) == before else ""
+    try:
+        flow = _yaml_dump(_trimmed(after), default_flow_style=True).rstrip("\n")
+    except yaml.YAMLError:
+        return None  # the whole block's writer says what cannot be written
+    edited = line[: len(line) - len(line.lstrip())] + flow + tail + body[at][len(line) :]
+    text = "".join([*body[:at], edited, *body[at + 1 :]])
+    expected = yaml.safe_load(_dump(dict(after), "\n")) or {}
+    return text if _loads(text.replace("\r\n", "\n")) == expected else None
+
+
 _TRAILING_COMMENT = re.compile(r"[ \t]+#.*$")
 _ITEM = re.compile(r"([ \t]*)- ")
 
@@ -1243,20 +1268,13 @@ def overlap(old: Sequence[Any], new: Sequence[Any]) -> int:
 
 
 def _edited_value(key: str, lines: list[str], old: Any, new: Any, newline: str) -> str:
-    """One changed key's yaml, keeping what can be kept: a scalar's trailing comment (the
-    runtime's ``run_count: 3  # maintained by the runtime``), and of a list that only grew
+    """One changed key's yaml, keeping what can be kept: the trailing comment of its first line
+    (the runtime's ``run_count: 3  # maintained by the runtime``), and of a list that only grew
     at the end and lost items at the start (``outcome_history``), the kept items' lines as
     written, the comments among them, and the style of its items for the new ones. The
     caller checks that the result reads as ``new``."""
-    fresh = _dump({key: new}, newline)
-    first = _body(lines[0])
-    comment = _TRAILING_COMMENT.search(first)
-    if len(lines) == 1 and not isinstance(new, dict | list):
-        if comment is None or _loads(first[: comment.start()]) != {key: old}:
-            return fresh
-        return _body(fresh) + comment.group(0) + newline
-    if not (isinstance(old, list) and isinstance(new, list)):
-        return fresh
+    if len(lines) == 1 or not (isinstance(old, list) and isinstance(new, list)):
+        return _rewritten(key, lines, old, new, newline)
     dropped = len(old) - overlap(old, new)
     chunks: list[tuple[bool, list[str]]] = []  # (is an item, its lines)
     indent: str | None = None
@@ -1276,7 +1294,7 @@ def _edited_value(key: str, lines: list[str], old: Any, new: Any, newline: str) 
             chunks.append((False, [line]))  # a comment or a blank line among the items
     items = [chunk for chunk in chunks if chunk[0]]
     if indent is None or len(items) != len(old):
-        return fresh
+        return _rewritten(key, lines, old, new, newline)
     gone = {id(chunk) for chunk in items[:dropped]}
     out = [lines[0]]
     out.extend(line for chunk in chunks if id(chunk) not in gone for line in chunk[1])
@@ -1285,6 +1303,26 @@ def _edited_value(key: str, lines: list[str], old: Any, new: Any, newline: str) 
         text = _yaml_dump([value], default_flow_style=None if flow else False)
         out.extend(indent + part + newline for part in text.splitlines())
     return "".join(out)
+
+
+def _rewritten(key: str, lines: list[str], old: Any, new: Any, newline: str) -> str:
+    """The key's yaml as hb writes it, with the trailing comment of the key's first line (its
+    ``lines``) kept at the end of its own first line: ``run_count: 4  # maintained by the
+    runtime``, and of a list or text written on one line that now takes several,
+    ``outcome_history:  # newest last`` with the items below. Without the comment when the line
+    has none (a ``#`` inside a value is none: the line must read the same without it), or when
+    the comment there would change what it reads as."""
+    fresh = _dump({key: new}, newline)
+    first = _body(lines[0])
+    comment = _TRAILING_COMMENT.search(first)
+    if comment is None:
+        return fresh
+    uncommented = first[: comment.start()] + lines[0][len(first) :] + "".join(lines[1:])
+    if _loads(uncommented.replace("\r\n", "\n")) != {key: old}:
+        return fresh
+    head, sep, rest = fresh.partition(newline)
+    text = head + comment.group(0) + sep + rest
+    return text if _loads(text.replace("\r\n", "\n")) == {key: new} else fresh
 
 
 def _loads(text: str) -> Any:
@@ -1332,13 +1370,18 @@ def _yaml_value(value: Any) -> Any:
     return value
 
 
-def _dump(fields: Mapping[str, Any], newline: str) -> str:
+def _trimmed(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``fields`` with at most :data:`MAX_OUTCOMES` entries of ``outcome_history``, the newest."""
     trimmed = dict(fields)
     history = trimmed.get("outcome_history")
     if isinstance(history, list) and len(history) > MAX_OUTCOMES:
         trimmed["outcome_history"] = history[-MAX_OUTCOMES:]
+    return trimmed
+
+
+def _dump(fields: Mapping[str, Any], newline: str) -> str:
     try:
-        text = _yaml_dump(trimmed, default_flow_style=False)
+        text = _yaml_dump(_trimmed(fields), default_flow_style=False)
     except yaml.YAMLError as exc:
         raise InvalidInput(f"task {fields.get('id')!r} holds a value YAML cannot write: {exc}") from None
     return text.replace("\n", newline) if newline != "\n" else text

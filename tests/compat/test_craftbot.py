@@ -452,3 +452,22 @@ def test_a_write_craftbot_would_not_read_back_is_refused() -> None:
 
     with pytest.raises(InvalidInput, match="cannot be written so that CraftBot reads it back"):
         proactive.with_tasks(doc, [*doc.tasks, broken], now=NOW)
+
+
+def test_a_run_written_into_a_flow_mapping_block_or_after_a_commented_flow_list_reads_in_craftbot() -> None:
+    text = section(
+        block("### [DAILY] A", "{id: a, frequency: daily}   # by hand"),
+        block("### [DAILY] B", "id: b", "outcome_history: []   # newest last"),
+    )
+    doc = proactive.parse(text)
+    done = [proactive.record_outcome(task, result="ok", success=True, now=NOW) for task in doc.tasks]
+
+    written = proactive.render(proactive.with_tasks(doc, done, now=NOW))
+
+    assert "   # by hand\n" in written and "outcome_history:   # newest last\n" in written
+    seen = craftbot_blocks(written)
+    assert list(seen) == ["a", "b"]
+    for task_id in seen:
+        assert seen[task_id]["run_count"] == 1
+        assert [h["result"] for h in seen[task_id]["outcome_history"]] == ["ok"]
+        assert seen[task_id]["last_run"] == "2026-05-04T07:00:12+09:00"

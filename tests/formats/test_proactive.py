@@ -908,8 +908,67 @@ def test_an_outcome_keeps_the_comments_and_the_lines_of_the_history_it_extends()
     assert [h["result"] for h in parse(out).tasks[0].outcome_history] == ["b", "sent", "r0", "r1", "r2"]
 
 
+@pytest.mark.parametrize("history", ["[]", '[{timestamp: "2026-05-01T00:04:00Z", result: a, success: true}]'])
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_list_written_on_one_line_keeps_its_comment_when_it_grows_onto_several(
+    history: str, newline: str
+) -> None:
+    """``outcome_history: []  # newest last``, a list written in flow style on its key's line:
+    the first outcome writes its items below the key, and the line's comment stays on it (it was
+    lost with the flow value, while a scalar's comment was kept)."""
+    block = (
+        "### [DAILY] Morning\n```yaml\nid: morning\nfrequency: daily\n"
+        "run_count: 0             # maintained by the runtime\n"
+        f"outcome_history: {history}      # last 5, newest last\n"
+        "```\n"
+    ).replace("\n", newline)
+    doc = parse(SECTION.replace("\n", newline).format(block))
+    done = record_outcome(doc.tasks[0], result="sent", success=True, now=NOW)
+
+    out = render(with_tasks(doc, [done], now=NOW))
+
+    assert f"run_count: 1             # maintained by the runtime{newline}" in out
+    assert f"outcome_history:      # last 5, newest last{newline}- " in out
+    assert out.count("\r\n") == (out.count("\n") if newline == "\r\n" else 0)
+    again = parse(out).tasks[0]
+    assert [h["result"] for h in again.outcome_history] == ["a", "sent"][-len(done.outcome_history) :]
+    assert again.outcome_history == done.outcome_history and again.run_count == 1
+
+
+def test_a_hash_inside_a_quoted_value_is_no_comment_to_keep() -> None:
+    block = '### [DAILY] Tick\n```yaml\nid: tick\nfrequency: daily\ninstruction: "step # 1"\n```\n'
+    doc = parse(SECTION.format(block))
+    edited = dataclasses.replace(doc.tasks[0], instruction="step # 2")
+
+    out = render(with_tasks(doc, [edited], now=NOW))
+
+    assert parse(out).tasks[0].instruction == "step # 2"
+    assert "# 1" not in out
+
+
+def test_a_block_written_as_one_flow_mapping_stays_one_with_its_comments() -> None:
+    """A block that is one flow mapping on one line, with a comment above it and one after it:
+    the line is written again in flow style (the keys that changed in place), and both
+    comments stay (the whole block was written in block style, without them)."""
+    block = "### [DAILY] Tick\n\n```yaml\n# by hand\n  {id: tick, frequency: daily}   # one line\n```\n"
+    doc = parse(SECTION.format(block))
+    done = record_outcome(doc.tasks[0], result="ok", success=True, now=NOW)
+
+    out = render(with_tasks(doc, [done], now=NOW))
+
+    assert "```yaml\n# by hand\n  {id: tick, frequency: daily, run_count: 1, outcome_history: [{" in out
+    assert "}   # one line\n```\n" in out
+    again = parse(out).tasks[0]
+    assert (again.id, again.frequency, again.run_count, again.outcome_history) == (
+        "tick",
+        "daily",
+        1,
+        done.outcome_history,
+    )
+
+
 def test_a_layout_that_cannot_be_spliced_is_written_whole_and_reads_the_same() -> None:
-    block = "### [DAILY] Tick\n\n```yaml\n{id: tick, frequency: daily}\n```\n"  # one flow mapping
+    block = "### [DAILY] Tick\n\n```yaml\n{id: tick,\n  frequency: daily}\n```\n"  # a flow mapping, two lines
     doc = parse(SECTION.format(block))
     done = record_outcome(doc.tasks[0], result="ok", success=True, now=NOW)
 
