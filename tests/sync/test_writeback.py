@@ -503,6 +503,46 @@ def test_mistermorph_advancing_the_rule_hb_just_added_is_taken_in(workspace: Pat
 
 
 @pytest.mark.usefixtures("quick")
+@pytest.mark.parametrize("copy", [False, True], ids=["edit", "stale copy"])
+def test_an_edit_of_a_rule_whose_next_hb_just_moved_on_updates_it(workspace: Path, copy: bool) -> None:
+    """hb materialises a rule and writes its new Next; its text is edited within the minute.
+    The line was neither the one before hb's write nor hb's, so the file read as a stale copy
+    of the text before plus a new rule: hb wrote its line back beside the edited one, and the
+    rule stood twice (and fired twice). Only a reader of hb's text writes another text on the
+    Next hb gave it. A stale copy (the rule's old line, and the runtime's own new rule on hb's
+    new schedule) still keeps hb's line."""
+    recur_md = workspace / "TODO.RECUR.md"
+    recur_md.write_text(
+        "# TODO Recurring\n\n- [ ] [Next](2026-05-01 09:00), [Repeat](daily) | water plants\n"
+    )
+    with Ledger.open(workspace=workspace, now="2026-05-01T09:10:00Z") as ledger:
+        ledger.config_set("timezone", "UTC")
+        ledger.sync()
+        before = recur_md.read_text()
+        ledger.recur_materialize()
+        ledger.sync()
+        [rule] = ledger.recur_list()
+        moved = recur_md.read_text()
+        assert "[Next](2026-05-02 09:00), [Repeat](daily) | water plants\n" in moved
+        if copy:
+            other = "- [ ] [Next](2026-05-02 09:00), [Repeat](daily) | feed the cat\n"
+            recur_md.write_text(before + other)
+        else:
+            recur_md.write_text(moved.replace("| water plants", "| water the plants"))
+        ledger.sync()
+        rules = {r["title"]: r for r in ledger.recur_list()}
+        if copy:
+            assert sorted(rules) == ["feed the cat", "water plants"]
+            assert rules["water plants"]["next"] == "2026-05-02 09:00"  # not run again on its old Next
+        else:
+            assert list(rules) == ["water the plants"]
+            assert rules["water the plants"]["id"] == rule["id"]
+            assert rules["water the plants"]["next"] == "2026-05-02 09:00"
+    text = recur_md.read_text()
+    assert text.count("| water") == 1 and text.count("[Next](2026-05-01 09:00)") == 0
+
+
+@pytest.mark.usefixtures("quick")
 @pytest.mark.parametrize("file", ["todo", "recur", "recur advanced"])
 def test_a_stale_copy_that_looks_like_hbs_entries_loses_none_of_them(workspace: Path, file: str) -> None:
     """A copy mistermorph made before hb's write, saved just after with its own change, whose entry

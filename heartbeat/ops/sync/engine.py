@@ -411,7 +411,9 @@ def _from_hbs_text(
         if moved_entries is not None:  # hb's new entries, as they were, in the done file now
             new = _whole(mine) - _whole(old)
             moved = Counter(whole for whole, _ in moved_entries if new[whole])
-        if closer_to_ours(_whole(now), _whole(mine), _whole(old), moved):
+        if closer_to_ours(_whole(now), _whole(mine), _whole(old), moved) or _edits_a_moved_rule(
+            kind, edited, ours, base
+        ):
             continue
         ours_loose, base_loose = _loose(mine), _loose(old)
         if not ours_loose or ours_loose == base_loose:  # hb added no entry that can be found so
@@ -419,6 +421,28 @@ def _from_hbs_text(
         if not closer_to_ours(_loose(now), ours_loose, base_loose):
             return False
     return True
+
+
+def _edits_a_moved_rule(kind: str, edited: str, ours: str, base: str) -> bool:
+    """Whether ``edited`` changed the text of a rule whose Next hb's write (``ours``, over
+    ``base``) moved on: it lacks the rule's line as either text had it and holds a rule of
+    another text on the schedule hb gave it (its new Next, its Repeat, TZ and ChatID). A copy
+    made from ``base`` holds the rule's old line, or hb's new one where the runtime materialised
+    it too; a rule of another text on hb's new Next was written by someone who read ``ours``."""
+    schedules = _hook(kind, "SCHEDULES")
+    if schedules is None:
+        return False
+    mine, now = schedules(ours), schedules(edited)
+    was = {loose: whole for whole, loose, _ in schedules(base)}
+    lines = {whole for whole, _, _ in now}
+    texts = {loose for _, loose, _ in mine}
+    for whole, loose, schedule in mine:
+        before = was.get(loose)
+        if before is None or before == whole or before in lines or whole in lines:
+            continue  # a rule hb added or left as it was, or one the file holds as a text had it
+        if any(at == schedule and other not in texts for _, other, at in now):
+            return True
+    return False
 
 
 def _copy_base(kind: str, edited: str, kept: Sequence[str], texts: dict[str, str | None]) -> str:

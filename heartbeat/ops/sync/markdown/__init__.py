@@ -227,10 +227,28 @@ def _entry_keys(kind: str) -> Any:
     return keys
 
 
+def _rule_schedules(text: str) -> list[tuple[str, str, str]]:
+    """Each rule of a TODO.RECUR.md ``text`` without an ``[ID]`` as (the rule whole, the rule
+    without its Next, as :func:`_entry_keys` gives them, and its schedule: Next, Repeat, TZ and
+    ChatID without its text). Nothing for a text hb cannot read."""
+    try:
+        doc = fmt.parse(text, TodoKind.RECUR, dialect="extended")
+    except (HbError, ValueError):
+        return []
+    out = []
+    for e in doc.entries:
+        if dict(e.extra).get("ID") is None:
+            schedule = f"{e.next.isoformat() if e.next else ''}|{e.repeat}|{e.tz or ''}|{e.chat_id or ''}"
+            rule = f"{e.repeat}|{e.tz or ''}|{e.chat_id or ''}|{e.content}"
+            out.append((f"{e.next.isoformat() if e.next else ''}|{rule}", rule, schedule))
+    return out
+
+
 BASELINE_TEXT = {kind: _baseline_of(kind) for kind in ("todo", "done", "recur")}
 # how a copy of a file is told to come from hb's text by its entries (engine._from_hbs_text)
 ENTRY_KEYS = {kind: _entry_keys(kind) for kind in ("todo", "done", "recur")}
 MOVED_TO = {"todo": "done"}  # where the runtime moves an entry it takes out of the file
+SCHEDULES = {"recur": _rule_schedules}  # a rule whose Next hb moved on, edited (engine._edits_a_moved_rule)
 # a text merged from hb's and a stale copy's lines, under the copy's front matter: counted again
 RECOUNTERS = {kind: _recounter(kind) for kind in ("todo", "done", "recur")}
 SYNC_GROUPS = {("todo", "done"): sync_group, ("recur",): sync_group}
