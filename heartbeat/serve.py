@@ -105,20 +105,46 @@ REFUSALS = {
 }
 
 
+TOKEN_MAX = 4096  # bytes of a token file's first line: a token is a few dozen characters
+
+
 def read_token(path: Path) -> str:
-    """The bearer token in ``path``; InvalidInput when it is missing or empty."""
+    """The bearer token in ``path``: its first line, stripped. A file, or a pipe
+    (``--token-file <(pass show hb)``) read within the bounds hb reads a pipe in (see
+    :func:`heartbeat.ops.sync.files.read_text`). InvalidInput when it is missing or empty, when
+    its first line is longer than :data:`TOKEN_MAX` bytes (a device or a file that is no token
+    file, read no further), or when it holds a character no client can send in an
+    ``Authorization`` header as the file has it: only printable ASCII is compared byte for byte
+    by every server (a header is read as Latin-1, the file as UTF-8)."""
+    from heartbeat.ops.sync.files import read_text
+
     try:
-        text = path.read_text(encoding="utf-8")
+        if not stat.S_ISREG(path.stat().st_mode) and not path.is_dir():  # a pipe or a device
+            text = read_text(path, stream=True)
+        else:  # (bytes that are not UTF-8 are no printable ASCII: refused below if in the token)
+            with path.open("rb") as file:
+                text = file.read(TOKEN_MAX + 1).decode("utf-8", "surrogateescape")
     except FileNotFoundError:
         raise InvalidInput(
             f"{path}: no token file; hb serve needs one, e.g. "
             f"`python -c 'import secrets; print(secrets.token_urlsafe(32))' > {path}; chmod 600 {path}`"
         ) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except HbError as exc:  # a pipe that did not end in time, held too much, or is not UTF-8
+        raise InvalidInput(str(exc)) from None
+    except OSError as exc:
         raise InvalidInput(f"{path}: cannot read the token file ({exc})") from None
-    token = text.strip().splitlines()[0].strip() if text.strip() else ""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    if len(first.encode("utf-8", "surrogateescape")) > TOKEN_MAX:
+        raise InvalidInput(f"{path}: a first line of more than {TOKEN_MAX} bytes is no token")
+    token = first.strip()
     if not token:
         raise InvalidInput(f"{path}: the token file is empty")
+    if not all(" " <= char <= "~" for char in token):
+        raise InvalidInput(
+            f"{path}: the token holds a character other than printable ASCII, which a client cannot "
+            "send in an Authorization header as the file has it; make one with "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+        )
     return token
 
 

@@ -167,6 +167,12 @@ def test_without_a_token_the_server_does_not_start(hb: Runner, workspace: Path, 
     empty.write_text("\n")
     result = hb("mcp", "--http", "--port", "0", "--token-file", str(empty), code=1)
     assert result.stderr.splitlines() == [f"hb: {empty}: the token file is empty"]
+    result = hb("mcp", "--http", "--port", "0", "--token-file", "/dev/zero", code=1)
+    assert result.stderr.splitlines() == ["hb: /dev/zero: not a file that ends (more than 1048576 bytes)"]
+    latin = tmp_path / "latin.token"
+    latin.write_text("t\u00f6ken\n", encoding="utf-8")
+    result = hb("mcp", "--http", "--port", "0", "--token-file", str(latin), code=1)
+    assert len(result.stderr.splitlines()) == 1 and "other than printable ASCII" in result.stderr
 
 
 def test_a_port_in_use_is_one_line(workspace: Path, token_file: Path) -> None:

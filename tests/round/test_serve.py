@@ -606,6 +606,49 @@ def test_a_token_file_others_can_read_gets_a_warning(tmp_path: Path) -> None:
     assert token_file_warning(path) is not None
 
 
+def test_a_token_file_is_read_within_bounds_and_holds_a_token_a_client_can_send(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The token file was read whole: a device that never ends (``/dev/zero``) took the memory
+    of the machine, and a FIFO nobody closed hung the start. A token of other than printable
+    ASCII matched one client's bytes in hb serve and another's in hb mcp --http (a header is
+    read as Latin-1, the file as UTF-8), and one holding NUL no client could send at all."""
+    from heartbeat.errors import InvalidInput
+    from heartbeat.ops.sync import files
+
+    with pytest.raises(InvalidInput, match=r"^/dev/zero: not a file that ends"):
+        serve_mod.read_token(Path("/dev/zero"))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    monkeypatch.setattr(files, "STREAM_SECONDS", 0.5)
+    writer = os.open(fifo, os.O_RDWR)  # a writer that never closes it
+    try:
+        with pytest.raises(InvalidInput, match=r"fifo: a pipe that did not end within 0.5s"):
+            serve_mod.read_token(fifo)
+        os.write(writer, f"  {TOKEN}  \n".encode())
+    finally:
+        os.close(writer)
+    read, write_end = os.pipe()  # --token-file <(pass show hb): a pipe that ends
+    os.write(write_end, f"{TOKEN}\n".encode())
+    os.close(write_end)
+    try:
+        assert serve_mod.read_token(Path(f"/dev/fd/{read}")) == TOKEN
+    finally:
+        os.close(read)
+    for name, data in [("umlaut", "t\u00f6ken\n".encode()), ("nul", b"tok\0en\n"), ("bytes", b"\xff\xfe\n")]:
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(InvalidInput, match="other than printable ASCII"):
+            serve_mod.read_token(path)
+    long = tmp_path / "long"
+    long.write_bytes(b"a" * 5000 + b"\n")
+    with pytest.raises(InvalidInput, match="a first line of more than 4096 bytes is no token"):
+        serve_mod.read_token(long)
+    kept = tmp_path / "kept"
+    kept.write_bytes(f"\n {TOKEN} \n# \u00e9 a note, not read as the token\n".encode() + b"\xff" * 9000)
+    assert serve_mod.read_token(kept) == TOKEN
+
+
 @contextmanager
 def running(srv: PokeServer) -> Iterator[PokeServer]:
     thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -723,6 +766,8 @@ def test_serve_refuses_to_start_without_a_token(sh: Runner, workspace: Path) -> 
     write(workspace / "empty.token", "\n")
     result = sh("serve", "--port", "0", "--token-file", str(workspace / "empty.token"), code=1)
     assert "token file is empty" in result.stderr
+    result = sh("serve", "--port", "0", "--token-file", "/dev/zero", code=1)
+    assert result.stderr == "hb: /dev/zero: not a file that ends (more than 1048576 bytes)\n"
 
 
 @pytest.mark.slow
