@@ -138,7 +138,7 @@ def edit_layout(source: str | None, doc: Any, *, indent: int | str | None = 2) -
     body = source[len(bom) :]
     try:
         original = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         text = json.dumps(doc, indent=indent, ensure_ascii=False) + "\n"
         return bom + text, None if bom else _dumps_layout(indent)
     if same(original, doc):

@@ -870,7 +870,7 @@ def task_places(text: str) -> Counter[tuple[str, str, str | None]] | None:
     a task or moves one). None for a text that is no JSON object."""
     try:
         doc = json.loads(text.removeprefix("\ufeff"))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(doc, dict):
         return None
@@ -1154,7 +1154,7 @@ def is_json(text: str) -> bool:
     only when it still is."""
     try:
         json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested deeper than Python's json reads)
         return False
     return True
 

@@ -116,7 +116,7 @@ def _rank_changed(item: str, record: QueueRecord) -> bool:
     """Whether the task object ``item`` (as written) ranks differently from ``record``."""
     try:
         was = json.loads(item)
-    except ValueError:
+    except (ValueError, RecursionError):
         return True
     priority = was.get("priority") if isinstance(was, dict) else None
     return priority_rank(priority if isinstance(priority, str) else None) != priority_rank(record.priority)

@@ -111,7 +111,7 @@ def _check_state_target(ctx: Context, target: Path, current: str, *, synced: boo
     try:
         if json.loads(current) in ({}, None, []):
             return
-    except ValueError:
+    except (ValueError, RecursionError):
         pass  # the renderer names what is wrong with it
     if known_digest(ctx, "state", target, synced=synced) == digest(current):
         return

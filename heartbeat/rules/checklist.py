@@ -271,7 +271,7 @@ def is_silent_reply(reply: str) -> bool:
         return False
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     if isinstance(value, dict):
         return (

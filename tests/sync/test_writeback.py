@@ -1036,3 +1036,31 @@ def test_a_stale_copy_of_proactive_md_does_not_undo_a_recorded_run(
         "run 5 recorded"
         in hb("--now", "2026-05-04T09:10:00Z", "recur", "outcome", "inbox", "--result", "B").stdout
     )
+
+
+@pytest.mark.usefixtures("quick")
+@pytest.mark.parametrize("when", ["sync", "auto_export"])
+def test_json_nested_too_deeply_right_after_hbs_write_is_named_not_a_crash(workspace: Path, when: str) -> None:
+    """A tasks.json nested deeper than Python's json reads, landing within moments of hb's
+    write: telling whether it was a stale copy of hb's text read it with a bare json.loads, whose
+    RecursionError went up as an internal error (exit 70) from sync, pop, complete and heartbeat.
+    It is the error (sync) or the warning (a queue operation's export) any such file gets."""
+    from heartbeat.errors import FileFormatError
+
+    path = workspace / ".agent" / "state" / "tasks.json"
+    deep = '{"pending": [{"id": "t1", "x": ' + "[" * 5000 + "]" * 5000 + '}], "in_progress": []}\n'
+    with Ledger.open(workspace=workspace, now="2026-05-01T10:00:00Z") as ledger:
+        ledger.add("A")
+        ledger.add("B")
+        if when == "auto_export":
+            ledger.config_set("sync.auto_export", "true")
+            assert ledger.pop(worker="w") is not None  # its export writes the file
+        ledger.sync()
+        path.write_text(deep)
+        if when == "sync":
+            with pytest.raises(FileFormatError, match=r"tasks\.json:1:\d+: invalid JSON: nested too deeply"):
+                ledger.sync()
+        else:
+            assert ledger.pop(worker="w") is not None
+            assert any("nested too deeply: left as it is" in notice for notice in ledger.ctx.notices)
+    assert path.read_text() == deep

@@ -510,17 +510,9 @@ _JSON_KINDS = frozenset(("tasks-json", "errors-json", "last-run", "state"))
 
 def _valid(kind: str) -> Callable[[str], bool] | None:
     """A check a line-merged text of ``kind`` must pass to be written (JSON must parse)."""
-    if kind not in _JSON_KINDS:
-        return None
+    from heartbeat.formats.tasks_json import is_json
 
-    def parses(text: str) -> bool:
-        try:
-            json.loads(text)
-        except ValueError:
-            return False
-        return True
-
-    return parses
+    return is_json if kind in _JSON_KINDS else None
 
 
 def _write_back(

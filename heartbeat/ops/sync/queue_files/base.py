@@ -212,7 +212,7 @@ def _same_json(a: str, b: str) -> bool:
     """Whether two JSON texts hold the same values in the same key order (layout aside)."""
     try:
         return bool(json.loads(a, object_pairs_hook=list) == json.loads(b, object_pairs_hook=list))
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
 
