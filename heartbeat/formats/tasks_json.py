@@ -628,15 +628,17 @@ def _place(doc: TasksDocument, records: Sequence[QueueRecord]) -> dict[tuple[str
     pending: list[tuple[tuple[int, int], QueueRecord]] = []
     ranks = [priority_rank(r.priority) for r in doc.records if not r.scope and r.status == "todo"]
     by_priority = ranks == sorted(ranks)  # the file's pending is in priority order, as heartbeat.py keeps it
-    for record in records:
+    for index, record in enumerate(records):
         target = _target(record)
         origin = home.get((record.scope, record.id))
         stayed = origin[1] if origin is not None and origin[0] == target else None  # its index in the file
         if target == ("", "pending"):
             if stayed is None:
                 by_priority = True  # a task arrives: sorted, as heartbeat.py's add sorts pending
-            # the queue's order; one that arrived after those of its position that stayed
-            pending.append(((record.position, 1 << 62 if stayed is None else stayed), record))
+            # the queue's order: position, then the records' own order (the ledger gives them by
+            # position and pk, as hb pop takes them): a task back from a claim whose position
+            # another task took since stands where hb pop finds it
+            pending.append(((record.position, index), record))
             continue
         # arrived here: after everything that stayed; a scoped entry keeps its place (position is
         # its "order"); so does a task in the lists heartbeat.py appends to as work moves on

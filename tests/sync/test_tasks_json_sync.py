@@ -557,3 +557,32 @@ def test_errors_and_last_run_fields_that_are_not_text_are_kept_as_written(
     sync(hb_db)
     assert json.loads((state / "errors.json").read_text()) == errors
     assert json.loads((state / "last-run.json").read_text()) == last_run
+
+
+@pytest.mark.parametrize("back", ["a retry", "clear-stale"])
+def test_a_task_back_from_a_claim_is_written_where_hb_pop_takes_it(workspace: Path, back: str) -> None:
+    """heartbeat.py pops pending[0]. A task hb took from pending[0] came back (a retry, or
+    clear-stale) after the file had been synced meanwhile: the task left at the front took its
+    position (0), and hb pop took the one back from its claim (the earlier task) while the file
+    placed it after the other (B, A, C): heartbeat.py and hb pop took different tasks."""
+    path = workspace / ".agent" / "state" / "tasks.json"
+    path.parent.mkdir(parents=True)
+    tasks = [{"id": i, "priority": "high", "description": i.upper()} for i in ("a", "b")]
+    path.write_text(
+        json.dumps({"pending": tasks, "in_progress": [], "completed": [], "failed": []}, indent=2)
+    )
+    with Ledger.open(workspace=workspace, now="2026-05-01T10:00:00Z") as ledger:
+        ledger.config_set("sync.auto_export", "true")
+        assert ledger.pop(worker="w", lease="5m")["id"] == "a"
+        doc = json.loads(path.read_text())
+        doc["pending"].append({"id": "c", "priority": "medium", "description": "C"})  # heartbeat.py's add
+        doc["pending"].sort(key=lambda t: {"high": 0, "medium": 1, "low": 2}.get(t.get("priority"), 1))
+        path.write_text(json.dumps(doc, indent=2))
+        ledger.sync()  # the file read again: b is at index 0 now
+    with Ledger.open(workspace=workspace, now="2026-05-01T10:10:00Z") as ledger:
+        if back == "a retry":
+            ledger.fail("a", reason="r")
+        else:
+            assert ledger.clear_stale() == ["a"]
+        pending = [t["id"] for t in json.loads(path.read_text())["pending"]]
+        assert pending == [t["id"] for t in ledger.ready()] == ["a", "b", "c"]
