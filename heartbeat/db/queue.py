@@ -907,7 +907,7 @@ def last_run_record(row: Mapping[str, Any], now: datetime, status: str, outcome:
     """heartbeat.py's last-run.json object for this operation: its ``outcome`` ``{}`` for none (the
     script writes ``outcome or {}``), its ``description`` the task's (null for a task whose
     object in tasks.json has none, whose title is its id)."""
-    from heartbeat.formats.tasks_json import last_run_entry, title_of
+    from heartbeat.formats.tasks_json import as_written, last_run_entry, title_of
 
     extra = row.get("extra") or {}
     description = row["title"]
@@ -920,10 +920,10 @@ def last_run_record(row: Mapping[str, Any], now: datetime, status: str, outcome:
         task_id=row["id"],
         status=status,
         description=description,
-        assigned_skill=row["skill"],
-        project_id=row["project_id"],
-        agent_id=row["agent_id"],
-        user_id=row["user_id"],
+        assigned_skill=as_written(extra, "assigned_skill", row["skill"]),
+        project_id=as_written(extra, "project_id", row["project_id"]),
+        agent_id=as_written(extra, "agent_id", row["agent_id"]),
+        user_id=as_written(extra, "user_id", row["user_id"]),
         outcome={} if outcome is None else outcome,
         trace_id=extra.get("trace_id"),
         decision_log=extra.get("decision_log"),

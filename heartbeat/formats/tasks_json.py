@@ -818,6 +818,17 @@ def render_over(
     return out
 
 
+def as_written(fields: Mapping[str, Any], key: str, value: str | None) -> Any:
+    """The value of ``key`` (an assigned field: ``assigned_skill``, ``project_id``, ...) in a task
+    object ``fields`` as written there, when it reads as ``value``, the ledger's text of it: what
+    heartbeat.py copies into last-run.json (``task.get(key)``), an id written as a number or a
+    skill as an object. Else ``value``, which :func:`render_over` writes into the object."""
+    was = fields.get(key)
+    if was is None or was.__class__ is str:
+        return value  # unset, or text: the ledger's text is the value (the common case, no call)
+    return was if value == text_or_none(was) else value
+
+
 def _write_scoped_status(out: dict[str, Any], status: str, was: str | None) -> None:
     if status == (was or "todo"):
         return  # unchanged: the original value (or its absence) stays

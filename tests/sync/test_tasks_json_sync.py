@@ -586,3 +586,32 @@ def test_a_task_back_from_a_claim_is_written_where_hb_pop_takes_it(workspace: Pa
             assert ledger.clear_stale() == ["a"]
         pending = [t["id"] for t in json.loads(path.read_text())["pending"]]
         assert pending == [t["id"] for t in ledger.ready()] == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("ending", ["complete", "fail"])
+def test_last_run_json_copies_the_assigned_fields_as_the_task_object_has_them(
+    workspace: Path, ending: str
+) -> None:
+    """heartbeat.py writes ``task.get("assigned_skill")``, ``task.get("project_id")``, ... into
+    last-run.json: the values as the object holds them. hb wrote the ledger's text of them (a
+    number as text, an object as null)."""
+    state = workspace / ".agent" / "state"
+    state.mkdir(parents=True)
+    task = {"id": "a", "description": "d", "assigned_skill": {"name": "s"}, "project_id": 7}
+    task |= {"agent_id": ["x"], "user_id": 42}
+    (state / "tasks.json").write_text(json.dumps({"pending": [task], "in_progress": [], "completed": []}))
+    with Ledger.open(workspace=workspace, now="2026-05-01T10:00:00Z") as ledger:
+        ledger.config_set("sync.auto_export", "true")
+        assert ledger.pop(worker="w")["id"] == "a"
+        if ending == "complete":
+            ledger.complete("a", outcome={"ok": True})
+        else:
+            ledger.fail("a", reason="r", final=True)
+    run = json.loads((state / "last-run.json").read_text())
+    assert (run["task_id"], run["status"]) == ("a", "completed" if ending == "complete" else "failed")
+    assert [run[key] for key in ("assigned_skill", "project_id", "agent_id", "user_id")] == [
+        {"name": "s"},
+        7,
+        ["x"],
+        42,
+    ]
