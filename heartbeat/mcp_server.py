@@ -44,6 +44,7 @@ import contextlib
 import difflib
 import hmac
 import io
+import itertools
 import json
 import os
 import re
@@ -162,17 +163,18 @@ def clip(value: Any, limit: int = MAX_TEXT) -> Any:
     return value
 
 
-def listing(key: str, items: Sequence[Any], limit: int, **extra: Any) -> dict[str, Any]:
+def listing(key: str, items: Sequence[Any], limit: int, *, more: int = 0, **extra: Any) -> dict[str, Any]:
     """``items`` under ``key``: the first ``limit``, fewer if the result would pass
-    :data:`MAX_RESULT` characters, and ``left_out``, how many were not listed."""
+    :data:`MAX_RESULT` characters, and ``left_out``, how many were not listed (``more``: items
+    past ``items``, counted and never held)."""
     head = list(items[:limit])
     sizes = [len(dumps(item)) + 1 for item in head]
-    room = MAX_RESULT - len(dumps({**extra, key: [], "left_out": len(items)}))
+    room = MAX_RESULT - len(dumps({**extra, key: [], "left_out": len(items) + more}))
     kept, used = 0, 0
     while kept < len(head) and used + sizes[kept] <= room:
         used += sizes[kept]
         kept += 1
-    return {**extra, key: head[:kept], "left_out": len(items) - kept}
+    return {**extra, key: head[:kept], "left_out": len(items) + more - kept}
 
 
 def error_text(exc: BaseException) -> str:
@@ -421,10 +423,12 @@ def outcome_of(outcome: dict[str, Any] | str | None) -> Any:
     return outcome_value(outcome)
 
 
-def table_of(names: list[str], records: list[dict[str, Any]], limit: int, **meta: Any) -> dict[str, Any]:
+def table_of(
+    names: list[str], records: list[dict[str, Any]], limit: int, *, more: int = 0, **meta: Any
+) -> dict[str, Any]:
     """Rows as arrays under their column names (a name per column, not per cell)."""
     rows = [[clip(v) for v in record.values()] for record in records]
-    return listing("rows", rows, limit, **meta, columns=names)
+    return listing("rows", rows, limit, more=more, **meta, columns=names)
 
 
 # --- the server -----------------------------------------------------------------------------
@@ -664,10 +668,16 @@ def build(ledger: Ledger, log: Callable[[str], None] | None = None) -> tuple[MCP
 
         def query_rows(lg: Ledger) -> dict[str, Any]:
             from heartbeat.reporting.output import nested_too_deep
+            from heartbeat.reporting.table import Table
 
             try:
-                found = lg.sql_table(query, timeout=_within_sql_timeout(lg, timeout))
-                return table_of(found.names, found.records(), limit)
+                with lg.sql_stream(query, timeout=_within_sql_timeout(lg, timeout)) as answer:
+                    # the rows listed are held, the rest only counted as they pass (an answer of
+                    # millions of rows took gigabytes, then ran past its time limit)
+                    rows = list(itertools.islice(answer.rows, limit))
+                    more = sum(1 for _ in answer.rows)
+                found = Table(answer.columns, rows, answer.zone, answer.meta, answer.sparse)
+                return table_of(found.names, found.records(), limit, more=more)
             except RecursionError:
                 raise nested_too_deep() from None
 

@@ -235,3 +235,37 @@ def test_a_ledger_file_replaced_under_the_server_is_opened_again(tmp_path: Path)
     with Ledger.open(workspace=tmp_path) as reader:
         assert [t["title"] for t in reader.list()] == ["before the backup", "on the restored ledger"]
     assert len(logged) == 2 and all("is another file now (replaced)" in line for line in logged)
+
+
+def test_the_sql_tool_holds_the_rows_it_lists_not_the_whole_answer(tmp_path: Path) -> None:
+    """The sql tool read the whole answer into memory, then listed its first ``limit`` rows: a
+    query of millions of rows took gigabytes of the server's memory (and ran on past its time
+    limit), where ``hb sql`` streams. The rows past the limit are now counted as they pass."""
+    import tracemalloc
+
+    from heartbeat.mcp_server import build
+
+    rows = 100_000  # of 1,000 characters each: about 100 MB held
+    query = (
+        f"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT {rows}) "
+        "SELECT x, printf('%01000d', x) AS pad FROM c"
+    )
+    with Ledger.open(workspace=tmp_path) as ledger:
+        server, calls = build(ledger)
+
+        async def main() -> None:
+            tracemalloc.start()
+            try:
+                result = await server.call_tool("sql", {"query": query, "limit": 2})
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+            assert not result.is_error  # type: ignore[union-attr]
+            listed = json.loads(result.content[0].text)  # type: ignore[union-attr]
+            assert [row[0] for row in listed["rows"]] == [1, 2] and listed["left_out"] == rows - 2
+            assert peak < 20 << 20, f"{peak / (1 << 20):.0f} MiB"
+
+        try:
+            anyio.run(main)
+        finally:
+            calls.close()
