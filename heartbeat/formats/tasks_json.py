@@ -287,6 +287,7 @@ class Reader:
         self.scopes: list[str] = []
         self.warnings: list[str] = []
         self._seen: dict[tuple[str, str], JsonPath] = {}
+        self._queues: dict[str, JsonPath] = {}  # each queue path, and where its list stands
 
     def error(self, reason: str, path: JsonPath) -> FileFormatError:
         line, column = self.locator.position(path)
@@ -327,6 +328,15 @@ class Reader:
     def _read_queue(
         self, scope: str, where: JsonPath, items: list[dict[str, Any]], blockers: list[Blocker]
     ) -> None:
+        earlier = self._queues.get(scope)
+        if earlier is not None:  # "_a_extension": {"b.c": [...]} and "_a_extension.b": {"c": [...]}
+            line, _ = self.locator.position(earlier)
+            raise self.error(
+                f"the queue {_queue_text(where)} and the queue {_queue_text(earlier)}"
+                f"{f' (line {line})' if line is not None else ''} have one path, {scope!r}: rename one",
+                where,
+            )
+        self._queues[scope] = where
         self.scopes.append(scope)
         for index, item in enumerate(items):
             path = (*where, index)
@@ -591,6 +601,7 @@ def render_layout(
     for record in chosen:
         _check_status(record.status)
     buckets = _place(doc, chosen)
+    owners = _owners(doc.skeleton, buckets)
     top: list[tuple[str, Any]] = []
     for slot in doc.skeleton.slots:
         if isinstance(slot, Verbatim):
@@ -598,7 +609,7 @@ def render_layout(
         elif isinstance(slot, LegacyList):
             top.append((slot.key, [render_task(r) for r in buckets.pop(("", slot.key), [])]))
         else:
-            top.append((slot.key, _render_extension(slot.key, slot.entries, buckets)))
+            top.append((slot.key, _render_extension(slot.key, slot.entries, buckets, owners)))
     _insert_missing_legacy(top, buckets)
     for extension_key in _missing_extensions(buckets):
         if any(key == extension_key for key, _ in top):
@@ -660,10 +671,33 @@ def _place(doc: TasksDocument, records: Sequence[QueueRecord]) -> dict[tuple[str
     return placed
 
 
+def _owners(skeleton: Skeleton, buckets: dict[tuple[str, str], list[QueueRecord]]) -> dict[str, str]:
+    """For each queue of ``buckets`` the file does not name, the extension it is written into:
+    the one with the longest key its path starts with (``_a_extension.b_extension.c`` goes into
+    ``"_a_extension.b_extension": {"c": ...}`` when the file has that object). A queue the file
+    names stays in the object that names it."""
+    extensions = [slot for slot in skeleton.slots if isinstance(slot, Extension)]
+    named = {
+        f"{slot.key}.{entry.name}"
+        for slot in extensions
+        for entry in slot.entries
+        if isinstance(entry, Queue)
+    }
+    owners = {}
+    for scope, legacy_list in buckets:
+        if legacy_list or scope in named:
+            continue
+        keys = [slot.key for slot in extensions if scope.startswith(f"{slot.key}.")]
+        if keys:
+            owners[scope] = max(keys, key=len)
+    return owners
+
+
 def _render_extension(
     key: str,
     entries: tuple[Queue | Verbatim, ...],
     buckets: dict[tuple[str, str], list[QueueRecord]],
+    owners: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {}
     for entry in entries:
@@ -677,7 +711,7 @@ def _render_extension(
             body[entry.key] = entry.value
     prefix = f"{key}."
     for scope, legacy_list in list(buckets):
-        if not legacy_list and scope.startswith(prefix):
+        if not legacy_list and scope.startswith(prefix) and (owners is None or owners.get(scope) == key):
             body[scope.removeprefix(prefix)] = [render_task(r) for r in buckets.pop((scope, ""))]
     return body
 
@@ -1216,6 +1250,11 @@ def _json_type(value: Any) -> str:
 def _shown(path: JsonPath) -> str:
     """A path for a message: a NUL character in a key as JSON writes it (``\\u0000``)."""
     return _path_text(path).replace(NUL, "\\u0000")
+
+
+def _queue_text(where: JsonPath) -> str:
+    """A queue's place as its two keys: ``"b.c" of "_a_extension"`` (its path would join them)."""
+    return f"{json.dumps(where[-1], ensure_ascii=False)} of {json.dumps(where[0], ensure_ascii=False)}"
 
 
 def _path_text(path: JsonPath) -> str:

@@ -918,3 +918,45 @@ def test_warnings_on_every_task_are_located_in_one_pass_over_the_file() -> None:
         )
         counts.append(len(decoded))
     assert counts[1] <= 4 * counts[0] + 50  # four times the tasks, at most about four times the work
+
+
+def test_two_queues_whose_keys_join_to_one_path_are_refused_naming_both() -> None:
+    """``"_x_extension": {"q_extension.z": [...]}`` and ``"_x_extension.q_extension": {"z": [...]}``
+    are two lists with one queue path, ``_x_extension.q_extension.z``: both were read into that one queue, and the next
+    write moved the second list's entries into the first (the other object's list left empty)."""
+    text = (
+        '{"pending": [],\n'
+        ' "_x_extension": {"q_extension.z": [{"task_id": "t1", "order": 1}]},\n'
+        ' "_x_extension.q_extension": {"z": [{"task_id": "t2", "order": 1}]}\n'
+        "}\n"
+    )
+    with pytest.raises(FileFormatError) as refused:
+        parse(text)
+    assert refused.value.line == 3
+    assert str(refused.value).endswith(
+        'the queue "z" of "_x_extension.q_extension" and the queue "q_extension.z" of "_x_extension" '
+        "(line 2) have one path, '_x_extension.q_extension.z': rename one"
+    )
+    # apart, each is its own queue
+    apart = parse(text.replace('"q_extension.z"', '"q_extension.y"'))
+    assert apart.scopes == ["_x_extension.q_extension.y", "_x_extension.q_extension.z"]
+
+
+def test_an_extension_keeps_its_queues_when_another_extensions_key_starts_its_own() -> None:
+    """``_x_extension`` and ``_x_extension.q_extension`` in one file: the first one written took
+    every queue whose path starts with its key, the second's ``z`` included (moved into the first
+    as ``"q_extension.z"``, its own list left empty) on a plain sync that changed nothing. A new
+    queue goes into the extension with the longest key its path starts with."""
+    text = (
+        '{"pending": [],\n'
+        ' "_x_extension": {"q_extension.y": [{"task_id": "t1", "order": 1}]},\n'
+        ' "_x_extension.q_extension": {"z": [{"task_id": "t2", "order": 1}]}\n'
+        "}\n"
+    )
+    doc = parse(text)
+    assert render(doc) == text
+    new = QueueRecord(id="t3", scope="_x_extension.q_extension.w", status="todo", position=1)
+    out = json.loads(render(doc, [*doc.records, new]))
+    assert out["_x_extension"] == {"q_extension.y": [{"task_id": "t1", "order": 1}]}
+    assert list(out["_x_extension.q_extension"]) == ["z", "w"]
+    assert [e["task_id"] for e in out["_x_extension.q_extension"]["w"]] == ["t3"]
