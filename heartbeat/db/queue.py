@@ -237,8 +237,8 @@ SQL = {
     ),
     "error": (
         "INSERT INTO errors (task_pk, task_id, scope, skill, at, reason, trace_id, decision_log, resolved, "
-        "attempt, final, claim) VALUES (:task_pk, :task_id, :scope, :skill, :now, :reason, :trace_id, "
-        "{json:decision_log}, :false, :attempt, :final, :claim)"
+        "attempt, final, claim, extra) VALUES (:task_pk, :task_id, :scope, :skill, :now, :reason, :trace_id, "
+        "{json:decision_log}, :false, :attempt, :final, :claim, {json:item})"
     ),
     "counts": (
         "SELECT scope, count(*) AS total, "
@@ -1068,7 +1068,7 @@ def fail(
     gives_up = status == "failed"
     outcome = {"reason": reason} if reason else {}  # last-run.json's, as heartbeat.py writes it
     reason = reason or "Unknown failure"
-    extra = row.get("extra") or {}
+    fields = extra = row.get("extra") or {}
     if trace is not None:
         extra = {"trace_id": trace.trace_id, "decision_log": trace.decision_log}
     tx.execute(
@@ -1086,6 +1086,7 @@ def fail(
             "attempt": row["attempts"],
             "final": gives_up,
             "claim": row["claim"],
+            "item": tx.d.json(_error_item(fields, row, now, reason, extra)),
         },
     )
     if gives_up:  # the task has ended, unsuccessfully: an outcome the reports count as a failure
@@ -1102,6 +1103,28 @@ def fail(
         record=record,
     )
     return {**row, "status": status, "retry": not gives_up}
+
+
+def _error_item(
+    fields: Mapping[str, Any], row: Mapping[str, Any], now: datetime, reason: str, trace: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The errors.json item of a failure whose task object holds a skill that is no text (an
+    object, a number): heartbeat.py copies ``task.get("assigned_skill")`` as it is, which the
+    row's text column cannot hold, so the item is kept whole on the row. None otherwise: the
+    item is made from the row's columns."""
+    from heartbeat.formats.tasks_json import as_written, error_entry
+
+    skill = as_written(fields, "assigned_skill", row["skill"])
+    if skill is row["skill"]:
+        return None
+    return error_entry(
+        timestamp=now,
+        task_id=row["id"],
+        assigned_skill=skill,
+        reason=reason,
+        trace_id=trace.get("trace_id"),
+        decision_log=trace.get("decision_log"),
+    )
 
 
 def renew(

@@ -593,8 +593,8 @@ def test_last_run_json_copies_the_assigned_fields_as_the_task_object_has_them(
     workspace: Path, ending: str
 ) -> None:
     """heartbeat.py writes ``task.get("assigned_skill")``, ``task.get("project_id")``, ... into
-    last-run.json: the values as the object holds them. hb wrote the ledger's text of them (a
-    number as text, an object as null)."""
+    last-run.json, and the skill into errors.json: the values as the object holds them. hb wrote
+    the ledger's text of them (a number as text, an object as null)."""
     state = workspace / ".agent" / "state"
     state.mkdir(parents=True)
     task = {"id": "a", "description": "d", "assigned_skill": {"name": "s"}, "project_id": 7}
@@ -615,3 +615,18 @@ def test_last_run_json_copies_the_assigned_fields_as_the_task_object_has_them(
         ["x"],
         42,
     ]
+    if ending == "fail":
+        [error] = json.loads((state / "errors.json").read_text())
+        assert error == {
+            "timestamp": "2026-05-01T10:00:00Z",
+            "task_id": "a",
+            "assigned_skill": {"name": "s"},
+            "reason": "r",
+            "trace_id": None,
+            "decision_log": None,
+            "resolved": False,
+        }
+        with Ledger.open(workspace=workspace, now="2026-05-01T10:05:00Z") as ledger:
+            assert ledger.sync()["changed"] is False  # the item in the file is the row's
+            [row] = ledger.sql("SELECT task_id, skill, reason FROM errors")
+        assert row == {"task_id": "a", "skill": None, "reason": "r"}
