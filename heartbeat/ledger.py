@@ -647,7 +647,10 @@ class Ledger:
         """CraftBot's ``recurring_update_task(add_outcome=...)``: an outcome row, run count + 1, last run.
 
         An outcome that answers no open hand-out also marks the rule's current
-        period as done, so the task is not handed out again this period.
+        period as done, so the task is not handed out again this period. One that
+        answers a hand-out of a PROACTIVE.md task uses up the period it was handed
+        out for, also when it is recorded after that period ended. A clock set back
+        hands out no period before the one handed out last.
         """
         return recur_ops.outcome(self.ctx, rule_id, result=result, success=success)
 

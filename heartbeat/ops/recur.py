@@ -309,11 +309,15 @@ def dormant_reason(row: KeptFields) -> str | None:
 
 
 def _proactive_due(row: RecurrenceRow, now_local: datetime) -> _Due | None:
-    from heartbeat.rules.recurrence import Frequency, due_period
+    from heartbeat.rules.recurrence import Frequency, due_period, period_before
 
     if dormant_reason(row) is not None:
         return None  # its block is no task CraftBot runs now (import reported it)
-    last_run = row.last_run_at.astimezone(now_local.tzinfo) if row.last_run_at is not None else None
+    last_run = None
+    if row.last_run_at is not None and row.claimed_at != row.last_run_at:
+        # a run not recorded by hb's outcome (CraftBot's own, read from the file) uses up its period;
+        # hb's outcome used up claimed_period, the one it answered (see outcome)
+        last_run = row.last_run_at.astimezone(now_local.tzinfo)
     try:
         period = due_period(
             Frequency(row.rule),
@@ -325,7 +329,19 @@ def _proactive_due(row: RecurrenceRow, now_local: datetime) -> _Due | None:
         )
     except (ValueError, InvalidInput):
         return None  # a schedule hb cannot read never fires (import reported it)
-    return None if period is None else _Due(period=period, runs=[], pending=1)
+    if period is None or (row.claimed_period is not None and period_before(period, row.claimed_period)):
+        return None  # none, or one before the period handed out last (the clock went back)
+    return _Due(period=period, runs=[], pending=1)
+
+
+def _run_period(row: RecurrenceRow, now_local: datetime) -> str | None:
+    """The period a PROACTIVE.md task's run at ``now_local`` uses up (None: a schedule hb cannot read)."""
+    from heartbeat.rules.recurrence import Frequency, outcome_period
+
+    try:
+        return outcome_period(Frequency(row.rule), time=row.time_of_day, day=row.day, when_local=now_local)
+    except (ValueError, InvalidInput):
+        return None
 
 
 def _open_claim(row: RecurrenceRow) -> bool:
@@ -677,6 +693,7 @@ def remove(ctx: Context, rule_id: str) -> dict[str, Any]:
 def outcome(ctx: Context, rule_id: str, *, result: str, success: bool = True) -> dict[str, Any]:
     """``hb recur outcome``."""
     from heartbeat.formats.timestamps import format_timestamp
+    from heartbeat.rules.recurrence import period_before
 
     if not isinstance(result, str):
         raise InvalidInput("an outcome's result is a text (it may be empty, as CraftBot's default is)")
@@ -685,7 +702,16 @@ def outcome(ctx: Context, rule_id: str, *, result: str, success: bool = True) ->
     with ctx.write() as db:
         row = _find(db, rule_id, lock=True)
         claimed_at = row.claimed_at if _open_claim(row) else None
-        if claimed_at is None:
+        if row.source == PROACTIVE:
+            # the period this run uses up: the one handed out, when it answers that (an outcome
+            # just past midnight answers the day it was handed out for, and uses up no other),
+            # else the one it falls in (never one before the period handed out last)
+            period = row.claimed_period if claimed_at is not None else _run_period(row, now.astimezone(zone))
+            last = row.claimed_period
+            if period is not None and (last is None or not period_before(period, last)):
+                row.claimed_period = period
+            row.claimed_at = now  # = last_run_at: the run is hb's, its period claimed_period
+        elif claimed_at is None:
             rule_due = _rule_due(zone, row, now)
             if rule_due is not None:
                 row.claimed_period = rule_due.period

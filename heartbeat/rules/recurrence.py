@@ -505,6 +505,15 @@ def period_key(freq: Frequency, when_local: datetime) -> str:
     return f"{day.year:04d}-{day.month:02d}"
 
 
+def period_before(key: str, other: str) -> bool:
+    """Whether the period ``key`` comes before ``other`` (:func:`period_key`'s keys of one
+    frequency, whose text sorts as their time does; keys of an hour and of a day never compare)."""
+    hourly = len(key) >= 13 and key[10] == "T"
+    if hourly != (len(other) >= 13 and other[10] == "T") or (not hourly and len(key) != len(other)):
+        return False
+    return key < other
+
+
 def _parse_time(text: str) -> time:
     m = _HHMM.match(text.strip())
     if not m:

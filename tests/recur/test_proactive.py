@@ -327,13 +327,13 @@ def test_weekly_at_a_year_boundary(hb: Runner, workspace: Path) -> None:
     hb("init", "--timezone", "UTC")
     _tasks_file(workspace, _block("weekly_any", "weekly"), _block("thursdays", "weekly", "day: thursday"))
     hb("import", "proactive")
+    # ISO week 1 of 2026 and ISO week 1 of 2027 are a year apart: both run
+    assert due_ids(hb, "2026-01-01T10:00Z", "--claim") == ["weekly_any", "thursdays"]
+    assert due_ids(hb, "2026-01-08T10:00Z") == ["weekly_any", "thursdays"]
     # Wednesday 2026-12-30 is in the week of Monday 2026-12-28, which runs into 2027
     assert due_ids(hb, "2026-12-30T10:00Z", "--claim") == ["weekly_any"]
     assert due_ids(hb, "2027-01-02T10:00Z") == []  # Saturday of the same week
     assert due_ids(hb, "2027-01-04T10:00Z") == ["weekly_any"]  # Monday: a new week
-    # ISO week 1 of 2026 and ISO week 1 of 2027 are a year apart: both run
-    assert due_ids(hb, "2026-01-01T10:00Z", "--claim") == ["weekly_any", "thursdays"]
-    assert due_ids(hb, "2026-01-08T10:00Z") == ["weekly_any", "thursdays"]
     assert due_ids(hb, "2027-01-07T10:00Z", "--claim") == ["weekly_any", "thursdays"]
     assert rule(hb, "thursdays")["claimed_period"] == "2027-01-04"
 
@@ -473,3 +473,74 @@ def test_a_run_count_the_ledger_cannot_hold_counts_on_in_the_file(
     assert [o["result"] for o in task.outcome_history] == ["first", "second"]
     hb_db("sync", HB_NOW="2026-05-05T10:00:02Z")  # nothing left to write
     assert proactive.parse(path.read_text()).tasks[0].fields["run_count"] == count + 2
+
+
+def _outcome(hb: Runner, now: str, task_id: str) -> None:
+    hb("--now", now, "recur", "outcome", task_id, "--result", "ok")
+
+
+@pytest.mark.parametrize(
+    ("block", "claimed", "late", "next_due"),
+    [
+        (
+            ("books", "monthly", 'day: "31"', 'time: "23:45"'),
+            "2027-01-31T23:45Z",
+            "2027-02-01T00:20Z",
+            "2027-02-28T23:45Z",
+        ),
+        (
+            ("review", "weekly", "day: sunday", 'time: "23:30"'),
+            "2027-01-31T23:30Z",
+            "2027-02-01T00:20Z",
+            "2027-02-07T23:30Z",
+        ),
+        (("nightly", "daily"), "2026-05-05T23:50Z", "2026-05-06T00:10Z", "2026-05-06T12:00Z"),
+    ],
+    ids=["monthly", "weekly", "daily"],
+)
+def test_an_outcome_just_past_its_period_answers_that_period_and_uses_up_no_other(
+    hb: Runner, workspace: Path, block: tuple[str, ...], claimed: str, late: str, next_due: str
+) -> None:
+    """A task handed out late in its period whose run ends just after (the month's close at 23:45,
+    done at 00:20): its outcome was charged to the period it was recorded in, so the next one
+    (February, the next week, the next day) was never handed out. It answers the period it was
+    handed out for."""
+    hb("init", "--timezone", "UTC")
+    task_id = block[0]
+    _tasks_file(workspace, _block(*block))
+    hb("import", "proactive")
+    assert due_ids(hb, claimed, "--claim") == [task_id]
+    _outcome(hb, late, task_id)
+    assert rule(hb, task_id)["run_count"] == 1
+    assert due_ids(hb, next_due, "--claim") == [task_id]
+    assert due_ids(hb, next_due) == []  # and once
+
+
+def test_a_run_recorded_without_a_hand_out_still_uses_up_its_period(hb: Runner, workspace: Path) -> None:
+    """An outcome that answers no hand-out (CraftBot's "Scheduled for 08:15" run at 07:00) uses up
+    the period it falls in, as before."""
+    hb("init", "--timezone", "UTC")
+    _tasks_file(workspace, _block("morning", "daily", 'time: "08:15"'))
+    hb("import", "proactive")
+    _outcome(hb, "2026-05-04T07:00Z", "morning")
+    assert due_ids(hb, "2026-05-04T08:20Z") == []
+    assert due_ids(hb, "2026-05-05T08:20Z") == ["morning"]
+
+
+def test_a_period_is_handed_out_once_when_the_clock_goes_back_and_returns(
+    hb: Runner, workspace: Path
+) -> None:
+    """Handed out for 05-05, the clock set back to 05-04 and then right again: 05-04 was handed
+    out (a period before the last one handed out) and took its place as the period handed out,
+    so 05-05 was handed out a second time. As for the repeat rules, an earlier clock hands out
+    nothing, with or without outcomes recorded."""
+    hb("init", "--timezone", "America/New_York")
+    _tasks_file(workspace, _block("digest", "daily"), _block("pulse", "hourly"))
+    hb("import", "proactive")
+    handed: list[str] = []
+    for now in ("2026-05-05T08:00", "2026-05-04T08:10", "2026-05-05T08:15"):
+        for item in hb.json("--now", now, "recur", "due", "--claim"):
+            handed.append(f"{item['id']}@{item['period']}")
+        _outcome(hb, now, "digest")
+    assert handed == ["digest@2026-05-05", "pulse@2026-05-05T08"]
+    assert rule(hb, "digest")["claimed_period"] == "2026-05-05"
