@@ -196,7 +196,10 @@ def proactive(
     quiet = is_quiet(QuietHours.parse(settings.quiet_hours), now.astimezone(zone))
     with ctx.write() as db:
         _serialise(db, "proactive")  # two concurrent asks must not both use the day's one message
-        sent_today, last_sent, last_talked = db.rows(SQL.proactive_state, {"day": day})[0]
+        start, end = _day_bounds(zone, now)
+        sent_today, last_sent, last_talked = db.rows(
+            SQL.proactive_state, {"day_start": db.time(start), "day_end": db.time(end)}
+        )[0]
         sent_today = int(sent_today or 0)
         last_proactive, last_talk = read_time(last_sent), read_time(last_talked)
         decision = decide_proactive(
@@ -740,6 +743,14 @@ def _read_checklist(ctx: Context) -> str | None:
 
 def _local_day(zone: tzinfo, moment: datetime) -> str:
     return moment.astimezone(zone).date().isoformat()
+
+
+def _day_bounds(zone: tzinfo, moment: datetime) -> tuple[datetime, datetime]:
+    """The first instant of ``moment``'s local day in ``zone`` and of the day after (UTC). A
+    midnight that does not exist (clocks sprang forward at it) is the instant of the change."""
+    day = moment.astimezone(zone).date()
+    start, end = (datetime(d.year, d.month, d.day, tzinfo=zone) for d in (day, day + timedelta(days=1)))
+    return start.astimezone(UTC), end.astimezone(UTC)
 
 
 def _when(ctx: Context, at: datetime | str | None, what: str) -> datetime:

@@ -497,3 +497,19 @@ def test_times_with_a_fraction_stay_as_written_until_the_ledger_has_a_newer_one(
     sh_db("--now", "2026-05-01T12:30:00.75Z", "seen")
     sh_db("--now", "2026-05-01T12:31Z", "sync", "--only", "state")
     assert state_file.read_text() == FRACTIONS.replace("1777597200.5", "1777638600.0")
+
+
+def test_the_daily_cap_counts_the_day_in_the_zone_the_workspace_has_now(sh_db: Runner) -> None:
+    sh = sh_db
+    """A proactive message sent at 19:00 in New York (08:00 of the next day in Tokyo), then the
+    workspace moved to Asia/Tokyo: a second message at 20:00 Tokyo time went out too, the first
+    one counted for the New York day it was stored with. Both are on one Tokyo day."""
+    sh("config", "set", "timezone", "America/New_York")
+    sh("config", "set", "proactive.enabled", "true")
+    ask = ("proactive", "--topic", "a", "--suggestion", "b", "--json")
+    assert json.loads(sh("--now", "2026-05-04T19:00-04:00", *ask).stdout)["decision"] == "sent"
+    sh("config", "set", "timezone", "Asia/Tokyo")
+    held = json.loads(sh("--now", "2026-05-05T20:00+09:00", *ask, code=20).stdout)
+    assert (held["decision"], held["reason"]) == ("suppressed", "daily_cap")
+    # the next Tokyo day, the cap is free again
+    assert json.loads(sh("--now", "2026-05-06T20:00+09:00", *ask).stdout)["decision"] == "sent"

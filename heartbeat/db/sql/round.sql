@@ -43,10 +43,13 @@ ORDER BY at, pk
 SELECT max(started_at) FROM runs WHERE kind = 'hygiene'
 
 -- name: proactive_state
--- Proactive messages sent on the local day :day, the last one sent, the last conversation.
+-- Proactive messages sent on the local day from :day_start up to :day_end (the instants that day
+-- begins and ends in the workspace's zone now: a message stored with the day of a zone the
+-- workspace had then counts for the day it was sent on here), the last one sent, the last
+-- conversation.
 SELECT
     (SELECT count(*) FROM notifications
-     WHERE kind = 'proactive' AND decision = 'sent' AND local_day = :day),
+     WHERE kind = 'proactive' AND decision = 'sent' AND at >= :day_start AND at < :day_end),
     (SELECT max(at) FROM notifications WHERE kind = 'proactive' AND decision = 'sent'),
     (SELECT max(started_at) FROM runs WHERE kind = 'seen')
 
