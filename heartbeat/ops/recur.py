@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo
 
@@ -140,7 +140,8 @@ def parse_next(value: str | datetime, zone: ZoneInfo) -> datetime:
     """A ``Next`` time as a naive wall-clock time in ``zone``, minute precision.
 
     Takes ``YYYY-MM-DD HH:MM`` or ISO 8601; a time with an offset is converted
-    to ``zone``'s wall clock.
+    to ``zone``'s wall clock, its ``fold`` saying which of a repeated local time it
+    is (:func:`_set_next` keeps that instant).
     """
     from heartbeat.clock import YEARS
 
@@ -156,11 +157,12 @@ def parse_next(value: str | datetime, zone: ZoneInfo) -> datetime:
         when.tzinfo is not None and not YEARS[0] <= (when := when.astimezone(zone)).year <= YEARS[1]
     ):
         raise InvalidInput(f"--next {value!s} is outside the years {YEARS[0]} to {YEARS[1]} that hb handles")
-    if when.tzinfo is not None:
+    aware = when.tzinfo is not None
+    if aware:
         when = when.replace(tzinfo=None)
     if when.second or when.microsecond:
         raise InvalidInput(f"--next {value!s}: Next has minute precision (YYYY-MM-DD HH:MM)")
-    return when.replace(fold=0)
+    return when if aware else when.replace(fold=0)
 
 
 def _stored_next(row: RecurrenceRow) -> datetime | None:
@@ -240,10 +242,18 @@ def _first_occurrence(repeat: Repeat, anchor: datetime, zone: ZoneInfo) -> datet
 
 
 def _set_next(row: RecurrenceRow, local: datetime, zone: ZoneInfo) -> None:
+    """Set the rule's Next to the wall time ``local``: the text, and the instant it stands for
+    (:func:`resolve_local`'s; the second of a repeated local time when ``local`` has ``fold``
+    set: a Next given with its offset, or a rule added now, during the repeated hour)."""
     from heartbeat.rules.recurrence import resolve_local
+    from heartbeat.rules.wallclock import wall_clock
 
     row.next_local = local.strftime(NEXT_LAYOUT)
     row.next_at = resolve_local(local, zone)
+    if local.fold:
+        second = local.replace(tzinfo=zone).astimezone(UTC)
+        if wall_clock(second, zone) == local.replace(fold=0):
+            row.next_at = second
 
 
 # --- when a rule is due -----------------------------------------------------------------------

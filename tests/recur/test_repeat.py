@@ -467,3 +467,29 @@ def test_human_output(hb: Runner) -> None:
     listing = hb("recur", "list").stdout.splitlines()
     assert listing[0].split() == ["id", "source", "schedule", "enabled", "runs", "title"]
     assert listing[2].split()[:2] == [rid, "cli"]
+
+
+def test_a_rule_added_in_the_repeated_hour_starts_at_its_second_pass(hb: Runner) -> None:
+    """`hb recur add` at 01:30 EST on the night clocks fall back (the second 01:30) started the
+    rule at the first 01:30, an hour before it existed: handed out at once, with a missed
+    occurrence (two runs under --missed all). A --next with its offset named the same first
+    01:30 whatever the offset said."""
+    hb("init", "--timezone", "America/New_York")
+    now = "2026-11-01T06:30Z"  # 01:30 EST, the second 01:30
+    added = hb.json("--now", now, "recur", "add", "hourly", "--repeat", "every 1 hours", "--missed", "all")
+    assert (added["next"], added["next_at"]) == ("2026-11-01 01:30", "2026-11-01T01:30:00-05:00")
+    [due] = hb.json("--now", now, "recur", "due", "--claim")
+    assert (due["runs"], due["occurrences"], due["missed"]) == (1, ["2026-11-01T01:30:00-05:00"], 0)
+    for offset in ("-05:00", "-04:00"):
+        given = hb.json(
+            "--now",
+            now,
+            "recur",
+            "add",
+            f"h{offset}",
+            "--repeat",
+            "every 1 hours",
+            "--next",
+            f"2026-11-01T01:30{offset}",
+        )
+        assert given["next_at"] == f"2026-11-01T01:30:00{offset}"
