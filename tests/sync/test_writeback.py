@@ -1064,3 +1064,27 @@ def test_json_nested_too_deeply_right_after_hbs_write_is_named_not_a_crash(works
             assert ledger.pop(worker="w") is not None
             assert any("nested too deeply: left as it is" in notice for notice in ledger.ctx.notices)
     assert path.read_text() == deep
+
+
+def test_two_workspaces_on_one_ledger_do_not_remove_each_others_tasks(tmp_path: Path) -> None:
+    """Two workspaces with one ledger outside both (a shared PostgreSQL database, a --db file):
+    the write-back B's sync left was read by A's as A's own (its text taken as the text A had
+    read), so A's sync removed B's tasks from the ledger. A write-back of another file is not
+    this file's; and the sync says that a ledger serves one workspace."""
+    shared = tmp_path / "shared.db"
+    spaces = {name: tmp_path / name for name in ("a", "b")}
+    for name, ws in spaces.items():
+        state = ws / ".agent" / "state"
+        state.mkdir(parents=True)
+        tasks = [{"id": f"{name}{i}", "priority": "low", "description": name} for i in (1, 2)]
+        (state / "tasks.json").write_text(json.dumps({"pending": tasks, "in_progress": [], "completed": []}))
+    for name in ("a", "b", "a"):
+        with Ledger.open(workspace=spaces[name], db=str(shared), now="2026-05-01T10:00:00Z") as ledger:
+            report = ledger.sync()
+            [queue] = [r for r in report["reports"] if r["kind"] == "tasks-json"]
+            assert queue["removed"] == [], name
+            notices = list(ledger.ctx.notices)
+            ids = sorted(t["id"] for t in ledger.list(status="all"))
+    assert ids == ["a1", "a2", "b1", "b2"]
+    other = spaces["b"] / ".agent" / "state" / "tasks.json"
+    assert any(f"this ledger last synced {other}" in n and "serves one workspace" in n for n in notices)

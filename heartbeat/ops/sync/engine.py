@@ -296,7 +296,10 @@ def _transaction(
         with ctx.write() as db:
             if prior is not None and _moved(db, prior):
                 raise _Unsealed  # the ledger moved since the check: sync every kind
-            waiting = writeback.pending(db, kinds)
+            # (a write-back another file left: a workspace sharing this ledger, or the one it moved
+            # from; its texts are not this file's, nor is clearing its guard this sync's business)
+            waiting = {k: p for k, p in writeback.pending(db, kinds).items() if _same_file(p.path, paths[k])}
+            _say_if_shared(ctx, db, kinds, paths)
             inputs = _inputs(ctx, db, waiting, texts, paths, now)
             results: Results = {}
             for unit in units:
@@ -325,6 +328,32 @@ def _transaction(
     except _Rollback as done:
         return done.results[0], texts, done.results[1]
     return results, texts, writes
+
+
+def _same_file(recorded: str, path: Path) -> bool:
+    return recorded == str(path) or Path(recorded).resolve() == path.resolve()
+
+
+def _say_if_shared(ctx: Context, db: Conn, kinds: Sequence[str], paths: dict[str, Path]) -> None:
+    """A notice when a ledger outside the workspace (PostgreSQL, or a ``--db`` file elsewhere)
+    last synced one of the files with another workspace's, still there: one ledger holds one set
+    of sync records, so two workspaces on it each read the other's last text as their own base.
+    (A ledger inside the workspace moved or was copied with it: its old path is no other user.)"""
+    from heartbeat.db.sqlite import file_of
+
+    ledger_file = file_of(ctx.url) if ctx.sqlite else None
+    if ledger_file is not None and ledger_file.is_relative_to(ctx.workspace.resolve()):
+        return
+    for kind in kinds:
+        row = bookmarks.load(db, kind)
+        other = row["path"] if row is not None else None
+        if other and not _same_file(other, paths[kind]) and Path(other).exists():
+            ctx.notices.append(
+                f"{paths[kind]}: this ledger last synced {other}, another workspace's file: a ledger "
+                "serves one workspace (each reads the other's changes as its own edits); give each "
+                "workspace its own database"
+            )
+            return
 
 
 def _inputs(
