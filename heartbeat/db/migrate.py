@@ -113,25 +113,33 @@ def ensure_current(engine: Engine, *, now: Callable[[], datetime], create: bool 
 
 
 def backup_sqlite(path: Path, revision: str, now: datetime) -> Path:
-    """A consistent copy of a SQLite ledger (WAL included) beside it."""
+    """A consistent copy of a SQLite ledger (WAL included) beside it, made under a temporary
+    name (``.bak.part``) and renamed when whole: a process killed while copying leaves no
+    ``.bak`` that is not a backup (the next one removes the part it left)."""
+    import glob
+    import os
+    import shutil  # only a backup needs these
+
     stamp = now.strftime("%Y%m%dT%H%M%SZ")
     target = path.with_name(f"{path.name}.{stamp}.rev{revision}.bak")
     n = 1
     while target.exists():
         n += 1
         target = path.with_name(f"{path.name}.{stamp}.rev{revision}.{n}.bak")
+    for left in path.parent.glob(f"{glob.escape(path.name)}.*.bak.part*"):
+        left.unlink(missing_ok=True)  # a copy a killed process did not finish
+    part = target.with_name(target.name + ".part")
     src = sqlite3.connect(str(path))
     try:
-        dst = sqlite3.connect(str(target))
+        dst = sqlite3.connect(str(part))
         try:
             src.backup(dst)
         finally:
             dst.close()
     finally:
         src.close()
-    import shutil  # only a backup needs it
-
-    shutil.copymode(path, target)
+    shutil.copymode(path, part)
+    os.replace(part, target)
     return target
 
 

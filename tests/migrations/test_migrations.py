@@ -6,6 +6,7 @@ import hashlib
 import json
 import sqlite3
 from contextlib import closing
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -366,3 +367,26 @@ def test_migrations_ship_with_the_package() -> None:
     assert (where / "env.py").is_file()
     assert (where / "script.py.mako").is_file()
     assert any(where.glob("versions/0001_*.py"))
+
+
+def test_a_backup_is_whole_under_its_name_and_a_killed_ones_part_is_removed(tmp_path: Path) -> None:
+    """The pre-upgrade backup was written under its final name: a process killed while copying
+    left a ``.bak`` with no tables (and its ``-journal``), which looked like a backup. It is made
+    as ``.bak.part`` and renamed when whole; the next backup removes a part left behind."""
+    db = tmp_path / "heartbeat.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE t (x)")
+    con.execute("INSERT INTO t VALUES (1)")
+    con.commit()
+    con.close()
+    left = [
+        tmp_path / "heartbeat.db.20260501T085900Z.rev0001.bak.part",
+        tmp_path / "heartbeat.db.20260501T085900Z.rev0001.bak.part-journal",
+    ]
+    for path in left:
+        path.write_bytes(b"half")
+    made = migrate.backup_sqlite(db, "0001", datetime(2026, 5, 1, 9, 0, tzinfo=UTC))
+    assert made.name == "heartbeat.db.20260501T090000Z.rev0001.bak"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["heartbeat.db", made.name]
+    with closing(sqlite3.connect(made)) as copy:
+        assert copy.execute("SELECT x FROM t").fetchall() == [(1,)]
