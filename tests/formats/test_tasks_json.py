@@ -922,8 +922,9 @@ def test_warnings_on_every_task_are_located_in_one_pass_over_the_file() -> None:
 
 def test_two_queues_whose_keys_join_to_one_path_are_refused_naming_both() -> None:
     """``"_x_extension": {"q_extension.z": [...]}`` and ``"_x_extension.q_extension": {"z": [...]}``
-    are two lists with one queue path, ``_x_extension.q_extension.z``: both were read into that one queue, and the next
-    write moved the second list's entries into the first (the other object's list left empty)."""
+    are two lists with one queue path, ``_x_extension.q_extension.z``: both were read into that
+    one queue, and the next write moved the second list's entries into the first (the other
+    object's list left empty)."""
     text = (
         '{"pending": [],\n'
         ' "_x_extension": {"q_extension.z": [{"task_id": "t1", "order": 1}]},\n'

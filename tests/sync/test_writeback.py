@@ -1040,7 +1040,9 @@ def test_a_stale_copy_of_proactive_md_does_not_undo_a_recorded_run(
 
 @pytest.mark.usefixtures("quick")
 @pytest.mark.parametrize("when", ["sync", "auto_export"])
-def test_json_nested_too_deeply_right_after_hbs_write_is_named_not_a_crash(workspace: Path, when: str) -> None:
+def test_json_nested_too_deeply_right_after_hbs_write_is_named_not_a_crash(
+    workspace: Path, when: str
+) -> None:
     """A tasks.json nested deeper than Python's json reads, landing within moments of hb's
     write: telling whether it was a stale copy of hb's text read it with a bare json.loads, whose
     RecursionError went up as an internal error (exit 70) from sync, pop, complete and heartbeat.
