@@ -416,5 +416,5 @@ def test_a_reply_of_json_nested_deeper_than_python_reads_is_not_silent() -> None
     """``{"x": [[[...]]], "action": "NO_REPLY"}`` nested past Python's json: a RecursionError
     went up from the judgement of the reply. It is no silent reply (more than the action), so
     it is delivered as it is."""
-    reply = '{"x": ' + "[" * 5000 + "]" * 5000 + ', "action": "NO_REPLY"}'
+    reply = '{"x": ' + "[" * 20000 + "]" * 20000 + ', "action": "NO_REPLY"}'
     assert heartbeat_reply_to_deliver(reply) == reply

@@ -1050,7 +1050,7 @@ def test_json_nested_too_deeply_right_after_hbs_write_is_named_not_a_crash(
     from heartbeat.errors import FileFormatError
 
     path = workspace / ".agent" / "state" / "tasks.json"
-    deep = '{"pending": [{"id": "t1", "x": ' + "[" * 5000 + "]" * 5000 + '}], "in_progress": []}\n'
+    deep = '{"pending": [{"id": "t1", "x": ' + "[" * 20000 + "]" * 20000 + '}], "in_progress": []}\n'
     with Ledger.open(workspace=workspace, now="2026-05-01T10:00:00Z") as ledger:
         ledger.add("A")
         ledger.add("B")
