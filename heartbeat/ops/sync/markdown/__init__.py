@@ -216,8 +216,7 @@ def _entry_keys(kind: str) -> Any:
             if ident is not None:
                 out.append((f"[ID]{ident}", f"[ID]{ident}" if kind == "recur" else None))
             elif kind == "recur":
-                rule = f"{e.repeat}|{e.tz or ''}|{e.chat_id or ''}|{e.content}"
-                out.append((f"{e.next.isoformat() if e.next else ''}|{rule}", rule))
+                out.append(_rule_keys(e))
             else:
                 out.append(
                     (f"{e.created.isoformat() if e.created else ''}|{e.chat_id or ''}|{e.content}", None)
@@ -239,9 +238,14 @@ def _rule_schedules(text: str) -> list[tuple[str, str, str]]:
     for e in doc.entries:
         if dict(e.extra).get("ID") is None:
             schedule = f"{e.next.isoformat() if e.next else ''}|{e.repeat}|{e.tz or ''}|{e.chat_id or ''}"
-            rule = f"{e.repeat}|{e.tz or ''}|{e.chat_id or ''}|{e.content}"
-            out.append((f"{e.next.isoformat() if e.next else ''}|{rule}", rule, schedule))
+            out.append((*_rule_keys(e), schedule))
     return out
+
+
+def _rule_keys(e: Entry) -> tuple[str, str]:
+    """A rule as (the rule whole, with its Next; the rule without its Next)."""
+    rule = f"{e.repeat}|{e.tz or ''}|{e.chat_id or ''}|{e.content}"
+    return f"{e.next.isoformat() if e.next else ''}|{rule}", rule
 
 
 BASELINE_TEXT = {kind: _baseline_of(kind) for kind in ("todo", "done", "recur")}
