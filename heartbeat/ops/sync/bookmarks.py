@@ -18,6 +18,7 @@ from heartbeat.db.shape import SYNC_STATE
 from heartbeat.formats import tasks_splice
 
 _LOAD = f"SELECT {SYNC_STATE.select()} FROM sync_state WHERE kind = :kind"
+_PATHS = "SELECT kind, path FROM sync_state"
 _SAVE = (
     "INSERT INTO sync_state (kind, path, content_hash, size, synced_at, skeleton) "
     "VALUES (:kind, :path, :content_hash, :size, :synced_at, {json:skeleton}) "
@@ -111,6 +112,11 @@ def load(db: Conn, kind: str) -> dict[str, Any] | None:
     """The row of ``kind`` (columns decoded), or None."""
     row = db.one(_LOAD, {"kind": kind})
     return None if row is None else SYNC_STATE.decode(row)
+
+
+def paths(db: Conn) -> dict[str, str]:
+    """The file each kind was last read from or written to, by kind (one short read)."""
+    return {str(kind): str(path) for kind, path in db.rows(_PATHS)}
 
 
 def save(

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 from heartbeat.db.plain import Conn
 from heartbeat.errors import FileFormatError, InvalidInput, one_line
 from heartbeat.ops.sync import bookmarks, writeback
-from heartbeat.ops.sync.files import default_path, digest, file_lock, lock_timeout, read_optional
+from heartbeat.ops.sync.files import default_path, digest, file_lock, lock_timeout, read_optional, same_file
 from heartbeat.ops.sync.registry import FACT_RUNS, KINDS, MODULES, RECORD_RUNS, STATE_SETTINGS, holds_sql
 from heartbeat.ops.sync.report import SyncReport
 
@@ -298,7 +298,7 @@ def _transaction(
                 raise _Unsealed  # the ledger moved since the check: sync every kind
             # (a write-back another file left: a workspace sharing this ledger, or the one it moved
             # from; its texts are not this file's, nor is clearing its guard this sync's business)
-            waiting = {k: p for k, p in writeback.pending(db, kinds).items() if _same_file(p.path, paths[k])}
+            waiting = {k: p for k, p in writeback.pending(db, kinds).items() if same_file(p.path, paths[k])}
             _say_if_shared(ctx, db, kinds, paths)
             inputs = _inputs(ctx, db, waiting, texts, paths, now)
             results: Results = {}
@@ -330,10 +330,6 @@ def _transaction(
     return results, texts, writes
 
 
-def _same_file(recorded: str, path: Path) -> bool:
-    return recorded == str(path) or Path(recorded).resolve() == path.resolve()
-
-
 def _say_if_shared(ctx: Context, db: Conn, kinds: Sequence[str], paths: dict[str, Path]) -> None:
     """A notice when a ledger outside the workspace (PostgreSQL, or a ``--db`` file elsewhere)
     last synced one of the files with another workspace's, still there: one ledger holds one set
@@ -344,10 +340,10 @@ def _say_if_shared(ctx: Context, db: Conn, kinds: Sequence[str], paths: dict[str
     ledger_file = file_of(ctx.url) if ctx.sqlite else None
     if ledger_file is not None and ledger_file.is_relative_to(ctx.workspace.resolve()):
         return
+    synced = bookmarks.paths(db)
     for kind in kinds:
-        row = bookmarks.load(db, kind)
-        other = row["path"] if row is not None else None
-        if other and not _same_file(other, paths[kind]) and Path(other).exists():
+        other = synced.get(kind)
+        if other and not same_file(other, paths[kind]) and Path(other).exists():
             ctx.notices.append(
                 f"{paths[kind]}: this ledger last synced {other}, another workspace's file: a ledger "
                 "serves one workspace (each reads the other's changes as its own edits); give each "

@@ -95,10 +95,15 @@ def measure_ahead(text: str) -> None:
     thread.start()
 
 
+def same_file(recorded: str | Path, path: Path) -> bool:
+    """Whether ``recorded`` (a path as hb's records keep it) names the file ``path`` does."""
+    return str(recorded) == str(path) or Path(recorded).resolve() == path.resolve()
+
+
 def other_file(target: Path | None, workspace_file: Path) -> Path | None:
     """``target`` when it is an existing file other than ``workspace_file``: ``hb export`` then lays
     the ledger over that file's own text instead of the workspace's."""
-    if target is None or not target.exists() or target.resolve() == workspace_file.resolve():
+    if target is None or not target.exists() or same_file(target, workspace_file):
         return None
     return target
 

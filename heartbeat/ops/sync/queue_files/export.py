@@ -17,7 +17,15 @@ from heartbeat.errors import HbError, InvalidState, one_line
 from heartbeat.formats import tasks_json, tasks_splice
 from heartbeat.formats.json_edit import Layout
 from heartbeat.ops.sync import bookmarks
-from heartbeat.ops.sync.files import default_path, digest, file_lock, known_text, lock_timeout, measure_ahead
+from heartbeat.ops.sync.files import (
+    default_path,
+    digest,
+    file_lock,
+    known_text,
+    lock_timeout,
+    measure_ahead,
+    same_file,
+)
 from heartbeat.ops.sync.queue_files.base import (
     SOURCE,
     SQL,
@@ -323,7 +331,7 @@ def known_digest(ctx: Context, kind: str, path: Path, *, synced: bool) -> str | 
     of another file, or there is none."""
     with ctx.read() as db:
         known = db.rows(SQL.sync_state_hash, {"kind": kind})
-    if known and (synced or Path(known[0][0]).resolve() == path.resolve()):
+    if known and (synced or same_file(known[0][0], path)):
         return str(known[0][1] or "")
     return None
 

@@ -19,7 +19,7 @@ from heartbeat.db.tasks import record_event, snapshot
 from heartbeat.errors import FileFormatError
 from heartbeat.formats import tasks_json
 from heartbeat.ops.sync import bookmarks
-from heartbeat.ops.sync.files import digest
+from heartbeat.ops.sync.files import digest, same_file
 from heartbeat.ops.sync.queue_files.base import (
     SOURCE,
     SQL,
@@ -45,7 +45,7 @@ def record_digest(record: tasks_json.QueueRecord) -> str:
 def base_records(db: Db, kind: str, path: Path) -> dict[tuple[str, str], str] | None:
     """The records of the file as hb last read or wrote it (None: no such text)."""
     row = db.get(SyncStateRow, kind)
-    if row is None or Path(row.path).resolve() != path.resolve():
+    if row is None or not same_file(row.path, path):
         return None
     text = bookmarks.kept_text(row.skeleton, db)
     if text is None:
