@@ -280,6 +280,14 @@ class Interrupted(HbError):
     exit_code = 130
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a supervisor, ``timeout``) stopping ``hb heartbeat`` or ``hb poke``, raised where
+    the command was as Ctrl-C's KeyboardInterrupt is: what it had not committed is rolled back
+    and the workspace guard given back (exit 143, 128 + SIGTERM)."""
+
+    exit_code = 143
+
+
 class Busy(HbError):
     """Another heartbeat or poke holds the workspace guard (EX_TEMPFAIL)."""
 

@@ -778,13 +778,18 @@ class Ledger:
         self.ctx.revive()
         return guard_mod.holder(self.ctx)
 
-    def heartbeat(self, *, lang: str | None = None) -> dict[str, Any]:
+    def heartbeat(
+        self, *, lang: str | None = None, deliver: Callable[[dict[str, Any]], None] | None = None
+    ) -> dict[str, Any]:
         """One tick (SPEC.md section 7): guard, sync, materialise, round, export, record, brief.
 
         ``brief`` is what to print: the HEARTBEAT.md checklist (unless
         effectively empty) and the messages to send, or exactly ``HEARTBEAT_OK``.
+        ``deliver``, when given, is called with the result (``export`` still None) as soon as
+        the round has recorded its messages as sent, before the closing export: a caller that
+        prints the brief there loses no message to a kill during the export.
         """
-        return round_ops.heartbeat(self.ctx, lang=lang)
+        return round_ops.heartbeat(self.ctx, lang=lang, deliver=deliver)
 
     def poke(self, text: str, *, key: str | None = None) -> dict[str, Any]:
         """A one-off task from ``text`` (source ``poke``, legacy queue), under the workspace guard.

@@ -9,12 +9,13 @@ from __future__ import annotations
 import itertools
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from heartbeat.errors import DATABASE_ERROR, Interrupted, at_ledger, describe
+from heartbeat.errors import DATABASE_ERROR, Interrupted, Terminated, at_ledger, describe
 from heartbeat.formats import strict_json
 from heartbeat.reporting.grid import visible
 
@@ -48,6 +49,7 @@ def _translate(exc: BaseException) -> HbClickError | None:
 # Ctrl-C: the transaction the command had open is rolled back on the way out (a file it had
 # begun to write is written whole or not at all)
 INTERRUPTED = "interrupted: stopped before it finished (what it had not committed was rolled back)"
+TERMINATED = "terminated (SIGTERM): stopped before it finished (what it had not committed was rolled back)"
 
 # Exit code of a failure hb did not foresee (sysexits.h EX_SOFTWARE): one line, no traceback
 # unless -v asked for it.
@@ -96,6 +98,29 @@ def output_closed() -> bool:
     return gone
 
 
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM stops the block as Ctrl-C does (:class:`heartbeat.errors.Terminated`, a
+    KeyboardInterrupt): the commands holding the workspace guard give it back and roll back what
+    they had not committed, where SIGTERM's default would leave the guard held for its whole
+    lifetime (``heartbeat.guard``) and every tick until then exiting 75."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # (signal handlers belong to the main thread; a caller elsewhere keeps its own)
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def devnull_onto(fd: int) -> None:
     """Make descriptor ``fd`` /dev/null (read and write), whatever it was or whether it was open."""
     import os
@@ -114,6 +139,8 @@ class HbGroup(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except Terminated:
+            raise HbClickError(TERMINATED, Terminated.exit_code) from None
         except KeyboardInterrupt:  # click would say "Aborted!" and exit 1, as for bad input
             raise HbClickError(INTERRUPTED, Interrupted.exit_code) from None
         except Exception as exc:

@@ -16,6 +16,7 @@ from heartbeat.cli.base import (
     pick,
     read_text_arg,
     say,
+    sigterm_as_interrupt,
     state,
     table,
     warn,
@@ -227,13 +228,29 @@ def heartbeat(lang: str | None) -> None:
       hb heartbeat
       hb --workspace ~/agent --json heartbeat
     """
-    result = state().ledger().heartbeat(lang=lang)
-    for report in result["sync"]["reports"]:
-        for message in report["preserved"]:
-            warn(message)
-    for skipped in (result["materialized"] or {}).get("skipped", []):
-        warn(skipped["reason"])
-    emit(result, lambda r: r["brief"])
+    st = state()
+    given: list[dict[str, Any]] = []
+
+    def deliver(result: dict[str, Any]) -> None:
+        # the round has recorded its messages as sent: they are printed before the export
+        given.append(result)
+        for report in result["sync"]["reports"]:
+            for message in report["preserved"]:
+                warn(message)
+        for skipped in (result["materialized"] or {}).get("skipped", []):
+            warn(skipped["reason"])
+        if not st.json:
+            emit(result, lambda r: r["brief"])
+
+    with sigterm_as_interrupt():
+        try:
+            result = st.ledger().heartbeat(lang=lang, deliver=deliver)
+        except KeyboardInterrupt:
+            if st.json and given:  # stopped in the export: the round's document still goes out
+                emit({**given[0], "interrupted": True})
+            raise
+    if st.json:
+        emit(result)
 
 
 @click.command()
@@ -258,7 +275,8 @@ def poke(text: tuple[str, ...], key: str | None) -> None:
     body = _poke_text(text)
     if not body.strip():
         raise click.UsageError("poke text is empty: the text becomes the task")
-    task = state().ledger().poke(body, key=key)
+    with sigterm_as_interrupt():
+        task = state().ledger().poke(body, key=key)
     emit(task, lambda t: t["id"])
 
 

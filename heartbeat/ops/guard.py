@@ -30,7 +30,7 @@ from heartbeat.context import Context
 from heartbeat.db.plain import adapt, bind_time
 from heartbeat.db.rows import RunRow
 from heartbeat.db.store import is_unique_violation, statements
-from heartbeat.errors import Busy
+from heartbeat.errors import Busy, Terminated
 
 SQL = statements("guard")
 GUARD = "workspace"  # one guard per ledger: the workspace's
@@ -58,9 +58,10 @@ def held(ctx: Context, kind: str) -> Iterator[GuardRun]:
         with renewed(ctx, run):  # a long tick is not taken for an abandoned one
             yield run
     except BaseException as exc:
-        said = (
-            "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else str(exc) or type(exc).__name__
-        )
+        if isinstance(exc, KeyboardInterrupt):
+            said = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)"
+        else:
+            said = str(exc) or type(exc).__name__
         run.detail.setdefault("error", said)
         release(ctx, run, "error")
         raise

@@ -32,6 +32,8 @@ from heartbeat.errors import HbError, InvalidInput, one_line
 from heartbeat.ops import guard as guard_mod
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from heartbeat.rules.checklist import PeriodicTask
     from heartbeat.rules.round import Risk, TaskState
     from heartbeat.rules.throttle import Decision, LastReminder
@@ -261,7 +263,12 @@ def hygiene_done(ctx: Context, at: datetime | str | None = None) -> dict[str, An
     }
 
 
-def heartbeat(ctx: Context, *, lang: str | None = None) -> dict[str, Any]:
+def heartbeat(
+    ctx: Context,
+    *,
+    lang: str | None = None,
+    deliver: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     """One tick (``hb heartbeat``): see :meth:`heartbeat.Ledger.heartbeat`."""
     from heartbeat.ops import recur
     from heartbeat.rules.checklist import is_effectively_empty, periodic_tasks
@@ -273,10 +280,24 @@ def heartbeat(ctx: Context, *, lang: str | None = None) -> dict[str, Any]:
         materialized = recur.materialize(ctx, export=False) if ctx.settings.recur_materialize else None
         round_ = check(ctx, lang=lang)
         tasks = periodic_tasks(checklist)
-        due_tasks = _periodic_due(ctx, held, tasks) if tasks else None
+        due_tasks = _periodic_due(ctx, held, tasks)
         brief = render_brief(checklist, round_["messages"], due_tasks=due_tasks, lang=_lang(ctx, lang))
-        # the round committed its messages as sent: they are printed whatever the export does
-        exported = _export_after_round(ctx, held.detail)
+        result: dict[str, Any] = {
+            "ok": brief == "HEARTBEAT_OK",
+            "brief": brief,
+            "run": held.pk,
+            "started_at": _iso(ctx.zone, held.started_at),
+            "sync": synced,
+            "materialized": materialized,
+            "round": round_,
+            "export": None,
+        }
+        if deliver is not None:
+            # the round committed its messages as sent: they go out now, before the export
+            # (seconds on a large workspace) gives a kill a moment to lose them in
+            deliver(result)
+        # and are printed whatever the export does
+        result["export"] = _export_after_round(ctx, held.detail)
         held.detail.update(
             {
                 "checklist": bool(due_tasks) if tasks else not is_effectively_empty(checklist),
@@ -286,28 +307,23 @@ def heartbeat(ctx: Context, *, lang: str | None = None) -> dict[str, Any]:
                 "check_run": round_["run"],
             }
         )
-    return {
-        "ok": brief == "HEARTBEAT_OK",
-        "brief": brief,
-        "run": held.pk,
-        "started_at": _iso(ctx.zone, held.started_at),
-        "sync": synced,
-        "materialized": materialized,
-        "round": round_,
-        "export": exported,
-    }
+    return result
 
 
-# How many earlier heartbeat runs are looked at for the periodic tasks' last runs: each run notes
-# them all, so the last one that finished is enough; the others cover runs with no HEARTBEAT.md.
+# How many earlier heartbeat runs are looked at for the periodic tasks' last runs: every tick
+# that finishes carries the whole map on (also one whose HEARTBEAT.md has no tasks block just
+# then), so the last one is enough; the others cover ticks of an hb that did not carry it.
 _PERIODIC_LOOKBACK = 20
 
 
-def _periodic_due(ctx: Context, held: guard_mod.GuardRun, tasks: list[PeriodicTask]) -> list[PeriodicTask]:
+def _periodic_due(
+    ctx: Context, held: guard_mod.GuardRun, tasks: list[PeriodicTask]
+) -> list[PeriodicTask] | None:
     """The periodic tasks of HEARTBEAT.md due now, as OpenClaw's runner decides (a task never run
     is due; then once its interval has passed since it last ran), and this tick noted as their
-    last run. Their last runs live in the heartbeat runs' detail (``periodic_last_run``: task
-    name -> UTC time), each run carrying the whole map on."""
+    last run; None when HEARTBEAT.md has no tasks block. Their last runs live in the heartbeat
+    runs' detail (``periodic_last_run``: task name -> UTC time), each run carrying the whole map
+    on: a tasks block taken out while the file is reworked forgets none of them."""
     now = held.started_at
     with ctx.read() as db:
         details = db.rows(
@@ -322,6 +338,10 @@ def _periodic_due(ctx: Context, held: guard_mod.GuardRun, tasks: list[PeriodicTa
         if isinstance(noted, dict):
             last_runs = {k: v for k, v in noted.items() if isinstance(k, str) and isinstance(v, str)}
             break
+    if last_runs:
+        held.detail["periodic_last_run"] = last_runs
+    if not tasks:
+        return None
     due = [task for task in tasks if task.due(_noted_time(last_runs.get(task.name)), now)]
     for task in due:
         last_runs[task.name] = now.astimezone(UTC).isoformat()

@@ -36,12 +36,12 @@ HEARTBEAT_OK = "HEARTBEAT_OK"
 
 # JavaScript's whitespace (\s, String.prototype.trim), which OpenClaw's reader uses: a tab or a
 # no-break space inside "[ ]" leaves the item empty, and a byte order mark is trimmed too
-_JS_SPACE = (
+JS_SPACE = (
     "\t\n\v\f\r \u00a0\u1680"
     + "".join(map(chr, range(0x2000, 0x200B)))
     + "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
-_BLANK = f"[{_JS_SPACE}]"
+_BLANK = f"[{JS_SPACE}]"
 _HEADING = re.compile(rf"^#+(?:{_BLANK}|$)")
 _EMPTY_ITEM = re.compile(rf"^[-*+]{_BLANK}*(?:\[(?:{_BLANK}|[xX])?\]{_BLANK}*)?$")
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*")  # ASCII only: a fence's info word, whole line
@@ -52,7 +52,7 @@ _EDGE_MARKS = re.compile(r"\A[*`~_]+|[*`~_]+\Z")  # light Markdown at the reply'
 _ASCII_WORD = re.compile(r"[A-Za-z0-9_]")  # JavaScript's \w
 _SPACE_RUN = re.compile(f"{_BLANK}+")
 _TAIL_MAX = 4  # non-word characters the token may carry after it at the end
-_MARKS = f"[*_`~{_JS_SPACE}]*"
+_MARKS = f"[*_`~{JS_SPACE}]*"
 _BARE_TOKEN = re.compile(f"{_MARKS}{HEARTBEAT_OK}{_MARKS}(?:\\.{_MARKS})?")
 
 
@@ -61,7 +61,7 @@ def is_effectively_empty(text: str | None) -> bool:
     if text is None:
         return True
     for line in _without_comments(text):
-        stripped = line.strip(_JS_SPACE)
+        stripped = line.strip(JS_SPACE)
         if not stripped or _HEADING.match(stripped) or _EMPTY_ITEM.match(stripped):
             continue
         if _FENCE.fullmatch(stripped) is None:
@@ -71,19 +71,33 @@ def is_effectively_empty(text: str | None) -> bool:
 
 def _without_comments(text: str) -> Iterator[str]:
     """The file's lines (split at LF) with the HTML comments that open a line taken out, as
-    OpenClaw's reader takes them out (see the module's docstring)."""
+    OpenClaw's reader takes them out (see the module's docstring): a comment that opens the line,
+    after blanks, and the ones that follow it so; the blanks before each stay. One pass over each
+    line (a line of 100,000 comments back to back is read as fast as any other)."""
     open_comment = False
     for line in text.split("\n"):
-        rest = line
-        while open_comment or rest.lstrip(_JS_SPACE).startswith("<!--"):
-            search = rest if open_comment else rest.lstrip(_JS_SPACE)
-            end = search.find("-->")  # from the comment's first character: "<!-->" closes
-            if end == -1:
-                open_comment, rest = True, ""
+        kept: list[str] = []  # the blanks before each comment taken out
+        at = 0
+        while True:
+            if open_comment:  # a comment a line before left open
+                end = line.find("-->", at)
+                if end == -1:
+                    kept, at = [], len(line)
+                    break
+                open_comment, at = False, end + 3
+                continue
+            start = at
+            while start < len(line) and line[start] in JS_SPACE:
+                start += 1
+            if not line.startswith("<!--", start):
                 break
-            open_comment = False
-            rest = rest[: len(rest) - len(search)] + search[end + 3 :]
-        yield rest
+            end = line.find("-->", start)  # from the comment's first character: "<!-->" closes
+            if end == -1:
+                open_comment, kept, at = True, [], len(line)
+                break
+            kept.append(line[at:start])
+            at = end + 3
+        yield "".join(kept) + line[at:]
 
 
 @dataclass(frozen=True)
@@ -127,7 +141,7 @@ def periodic_tasks(text: str | None) -> list[PeriodicTask]:
     tasks: list[PeriodicTask] = []
     in_block = False
     for i, line in enumerate(lines):
-        trimmed = line.strip(_JS_SPACE)
+        trimmed = line.strip(JS_SPACE)
         if trimmed == "tasks:":
             in_block = True
             continue
@@ -141,7 +155,7 @@ def periodic_tasks(text: str | None) -> list[PeriodicTask]:
         name, interval, prompt = _task_value(trimmed, "- name:"), "", ""
         for j in range(i + 1, len(lines)):  # (a slice of the rest would copy it for each task)
             following = lines[j]
-            value = following.strip(_JS_SPACE)
+            value = following.strip(JS_SPACE)
             if value.startswith("- name:"):
                 break
             indented = following.startswith((" ", "\t"))
@@ -158,7 +172,7 @@ def periodic_tasks(text: str | None) -> list[PeriodicTask]:
 
 
 def _task_value(line: str, key: str) -> str:
-    value = line.replace(key, "", 1).strip(_JS_SPACE)
+    value = line.replace(key, "", 1).strip(JS_SPACE)
     return _QUOTE_ENDS.sub("", value)
 
 
@@ -172,16 +186,16 @@ def without_periodic_tasks(text: str) -> str:
     kept: list[str] = []
     in_block = False
     for line in re.split(r"\r?\n", text):
-        trimmed = line.strip(_JS_SPACE)
+        trimmed = line.strip(JS_SPACE)
         if not in_block and trimmed == "tasks:":
             in_block = True
             continue
         if in_block:
-            if not trimmed or (line[:1] and line[0] in _JS_SPACE) or trimmed.startswith("- name:"):
+            if not trimmed or (line[:1] and line[0] in JS_SPACE) or trimmed.startswith("- name:"):
                 continue
             in_block = False
         kept.append(line)
-    return "\n".join(kept).strip(_JS_SPACE)
+    return "\n".join(kept).strip(JS_SPACE)
 
 
 _DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -194,7 +208,7 @@ def openclaw_duration(text: str, *, default_unit: str = "ms") -> timedelta | Non
     with an optional unit (ms, s, m, h, d; none: ``default_unit``) or units run together
     (``1h30m``), in milliseconds rounded as JavaScript's Math.round; None where OpenClaw
     refuses it."""
-    raw = text.strip(_JS_SPACE).lower()
+    raw = text.strip(JS_SPACE).lower()
     one = _DURATION_ONE.fullmatch(raw)
     if one:
         total = float(one.group(1)) * _DURATION_MS[one.group(2) or default_unit]
@@ -240,7 +254,7 @@ def heartbeat_reply_to_deliver(reply: str, *, ack_max_chars: int = HEARTBEAT_ACK
     deliver the marks left over (``****`` of ``**HEARTBEAT_OK**``) when its
     ackMaxChars is below their length.
     """
-    text = reply.strip(_JS_SPACE)
+    text = reply.strip(JS_SPACE)
     if not text or _BARE_TOKEN.fullmatch(text) or is_silent_reply(reply):
         return None
     unwrapped = _EDGE_MARKS.sub("", _NBSP_ENTITY.sub(" ", _TAG.sub(" ", text)))
@@ -264,9 +278,9 @@ def is_silent_reply(reply: str) -> bool:
     (``_NO_REPLY_.``), as a JSON string (``"NO_REPLY"``) or as ``{"action": "NO_REPLY"}``. OpenClaw
     also takes it after a reasoning block (``<think>...</think>``, ``Thinking:``), which hb does not
     read."""
-    if _SILENT_EXACT.fullmatch(reply) or _SILENT_EXACT.fullmatch(_strip_punctuation(reply.strip(_JS_SPACE))):
+    if _SILENT_EXACT.fullmatch(reply) or _SILENT_EXACT.fullmatch(_strip_punctuation(reply.strip(JS_SPACE))):
         return True
-    text = reply.strip(_JS_SPACE)
+    text = reply.strip(JS_SPACE)
     if SILENT_TOKEN not in text or text[:1] + text[-1:] not in ('""', "{}"):
         return False
     try:
@@ -277,9 +291,9 @@ def is_silent_reply(reply: str) -> bool:
         return (
             list(value) == ["action"]
             and isinstance(value["action"], str)
-            and value["action"].strip(_JS_SPACE) == SILENT_TOKEN
+            and value["action"].strip(JS_SPACE) == SILENT_TOKEN
         )
-    return isinstance(value, str) and value.strip(_JS_SPACE) == SILENT_TOKEN
+    return isinstance(value, str) and value.strip(JS_SPACE) == SILENT_TOKEN
 
 
 def _strip_punctuation(text: str) -> str:
@@ -331,15 +345,15 @@ def _peel_token(text: str) -> tuple[str, bool]:
             marks = ""
             break
         end = head_end
-        marks = tail.strip(_JS_SPACE)
-    return _SPACE_RUN.sub(" ", text[start:end] + marks).strip(_JS_SPACE), peeled
+        marks = tail.strip(JS_SPACE)
+    return _SPACE_RUN.sub(" ", text[start:end] + marks).strip(JS_SPACE), peeled
 
 
 def _inner(text: str, start: int, end: int) -> tuple[int, int]:
     """The span of ``text[start:end]`` once JavaScript's white space is trimmed off both ends."""
-    while start < end and text[start] in _JS_SPACE:
+    while start < end and text[start] in JS_SPACE:
         start += 1
-    while end > start and text[end - 1] in _JS_SPACE:
+    while end > start and text[end - 1] in JS_SPACE:
         end -= 1
     return start, end
 

@@ -16,7 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from heartbeat.errors import InvalidInput
-from heartbeat.rules.checklist import HEARTBEAT_OK, PeriodicTask, is_effectively_empty, without_periodic_tasks
+from heartbeat.rules.checklist import (
+    HEARTBEAT_OK,
+    JS_SPACE,
+    PeriodicTask,
+    is_effectively_empty,
+    without_periodic_tasks,
+)
 
 
 @dataclass(frozen=True)
@@ -99,7 +105,9 @@ def render_brief(
     its block, and nothing at all while none is due.
     """
     if due_tasks is None:
-        parts = [] if is_effectively_empty(checklist) else [(checklist or "").strip()]
+        # (trimmed as the emptiness test reads it: a checklist of a U+0085 is not empty to
+        # OpenClaw, so it is no blank brief either)
+        parts = [] if is_effectively_empty(checklist) else [(checklist or "").strip(JS_SPACE)]
     elif not due_tasks:
         parts = []
     else:

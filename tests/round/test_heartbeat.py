@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -306,6 +307,105 @@ def test_a_failed_write_back_still_prints_the_messages_the_round_sent(
             "the files were not written back (memory/heartbeat-state.json: Operation not permitted); "
             "the next sync retries"
         ]
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_tick_stopped_during_its_export_has_printed_the_messages_the_round_sent(
+    sh: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch, as_json: bool
+) -> None:
+    """The round records its reminder as sent, then the closing export takes its time (seconds
+    on a large workspace). A tick stopped there (Ctrl-C, or SIGTERM from a supervisor) had
+    printed nothing, and the next ticks held the reminder back as sent: the brief now goes out
+    as soon as the round has committed, and ``--json`` prints the round's document, marked
+    interrupted."""
+    from heartbeat.ops import round as round_ops
+
+    sh("add", "urgent", "--due", "2026-05-01T09:00Z", "--next-action", "pay now")
+
+    def stopped(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(round_ops, "_export_after_round", stopped)
+    args = ("--json",) if as_json else ()
+    result = sh(*args, "--now", "2026-05-01T10:00Z", "heartbeat", code=130)
+    if as_json:
+        doc = json.loads(result.stdout)
+        assert doc["interrupted"] is True and doc["export"] is None
+        assert doc["round"]["sent"] == 1 and "pay now" in doc["brief"]
+    else:
+        assert "pay now" in result.stdout
+    assert [d["decision"] for d in decisions(sh)] == ["sent"]
+    assert [r["status"] for r in runs(sh, "heartbeat")] == ["error"]  # and the guard given back
+    monkeypatch.undo()
+    assert sh("--now", "2026-05-01T10:05Z", "heartbeat").stdout == "HEARTBEAT_OK\n"
+
+
+def test_sigterm_stops_a_heartbeat_as_ctrl_c_does_and_gives_the_guard_back(
+    sh: Runner, workspace: Path
+) -> None:
+    """``timeout hb heartbeat`` (or a supervisor) sends SIGTERM: by default the process died
+    holding the workspace guard, and every heartbeat and poke exited 75 for the guard's whole
+    lifetime (10 minutes). It now stops as on Ctrl-C, with exit 143."""
+    import signal
+
+    fifo = workspace / "HEARTBEAT.md"
+    os.mkfifo(fifo)
+    held = os.open(fifo, os.O_RDWR)  # a writer that never writes: the tick waits on it (15 s)
+    env = {**os.environ, "HB_WORKSPACE": str(workspace)}
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "heartbeat", "heartbeat"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        deadline = time.monotonic() + 10
+        while not runs(sh, "heartbeat") and time.monotonic() < deadline:
+            time.sleep(0.05)  # until it holds the guard
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        os.close(held)
+    fifo.unlink()
+
+    assert proc.returncode == 143, err
+    assert err.decode() == (
+        "hb: terminated (SIGTERM): stopped before it finished (what it had not committed was rolled back)\n"
+    )
+    assert sh("heartbeat").stdout == "HEARTBEAT_OK\n"  # the guard was given back
+    assert sh("poke", "hello").exit_code == 0
+    first = runs(sh, "heartbeat")[0]
+    assert first["status"] == "error" and first["detail"]["error"] == "terminated (SIGTERM)"
+
+
+def test_periodic_tasks_keep_their_last_runs_while_the_tasks_block_is_out(
+    sh: Runner, workspace: Path
+) -> None:
+    """The last runs of HEARTBEAT.md's periodic tasks were looked for in the last 20 heartbeats
+    only: a weekly task, its block taken out for a day's rework (48 ticks), was given out again
+    the day it came back. Every tick now carries the last runs on."""
+    block = "tasks:\n  - name: review\n    interval: 7d\n    prompt: Weekly review\n"
+    write(workspace / "HEARTBEAT.md", block)
+    assert "review: Weekly review" in sh("--now", "2026-05-04T09:00", "heartbeat").stdout
+    write(workspace / "HEARTBEAT.md", "# Checks\n\n- Look at the inbox\n")
+    start = datetime(2026, 5, 4, 9, 30)
+    for n in range(48):  # every half hour until 09:00 the next day
+        sh("--now", (start + timedelta(minutes=30 * n)).isoformat(), "heartbeat")
+    write(workspace / "HEARTBEAT.md", block)
+    assert sh("--now", "2026-05-06T09:00", "heartbeat").stdout == "HEARTBEAT_OK\n"
+    assert "review: Weekly review" in sh("--now", "2026-05-11T09:00", "heartbeat").stdout
+
+
+@pytest.mark.parametrize("checklist", ["\x85", "\x1f\n", "\u0085\u001c"])
+def test_a_checklist_of_characters_python_trims_is_no_blank_brief(
+    sh: Runner, workspace: Path, checklist: str
+) -> None:
+    """OpenClaw trims with JavaScript's whitespace, which has no U+0085 or U+001C..U+001F: such a
+    HEARTBEAT.md is an instruction to it, so the brief is it, never an empty line."""
+    write(workspace / "HEARTBEAT.md", checklist)
+    tick = sh.json("heartbeat")
+    assert tick["ok"] is False
+    assert tick["brief"] == checklist.strip("\n")
 
 
 def test_a_heartbeat_reports_a_read_only_file_as_not_written(sh: Runner, workspace: Path) -> None:
