@@ -274,6 +274,11 @@ class NotSent(HbError):
     exit_code = 20
 
 
+class Unavailable(HbError):
+    """The ledger cannot answer now: its file went away under a running ``hb serve`` (503 over
+    HTTP; a read would have made an empty ledger in its place, a poke put its task there)."""
+
+
 class Interrupted(HbError):
     """Ctrl-C (SIGINT) stopped the command; what it was doing was cancelled (128 + SIGINT)."""
 

@@ -71,7 +71,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from heartbeat.errors import Busy, HbError, InvalidInput, NotFound, busy_reason, failure_line
+from heartbeat.errors import Busy, HbError, InvalidInput, NotFound, Unavailable, busy_reason, failure_line
 from heartbeat.formats import strict_json
 from heartbeat.web import app as web
 from heartbeat.web.sessions import Sessions, session_of
@@ -234,7 +234,6 @@ class PokeServer(ThreadingHTTPServer):
     crosses threads.
     """
 
-    daemon_threads = True
     # connections the kernel holds for accept(): socketserver's 5 left a burst of clients
     # waiting on SYN retries (up to 27 s for 64 at once) instead of served or refused with 503
     request_queue_size = 4 * MAX_CONNECTIONS
@@ -249,17 +248,33 @@ class PokeServer(ThreadingHTTPServer):
     ) -> None:
         self.open_ledger = open_ledger
         self.token = token
-        self.log = log
+        self.log = None if log is None else self._quiet_when_gone(log)
         self.ledger_file = ledger_file  # what the log names for a database error (SQLite)
         self.poke_lock = threading.Lock()
         self.sessions = Sessions()
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.handlers: set[threading.Thread] = set()  # the requests being answered
+        self.handlers_lock = threading.Lock()
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         super().__init__(address, PokeHandler)
         self.loopback = is_loopback(str(self.server_address[0]))  # Host then names loopback too
 
+    def _quiet_when_gone(self, log: Callable[[str], None]) -> Callable[[str], None]:
+        """``log``, dropped once it cannot be written (its reader went away: ``hb serve 2>&1 |
+        head``): Python's HTTP server logs a request before its answer, so a failing log left
+        every request unanswered, a poke committed all the same (and sent again by its client)."""
+
+        def logged(message: str) -> None:
+            try:
+                log(message)
+            except (OSError, ValueError):  # (ValueError: the log's file was closed)
+                self.log = None
+
+        return logged
+
     def process_request(self, request: Any, client_address: Any) -> None:
+        """A thread answers the connection, holding one of the slots until it is done."""
         if not self.slots.acquire(blocking=False):  # too many at once: refuse, do not queue
             error = f"too many connections at once (over {MAX_CONNECTIONS}); try again in a moment"
             with contextlib.suppress(OSError):
@@ -268,17 +283,36 @@ class PokeServer(ThreadingHTTPServer):
                 self.log(f"{client_address[0]} - - 503: {error}")
             self.shutdown_request(request)
             return
+        thread = threading.Thread(target=self._answer, args=(request, client_address), daemon=True)
         try:
-            super().process_request(request, client_address)
-        except BaseException:
+            with self.handlers_lock:
+                self.handlers.add(thread)
+            thread.start()
+        except BaseException:  # (no thread: the slot is given back here)
+            with self.handlers_lock:
+                self.handlers.discard(thread)
             self.slots.release()
             raise
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
+    def _answer(self, request: Any, client_address: Any) -> None:
         try:
-            super().process_request_thread(request, client_address)
+            self.process_request_thread(request, client_address)
         finally:
+            with self.handlers_lock:
+                self.handlers.discard(threading.current_thread())
             self.slots.release()
+
+    def finish_requests(self, within: float) -> int:
+        """Wait up to ``within`` seconds for the requests being answered (a poke holds the
+        workspace guard until it has answered); how many are still running then."""
+        deadline = time.monotonic() + within
+        while True:
+            with self.handlers_lock:
+                running = [t for t in self.handlers if t.is_alive()]
+            left = deadline - time.monotonic()
+            if not running or left <= 0:
+                return len(running)
+            running[0].join(left)
 
     def redact(self, text: str) -> str:
         """``text`` with the token and any bearer credentials blanked, for the log; so is each
@@ -563,6 +597,9 @@ class PokeHandler(BaseHTTPRequestHandler):
         except Busy as exc:
             self._reply(HTTPStatus.CONFLICT, {"error": exc.message})
             return
+        except Unavailable as exc:
+            self._reply(HTTPStatus.SERVICE_UNAVAILABLE, {"error": exc.message})
+            return
         except HbError as exc:
             self._reply(HTTPStatus.BAD_REQUEST, {"error": exc.message})
             return
@@ -820,24 +857,39 @@ def is_loopback(address: str) -> bool:
     return bool(ip.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
-class _Stop(Exception):
-    """SIGTERM: leave serve_forever like Ctrl-C does."""
+# How long a stopped server waits for the requests it is answering: past the 30 s a poke may
+# wait for a locked database, and the 10 s a slow client has to send its request.
+STOP_WAIT = 35.0
 
 
 def serve(server: PokeServer) -> None:
-    """Serve until interrupted: Ctrl-C or SIGTERM stop it cleanly (the socket is closed, no
-    traceback, exit 0)."""
+    """Serve until stopped: SIGTERM or Ctrl-C stop taking requests, the ones being answered
+    finish (up to :data:`STOP_WAIT` seconds; a poke gives the workspace guard back), the socket
+    is closed: no traceback, exit 0.
+
+    The signals ask the serving loop to end (``shutdown``, from a thread of its own) rather than
+    raising where the main thread happens to be: raised while it started a request's thread,
+    socketserver took the exception for that request's failure and served on."""
+    main = threading.current_thread() is threading.main_thread()  # signals reach it alone
+    stopping = threading.Event()
 
     def stop(_signum: int, _frame: Any) -> None:
-        raise _Stop
+        if not stopping.is_set():
+            stopping.set()
+            threading.Thread(target=server.shutdown, name="hb-serve-stop", daemon=True).start()
 
-    main = threading.current_thread() is threading.main_thread()  # signals reach it alone
-    previous = signal.signal(signal.SIGTERM, stop) if main else None
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)} if main else {}
     try:
         server.serve_forever()
-    except (KeyboardInterrupt, _Stop):
-        print("hb serve: stopped", file=sys.stderr)
+    except KeyboardInterrupt:  # (a caller elsewhere than the main thread keeps its own SIGINT)
+        pass
     finally:
-        if main:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        left = server.finish_requests(STOP_WAIT)
         server.server_close()
+        with contextlib.suppress(OSError, ValueError):  # (a log whose reader went away)
+            print(
+                "hb serve: stopped" + (f" ({left} requests still running)" if left else ""),
+                file=sys.stderr,
+            )

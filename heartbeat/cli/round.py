@@ -328,6 +328,7 @@ def serve(host: str, port: int, token_file: str | None) -> None:
       # the dashboard: open http://127.0.0.1:8787/login?token=... once, then http://127.0.0.1:8787/
     """
     from heartbeat import serve as serve_mod
+    from heartbeat.errors import NotFound, Unavailable
     from heartbeat.ledger import Ledger
 
     st = state()
@@ -339,7 +340,11 @@ def serve(host: str, port: int, token_file: str | None) -> None:
         warn(exposed)
 
     def open_ledger() -> Ledger:
-        return Ledger.open(workspace=ledger.workspace, db=st.db, now=st.now)
+        # made once above: a file gone since is refused, not made anew (and shown as empty)
+        try:
+            return Ledger.open(workspace=ledger.workspace, db=st.db, now=st.now, create=False)
+        except NotFound as exc:
+            raise Unavailable(exc.message) from None
 
     server = serve_mod.make_server(
         open_ledger,

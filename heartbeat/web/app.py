@@ -24,7 +24,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from heartbeat.errors import HbError, InvalidInput, NotFound, busy_reason, failure_line
+from heartbeat.errors import HbError, InvalidInput, NotFound, Unavailable, busy_reason, failure_line
 from heartbeat.formats import strict_json
 
 if TYPE_CHECKING:
@@ -139,6 +139,8 @@ def page(
         params = Params.parse(query)
         with open_ledger() as ledger:
             data = PAGES[name](ledger, params)
+    except Unavailable as exc:
+        return _error(503, "The ledger is gone", exc.message, as_json)
     except NotFound as exc:
         return _error(404, "Not found", exc.message, as_json)
     except InvalidInput as exc:
