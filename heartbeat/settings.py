@@ -237,9 +237,14 @@ def _validated(name: str, k: Key, value: Any) -> Any:
         first = exc.errors()[0]
         message = str(first["msg"]).removeprefix("Value error, ")
         shown = repr(value)
-        got = "" if shown in message else f" (got {shown})"  # the reason may quote it already
+        got = "" if shown in message else f" (got {_clipped(shown)})"  # the reason may quote it already
         raise InvalidInput(f"setting {name}: {message}{got}") from None
     return getattr(model, k.field)
+
+
+def _clipped(shown: str, width: int = 40) -> str:
+    """A value as a message quotes it: ``1e308`` read as a whole number is 309 digits."""
+    return shown if len(shown) <= width else f"{shown[: width - 12]}... ({len(shown)} characters)"
 
 
 def parse_value(name: str, text: str) -> Any:

@@ -167,22 +167,37 @@ def settings_from_state(state: HeartbeatState, problems: dict[str, str] | None =
     return settings
 
 
+# The times that say when something last happened (nextScanAt is the one that looks ahead).
+LAST_FACTS = frozenset(FACT_PATHS) - {"todo_watch.next_scan_at"}
+
+
 def facts_from_state(
-    state: HeartbeatState, *, tz: tzinfo | None = None, problems: dict[str, str] | None = None
+    state: HeartbeatState,
+    *,
+    tz: tzinfo | None = None,
+    problems: dict[str, str] | None = None,
+    not_after: datetime | None = None,
 ) -> dict[str, datetime | None]:
     """The times the file holds (only keys present), as aware datetimes; null -> None.
 
     Reads ISO 8601 with an offset, epoch seconds (or milliseconds) numbers, and
     ISO 8601 without an offset as local time in ``tz`` (UTC when not given).
     Raises InvalidInput naming the place for anything else; with ``problems``,
-    such a value is left out and its reason put there instead.
+    such a value is left out and its reason put there instead. With ``not_after``, a last
+    event (:data:`LAST_FACTS`) later than it is one too: a ``lastProactiveAt`` typed as 2062
+    would hold proactive chat back until then.
     """
     facts: dict[str, datetime | None] = {}
     for key, paths in FACT_PATHS.items():
         found = _find(state.doc, paths)
         if found is not None:
             try:
-                facts[key] = _read_time(found[1], _dotted(found[0]), tz or UTC)
+                moment = _read_time(found[1], _dotted(found[0]), tz or UTC)
+                if not_after is not None and moment is not None and key in LAST_FACTS and moment > not_after:
+                    raise InvalidInput(
+                        f"{_dotted(found[0])}: {found[1]!r} is later than now: no last event yet to come"
+                    )
+                facts[key] = moment
             except InvalidInput as exc:
                 if problems is None:
                     raise

@@ -110,6 +110,8 @@ def check(ctx: Context, *, dry_run: bool = False, lang: str | None = None) -> di
     """One round (``hb check``): see :meth:`heartbeat.Ledger.check`."""
     from heartbeat.rules.messages import render_brief
 
+    if not dry_run:  # (as notify and proactive: the runtime may have noted hygiene done there)
+        _read_state_file(ctx)
     now = ctx.now()
     policy = _policy(ctx, lang, now)
     watermark = _watermark(ctx, now)
@@ -559,9 +561,10 @@ def _last_sent(ctx: Context, db: Db, pks: set[int], now: datetime) -> dict[int, 
 
     if not pks:
         return {}
-    since = now - timedelta(hours=ctx.settings.reminder_repeat_hours)
+    window = timedelta(hours=ctx.settings.reminder_repeat_hours)
     last: dict[int, LastReminder] = {}
-    for pk, at, risk, blocker in db.rows(SQL.reminders_sent_since, {"since": db.time(since)}):
+    bounds = {"since": db.time(now - window), "until": db.time(now + window)}
+    for pk, at, risk, blocker in db.rows(SQL.reminders_sent_since, bounds):
         if pk in pks:
             level = parse_risk(risk) if risk else Risk.P2
             moment = read_time(at)
@@ -774,15 +777,26 @@ def _day_bounds(zone: tzinfo, moment: datetime) -> tuple[datetime, datetime]:
 
 
 def _when(ctx: Context, at: datetime | str | None, what: str) -> datetime:
-    from heartbeat.clock import parse_when, to_utc
+    """When a last event happened: now, or ``at``, which may not be later than now (a time to
+    come would hold proactive chat or hygiene back until then, and no later time undoes it)."""
+    from heartbeat.clock import isoformat, parse_when, to_utc
+    from heartbeat.ops.sync.state_files import FUTURE_SLACK
 
+    now = ctx.now()
     if at is None:
-        return ctx.now()
+        return now
     if isinstance(at, str):
-        return parse_when(at, ctx.zone, what=what)
-    if at.tzinfo is None:
-        return parse_when(at.isoformat(), ctx.zone, what=what)
-    return to_utc(at)
+        moment = parse_when(at, ctx.zone, what=what)
+    elif at.tzinfo is None:
+        moment = parse_when(at.isoformat(), ctx.zone, what=what)
+    else:
+        moment = to_utc(at)
+    if moment > now + FUTURE_SLACK:
+        raise InvalidInput(
+            f"{what} {isoformat(moment, ctx.zone)} is later than now ({isoformat(now, ctx.zone)}): "
+            "it records something that happened"
+        )
+    return moment
 
 
 def _iso(zone: tzinfo, moment: datetime | None) -> str | None:

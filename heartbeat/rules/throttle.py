@@ -157,10 +157,13 @@ def _worth_repeating(task: TaskState, risk: Risk, last_sent: LastReminder) -> bo
 
 
 def _within(since: datetime, window: timedelta, now: datetime) -> bool:
+    """Whether the last event is within ``window`` of now, on either side: one recorded later
+    than now (the clock was set back since) holds back only as long as an earlier one would, not
+    until the clock catches up with it (a year, for a clock that was a year ahead)."""
     for moment, what in ((since, "last event"), (now, "now")):
         if moment.tzinfo is None or moment.utcoffset() is None:
             raise InvalidInput(f"{what}: {moment.isoformat()} has no timezone")
-    return now.astimezone(UTC) - since.astimezone(UTC) < window
+    return abs(now.astimezone(UTC) - since.astimezone(UTC)) < window
 
 
 def _hours(value: float, setting: str) -> timedelta:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.conftest import Runner
 from tests.round.conftest import add, decisions, runs
 
@@ -155,3 +157,17 @@ def test_memory_hygiene_due_until_done(sh_db: Runner) -> None:
     assert got["hygiene_due"] is True
     assert got["output"] == "memory hygiene due"
     assert got["hygiene_last_run_at"] == "2026-05-01T10:05:00+08:00"
+
+
+def test_check_reads_what_the_runtime_wrote_to_the_state_file_first(sh_db: Runner, workspace: Path) -> None:
+    """The agent notes memory hygiene done in memory/heartbeat-state.json itself: ``hb notify``
+    and ``hb proactive`` read the file first, ``hb check`` said "memory hygiene due" until a sync
+    ran."""
+    sh_db("config", "set", "hygiene.enabled", "true")
+    assert sh_db("--now", "2026-05-01T10:00", "check").stdout == "memory hygiene due\n"
+    state = workspace / "memory" / "heartbeat-state.json"
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text('{"memoryHygiene": {"enabled": true, "lastRunAt": "2026-05-01T10:30:00+08:00"}}\n')
+    got = sh_db.json("--now", "2026-05-01T11:00", "check")
+    assert got["hygiene_due"] is False
+    assert got["hygiene_last_run_at"] == "2026-05-01T10:30:00+08:00"

@@ -513,3 +513,52 @@ def test_the_daily_cap_counts_the_day_in_the_zone_the_workspace_has_now(sh_db: R
     assert (held["decision"], held["reason"]) == ("suppressed", "daily_cap")
     # the next Tokyo day, the cap is free again
     assert json.loads(sh("--now", "2026-05-06T20:00+09:00", *ask).stdout)["decision"] == "sent"
+
+
+def test_a_last_event_later_than_now_is_kept_as_written_and_not_read(sh_db: Runner, workspace: Path) -> None:
+    """A ``lastProactiveAt`` typed as 2062 held proactive chat back until then, and once the
+    user set it right in the file, the next heartbeat wrote 2062 back over the correction (only a
+    newer time is taken). A last event later than now is a value hb does not read: a warning,
+    the file's value kept as written, the ledger unchanged; the corrected value is read."""
+    sh_db("config", "set", "proactive.enabled", "true")
+    sh_db("config", "set", "quiet_hours", "off")
+    text = '{"proactiveChat": {"lastProactiveAt": "2062-05-01T09:00:00+08:00"}, "memoryHygiene": {}}\n'
+    path = write(workspace / "memory" / "heartbeat-state.json", text)
+
+    tick = sh_db("--now", "2026-05-04T09:00", "sync")
+    assert (
+        f"hb: warning: {path}: proactiveChat.lastProactiveAt: '2062-05-01T09:00:00+08:00' is later than "
+        "now: no last event yet to come: kept as written, not read"
+    ) in tick.stderr
+    kept = json.loads(path.read_text())["proactiveChat"]["lastProactiveAt"]
+    assert kept == "2062-05-01T09:00:00+08:00"
+    assert decisions(sh_db, "proactive") == []
+    asked = sh_db("--now", "2026-05-04T09:00", "proactive", "--topic", "t", "--suggestion", "s", "--json")
+    assert json.loads(asked.stdout)["decision"] == "sent"
+
+    corrected = text.replace("2062-05-01T09:00:00", "2026-05-03T09:00:00")
+    path.write_text(corrected)
+    sh_db("--now", "2026-05-04T10:00", "sync")
+    written = json.loads(path.read_text())["proactiveChat"]["lastProactiveAt"]
+    assert written == "2026-05-04T09:00:00+08:00"  # the ledger's own, later one: no 2062
+    sh_db("--now", "2026-05-04T10:00", "import", "state")  # read, where 2062 was refused
+    path.write_text(text)
+    result = sh_db("--now", "2026-05-04T10:00", "import", "state", code=1)
+    assert "proactiveChat.lastProactiveAt: '2062-05-01T09:00:00+08:00' is later than now" in result.stderr
+
+
+def test_a_huge_number_is_quoted_short_in_its_warning(sh: Runner, workspace: Path) -> None:
+    """``"maxProactivePerDay": 1e308`` is read as a whole number of 309 digits: the warning
+    quoted them all."""
+    path = write(
+        workspace / "memory" / "heartbeat-state.json", '{"proactiveChat": {"maxProactivePerDay": 1e308}}\n'
+    )
+    warned = [
+        line
+        for line in sh("sync").stderr.splitlines()
+        if "maxProactivePerDay" in line or "max_per_day" in line
+    ]
+    assert warned == [
+        f"hb: warning: {path}: setting proactive.max_per_day: Input should be less than or equal to 1000000 "
+        "(got 1000000000000000010979063629... (309 characters)): kept as written, not read"
+    ]

@@ -130,6 +130,20 @@ def test_repeat_hours_setting(sh: Runner, local_task: str) -> None:
     assert notify(sh, "2026-05-01T12:00", local_task, "--risk", "P1")["decision"] == "sent"
 
 
+def test_a_reminder_recorded_later_than_now_holds_back_only_as_long_as_the_window(
+    sh_db: Runner, task: str
+) -> None:
+    """A reminder sent by a clock a year ahead, the clock set right since: every reminder of the
+    task was held back as inside the repeat window until the clock caught up, a year on. The
+    window now reaches as far either side of now."""
+    assert notify(sh_db, "2027-05-01T10:00", task, "--risk", "P1")["decision"] == "sent"
+    assert notify(sh_db, "2026-05-01T10:00", task, "--risk", "P1")["decision"] == "sent"
+    # within the window of that one, and of one recorded three hours ahead (a clock set back)
+    assert notify(sh_db, "2026-05-01T13:00", task, "--risk", "P1", code=20)["reason"] == "repeat_window"
+    assert notify(sh_db, "2026-05-01T16:01", task, "--risk", "P1")["decision"] == "sent"
+    assert notify(sh_db, "2026-05-01T14:00", task, "--risk", "P1", code=20)["reason"] == "repeat_window"
+
+
 def test_notify_other_reasons_and_exit_codes(sh: Runner) -> None:
     bare = add(sh, "No plan yet")
     result = sh("--now", "2026-05-01T10:00", "notify", bare, "--risk", "P1", code=20)
@@ -220,6 +234,29 @@ def test_seen_at_a_given_time(chatty: Runner) -> None:
     assert got == {"kind": "seen", "at": "2026-05-01T12:30:00+08:00"}
     assert proactive(chatty, "2026-05-01T16:00", *TOPIC, code=20)["reason"] == "recent_conversation"
     assert proactive(chatty, "2026-05-01T16:30", *TOPIC)["decision"] == "sent"
+
+
+def test_seen_at_a_time_to_come_is_refused(chatty: Runner) -> None:
+    """``hb seen --at 2062-...`` (a typo) held proactive chat back until 2062, and no later time
+    undid it; the same for ``hb hygiene done --at``. A time past now is refused, and nothing is
+    recorded."""
+    result = chatty("--now", "2026-05-01T16:00", "seen", "--at", "2062-05-01T12:30", code=1)
+    assert result.stderr == (
+        "hb: --at time 2062-05-01T12:30:00+08:00 is later than now (2026-05-01T16:00:00+08:00): "
+        "it records something that happened\n"
+    )
+    chatty("--now", "2026-05-01T16:00", "hygiene", "done", "--at", "2026-05-02T09:00", code=1)
+    assert proactive(chatty, "2026-05-01T16:00", *TOPIC)["decision"] == "sent"
+    # (a few minutes ahead is the same clock read a moment later)
+    assert chatty.json("--now", "2026-05-01T16:00", "seen", "--at", "2026-05-01T16:05")["at"] == (
+        "2026-05-01T16:05:00+08:00"
+    )
+
+
+def test_a_proactive_message_recorded_later_than_now_holds_back_only_the_gap(chatty: Runner) -> None:
+    chatty("config", "set", "quiet_hours", "off")
+    assert proactive(chatty, "2027-05-01T10:00", *TOPIC)["decision"] == "sent"
+    assert proactive(chatty, "2026-05-01T10:00", *TOPIC)["decision"] == "sent"
 
 
 def test_proactive_without_a_suggestion(chatty: Runner) -> None:

@@ -33,9 +33,10 @@ LEFT JOIN (
 WHERE o.at IS NULL OR e.at > o.at
 
 -- name: reminders_sent_since
--- The reminders sent after :since (inside the repeat window), oldest first.
+-- The reminders sent between :since and :until (the repeat window either side of now: one
+-- recorded later than now, the clock set back since, holds back no longer), oldest first.
 SELECT task_pk, at, risk, blocker FROM notifications
-WHERE kind = 'reminder' AND decision = 'sent' AND at > :since
+WHERE kind = 'reminder' AND decision = 'sent' AND at > :since AND at < :until
 ORDER BY at, pk
 
 -- name: last_hygiene

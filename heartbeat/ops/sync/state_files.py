@@ -34,7 +34,7 @@ Neither stops the sync of the other files.
 from __future__ import annotations
 
 from collections.abc import Collection
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -120,6 +120,9 @@ def _rendered(ctx: Context, db: Db, doc: state_fmt.HeartbeatState, path: Path) -
     return text
 
 
+FUTURE_SLACK = timedelta(minutes=10)
+
+
 def _read(
     ctx: Context, doc: state_fmt.HeartbeatState, path: Path, problems: dict[str, str] | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -129,7 +132,10 @@ def _read(
     the runtime owns this file, and one odd value must not stop every heartbeat."""
     try:
         raw = state_fmt.settings_from_state(doc, problems)
-        facts = state_fmt.facts_from_state(doc, tz=ctx.zone, problems=problems)
+        # (a few minutes' slack: the runtime may write its file while hb runs, from the same clock)
+        facts = state_fmt.facts_from_state(
+            doc, tz=ctx.zone, problems=problems, not_after=ctx.now() + FUTURE_SLACK
+        )
         settings = {}
         for key, value in raw.items():
             try:
