@@ -99,6 +99,30 @@ def test_a_record_deleted_from_the_file_is_removed(hb_db: Runner, tasks_file: Pa
     hb_db("show", gone, code=1)
 
 
+@pytest.mark.parametrize("edited_in_ledger", [False, True])
+def test_a_record_deleted_from_the_file_is_removed_by_the_sync_after_an_import_too(
+    hb_db: Runner, tasks_file: Path, edited_in_ledger: bool
+) -> None:
+    """``hb import tasks-json`` keeps the ledger's tasks the file lacks (an import removes
+    nothing), and recorded the file as the text hb read: the next sync took a task deleted from
+    the file by hand for one new in the ledger, wrote it back and handed it out again. The sync
+    after the import now decides as it would have without it."""
+    sync(hb_db)
+    doc = json.loads(tasks_file.read_text())
+    gone = doc["pending"].pop(0)["id"]
+    if edited_in_ledger:
+        hb_db("update", gone, "--title", "edited in the ledger", HB_NOW="2026-05-03T10:30:00Z")
+    tasks_file.write_text(json.dumps(doc, indent=2))
+    hb_db("import", "tasks-json", HB_NOW="2026-05-03T11:00:00Z")
+    assert hb_db.json("show", gone)["id"] == gone  # the import removed nothing
+    out = sync(hb_db, "2026-05-03T11:05:00Z")
+    # as a sync alone decides: removed; edited in the ledger meanwhile, a conflict the file wins
+    assert report(out, "tasks-json")["removed"] == [gone]
+    assert report(out, "tasks-json")["conflicts"] == ([gone] if edited_in_ledger else [])
+    assert gone not in [t.get("id") for t in json.loads(tasks_file.read_text())["pending"]]
+    hb_db("show", gone, code=1)
+
+
 def _script_writes(tasks_file: Path, copy: str, *ids: str) -> None:
     """heartbeat.py's write: the copy it read earlier, with its own additions, over the file."""
     doc = json.loads(copy)

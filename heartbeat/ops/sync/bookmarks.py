@@ -148,11 +148,25 @@ def note_removed(db: Conn, kind: str, entry_id: str, synced_hash: str) -> None:
     file as ``synced_hash`` (the digest of its line's values): the next sync of the file drops a
     line that still reads so, instead of taking it for a new entry. The note lasts until that
     sync, which records the file afresh; a line edited since is the file's, read as new."""
+    _note(db, kind, "removed", [[entry_id, synced_hash]])
+
+
+def note_dropped(db: Conn, kind: str, entries: list[list[str]]) -> None:
+    """Remember that the file hb just imported lacks these entries (``[scope, id, digest]``: the
+    digest the text hb read before held each at), which the import kept in the ledger: they are
+    still the recorded text's, so the next sync reads them as deleted from the file (as it would
+    have without the import) rather than as new in the ledger, to write back. The note lasts
+    until that sync, which records the file afresh."""
+    _note(db, kind, "dropped", entries)
+
+
+def _note(db: Conn, kind: str, key: str, items: list[list[str]]) -> None:
+    """Add ``items`` to the list at ``key`` of the kind's record (none kept: nothing to add to)."""
     row = load(db, kind)
     if row is None or not isinstance(row["skeleton"], dict):
         return
     skeleton = dict(row["skeleton"])
-    skeleton["removed"] = [*skeleton.get("removed", []), [entry_id, synced_hash]]
+    skeleton[key] = [*skeleton.get(key, []), *items]
     save(
         db,
         kind,

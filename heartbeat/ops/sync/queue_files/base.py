@@ -18,7 +18,7 @@ from heartbeat.formats import tasks_json
 from heartbeat.formats.json_edit import Layout
 from heartbeat.formats.tasks_splice import Edit
 from heartbeat.ops.sync import bookmarks
-from heartbeat.ops.sync.files import digest, measure, read_text
+from heartbeat.ops.sync.files import digest, measure, read_text, same_file
 from heartbeat.ops.sync.report import SyncReport
 
 if TYPE_CHECKING:
@@ -237,3 +237,31 @@ def what_to_write(
         return report, None
     remember(db, kind, path, out, now, rendered=rendered)
     return report, out
+
+
+def record_digest(record: tasks_json.QueueRecord) -> str:
+    """What a task looks like in tasks.json: its queue, its status, its blockers and its object.
+
+    The blockers are the ``blocked_on_*`` lists that name the entry, outside its object.
+    """
+    shown = [record.scope, record.status, record.blocked_by, tasks_json.render_task(record)]
+    return digest(json.dumps(shown, sort_keys=False, default=str))
+
+
+def base_records(db: Db, kind: str, path: Path) -> dict[tuple[str, str], str] | None:
+    """The records of the file as hb last read or wrote it (None: no such text)."""
+    row = db.get(SyncStateRow, kind)
+    if row is None or not same_file(row.path, path):
+        return None
+    text = bookmarks.kept_text(row.skeleton, db)
+    if text is None:
+        return None
+    try:
+        doc = tasks_json.parse(text)
+    except FileFormatError:
+        return None
+    records = {(r.scope, r.id): record_digest(r) for r in doc.records}
+    # the entries an import of this text kept in the ledger, the text before it held
+    for scope, task_id, was in (row.skeleton or {}).get("dropped", []):
+        records.setdefault((str(scope), str(task_id)), str(was))
+    return records

@@ -4,7 +4,6 @@ gone from the file removing its task, and the file rendered back."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -12,49 +11,23 @@ from pathlib import Path
 from typing import Any
 
 from heartbeat.db.queue import record_from_row
-from heartbeat.db.rows import SyncStateRow, TaskRow
+from heartbeat.db.rows import TaskRow
 from heartbeat.db.status import TaskStatus
 from heartbeat.db.store import Db
 from heartbeat.db.tasks import record_event, snapshot
-from heartbeat.errors import FileFormatError
 from heartbeat.formats import tasks_json
-from heartbeat.ops.sync import bookmarks
-from heartbeat.ops.sync.files import digest, same_file
 from heartbeat.ops.sync.queue_files.base import (
     SOURCE,
     SQL,
     Event,
     key_text,
+    record_digest,
     rendered_facts,
     tasks_stamp,
     what_to_write,
 )
 from heartbeat.ops.sync.queue_files.tasks import insert_fresh, take_file_version, task_of
 from heartbeat.ops.sync.report import SyncReport
-
-
-def record_digest(record: tasks_json.QueueRecord) -> str:
-    """What a task looks like in tasks.json: its queue, its status, its blockers and its object.
-
-    The blockers are the ``blocked_on_*`` lists that name the entry, outside its object.
-    """
-    shown = [record.scope, record.status, record.blocked_by, tasks_json.render_task(record)]
-    return digest(json.dumps(shown, sort_keys=False, default=str))
-
-
-def base_records(db: Db, kind: str, path: Path) -> dict[tuple[str, str], str] | None:
-    """The records of the file as hb last read or wrote it (None: no such text)."""
-    row = db.get(SyncStateRow, kind)
-    if row is None or not same_file(row.path, path):
-        return None
-    text = bookmarks.kept_text(row.skeleton, db)
-    if text is None:
-        return None
-    try:
-        doc = tasks_json.parse(text)
-    except FileFormatError:
-        return None
-    return {(r.scope, r.id): record_digest(r) for r in doc.records}
 
 
 def set_positions(db: Db, places: Sequence[tuple[TaskRow, int]]) -> None:

@@ -13,6 +13,7 @@ from heartbeat.formats import tasks_json
 from heartbeat.ops.sync.queue_files.base import (
     SOURCE,
     SQL,
+    base_records,
     key_text,
     read_storable,
     remember,
@@ -27,7 +28,6 @@ from heartbeat.ops.sync.queue_files.logs import (
     sync_last_run,
 )
 from heartbeat.ops.sync.queue_files.merge import (
-    base_records,
     merge_records,
     remove_task,
     render_written,

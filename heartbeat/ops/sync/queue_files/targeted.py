@@ -46,13 +46,13 @@ from heartbeat.ops.sync.queue_files.base import (
     SQL,
     key_text,
     ledger_stamp,
+    record_digest,
     rendered_facts,
     storable,
     what_to_write,
 )
 from heartbeat.ops.sync.queue_files.merge import (
     merge_records,
-    record_digest,
     remove_task,
     render_written,
     write_positions,

@@ -19,10 +19,12 @@ from heartbeat.db.store import Db
 from heartbeat.db.tasks import record_event, snapshot
 from heartbeat.formats import tasks_json
 from heartbeat.formats.tasks_json import priority_rank
+from heartbeat.ops.sync import bookmarks
 from heartbeat.ops.sync.queue_files.base import (
     SOURCE,
     SQL,
     Event,
+    base_records,
     current_text,
     key_text,
     last_document,
@@ -71,6 +73,7 @@ def _import_tasks(db: Db, text: str, path: Path, now: datetime, actor: str) -> I
     doc = read_storable(db, path, text, SOURCE, tasks_json.parse)
     report = ImportReport(SOURCE, str(path), warnings=list(doc.warnings))
     existing = {(t.scope, t.id): t for t in db.load(TaskRow, SQL.tasks_json_tasks)}
+    before = base_records(db, SOURCE, path)  # the text hb read from this file before
     fresh: list[tasks_json.QueueRecord] = []
     events: list[Event] = []
     created = {"file": str(path)}
@@ -87,6 +90,11 @@ def _import_tasks(db: Db, text: str, path: Path, now: datetime, actor: str) -> I
         report.updated.append(key_text(record.scope, record.id))
     insert_fresh(db, fresh, events, now, actor)
     remember(db, SOURCE, path, text, now)
+    if before:  # entries deleted from the file by hand, which the import removes not: still deleted
+        in_file = {(r.scope, r.id) for r in doc.records}
+        dropped = [[*key, was] for key, was in before.items() if key not in in_file and key in existing]
+        if dropped:
+            bookmarks.note_dropped(db, SOURCE, dropped)
     return report
 
 
