@@ -770,3 +770,34 @@ def test_a_value_nested_as_deep_as_json_reads_goes_through_every_command(hb: Run
     assert doc["completed"][0]["x"] == json.loads(deep)
     # an --outcome deeper than 500 levels is text (see tasks_json.outcome_value)
     assert json.loads((path.parent / "last-run.json").read_text())["outcome"] == {"result": deep}
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "text"),
+    [
+        (
+            "errors-json",
+            "errors.json",
+            '[{"timestamp":"2026-05-01T00:00:00Z","task_id":"x","assigned_skill":null,"reason":"r",'
+            '"trace_id":null,"decision_log":{"n":1e999},"resolved":false}]',
+        ),
+        (
+            "last-run",
+            "last-run.json",
+            '{"timestamp":"2026-05-01T00:00:00Z","task_id":"x","status":"completed","outcome":{"a":1e999}}',
+        ),
+    ],
+)
+def test_an_export_to_stdout_is_the_file_hb_read_as_tasks_json_is(
+    hb: Runner, workspace: Path, kind: str, name: str, text: str
+) -> None:
+    """``hb export errors-json -`` rendered the log afresh (``json.dumps``' layout, ``1e999`` as
+    ``Infinity``) where the export onto the file found it unchanged: with no file to lay the
+    ledger over, it is laid over the text hb last read, as tasks.json's is."""
+    state = workspace / ".agent" / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    (state / name).write_text(text)
+    hb("import", kind)
+    assert hb("export", kind, "-").stdout == text
+    assert hb("export", kind).stdout == f"{state / name}: unchanged\n"
+    assert (state / name).read_text() == text

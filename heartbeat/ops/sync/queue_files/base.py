@@ -150,11 +150,16 @@ def unchanged_warnings(db: Db, path: Path, text: str) -> list[str] | None:
         return None  # the merge says what is wrong with it
 
 
+def last_text(db: Db, kind: str) -> str | None:
+    """The text of the file of ``kind`` as hb last read or wrote it (None: none kept)."""
+    row = db.get(SyncStateRow, kind)
+    return bookmarks.kept_text(row.skeleton if row is not None else None, db)
+
+
 def last_document(db: Db) -> tasks_json.TasksDocument:
     """tasks.json as hb last read or wrote it (the four empty legacy lists when never, or when
     the text kept does not read)."""
-    row = db.get(SyncStateRow, SOURCE)
-    text = bookmarks.kept_text(row.skeleton if row is not None else None, db)
+    text = last_text(db, SOURCE)
     if text is not None:
         try:
             return tasks_json.parse(text)

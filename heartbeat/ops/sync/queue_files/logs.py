@@ -18,6 +18,7 @@ from heartbeat.ops.sync.queue_files.base import (
     SQL,
     add_notice,
     current_text,
+    last_text,
     read_storable,
     remember,
     what_to_write,
@@ -94,8 +95,10 @@ def _shown(e: ErrorRow) -> dict[str, Any]:
 
 
 def render_errors(ctx: Context, db: Db, path: Path | None = None) -> str:
-    """errors.json as the ledger has it now, laid over ``path``'s text when that file exists."""
-    return _errors_text(db, current_text(path))
+    """errors.json as the ledger has it now, laid over ``path``'s text when that file exists,
+    else over the text hb last read or wrote (its layout, ``1e999`` as written), as tasks.json is."""
+    source = current_text(path)
+    return _errors_text(db, source if source is not None else last_text(db, "errors-json"))
 
 
 def _errors_text(db: Db, source: str | None) -> str:
@@ -128,8 +131,10 @@ def import_last_run(ctx: Context, db: Db, text: str, path: Path, now: datetime) 
 
 
 def render_last_run(ctx: Context, db: Db, path: Path | None = None) -> str | None:
-    """last-run.json as the ledger has it now, laid over ``path``'s text when that file exists."""
-    return _last_run_text(db, current_text(path))
+    """last-run.json as the ledger has it now, laid over ``path``'s text when that file exists,
+    else over the text hb last read or wrote."""
+    source = current_text(path)
+    return _last_run_text(db, source if source is not None else last_text(db, "last-run"))
 
 
 def _last_run_text(db: Db, source: str | None) -> str | None:
