@@ -404,6 +404,7 @@ def postgresql_answer(url: str, query: str, *, timeout: float) -> Iterator[Answe
             f"sql: cannot connect as the read-only role {who} ({first_line(exc)}); "
             + grant_hint(str(args.get("dbname") or "?"))
         ) from None
+    _load_any_time(con)
     limit = Limit(timeout)
     limit.on_interrupt = con.cancel_safe
     try:
@@ -437,6 +438,31 @@ def postgresql_answer(url: str, query: str, *, timeout: float) -> Iterator[Answe
         with contextlib.suppress(psycopg.Error):  # a connection already broken needs no rollback
             con.rollback()
         con.close()
+
+
+def _load_any_time(con: Any) -> None:
+    """Read a date or timestamp Python cannot hold (``infinity``, ``-infinity``, a year past 9999
+    or before 1, all PostgreSQL's own) as the server's text, as psql shows it: the query failed
+    with "timestamp too large" instead."""
+    from psycopg import DataError
+    from psycopg.types.datetime import DateLoader, TimestampLoader, TimestamptzLoader
+
+    def as_text(base: type[Any]) -> type[Any]:
+        class Loader(base):  # type: ignore[misc]
+            def load(self, data: Any) -> Any:
+                try:
+                    return super().load(data)
+                except DataError:
+                    return bytes(data).decode(self.connection.info.encoding if self.connection else "utf-8")
+
+        return Loader
+
+    for name, base in (
+        ("date", DateLoader),
+        ("timestamp", TimestampLoader),
+        ("timestamptz", TimestamptzLoader),
+    ):
+        con.adapters.register_loader(name, as_text(base))
 
 
 def _result_columns(con: Any, query: str) -> list[str] | None:

@@ -195,6 +195,30 @@ def test_postgres_arrays_hold_their_items_as_json_values_in_every_format(
     ]
 
 
+@pytest.mark.postgres
+def test_postgres_times_python_cannot_hold_are_the_servers_text(pg_url: str, workspace: Path) -> None:
+    """``'infinity'::timestamptz``, ``'-infinity'::date`` and a year past 9999 are PostgreSQL's
+    own values, which a query (say, an open-ended validity column) may return: hb sql failed
+    with "timestamp too large". They are shown as psql shows them."""
+    hb = Runner({"HB_DATABASE_URL": pg_url})
+    hb("init")
+    query = (
+        "SELECT 'infinity'::timestamptz AS t, '-infinity'::date AS d, '12000-01-01'::date AS far, "
+        "'-infinity'::timestamp AS ts, timestamptz '2026-05-01 09:00Z' AS ok"
+    )
+    [row] = strict_json(hb("sql", query, "--format", "json").stdout)
+    assert row == {
+        "t": "infinity",
+        "d": "-infinity",
+        "far": "12000-01-01",
+        "ts": "-infinity",
+        "ok": "2026-05-01T09:00:00+00:00",
+    }
+    assert hb("sql", query, "--format", "csv").stdout.splitlines()[1] == (
+        "infinity,-infinity,12000-01-01,-infinity,2026-05-01T09:00:00+00:00"
+    )
+
+
 def test_sql_usage_and_database_errors_are_one_line(hb: Runner) -> None:
     seed(hb)
     empty = hb("sql", "  ", code=2)
