@@ -815,6 +815,8 @@ def make_server(
 
 def token_path(ledger: Ledger, token_file: str | None) -> Path:
     """The token file to use: the given one, else the workspace default."""
+    if token_file is not None and not token_file.strip():  # ``--token-file "$UNSET"``
+        raise InvalidInput("--token-file is empty: give the path of the file holding the token")
     if token_file:
         return Path(token_file).expanduser()
     default = ledger.workspace / TOKEN_FILE

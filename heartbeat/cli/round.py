@@ -355,7 +355,8 @@ def serve(host: str, port: int, token_file: str | None) -> None:
         ledger_file=st.ledger_file(),
     )
     if not serve_mod.is_loopback(str(server.server_address[0])):
-        warn(f"listening on {host}, not loopback: anyone who can reach it and has the token can poke")
+        shown = host or "every address"  # (--host '' binds them all)
+        warn(f"listening on {shown}, not loopback: anyone who can reach it and has the token can poke")
     info(f"hb serve: listening on {server.url} (POST /poke, GET /healthz, the dashboard at /)")
     from heartbeat.web.app import WEB_EXTRA, html_available
 

@@ -768,6 +768,9 @@ def test_serve_refuses_to_start_without_a_token(sh: Runner, workspace: Path) -> 
     assert "token file is empty" in result.stderr
     result = sh("serve", "--port", "0", "--token-file", "/dev/zero", code=1)
     assert result.stderr == "hb: /dev/zero: not a file that ends (more than 1048576 bytes)\n"
+    # an unset variable (``--token-file "$TOKEN_FILE"``) is no reason to take another file
+    result = sh("serve", "--port", "0", "--token-file", "", code=1)
+    assert result.stderr == "hb: --token-file is empty: give the path of the file holding the token\n"
 
 
 @pytest.mark.slow
