@@ -29,6 +29,9 @@ def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         if name.startswith("HB_") and name != PG_ENV:
             monkeypatch.delenv(name)
     monkeypatch.setenv("TZ", "UTC")
+    # (a command that loses its workspace, as after monkeypatch.undo(), makes its ledger here,
+    # never in the checkout the tests run from)
+    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture

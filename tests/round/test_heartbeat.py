@@ -325,9 +325,10 @@ def test_a_tick_stopped_during_its_export_has_printed_the_messages_the_round_sen
     def stopped(*args: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(round_ops, "_export_after_round", stopped)
     args = ("--json",) if as_json else ()
-    result = sh(*args, "--now", "2026-05-01T10:00Z", "heartbeat", code=130)
+    with monkeypatch.context() as patched:
+        patched.setattr(round_ops, "_export_after_round", stopped)
+        result = sh(*args, "--now", "2026-05-01T10:00Z", "heartbeat", code=130)
     if as_json:
         doc = json.loads(result.stdout)
         assert doc["interrupted"] is True and doc["export"] is None
@@ -336,7 +337,6 @@ def test_a_tick_stopped_during_its_export_has_printed_the_messages_the_round_sen
         assert "pay now" in result.stdout
     assert [d["decision"] for d in decisions(sh)] == ["sent"]
     assert [r["status"] for r in runs(sh, "heartbeat")] == ["error"]  # and the guard given back
-    monkeypatch.undo()
     assert sh("--now", "2026-05-01T10:05Z", "heartbeat").stdout == "HEARTBEAT_OK\n"
 
 
