@@ -353,10 +353,12 @@ def brief(ticked: dict[str, Any], recurring: list[dict[str, Any]]) -> dict[str, 
     the checklist (None when effectively empty), the messages to send with their task ids, and
     the recurrences and proactive tasks due now."""
     round_ = ticked["round"]
-    decisions = {d["message"]: d for d in round_["decisions"] if d.get("message")}
+    # the round's messages are its sent decisions' messages, in their order, then its own (the
+    # hygiene reminder): paired by place, as two tasks of one id in two queues may send one text
+    sent = [d for d in round_["decisions"] if d.get("message")]
     messages = []
-    for text in round_["messages"]:
-        decision = decisions.get(text, {})
+    for at, text in enumerate(round_["messages"]):
+        decision = sent[at] if at < len(sent) and sent[at]["message"] == text else {}
         about = {"task_id": decision.get("id"), "scope": decision.get("scope"), "risk": decision.get("risk")}
         messages.append(compact({**about, "text": text}))
     said = "\n\n".join(m.strip() for m in round_["messages"] if m.strip())

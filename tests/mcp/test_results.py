@@ -130,6 +130,34 @@ def test_the_brief_separates_the_checklist_from_the_messages() -> None:
     assert recurring == {"ok": False, "recurring": [{"id": "morning_briefing"}]}
 
 
+def test_each_message_of_the_brief_is_labelled_with_its_own_task_when_two_queues_hold_one_id(
+    tmp_path: Path,
+) -> None:
+    """Two queues each holding a task "same" with the same title send the same text: each message
+    names its own queue (both were labelled with the second's, the decisions looked up by text)."""
+    with Ledger.open(workspace=tmp_path, now="2026-05-01T10:00") as ledger:
+        for scope in ("_a_extension.q", "_b_extension.q"):
+            ledger.add(
+                "Pay rent",
+                scope=scope,
+                task_id="same",
+                due_at="2026-05-02T10:00",
+                risk="P1",
+                next_action="pay it",
+            )
+    with Ledger.open(workspace=tmp_path, now="2026-05-04T10:00") as ledger:
+        ticked = ledger.heartbeat()
+    messages = brief(ticked, [])["messages"]
+    assert len(messages) == 2 and messages[0]["text"] == messages[1]["text"]
+    assert [(m["task_id"], m["scope"]) for m in messages] == [
+        ("same", "_a_extension.q"),
+        ("same", "_b_extension.q"),
+    ]
+    hygiene = "run hb hygiene"  # a message of the round's own, after the tasks': no task to name
+    ticked["round"]["messages"].append(hygiene)
+    assert brief(ticked, [])["messages"][2] == {"text": hygiene}
+
+
 def test_an_unforeseen_failure_is_one_line_to_the_client_and_the_log(tmp_path: Path) -> None:
     logged: list[str] = []
     with Ledger.open(workspace=tmp_path) as ledger:
