@@ -304,7 +304,7 @@ class LedgerCalls:
         fresh = Ledger.open(workspace=old.workspace, db=old.url, now=old.clock.now, create=False)
         self.ledger = self.reopened = fresh
         self.identity = _file_identity(self.ledger_file)
-        self.log(f"hb mcp: {self.ledger_file} is another file now (replaced); opened it again")
+        self.log(f"{self.ledger_file} is another file now (replaced); opened it again")
         return fresh
 
     def result(self, operation: Callable[[Ledger], dict[str, Any]]) -> CallToolResult:

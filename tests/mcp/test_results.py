@@ -262,7 +262,9 @@ def test_a_ledger_file_replaced_under_the_server_is_opened_again(tmp_path: Path)
     # what the server wrote after the restore is in the file that is there, read by anyone
     with Ledger.open(workspace=tmp_path) as reader:
         assert [t["title"] for t in reader.list()] == ["before the backup", "on the restored ledger"]
-    assert len(logged) == 2 and all("is another file now (replaced)" in line for line in logged)
+    # each line as the log writes it, after "hb mcp: " (the prefix was there twice)
+    replaced = f"{ledger_file} is another file now (replaced); opened it again"
+    assert logged == [replaced, replaced]
 
 
 def test_the_sql_tool_holds_the_rows_it_lists_not_the_whole_answer(tmp_path: Path) -> None:
