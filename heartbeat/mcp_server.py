@@ -12,7 +12,8 @@ Lean by design, because every byte of a tool list or a result is an agent's toke
   characters: the schemas carry no titles, and an optional argument is just its type;
 - a result is compact JSON (the fields an agent acts on; empty ones are left out); a list
   takes ``limit`` and says how many were ``left_out``, and is cut further to stay under
-  :data:`MAX_RESULT` characters; a long text in a listed item is clipped at :data:`MAX_TEXT`.
+  :data:`MAX_RESULT` characters; a long text in a listed item is clipped at :data:`MAX_TEXT`, and
+  so is a JSON object or array (a PostgreSQL json cell) as its JSON text.
 
 A domain error (:class:`heartbeat.errors.HbError`) is a tool error (``isError``) whose text
 is hb's one-line message after its meaning (``claim lost: ...``, ``choose a scope: ...``);
@@ -157,10 +158,15 @@ def compact(obj: dict[str, Any], keys: Sequence[str] | None = None) -> dict[str,
 
 
 def clip(value: Any, limit: int = MAX_TEXT) -> Any:
-    """A text cut to ``limit`` characters, saying how much was left out; other values as they are."""
-    if isinstance(value, str) and len(value) > limit:
-        return value[:limit] + f"… [{len(value) - limit} more characters]"
-    return value
+    """A text cut to ``limit`` characters, saying how much was left out. Another value whose JSON
+    is longer (an object or array: a PostgreSQL json, jsonb or array cell) is its JSON text, cut
+    the same way; other values as they are."""
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[:limit] + f"… [{len(value) - limit} more characters]"
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    text = dumps(value)
+    return value if len(text) <= limit else clip(text, limit)
 
 
 def listing(key: str, items: Sequence[Any], limit: int, *, more: int = 0, **extra: Any) -> dict[str, Any]:

@@ -13,11 +13,14 @@ from heartbeat import Ledger
 from heartbeat.errors import ClaimLost, InvalidInput, QueueExhausted, ScopeRequired, StaleClaims
 from heartbeat.mcp_server import (
     MAX_RESULT,
+    MAX_TEXT,
     LedgerCalls,
     brief,
+    dumps,
     error_text,
     listing,
     slim_schema,
+    table_of,
     unknown_arguments_error,
 )
 
@@ -294,6 +297,45 @@ def test_the_sql_tool_holds_the_rows_it_lists_not_the_whole_answer(tmp_path: Pat
             listed = json.loads(result.content[0].text)  # type: ignore[union-attr]
             assert [row[0] for row in listed["rows"]] == [1, 2] and listed["left_out"] == rows - 2
             assert peak < 20 << 20, f"{peak / (1 << 20):.0f} MiB"
+
+        try:
+            anyio.run(main)
+        finally:
+            calls.close()
+
+
+def test_a_json_cell_longer_than_a_text_may_be_is_clipped_as_its_json_text() -> None:
+    """PostgreSQL hands json, jsonb and array cells over as objects and lists, which were never
+    clipped: one of 30,000 characters left the sql tool's answer with no rows at all, the small
+    row after it left out with it. Such a cell is now its JSON text, clipped as a text is."""
+    big, long = {"a": "x" * 30_000}, ["x"] * 30_000
+    records = [{"j": big, "n": 1}, {"j": {"a": "small"}, "n": 2}, {"j": long, "n": 3}]
+    table = table_of(["j", "n"], records, 100)
+    assert table["left_out"] == 0 and [row[1] for row in table["rows"]] == [1, 2, 3]
+    for (cell, _n), value in zip(table["rows"][::2], (big, long), strict=True):
+        text = dumps(value)
+        assert cell == text[:MAX_TEXT] + f"… [{len(text) - MAX_TEXT} more characters]"
+    assert table["rows"][1][0] == {"a": "small"}  # a short one stays as it is
+
+
+def test_the_sql_tool_clips_a_large_json_cell_on_postgresql(tmp_path: Path, pg_url: str) -> None:
+    from heartbeat.mcp_server import build
+
+    query = (
+        "SELECT json_build_object('a', repeat('x', 30000)) AS j, 1 AS n "
+        "UNION ALL SELECT json_build_object('a', 'small'), 2 "
+        "UNION ALL SELECT to_json(array_fill('x'::text, ARRAY[30000])), 3"
+    )
+    with Ledger.open(workspace=tmp_path, db=pg_url) as ledger:
+        server, calls = build(ledger)
+
+        async def main() -> None:
+            result = await server.call_tool("sql", {"query": query})
+            assert not result.is_error  # type: ignore[union-attr]
+            listed = json.loads(result.content[0].text)  # type: ignore[union-attr]
+            assert listed["left_out"] == 0 and [row[1] for row in listed["rows"]] == [1, 2, 3]
+            assert listed["rows"][0][0].startswith('{"a":"xxx') and listed["rows"][1][0] == {"a": "small"}
+            assert listed["rows"][2][0].endswith(" more characters]")
 
         try:
             anyio.run(main)
