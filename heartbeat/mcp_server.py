@@ -1057,20 +1057,28 @@ class BearerGate:
     the token, as hb serve does: another HTTP version than 1.x is 505, another path than
     :data:`HTTP_PATH` 404 (the SDK's own are text), a request with both Content-Length and
     Transfer-Encoding 400 (h11 would read the chunks and drop the length: a proxy in front
-    may have read the other). After the token, as hb serve does, the body: a Content-Length
+    may have read the other). Bound to loopback (``loopback``), it answers only a Host header
+    hb serve answers (:func:`heartbeat.serve.loopback_host`: 421 for another site's name, which a
+    DNS rebinding points at 127.0.0.1), and only an Origin naming loopback likewise (403), when
+    there is one. After the token, as hb serve does, the body: a Content-Length
     past :data:`MAX_BODY` is 413 before any of it is read, and so is a chunked body as soon as
     it grows past that; the app is handed the body read whole (it holds at most
     :data:`MAX_BODY` bytes here, uvicorn's own buffer stays under its flow-control limit). Each
     refusal closes the connection."""
 
-    def __init__(self, app: Any, token: str) -> None:
+    def __init__(self, app: Any, token: str, *, loopback: bool = False) -> None:
         self.app = app
         self.token = token.encode()
+        self.loopback = loopback
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             if scope.get("http_version") not in ("1.0", "1.1"):  # h11 takes any HTTP/d.d
                 await self.refuse(send, 505, {"error": "HTTP version not supported: use HTTP/1.1"})
+                return
+            elsewhere = _elsewhere(scope.get("headers", ())) if self.loopback else None
+            if elsewhere is not None:
+                await self.refuse(send, *elsewhere)
                 return
             raw = scope.get("raw_path")  # as sent: "/%6dcp" is decoded to the path "/mcp"
             if scope.get("path") != HTTP_PATH or (raw is not None and raw != HTTP_PATH.encode()):
@@ -1124,6 +1132,37 @@ class BearerGate:
         if scheme.lower() != b"bearer" or not credentials.strip():
             return False
         return hmac.compare_digest(credentials.strip(), self.token)
+
+
+def _elsewhere(headers: Sequence[tuple[bytes, bytes]]) -> tuple[int, dict[str, str]] | None:
+    """The refusal of a request to a server bound to loopback from elsewhere: a Host header hb
+    serve refuses (421, in its words), or an Origin that names no loopback address (403: a page
+    of another site). None when both name loopback, or there is none."""
+    from urllib.parse import urlsplit
+
+    from heartbeat.serve import MISDIRECTED, loopback_host
+
+    def first(name: bytes) -> str | None:
+        return next((v.decode("latin-1") for k, v in headers if k.lower() == name), None)
+
+    if not loopback_host(first(b"host")):
+        return 421, {"error": MISDIRECTED}
+    origin = first(b"origin")
+    if origin is None:
+        return None
+    try:
+        parts = urlsplit(origin.strip())
+        named = parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
+    except ValueError:  # an address urlsplit cannot read ("http://[::1")
+        named = False
+    if named and loopback_host(parts.netloc):
+        return None
+    return 403, {"error": FOREIGN_ORIGIN}
+
+
+FOREIGN_ORIGIN = (
+    "the Origin header names no loopback address: this server answers pages of 127.0.0.1, ::1 and localhost"
+)
 
 
 class EnvelopeCheck:
@@ -1210,9 +1249,9 @@ def _json_body(payload: dict[str, str]) -> tuple[bytes, list[tuple[bytes, bytes]
 
 def _json_errors(send: Any) -> Any:
     """An ASGI ``send`` that passes every answer on, but for an error the app answers in text
-    (the SDK's 421 for a Host header, 403 for an Origin, 400 for a Content-Type it does not
-    take): that one goes out as hb's other refusals do, ``{"error": TEXT}`` in JSON, its other
-    headers kept. Answers already JSON (the SDK's JSON-RPC errors) pass as they are."""
+    (the SDK's 400 for a Content-Type it does not take): that one goes out as hb's other
+    refusals do, ``{"error": TEXT}`` in JSON, its other headers kept. Answers already JSON (the
+    SDK's JSON-RPC errors) pass as they are."""
     held: dict[str, Any] | None = None
     parts: list[bytes] = []
 
@@ -1282,9 +1321,16 @@ def serve_http(server: MCPServer[Any], sock: socket.socket, token: str) -> None:
     def stop(_signum: int, _frame: Any) -> None:
         raise _Stop
 
-    host = str(sock.getsockname()[0])
-    sdk_app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
-    app = BearerGate(EnvelopeCheck(sdk_app), token)
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from heartbeat.serve import is_loopback
+
+    # the Host and Origin headers are checked in front, as hb serve checks them: the SDK's own
+    # check took a Host without a port (port 80's) for another site's, and was off for a
+    # loopback address other than 127.0.0.1 and ::1
+    unchecked = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    sdk_app = server.streamable_http_app(streamable_http_path=HTTP_PATH, transport_security=unchecked)
+    app = BearerGate(EnvelopeCheck(sdk_app), token, loopback=is_loopback(str(sock.getsockname()[0])))
     previous = signal.signal(signal.SIGTERM, stop)
     try:
         from heartbeat.mcp_http import http_config
