@@ -52,7 +52,7 @@ import re
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 from http import HTTPStatus
@@ -769,54 +769,224 @@ def _stderr(message: str) -> None:
 # --- transports ------------------------------------------------------------------------------
 
 
-def serve_stdio(server: MCPServer[Any]) -> None:
+def serve_stdio(server: MCPServer[Any]) -> bool:
     """Serve on standard input and output until the client closes them (as the SDK's
-    ``run("stdio")``, with its reading screened by :class:`AnsweredReads`)."""
+    ``run("stdio")``, with its reading screened by :class:`AnsweredReads`), or a signal stops it:
+    True for SIGTERM, KeyboardInterrupt for Ctrl-C, both at once, whatever the client does. A
+    standard output that fails ends the serving too: BrokenPipeError (or ConnectionResetError)
+    when the client went away, :class:`~heartbeat.cli.base.OutputFailed` for another reason (a
+    full disk). A call running then finishes in the ledger's thread; its answer is not sent."""
+    import signal
+
     import anyio
 
-    anyio.run(_serve_stdio, server)
+    stopped_by = anyio.run(_serve_stdio, server)
+    if stopped_by == signal.SIGINT:
+        raise KeyboardInterrupt
+    return stopped_by == signal.SIGTERM
 
 
-async def _serve_stdio(server: MCPServer[Any]) -> None:
+async def _serve_stdio(server: MCPServer[Any]) -> int | None:
+    """Serve (see :func:`serve_stdio`); the signal that stopped it, if one did."""
+    import anyio
     from mcp.server.stdio import stdio_server
 
     lowlevel = getattr(server, "_lowlevel_server", None)  # the SDK's own run_stdio_async serves it so
     if lowlevel is None:  # an SDK that keeps it elsewhere: its own runner, reads unscreened
         await server.run_stdio_async()
+        return None
+    signals: list[int] = []
+    with _standard_input() as wire, _standard_output() as out, anyio.CancelScope() as serving:
+        out.stop = serving.cancel
+        async with anyio.create_task_group() as watching:
+            watching.start_soon(_stop_on_signal, serving, signals)
+            lines = ScreenedLines(wire)
+            async with stdio_server(stdin=cast(Any, lines), stdout=cast(Any, out)) as (
+                read_stream,
+                write_stream,
+            ):
+                lines.answers = write_stream
+                reads = AnsweredReads(read_stream, write_stream)
+                await lowlevel.run(reads, write_stream, lowlevel.create_initialization_options())
+            watching.cancel_scope.cancel()  # the client closed its input: the server is done
+    if out.failed is not None:
+        raise out.failed
+    return signals[0] if signals else None
+
+
+async def _stop_on_signal(serving: Any, signals: list[int]) -> None:
+    """Cancel ``serving`` at the first SIGINT or SIGTERM, noted in ``signals``. asyncio's own
+    Ctrl-C cancels the server too, but waits for the threads reading standard input, so it
+    stopped only when the client closed it; and SIGTERM killed the process mid-write. Signals
+    are the main thread's: elsewhere (an embedding host) they are left as they are."""
+    import signal
+    import threading
+
+    import anyio
+
+    if threading.current_thread() is not threading.main_thread():
         return
-    with _standard_input() as wire:
-        lines = ScreenedLines(wire)
-        async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
-            lines.answers = write_stream
-            reads = AnsweredReads(read_stream, write_stream)
-            await lowlevel.run(reads, write_stream, lowlevel.create_initialization_options())
+    with contextlib.ExitStack() as stack:
+        try:
+            received = stack.enter_context(anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM))
+        except NotImplementedError:  # an event loop without signal handlers: asyncio's Ctrl-C only
+            return
+        async for signum in received:
+            signals.append(signum)
+            serving.cancel()
+            return
+
+
+class _OwnThread:
+    """Blocking calls made one at a time on a daemon thread of their own, awaited as a future: a
+    read of standard input that waits for the client, or a write it does not take, never holds
+    up the server's stop. (The SDK reads and writes on anyio's worker threads, which a
+    cancellation and the interpreter's exit both wait for: a Ctrl-C waited for the client to
+    close its input.)"""
+
+    def __init__(self, name: str) -> None:
+        import queue
+        import threading
+
+        self.jobs: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]]] = queue.SimpleQueue()
+        threading.Thread(target=self._work, name=name, daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            future, job = self.jobs.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(job())
+            except BaseException as exc:  # (handed to the caller, which raises it)
+                future.set_exception(exc)
+
+    async def __call__(self, job: Callable[[], Any]) -> Any:
+        future: Future[Any] = Future()
+        self.jobs.put((future, job))
+        return await asyncio.wrap_future(future)
+
+
+class _Lines:
+    """The protocol's input lines, read on a thread of their own (:class:`_OwnThread`)."""
+
+    def __init__(self, wire: io.TextIOBase) -> None:
+        self.wire = wire
+        self.reader = _OwnThread("hb-mcp-stdin")
+        self.ended = False
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        line: str = "" if self.ended else await self.reader(self.wire.readline)
+        if not line:
+            self.ended = True
+            raise StopAsyncIteration
+        return line
 
 
 @contextmanager
 def _standard_input() -> Iterator[Any]:
-    """The protocol's input, as the SDK's stdio transport claims it: read through a private copy
-    of descriptor 0 while descriptor 0 itself reads the null device (a tool, or a program one
-    runs, reads nothing of the protocol), put back on the way out. Where standard input is not
-    a descriptor (an embedding host's stream), its buffer as it is."""
-    import anyio
-
+    """The protocol's input lines (:class:`_Lines`), as the SDK's stdio transport claims them:
+    read through a private copy of descriptor 0 while descriptor 0 itself reads the null device
+    (a tool, or a program one runs, reads nothing of the protocol), put back on the way out.
+    Where standard input is not a descriptor (an embedding host's stream), its buffer as it is."""
     try:
         fd = sys.stdin.buffer.fileno()
         private = os.dup(fd)  # (not inherited by a program a tool runs)
     except (AttributeError, OSError, ValueError):
         private = -1
     if private <= 2:  # no descriptor, or a standard one was closed: the buffer in place
-        yield anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+        yield _Lines(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
         return
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, fd)
     os.close(null)
-    # never closed: a worker thread may still be blocked reading it after the server stops
+    # never closed: its thread may still be blocked reading it after the server stops
     wire = io.TextIOWrapper(os.fdopen(private, "rb", closefd=False), encoding="utf-8", errors="replace")
     try:
-        yield anyio.wrap_file(wire)
+        yield _Lines(wire)
     finally:
         os.dup2(private, fd)
+
+
+class _Output:
+    """The protocol's output, each message written whole (:func:`_write_whole`) on a thread of
+    its own (:class:`_OwnThread`). The first write that fails is kept (``failed``: the client's
+    going away as BrokenPipeError or ConnectionResetError, any other failure as OutputFailed),
+    ``stop`` is called, and what follows is dropped: the SDK's writer would raise it out of its
+    task group, an internal error, or wait for ever for a reader that will not come back."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.writer = _OwnThread("hb-mcp-stdout")
+        self.failed: OSError | None = None
+        self.stop: Callable[[], None] = lambda: None
+
+    async def write(self, text: str) -> None:
+        if self.failed is not None:
+            return
+        data = text.encode("utf-8")
+        try:
+            await self.writer(lambda: _write_whole(self.fd, data))
+        except (BrokenPipeError, ConnectionResetError) as gone:
+            self.failed = gone
+            self.stop()
+        except OSError as exc:
+            from heartbeat.cli.base import OutputFailed
+
+            self.failed = OutputFailed(exc.errno, exc.strerror)
+            self.stop()
+
+    async def flush(self) -> None:
+        """Nothing to do: each write went out whole."""
+
+
+def _write_whole(fd: int, data: bytes) -> None:
+    """``data`` written to ``fd`` to its last byte (a pipe takes part of a long message; one its
+    reader made non-blocking is waited for when full)."""
+    import select
+
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            select.select([], [fd], [])
+
+
+@contextmanager
+def _standard_output() -> Iterator[_Output]:
+    """The protocol's output (:class:`_Output`), as the SDK's stdio transport claims it: written
+    through a private copy of descriptor 1 while descriptor 1 itself points at standard error
+    (what a tool, or a program one runs, prints never lands in the protocol), put back on the
+    way out. Where standard output is not a descriptor (an embedding host's stream), its own."""
+    try:
+        fd = sys.stdout.fileno()
+        private = os.dup(fd)
+    except (AttributeError, OSError, ValueError):
+        private = -1
+    if private <= 2:
+        yield _HostOutput() if private < 0 else _Output(fd)
+        return
+    os.dup2(2, fd)
+    try:  # (the copy is never closed: its thread may still be blocked writing to it)
+        yield _Output(private)
+    finally:
+        os.dup2(private, fd)
+
+
+class _HostOutput(_Output):
+    """An embedding host's standard output (no descriptor): written through its own stream."""
+
+    def __init__(self) -> None:
+        super().__init__(-1)
+
+    async def write(self, text: str) -> None:
+        if self.failed is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
 
 
 # a request whose id JSON-RPC 2.0 or MCP does not take (null, a fraction, true, an object): the

@@ -81,6 +81,13 @@ def output_failure(exc: OutputFailed) -> str:
     return f"cannot write standard output: {exc.strerror}"
 
 
+def stdout_closed_by_caller() -> bool:
+    """Whether the caller closed standard output (``>&-``): hb's start pointed descriptor 1 at
+    /dev/null then, and marked the stream so that every write fails (:mod:`heartbeat.cli.main`)."""
+    raw = getattr(getattr(sys.stdout, "buffer", None), "raw", None)
+    return bool(getattr(raw, "closed_by_caller", False))
+
+
 def output_closed() -> bool:
     """Whether stdout is a pipe whose reader went away. Then it is pointed at /dev/null, so
     that nothing else written to it (the flush at exit included) fails again."""

@@ -8,7 +8,16 @@ from typing import Any, TypeVar
 
 import click
 
-from heartbeat.cli.base import HbClickError, info, state, warn
+from heartbeat.cli.base import (
+    OUTPUT_CLOSED,
+    OUTPUT_FAILED,
+    HbClickError,
+    devnull_onto,
+    info,
+    state,
+    stdout_closed_by_caller,
+    warn,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -109,9 +118,14 @@ def mcp(over_http: bool, host: str | None, port: int | None, token_file: str | N
     """
     if not over_http and (host is not None or port is not None or token_file is not None):
         raise click.UsageError("--host, --port and --token-file go with --http")
-    if not over_http and (sys.stdin is None or sys.stdout is None):  # started with <&- or >&-
-        closed = "input" if sys.stdin is None else "output"
-        raise click.UsageError(f"standard {closed} is closed: hb mcp speaks MCP over stdio (or give --http)")
+    if not over_http and sys.stdin is None:  # started with <&-
+        raise click.UsageError("standard input is closed: hb mcp speaks MCP over stdio (or give --http)")
+    if not over_http and (sys.stdout is None or stdout_closed_by_caller()):  # started with >&-
+        raise HbClickError(
+            "cannot write standard output: it was closed when hb started; hb mcp speaks MCP over "
+            "stdio (or give --http)",
+            OUTPUT_FAILED,
+        )
     try:
         from heartbeat import mcp_server
     except ImportError as exc:
@@ -122,12 +136,15 @@ def mcp(over_http: bool, host: str | None, port: int | None, token_file: str | N
     ledger = st.ledger()  # opened (created or upgraded) once, before serving
     if not over_http:
         server, calls = mcp_server.build(ledger)
-        try:
-            mcp_server.serve_stdio(server)
-        except KeyboardInterrupt:
-            info("hb mcp: stopped")
+        try:  # (Ctrl-C: KeyboardInterrupt, exit 130; a full disk: OutputFailed, exit 74)
+            terminated = mcp_server.serve_stdio(server)
+        except (BrokenPipeError, ConnectionResetError):  # the client went away: no one to tell
+            devnull_onto(1)
+            raise click.exceptions.Exit(OUTPUT_CLOSED) from None
         finally:
             calls.close()
+        if terminated:
+            info("hb mcp: stopped")
         return
 
     from pathlib import Path

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -632,3 +635,132 @@ def test_the_sql_tool_takes_no_longer_timeout_than_the_setting(ledger_ws: Path) 
             assert (await call(session, "sql", query="SELECT 1 AS one", timeout="30s"))["rows"] == [[1]]
 
     run(main)
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
+
+
+@contextmanager
+def _serving(workspace: Path, **streams: object) -> Iterator[subprocess.Popen[bytes]]:
+    """``hb mcp`` as a client launches it (its standard input a pipe the test holds open),
+    killed if it still runs afterwards, its pipes closed."""
+    params = server_params(workspace)
+    options: dict[str, object] = {
+        "stdin": subprocess.PIPE,
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.PIPE,
+    }
+    proc = subprocess.Popen([params.command, *params.args], env=params.env, **{**options, **streams})  # type: ignore[call-overload]
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(20)
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):  # (a pipe whose reader is gone)
+                    stream.close()
+
+
+def _ended(proc: subprocess.Popen[bytes]) -> tuple[int | None, str]:
+    """The server's exit code within 20 s (None: it was still running, then killed) and its
+    standard error."""
+    try:
+        code: int | None = proc.wait(20)
+    except subprocess.TimeoutExpired:
+        code = None
+        proc.kill()
+        proc.wait(20)
+    assert proc.stderr is not None
+    return code, proc.stderr.read().decode()
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "said"),
+    [
+        (
+            "SIGINT",
+            130,
+            "hb: interrupted: stopped before it finished (what it had not committed was rolled back)",
+        ),
+        ("SIGTERM", 0, "hb mcp: stopped"),
+    ],
+)
+def test_a_signal_stops_a_serving_server_while_its_client_keeps_the_input_open(
+    ledger_ws: Path, signum: str, code: int, said: str
+) -> None:
+    """Ctrl-C stopped the server only once the client closed its input (a thread reading it was
+    waited for), then exit 0; SIGTERM killed it where it stood. Both stop it now: Ctrl-C as any
+    command's (exit 130), SIGTERM as hb serve's (exit 0)."""
+    import signal
+
+    with _serving(ledger_ws) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1  # serving
+        proc.send_signal(getattr(signal, signum))
+        ended, log = _ended(proc)
+    assert ended == code, log
+    assert log.strip().splitlines() == [said]
+
+
+def test_a_client_gone_from_the_output_ends_the_server_quietly_with_141(ledger_ws: Path) -> None:
+    """A client that went away (its end of standard output closed) while its input stays open:
+    the server's answer met EPIPE, which the SDK raised out of its task group, and the server
+    waited for the input to close, then exited 70 (internal error: ExceptionGroup). It ends at
+    once now, as any command whose reader stopped reading: exit 141, nothing said."""
+    with _serving(ledger_ws) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdout.close()
+        proc.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+        proc.stdin.flush()
+        ended, log = _ended(proc)
+    assert (ended, log) == (141, "")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_standard_output_that_cannot_be_written_is_exit_74_in_one_line(ledger_ws: Path) -> None:
+    """``hb mcp > /dev/full`` was exit 70 (internal error: ExceptionGroup); now as any command."""
+    with open("/dev/full", "wb") as full, _serving(ledger_ws, stdout=full) as proc:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+        proc.stdin.flush()
+        ended, log = _ended(proc)
+    assert ended == 74
+    assert log.strip().splitlines() == ["hb: cannot write standard output: No space left on device"]
+
+
+def test_a_closed_standard_output_is_exit_74_and_opens_no_ledger(tmp_path: Path) -> None:
+    """``hb mcp >&-``: hb's start points descriptor 1 at /dev/null, so the server answered into it
+    and exited 0 when the client left. It is refused before the ledger is opened, as README's
+    exit 74 says for an output the caller closed."""
+    import os
+
+    params = server_params(tmp_path / "ws")
+    done = subprocess.run(
+        [params.command, *params.args],
+        input=json.dumps(INITIALIZE) + "\n",
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=params.env,
+        timeout=60,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert done.returncode == 74, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "hb: cannot write standard output: it was closed when hb started; hb mcp speaks MCP over "
+        "stdio (or give --http)"
+    ]
+    assert not (tmp_path / "ws" / ".agent").exists()
