@@ -352,12 +352,20 @@ def _failures_by_task(ctx: Context) -> Stream:
     limit = ""
     if ctx.limit is not None:
         limit, params["limit"] = " LIMIT :limit", ctx.limit
+
+    def last_reason(task: str) -> str:
+        # one seek of ix_errors_scope_task_id_at per task: an OR of the two task conditions
+        # made it a search on the scope alone, every error of the queue read and sorted per task
+        return (
+            f"(SELECT e.reason FROM errors e WHERE e.scope = g.scope AND {task}{inner_window} "
+            "ORDER BY e.at DESC, e.pk DESC LIMIT 1)"
+        )
+
     rows = ctx.r.stream(
         "SELECT g.scope, g.task_id, g.failures, g.retries, g.final_failures, g.max_attempt, "
         "t.attempts, t.status, "
-        "(SELECT e.reason FROM errors e WHERE e.scope = g.scope "
-        "AND (e.task_id = g.task_id OR (e.task_id IS NULL AND g.task_id IS NULL))"
-        f"{inner_window} ORDER BY e.at DESC, e.pk DESC LIMIT 1), g.last_failed_at "
+        f"CASE WHEN g.task_id IS NULL THEN {last_reason('e.task_id IS NULL')} "
+        f"ELSE {last_reason('e.task_id = g.task_id')} END, g.last_failed_at "
         "FROM (SELECT scope, task_id, COUNT(*) AS failures, "
         "SUM(CASE WHEN final THEN 0 ELSE 1 END) AS retries, "
         "SUM(CASE WHEN final THEN 1 ELSE 0 END) AS final_failures, "
