@@ -8,7 +8,8 @@ and 0003), while keeping the indexes a queue operation writes to few:
   (scope, skill, source) groups of ``ix_outcomes_scope_skill_source_duration_s``
   combined; medians and p95 are exact order statistics that read only a
   short range of durations around each (:mod:`heartbeat.reporting.order`);
-- per task (many small groups), one pass in (task, duration) order;
+- per task (many small groups), one query: the tasks ranked (and limited) in SQL, their
+  outcomes in that order by duration, streamed;
 - the queue report reads idle tasks from ``ix_tasks_scope_status_created_at``
   and ready / claimed ones from the queue's own indexes.
 
@@ -17,7 +18,7 @@ The numbers agree with the views of migration 0002 (same median and p95).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, tzinfo
 from itertools import islice, takewhile
@@ -206,7 +207,7 @@ def _outcome_row(
     return (*key, n, ok, n - ok, stats.rate(ok, n), med, p95)
 
 
-def outcomes(by: str, ctx: Context) -> Table:
+def outcomes(by: str, ctx: Context) -> Table | Stream:
     """Outcomes per group: count, successes, failures, success rate, median and p95 duration."""
     if by == "day":
         return _outcomes_by_day(ctx)
@@ -242,33 +243,49 @@ def _outcomes_by_dimension(by: str, ctx: Context) -> Table:
 _CELL_COLUMNS = ("scope", "skill", "source")  # ix_outcomes_scope_skill_source_duration_s
 
 
-def _outcomes_by_task(ctx: Context) -> Table:
-    """Per task (many small groups): one pass over the outcomes in (task, duration) order."""
+def _outcomes_by_task(ctx: Context) -> Stream:
+    """Per task (many small groups), biggest first: one ordered query, streamed.
+
+    The tasks are ranked (and ``--limit`` applied) in SQL; the outcomes of the tasks ranked come
+    in that order, each task's by duration (the database sorts them, spilling to disk as it
+    needs), so only one task's durations are held here, however many tasks the report lists.
+    On SQLite the outcomes are the outer loop and the ranking is looked up through an automatic
+    index (the other way round, each task would search the scope index).
+    """
     where, params = ctx.window.sql("completed_at", ctx.r, prefix="WHERE")
-    rows: list[tuple[Any, ...]] = []
-    key: tuple[Any, ...] | None = None
-    n = ok = 0
-    durations: list[float] = []
-    for scope, task_id, success, duration in ctx.r.stream(
-        f"SELECT scope, task_id, success, duration_s FROM outcomes{where} "
-        "ORDER BY scope, task_id, duration_s",
-        params,
-    ):
-        if (scope, task_id) != key:
-            if key is not None:
-                rows.append(_outcome_row(key, n, ok, stats.median(durations), stats.p95(durations)))
-            key, n, ok, durations = (scope, task_id), 0, 0, []
-        n += 1
-        ok += 1 if success else 0
-        if duration is not None:
-            durations.append(duration)  # ascending within the task (NULLs sort apart)
-    if key is not None:
-        rows.append(_outcome_row(key, n, ok, stats.median(durations), stats.p95(durations)))
-    # biggest groups first, then by key (NULL last) in code-point order
-    rows.sort(key=lambda row: (-row[2], _key_order(row[0]), _key_order(row[1])))
+    window, _ = ctx.window.sql("o.completed_at", ctx.r)
+    limit = ""
     if ctx.limit is not None:
-        rows = rows[: ctx.limit]
-    return _outcomes_table(ctx, ("scope", "task_id"), rows)
+        limit, params["limit"] = " LIMIT :limit", ctx.limit
+    # biggest groups first, then by key in code-point order (scope and task_id are never NULL)
+    found = ctx.r.stream(
+        "SELECT g.scope, g.task_id, o.success, o.duration_s FROM outcomes o CROSS JOIN "
+        f"(SELECT scope, task_id, COUNT(*) AS n FROM outcomes{where} GROUP BY scope, task_id "
+        "ORDER BY COUNT(*) DESC, scope {binary}, task_id {binary}" + limit + ") g "
+        f"WHERE o.scope = g.scope AND o.task_id = g.task_id{window} "
+        "ORDER BY g.n DESC, g.scope {binary}, g.task_id {binary}, o.duration_s",
+        params,
+        OUT_BATCH,
+    )
+
+    def rows() -> Iterator[tuple[Any, ...]]:
+        key: tuple[Any, ...] | None = None
+        n = ok = 0
+        durations: list[float] = []
+        for scope, task_id, success, duration in found:
+            if (scope, task_id) != key:
+                if key is not None:
+                    yield _outcome_row(key, n, ok, stats.median(durations), stats.p95(durations))
+                key, n, ok, durations = (scope, task_id), 0, 0, []
+            n += 1
+            ok += 1 if success else 0
+            if duration is not None:
+                durations.append(duration)  # ascending within the task (NULLs sort apart)
+        if key is not None:
+            yield _outcome_row(key, n, ok, stats.median(durations), stats.p95(durations))
+
+    columns = [("scope", "scope"), ("task_id", "key"), *_OUTCOME_COLUMNS]
+    return Stream([Column(n, k) for n, k in columns], rows(), ctx.zone)
 
 
 def _outcomes_by_day(ctx: Context) -> Table:

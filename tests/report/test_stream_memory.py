@@ -8,6 +8,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import tracemalloc
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -135,3 +136,58 @@ def test_a_report_row_per_task_holds_no_more_for_50000_tasks_than_for_2000(
     assert rows == (50_001 if fmt == "csv" else 50_000)
     # 50,000 rows held would be some 200,000 blocks more
     assert large < small + 5_000, (small, large)
+
+
+def traced_peak(workspace: Path, open_stream: Opener, fmt: str) -> tuple[int, int]:
+    """The most bytes Python held above the start (tracemalloc) from the report's query to its
+    last row written (a report that builds its rows before the first is written counts them
+    too), and the rows written."""
+    rows = 0
+
+    def write(text: str) -> None:
+        nonlocal rows
+        rows += text.count("\n") if fmt == "csv" else text.count('"task_id": "task-')
+
+    with Ledger.open(workspace=workspace, now="2026-05-02T00:00:00Z") as ledger:
+        tracemalloc.start()
+        try:
+            with open_stream(ledger) as stream:
+                WRITERS[fmt](stream, write)
+            _current, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    return peak, rows
+
+
+def _outcomes(workspace: Path, tasks: int) -> None:
+    """One outcome for each of ``tasks`` tasks."""
+    con = sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db")
+    with con:
+        con.execute("DELETE FROM outcomes")
+        con.executemany(
+            "INSERT INTO outcomes (task_id, scope, source, success, completed_at, duration_s) "
+            "VALUES (?, '', 'cli', 1, '2026-05-01 09:00:00.000000', ?)",
+            ((f"task-{i:07d}", i % 97 / 4) for i in range(tasks)),
+        )
+    con.close()
+
+
+@pytest.mark.parametrize("limit", [None, 10])
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_outcomes_per_task_hold_no_more_for_50000_tasks_than_for_2000(
+    hb: Runner, workspace: Path, fmt: str, limit: int | None
+) -> None:
+    """The tasks are ranked in the query (--limit too) and read as they come: every task's row
+    was built and sorted first, then cut to --limit."""
+
+    def outcomes_by_task(ledger: Ledger) -> AbstractContextManager[Stream]:
+        return ledger.report_stream("outcomes", by="task", limit=limit)
+
+    hb("init")
+    _outcomes(workspace, 2_000)
+    small, _ = traced_peak(workspace, outcomes_by_task, fmt)
+    _outcomes(workspace, 50_000)
+    large, rows = traced_peak(workspace, outcomes_by_task, fmt)
+    assert rows == (limit or 50_000) + (1 if fmt == "csv" else 0)
+    # 50,000 rows held would be some 20 MB more
+    assert large < small + 2 * 1024 * 1024, (small, large)
