@@ -168,7 +168,9 @@ def views_section() -> list[str]:
         "`outcomes_by_*` compute the same columns with ordered-set aggregates). Medians are the",
         "mean of the middle two values; p95 is the nearest rank,",
         "the ceil(0.95 n)-th smallest. `outcomes_by_day` groups by UTC day; `hb report outcomes",
-        "--by day` uses the workspace's local days. Notifications carry their local day.",
+        "--by day` uses the workspace's local days. The notification views group by the local",
+        "day stored with each decision (in the zone the workspace had when it was decided);",
+        "`hb report notifications --by day` uses the local days of the zone it has now.",
         "",
     ]
     with tempfile.TemporaryDirectory() as tmp:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta, tzinfo
+from datetime import datetime, time, timedelta, tzinfo
 from itertools import islice, takewhile
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -183,6 +183,14 @@ def _day_span(ctx: Context, table: str, column: str) -> list[tuple[str, datetime
     ]
 
 
+def _day_ranges(ctx: Context, table: str, column: str) -> list[tuple[str, dict[str, Any]]]:
+    """Each local day of :func:`_day_span` with its bounds as parameters ``a`` and ``b``."""
+    return [
+        (name, {"a": ctx.r.time(start), "b": ctx.r.time(end)})
+        for name, start, end in _day_span(ctx, table, column)
+    ]
+
+
 # --- outcomes -------------------------------------------------------------------------------------
 
 _OUTCOME_COLUMNS = (
@@ -338,11 +346,11 @@ def failures(by: str, ctx: Context) -> Table | Stream:
     rows: list[tuple[Any, ...]]
     if by == "day":
         rows = []
-        for name, start, end in _day_span(ctx, "errors", "at"):
+        for name, span in _day_ranges(ctx, "errors", "at"):
             n, tasks, retry, fin = ctx.r.one(
                 f"SELECT COUNT(*), COUNT(DISTINCT task_id), {retries}, {final} FROM errors "
                 "WHERE at >= :a AND at < :b",
-                {"a": ctx.r.time(start), "b": ctx.r.time(end)},
+                span,
             )
             rows.append((name, int(n), int(tasks), int(retry or 0), int(fin or 0)))
         return _table(ctx, [("day", "text"), *counts], rows)
@@ -422,6 +430,13 @@ _DECISION_COLUMNS = (
 )
 
 
+# one local day's decisions: a range of ix_notifications_at
+_DAY_DECISIONS = (
+    "SELECT decision, reason, COUNT(*) FROM notifications WHERE at >= :a AND at < :b "
+    "GROUP BY decision, reason"
+)
+
+
 def _decision_counts(found: Iterable[tuple[Any, Any, int]]) -> tuple[int, ...]:
     """(decision, reason, count) rows -> notifications, sent, suppressed, each reason, other."""
     by_reason = dict.fromkeys(REASONS, 0)
@@ -441,20 +456,20 @@ def notifications(by: str, ctx: Context) -> Table | Stream:
     """Reminder and proactive decisions: sent vs each suppression reason."""
     where, params = ctx.window.sql("at", ctx.r, prefix="WHERE")
     if by in ("day", "kind"):
-        column = "local_day" if by == "day" else "kind"
-        found = ctx.r.rows(
-            f"SELECT {column}, decision, reason, COUNT(*) FROM notifications{where} "
-            f"GROUP BY {column}, decision, reason",
-            params,
-        )
-        grouped: dict[Any, list[tuple[Any, Any, int]]] = {}
-        for key, decision, reason, count in found:
-            grouped.setdefault(key, []).append((decision, reason, int(count)))
-        keys = sorted(grouped, key=_key_order)
-        if by == "day" and keys:  # every day from the first to the last, quiet ones too
-            first, last = date.fromisoformat(keys[0]), date.fromisoformat(keys[-1])
-            keys = [(first + timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]
-        rows = [(key, *_decision_counts(grouped.get(key, []))) for key in keys]
+        if by == "day":  # the local days of the workspace's zone now, as the other reports' days
+            rows = [
+                (name, *_decision_counts(ctx.r.rows(_DAY_DECISIONS, span)))
+                for name, span in _day_ranges(ctx, "notifications", "at")
+            ]
+        else:
+            grouped: dict[Any, list[tuple[Any, Any, int]]] = {}
+            for key, decision, reason, count in ctx.r.rows(
+                f"SELECT kind, decision, reason, COUNT(*) FROM notifications{where} "
+                "GROUP BY kind, decision, reason",
+                params,
+            ):
+                grouped.setdefault(key, []).append((decision, reason, int(count)))
+            rows = [(key, *_decision_counts(grouped[key])) for key in sorted(grouped, key=_key_order)]
         table = _table(ctx, [(by, "key"), *_DECISION_COLUMNS], rows)
         table.sparse = frozenset((*REASONS, "other_reason"))
         return table
