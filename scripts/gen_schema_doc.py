@@ -164,7 +164,7 @@ def views_section() -> list[str]:
     out = [
         "## Views",
         "",
-        "Created by migrations 0002, 0006 and 0009 (shown here as SQLite has them; PostgreSQL's",
+        "Created by migrations 0002, 0006, 0009 and 0012 (shown here as SQLite has them; PostgreSQL's",
         "`outcomes_by_*` compute the same columns with ordered-set aggregates). Medians are the",
         "mean of the middle two values; p95 is the nearest rank,",
         "the ceil(0.95 n)-th smallest. `outcomes_by_day` groups by UTC day; `hb report outcomes",

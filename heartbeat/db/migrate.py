@@ -34,6 +34,7 @@ REVISIONS: tuple[str, ...] = (
     "0009",
     "0010",
     "0011",
+    "0012",
 )
 HEAD = REVISIONS[-1]
 

@@ -1,6 +1,6 @@
 """The reporting views: their names and what their columns mean.
 
-The views themselves are created by migrations 0002, 0006 and 0009 (migrations/versions); this
+The views themselves are created by migrations 0002, 0006, 0009 and 0012 (migrations/versions); this
 module names them for Alembic's comparison (views are not tables) and
 describes them for docs/schema.md. Standard library only: every ``hb``
 invocation that migrates imports it.
@@ -65,7 +65,7 @@ VIEWS: dict[str, tuple[str, dict[str, str]]] = {
             "rank": "1 = the most frequent reason (ties share a rank)",
             "reason": "the error text",
             "failures": "error rows with this reason",
-            "tasks": "distinct tasks that failed this way",
+            "tasks": "distinct tasks (scope and id) that failed this way",
             "final_failures": "of those, failures that left the task failed",
             "first_failed_at": "earliest (UTC)",
             "last_failed_at": "latest (UTC)",

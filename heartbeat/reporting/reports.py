@@ -315,15 +315,21 @@ def _outcomes_by_day(ctx: Context) -> Table:
 # --- failures -------------------------------------------------------------------------------------
 
 
+# failures per task (scope and id: one id in two queues is two tasks) within a grouping's keys;
+# a grouping counts its tasks as COUNT(task_id) over these rows (failures without a task are none)
+_PER_TASK = (
+    "SELECT {keys}scope, task_id, COUNT(*) AS n, SUM(CASE WHEN final THEN 1 ELSE 0 END) AS finals, "
+    "MIN(at) AS first_at, MAX(at) AS last_at FROM errors{where} GROUP BY {keys}scope, task_id"
+)
+
+
 def failures(by: str, ctx: Context) -> Table | Stream:
     """Failures (error rows) and retries: reasons ranked, or per task / skill / scope / day."""
     where, params = ctx.window.sql("at", ctx.r, prefix="WHERE")
-    final = "SUM(CASE WHEN final THEN 1 ELSE 0 END)"
-    retries = "SUM(CASE WHEN final THEN 0 ELSE 1 END)"
     if by == "reason":
         groups = ctx.r.rows(
-            f"SELECT reason, COUNT(*), COUNT(DISTINCT task_id), {final}, MIN(at), MAX(at) "
-            f"FROM errors{where} GROUP BY reason",
+            "SELECT reason, SUM(n), COUNT(task_id), SUM(finals), MIN(first_at), MAX(last_at) "
+            f"FROM ({_PER_TASK.format(keys='reason, ', where=where)}) per_task GROUP BY reason",
             params,
         )
         groups.sort(key=lambda g: (-g[1], g[0]))
@@ -348,16 +354,17 @@ def failures(by: str, ctx: Context) -> Table | Stream:
         rows = []
         for name, span in _day_ranges(ctx, "errors", "at"):
             n, tasks, retry, fin = ctx.r.one(
-                f"SELECT COUNT(*), COUNT(DISTINCT task_id), {retries}, {final} FROM errors "
-                "WHERE at >= :a AND at < :b",
+                "SELECT SUM(n), COUNT(task_id), SUM(n) - SUM(finals), SUM(finals) "
+                f"FROM ({_PER_TASK.format(keys='', where=' WHERE at >= :a AND at < :b')}) per_task",
                 span,
             )
-            rows.append((name, int(n), int(tasks), int(retry or 0), int(fin or 0)))
+            rows.append((name, int(n or 0), int(tasks), int(retry or 0), int(fin or 0)))
         return _table(ctx, [("day", "text"), *counts], rows)
     if by in ("skill", "scope"):
+        keys = "skill, " if by == "skill" else ""
         groups = ctx.r.rows(
-            f"SELECT {by}, COUNT(*), COUNT(DISTINCT task_id), {retries}, {final}, MAX(at) "
-            f"FROM errors{where} GROUP BY {by}",
+            f"SELECT {by}, SUM(n), COUNT(task_id), SUM(n) - SUM(finals), SUM(finals), MAX(last_at) "
+            f"FROM ({_PER_TASK.format(keys=keys, where=where)}) per_task GROUP BY {by}",
             params,
         )
         groups.sort(key=lambda g: (-g[1], _key_order(g[0])))
@@ -495,19 +502,27 @@ def notifications(by: str, ctx: Context) -> Table | Stream:
     limit = ""
     if ctx.limit is not None:
         limit, params["limit"] = " LIMIT :limit", ctx.limit
-    # biggest groups first, then by task (NULL last) in code-point order
+    # a task is its row (task_pk; one id in two queues is two tasks), named by its scope and id;
+    # a decision whose task is gone (or that had none) is kept with the others of its id.
+    # Biggest groups first, then by task id and scope (NULL last) in code-point order.
     per_task = ctx.r.stream(
-        "SELECT task_id, COUNT(*), SUM(CASE WHEN decision = 'sent' THEN 1 ELSE 0 END), "
-        f"MAX(CASE WHEN decision = 'sent' THEN at END), MAX(at) FROM notifications{where} GROUP BY task_id "
-        "ORDER BY COUNT(*) DESC, CASE WHEN task_id IS NULL THEN 1 ELSE 0 END, task_id {binary}" + limit,
+        "SELECT t.scope, g.task_id, g.n, g.sent, g.last_sent_at, g.last_at FROM "
+        "(SELECT task_pk, task_id, COUNT(*) AS n, "
+        "SUM(CASE WHEN decision = 'sent' THEN 1 ELSE 0 END) AS sent, "
+        "MAX(CASE WHEN decision = 'sent' THEN at END) AS last_sent_at, MAX(at) AS last_at "
+        f"FROM notifications{where} GROUP BY task_pk, task_id) g "
+        "LEFT JOIN tasks t ON t.pk = g.task_pk "
+        "ORDER BY g.n DESC, CASE WHEN g.task_id IS NULL THEN 1 ELSE 0 END, g.task_id {binary}, "
+        "CASE WHEN t.scope IS NULL THEN 1 ELSE 0 END, t.scope {binary}" + limit,
         params,
         OUT_BATCH,
     )
     task_rows = (
-        (t, int(n), int(s or 0), int(n) - int(s or 0), ctx.r.read_time(last_sent), ctx.r.read_time(last))
-        for t, n, s, last_sent, last in per_task
+        (scope, t, int(n), int(s or 0), int(n) - int(s or 0), ctx.r.read_time(sent_at), ctx.r.read_time(at))
+        for scope, t, n, s, sent_at, at in per_task
     )
     columns = [
+        ("scope", "scope"),
         ("task_id", "key"),
         ("notifications", "int"),
         ("sent", "int"),

@@ -143,7 +143,7 @@ def test_failure_reasons_ranked_match_the_rows(demo: Demo) -> None:
     for row in rows:
         es = by_reason[row["reason"]]
         assert row["failures"] == len(es)
-        assert row["tasks"] == len({e["task_id"] for e in es if e["task_id"] is not None})
+        assert row["tasks"] == len({(e["scope"], e["task_id"]) for e in es if e["task_id"] is not None})
         assert row["final_failures"] == sum(1 for e in es if e["final"])
         assert stamp(row["first_failed_at"]) == whole_seconds(min(e["at"] for e in es))
         assert stamp(row["last_failed_at"]) == whole_seconds(max(e["at"] for e in es))
@@ -198,7 +198,7 @@ def test_failures_per_group_match_the_rows(demo: Demo, by: str) -> None:
     for k, es in groups.items():
         row = got[k]
         assert row["failures"] == len(es)
-        assert row["tasks"] == len({e["task_id"] for e in es})
+        assert row["tasks"] == len({(e["scope"], e["task_id"]) for e in es if e["task_id"] is not None})
         assert row["final_failures"] == sum(1 for e in es if e["final"])
         assert row["retries"] == len(es) - row["final_failures"]
     assert all(row["failures"] == 0 for k, row in got.items() if k not in groups)
@@ -249,13 +249,15 @@ def test_notifications_by_reason_and_by_task_match_the_rows(demo: Demo) -> None:
     for (kind, _d, _r), row in got.items():
         assert row["share"] == row["notifications"] / per_kind[kind]
 
-    per_task: dict[str | None, list[dict[str, Any]]] = defaultdict(list)
+    # a task is its scope and id (the scope of the task row a decision names)
+    scopes = {t["pk"]: t["scope"] for t in demo.rows("tasks", "pk", "scope")}
+    per_task: dict[tuple[str | None, str | None], list[dict[str, Any]]] = defaultdict(list)
     for n in rows:
-        per_task[n["task_id"]].append(n)
-    by_task = keyed(report(demo, "notifications", by="task"), "task_id")
+        per_task[(scopes.get(n["task_pk"]), n["task_id"])].append(n)
+    by_task = keyed(report(demo, "notifications", by="task"), "scope", "task_id")
     assert set(by_task) == set(per_task)
-    for task_id, ns in per_task.items():
-        row = by_task[task_id]
+    for key, ns in per_task.items():
+        row = by_task[key]
         sent = [n["at"] for n in ns if n["decision"] == "sent"]
         assert (row["notifications"], row["sent"], row["suppressed"]) == (
             len(ns),
