@@ -7,6 +7,7 @@ edge, to a one-line message on stderr. Nothing else should reach the user.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 
@@ -51,12 +52,28 @@ def bad_database_url(url: str) -> InvalidInput:
     return InvalidInput(f"bad database URL {without_password(url)!r}")
 
 
+_KEYWORD_PASSWORD = re.compile(r"(\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|\S+)", re.IGNORECASE)
+
+
+def looks_like_keywords(text: str) -> bool:
+    """Whether ``text`` is a libpq connection string of ``key=value`` words rather than a URL or
+    a path (``host=... dbname=... password=...``, as psql takes)."""
+    return "://" not in text and _KEYWORDS.search(text) is not None
+
+
+_KEYWORDS = re.compile(
+    r"(?:^|\s)(?:host|hostaddr|dbname|user|password|port|sslmode|service)\s*=", re.IGNORECASE
+)
+
+
 def without_password(url: str) -> str:
     """A database URL as a message may show it: a password in it as ``***`` (one that does not
     read as a URL too, whose refusal quoted it whole). Everything up to the last ``@`` after
     the user's name is hidden, so a password holding a raw ``@`` is hidden whole."""
     scheme, sep, rest = url.partition("://")
-    if not sep or "@" not in rest or not scheme.lower().startswith("postgres"):
+    if not sep:  # a libpq "key=value" string: its password's value hidden
+        return _KEYWORD_PASSWORD.sub(r"\1***", url)
+    if "@" not in rest or not scheme.lower().startswith("postgres"):
         return url
     userinfo, _, host = rest.rpartition("@")
     user, colon, _ = userinfo.partition(":")

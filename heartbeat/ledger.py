@@ -26,7 +26,7 @@ from heartbeat import settings as settings_mod
 from heartbeat.context import Context, NowArg
 from heartbeat.db.queue import popped_object
 from heartbeat.db.status import TaskStatus
-from heartbeat.errors import NUL, InvalidInput, NotFound, nul_reason
+from heartbeat.errors import NUL, InvalidInput, NotFound, looks_like_keywords, nul_reason, without_password
 from heartbeat.ops import deferred
 from heartbeat.ops import queue as queue_ops
 
@@ -186,6 +186,11 @@ class Ledger:
         if not ws.is_dir():
             raise NotFound(f"workspace {ws} is not a directory (create it, or pass --workspace)")
         url = db if db is not None else str(default_db_path(ws))
+        if db is not None and looks_like_keywords(db):  # read as a path, it made a SQLite file so named
+            raise InvalidInput(
+                f"--db {without_password(db)!r}: a libpq key=value string is no database URL; write "
+                "postgresql+psycopg://USER:PASSWORD@HOST:PORT/DBNAME (or give a SQLite file's path)"
+            )
         path = sqlite.file_of(url)
         if path is None and sqlite.is_sqlite(url):
             raise InvalidInput(

@@ -43,10 +43,42 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-from heartbeat.errors import HbError, Interrupted
+from heartbeat.errors import HbError, Interrupted, InvalidInput
 
 READER_ROLE = "hb_reader"  # migrations/versions/0004_sql_reader_role.py
 READER_URL_ENV = "HB_SQL_DATABASE_URL"
+# What the role reads: hb's tables and views, by name (migrations/versions/0013_reader_reads_hb_only.py
+# grants them so; tests/migrations holds both lists to the schema at head)
+READER_OBJECTS = (
+    "alembic_version",
+    "errors",
+    "notifications",
+    "outcomes",
+    "recurrences",
+    "runs",
+    "settings",
+    "sync_state",
+    "task_dependencies",
+    "task_events",
+    "tasks",
+    "errors_utc",
+    "failure_reasons",
+    "failures_by_task",
+    "notification_decisions",
+    "notifications_by_day",
+    "notifications_utc",
+    "outcomes_by_day",
+    "outcomes_by_scope",
+    "outcomes_by_skill",
+    "outcomes_by_source",
+    "outcomes_by_task",
+    "outcomes_utc",
+    "queue_depth",
+    "recurrence_runs",
+    "recurrences_utc",
+    "runs_utc",
+    "tasks_utc",
+)
 # the predefined roles that reach outside the database (files, programs)
 SERVER_ROLES = ("pg_read_server_files", "pg_write_server_files", "pg_execute_server_program")
 PROGRESS_STEPS = 1000  # SQLite virtual-machine steps between two looks at the clock
@@ -344,6 +376,13 @@ def reader_connect_args(url: str) -> dict[str, Any]:
     """psycopg's connection arguments for the read-only role on the ledger's database: the
     ledger's URL with the role for user and no password, unless HB_SQL_DATABASE_URL names one."""
     override = os.environ.get(READER_URL_ENV)
+    if override and not urlsplit(override).scheme.lower().startswith("postgres"):
+        from heartbeat.errors import without_password
+
+        raise InvalidInput(  # (a libpq "host=... password=..." string read as a path named it whole)
+            f"{READER_URL_ENV}: {without_password(override)!r} is no postgresql:// URL; "
+            "write it as postgresql://USER:PASSWORD@HOST:PORT/DBNAME"
+        )
     args = _connect_args(override or url)
     if not override:
         args.pop("password", None)
@@ -384,7 +423,7 @@ def grant_hint(dbname: str) -> str:
         f"an administrator can run: CREATE ROLE {READER_ROLE} LOGIN; "
         f'GRANT CONNECT ON DATABASE "{dbname}" TO {READER_ROLE}; '
         f"GRANT USAGE ON SCHEMA public TO {READER_ROLE}; "
-        f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {READER_ROLE} "
+        f"GRANT SELECT ON {', '.join(READER_OBJECTS)} TO {READER_ROLE} "
         f"(and give it a password in {READER_URL_ENV} if the server asks for one)"
     )
 

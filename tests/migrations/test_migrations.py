@@ -390,3 +390,28 @@ def test_a_backup_is_whole_under_its_name_and_a_killed_ones_part_is_removed(tmp_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["heartbeat.db", made.name]
     with closing(sqlite3.connect(made)) as copy:
         assert copy.execute("SELECT x FROM t").fetchall() == [(1,)]
+
+
+def test_the_readers_grants_name_every_table_and_view_at_head(db_url: str) -> None:
+    """0013 grants hb_reader SELECT on hb's objects by name, and hb sql's hint names the same:
+    a table or view a later revision adds is in both lists, or the reader cannot read it."""
+    import importlib.util
+
+    from heartbeat.reporting.sql import READER_OBJECTS
+
+    spec = importlib.util.spec_from_file_location(
+        "_hb_0013",
+        Path(__file__).resolve().parents[2] / "migrations" / "versions" / "0013_reader_reads_hb_only.py",
+    )
+    assert spec is not None and spec.loader is not None
+    revision = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(revision)
+    engine = make_engine(db_url)
+    try:
+        migrate.upgrade(engine, "head")
+        found = inspect(engine)
+        schema = set(found.get_table_names()) | set(found.get_view_names())
+    finally:
+        engine.dispose()
+    assert set(revision.OBJECTS) == schema
+    assert set(READER_OBJECTS) == schema

@@ -292,7 +292,55 @@ def test_hb_sql_refuses_a_role_that_is_not_the_reader(pg_url: str, workspace: Pa
     missing = hb("sql", "SELECT 1", code=1)
     lines = missing.stderr.splitlines()
     assert len(lines) == 1 and "cannot connect as the read-only role hb_no_such_role" in lines[0]
-    assert "GRANT SELECT ON ALL TABLES" in lines[0]
+    assert "GRANT SELECT ON alembic_version, errors, notifications," in lines[0]  # hb's, by name
+    assert "ALL TABLES" not in lines[0]
+
+
+@pytest.mark.postgres
+def test_the_reader_reads_hbs_tables_and_views_and_no_other(pg_url: str, workspace: Path) -> None:
+    """0004 granted hb_reader every table of the schema, and by default privileges every table
+    made there later: another application's table, made by the same role beside hb's, was
+    readable through hb sql (and the MCP sql tool). The role reads hb's own, by name."""
+    from sqlalchemy import create_engine, text
+
+    hb = Runner({"HB_DATABASE_URL": pg_url})
+    seed(hb)
+    engine = create_engine(pg_url)
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE app_secrets (token text)"))
+        conn.execute(text("INSERT INTO app_secrets VALUES ('s3cret')"))
+    engine.dispose()
+    refused = hb("sql", "SELECT token FROM app_secrets", code=1)
+    assert "permission denied for table app_secrets" in refused.stderr and "s3cret" not in refused.stdout
+    assert hb.json("sql", "SELECT count(*) AS n FROM tasks")[0]["n"] > 0
+    assert hb.json("sql", "SELECT count(*) AS n FROM failure_reasons")[0]["n"] >= 0
+
+
+@pytest.mark.postgres
+def test_a_reader_url_that_is_no_url_is_refused_without_its_password(
+    pg_url: str, workspace: Path, monkeypatch: Any
+) -> None:
+    """HB_SQL_DATABASE_URL written as psql takes it (``host=... password=...``) was read as a
+    path: the whole text became the database's name, password included, in the error hb printed
+    (and handed an agent through the MCP sql tool)."""
+    hb = Runner({"HB_DATABASE_URL": pg_url})
+    seed(hb)
+    monkeypatch.setenv("HB_SQL_DATABASE_URL", "host=127.0.0.1 user=hb_reader password=LeakMe42 dbname=x")
+    refused = hb("sql", "SELECT 1", code=1)
+    assert "LeakMe42" not in refused.stderr and "LeakMe42" not in refused.stdout
+    assert refused.stderr == (
+        "hb: HB_SQL_DATABASE_URL: 'host=127.0.0.1 user=hb_reader password=*** dbname=x' is no "
+        "postgresql:// URL; write it as postgresql://USER:PASSWORD@HOST:PORT/DBNAME\n"
+    )
+
+
+def test_a_libpq_string_given_as_db_is_refused_and_makes_no_file(hb: Runner, tmp_path: Path) -> None:
+    """``--db "host=... password=..."`` was taken for a SQLite path: a file of that name was made
+    in the current directory."""
+    refused = hb("--db", "host=127.0.0.1 user=x password=LeakMe42 dbname=y", "list", code=1)
+    assert "LeakMe42" not in refused.stderr
+    assert refused.stderr.startswith("hb: --db 'host=127.0.0.1 user=x password=*** dbname=y': a libpq")
+    assert list(tmp_path.iterdir()) == [tmp_path / "ws"]  # (the workspace the fixtures made)
 
 
 def test_a_value_nested_past_what_python_prints_is_one_line_not_exit_70(pg_url: str, workspace: Path) -> None:
