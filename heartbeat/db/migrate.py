@@ -9,7 +9,8 @@ ahead of this hb is refused.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -102,16 +103,52 @@ def ensure_current(engine: Engine, *, now: Callable[[], datetime], create: bool 
 
         with engine.connect() as conn:
             use_wal(conn.connection.driver_connection)
-    backup = None
-    if rev is not None:
-        path = sqlite_path(str(engine.url))
-        if path is None:
-            raise SchemaError(
-                f"the database is at revision {rev}, behind this hb ({HEAD}); run `hb db upgrade`"
-            )
-        backup = backup_sqlite(path, rev, now())
-    upgrade(engine, "head")
+    path = sqlite_path(str(engine.url))
+    if rev is not None and path is None:
+        raise SchemaError(f"the database is at revision {rev}, behind this hb ({HEAD}); run `hb db upgrade`")
+    if path is None:  # PostgreSQL, new: upgrade() takes its turn (many workers start at once)
+        upgrade(engine, "head")
+        return None
+    with _upgrading(path):  # one process backs up and upgrades; the others find it done
+        with engine.connect().execution_options(hb_readonly=True) as conn:
+            rev = current_revision(conn)
+        if rev == HEAD:
+            return None
+        backup = backup_sqlite(path, rev, now()) if rev is not None else None
+        upgrade(engine, "head")
     return str(backup) if backup else None
+
+
+# How long a process waits for another one's upgrade of the same SQLite ledger.
+UPGRADE_WAIT = 120.0
+
+
+@contextmanager
+def _upgrading(path: Path) -> Iterator[None]:
+    """Hold the upgrade of the SQLite ledger at ``path`` (a lock on a file beside it, taken by
+    ``flock``, which SQLite's own locks never meet): processes that find the ledger behind at
+    once take turns, and the first one's backup in progress is no leftover to the others."""
+    import fcntl
+    import os
+    import time
+
+    from heartbeat.errors import Busy
+
+    lock = os.open(path.with_name(path.name + ".upgrade-lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + UPGRADE_WAIT
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    waited = f"{UPGRADE_WAIT:.0f} s"
+                    raise Busy(f"{path}: another process has been upgrading it for {waited}") from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(lock)  # (closing gives the lock back)
 
 
 def backup_sqlite(path: Path, revision: str, now: datetime) -> Path:
@@ -159,7 +196,14 @@ def _run(engine: Engine, fn: Any, *args: Any) -> None:
                 dbapi.execute("PRAGMA foreign_keys = ON")
         return
     with engine.begin() as conn:
+        # one migration at a time: several workers meeting a new database at once each created
+        # the schema, and all but one failed on a duplicate type (the others wait here, then
+        # find the revision they were to reach, and Alembic does nothing)
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
         fn(alembic_config(conn), *args)
+
+
+_MIGRATION_LOCK = 0x68624D49  # "hbMI": the key of the migration's transaction lock (PostgreSQL)
 
 
 def upgrade(engine: Engine, target: str = "head") -> None:

@@ -415,3 +415,56 @@ def test_the_readers_grants_name_every_table_and_view_at_head(db_url: str) -> No
         engine.dispose()
     assert set(revision.OBJECTS) == schema
     assert set(READER_OBJECTS) == schema
+
+
+def _at_once(workspace: Path, db: str | None, *args: str, n: int = 3) -> list[tuple[int, str]]:
+    """``hb ARGS`` in ``n`` processes started together; each one's exit code and standard error."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HB_WORKSPACE": str(workspace), "HB_NOW": "2026-05-01T09:00:00Z"}
+    if db is not None:
+        env["HB_DATABASE_URL"] = db
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "heartbeat", *args],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(n)
+    ]
+    return [(proc.wait(120), (proc.communicate()[1] or b"").decode()) for proc in procs]
+
+
+@pytest.mark.slow
+def test_processes_meeting_an_older_sqlite_ledger_at_once_upgrade_it_once(workspace: Path) -> None:
+    """Each process that found the ledger behind backed it up and upgraded it: three backups,
+    and now and then one failed ("disk I/O error") as another removed its copy in progress,
+    taken for one a killed process had left. They take turns: one backup, every process served."""
+    db = workspace / ".agent" / "state" / "heartbeat.db"
+    db.parent.mkdir(parents=True)
+    for _round in range(3):
+        engine = make_engine(str(db))
+        migrate.upgrade(engine, "head")
+        migrate.downgrade(engine, "0006")
+        engine.dispose()
+        for old in db.parent.glob("heartbeat.db.*.bak*"):
+            old.unlink()
+        results = _at_once(workspace, None, "add", "at once")
+        assert [code for code, _err in results] == [0, 0, 0], results
+        assert len(list(db.parent.glob("heartbeat.db.*.bak"))) == 1
+        assert not list(db.parent.glob("*.part"))
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_workers_meeting_a_new_postgres_database_at_once_all_start(pg_url: str, workspace: Path) -> None:
+    """Many workers on many machines create the schema on first use: three at once each created
+    it, and all but one failed on a duplicate type ("pg_type_typname_nsp_index"). The migration
+    takes a transaction lock: the others wait, then find the schema made."""
+    results = _at_once(workspace, pg_url, "add", "first day")
+    assert [code for code, _err in results] == [0, 0, 0], results
+    hb = Runner({"HB_DATABASE_URL": pg_url})
+    assert [t["title"] for t in hb.json("list")] == ["first day"] * 3
