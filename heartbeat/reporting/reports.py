@@ -18,6 +18,7 @@ The numbers agree with the views of migration 0002 (same median and p95).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta, tzinfo
@@ -82,15 +83,26 @@ def parse_bound(text: str, zone: tzinfo, now: datetime, what: str) -> datetime:
 
     try:
         return now - parse_duration(text, what=what)
-    except InvalidInput:
-        pass
+    except InvalidInput as exc:
+        as_duration = exc
     try:
         return parse_when(text, zone, what=what)
-    except InvalidInput:
-        raise InvalidInput(
-            f"bad {what} {text!r} (expected an ISO date or time like 2026-05-01 or 2026-05-01T09:00, "
-            "or a duration like 7d)"
-        ) from None
+    except InvalidInput as exc:
+        as_time = exc
+    # the reason of the reading the text was meant for (a duration's "longer than 100 years", a
+    # date's "outside the years hb handles"), else what either may look like
+    if _DURATION_LIKE.fullmatch(text):
+        raise as_duration from None
+    if _DATE_LIKE.match(text):
+        raise as_time from None
+    raise InvalidInput(
+        f"bad {what} {text!r} (expected an ISO date or time like 2026-05-01 or 2026-05-01T09:00, "
+        "or a duration like 7d)"
+    ) from None
+
+
+_DURATION_LIKE = re.compile(r"\s*\d+(?:\.\d+)?\s*[A-Za-z]+\s*")
+_DATE_LIKE = re.compile(r"\s*\d{4}-\d{2}-\d{2}")
 
 
 @dataclass

@@ -181,6 +181,13 @@ def test_bad_input_is_one_line(seeded: Runner) -> None:
     assert "colour" in usage.stderr
     bad = run(hb, "outcomes", "--since", "last tuesday", code=1)
     assert bad.stderr.count("\n") == 1 and "last tuesday" in bad.stderr and "7d" in bad.stderr
+    # a duration or a date hb will not take says why, not that it reads as neither
+    assert (
+        run(hb, "outcomes", "--since", "36600d", code=1).stderr
+        == "hb: bad --since '36600d': longer than 100 years\n"
+    )
+    far = run(hb, "outcomes", "--since", "1900-01-01", code=1)
+    assert far.stderr == "hb: --since '1900-01-01' is outside the years 1970 to 2200 that hb handles\n"
     backwards = run(hb, "outcomes", "--since", "2026-05-03", "--until", "2026-05-02", code=1)
     assert "before --until" in backwards.stderr
     run(hb, "outcomes", "--limit", "0", code=2)
