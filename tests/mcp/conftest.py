@@ -16,6 +16,17 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 ROOT = Path(__file__).resolve().parents[2]
+# the first message a client sends, as a raw JSON-RPC line (for tests that speak the wire)
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
 EXAMPLE = ROOT / "examples" / "workspace"
 TOOLS = {
     "heartbeat",

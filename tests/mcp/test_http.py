@@ -25,20 +25,10 @@ from mcp.client.streamable_http import streamable_http_client
 
 from heartbeat import Ledger, mcp_http, mcp_server
 from tests.conftest import Runner, read_until_closed
-from tests.mcp.conftest import ROOT, TOOLS, call, run
+from tests.mcp.conftest import INITIALIZE, ROOT, TOOLS, call, run
 
 TOKEN = "mcp-s3cret-token-0123456789"
 CLI = [sys.executable, "-m", "heartbeat", "--workspace"]
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    },
-}
 
 
 @pytest.fixture
@@ -116,7 +106,7 @@ def test_401_without_the_token_and_the_tools_work_with_it(workspace: Path, token
     with http_server(workspace, "--token-file", str(token_file)) as (url, head, proc):
         assert head.startswith("hb mcp: listening on http://127.0.0.1:")
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"}):
-            status, answer_headers, body = post(url, INIT, headers)
+            status, answer_headers, body = post(url, INITIALIZE, headers)
             assert status == 401, headers
             assert answer_headers["www-authenticate"] == 'Bearer realm="hb"'
             assert json.loads(body) == {"error": "missing or wrong bearer token"}
@@ -148,8 +138,8 @@ def test_the_workspace_token_file_is_the_default_as_for_hb_serve(workspace: Path
     default.write_text(TOKEN)
     default.chmod(0o644)  # readable by others: a warning, as hb serve gives
     with http_server(workspace) as (url, head, _proc):
-        assert post(url, INIT, {})[0] == 401
-        status, _, _ = post(url, INIT, {"Authorization": f"Bearer {TOKEN}"})
+        assert post(url, INITIALIZE, {})[0] == 401
+        status, _, _ = post(url, INITIALIZE, {"Authorization": f"Bearer {TOKEN}"})
         assert status == 200
     assert head.startswith(f"hb: warning: {default} is readable by others (mode 0644)")
 
@@ -207,7 +197,7 @@ def raw_post(url: str, headers: list[tuple[str, str]], body: bytes) -> tuple[int
 def test_more_than_one_authorization_header_is_a_400_whichever_comes_first(
     workspace: Path, token_file: Path
 ) -> None:
-    body = json.dumps(INIT).encode()
+    body = json.dumps(INITIALIZE).encode()
     kinds = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")]
     right, wrong = f"Bearer {TOKEN}", "Bearer wrong"
     with http_server(workspace, "--token-file", str(token_file)) as (url, _head, proc):
@@ -289,7 +279,7 @@ def test_what_uvicorn_refuses_or_would_serve_is_answered_as_json(workspace: Path
         for empty in ("\r\n", "\n", "\r\n" * 4):  # RFC 9112 section 2.2: skipped (h11 refused them)
             reply = exchange(url, f"{empty}POST /mcp HTTP/1.1\r\n{HOST}Content-Length: 0\r\n\r\n".encode())
             assert answer_of(reply)[::2] == (401, {"error": "missing or wrong bearer token"})
-        status, headers, _ = post(url, INIT, {"Authorization": f"Bearer {TOKEN}"})
+        status, headers, _ = post(url, INITIALIZE, {"Authorization": f"Bearer {TOKEN}"})
         assert status == 200 and headers["server"] == "hb-mcp"
         log = stopped_log(proc)
     assert TOKEN not in log and "Traceback" not in log
@@ -459,7 +449,7 @@ def test_past_64_connections_the_next_is_a_json_503_until_one_closes(
                     break
                 time.sleep(0.05)
             assert status == 401  # served: the gate's answer to a request without the token
-            assert post(url, INIT, {"Authorization": f"Bearer {TOKEN}"})[0] == 200
+            assert post(url, INITIALIZE, {"Authorization": f"Bearer {TOKEN}"})[0] == 200
         finally:
             for conn in idle:
                 conn.close()
@@ -559,12 +549,13 @@ def test_the_host_header_is_answered_as_hb_serve_answers_it(
     origins += [("http://evil.example", 403), ("http://localhost.evil.example", 403), ("null", 403)]
     with http_server(workspace, "--host", bound, "--token-file", str(token_file)) as (url, _head, proc):
         for host in hosts:
-            status, _headers, body = post(url, INIT, {"Host": host, "Authorization": f"Bearer {TOKEN}"})
+            status, _headers, body = post(url, INITIALIZE, {"Host": host, "Authorization": f"Bearer {TOKEN}"})
             assert status == (200 if loopback_host(host) else 421), host
             if status == 421:
                 assert json.loads(body) == {"error": MISDIRECTED}
         for origin, expected in origins:
-            status, _headers, body = post(url, INIT, {"Origin": origin, "Authorization": f"Bearer {TOKEN}"})
+            sent = {"Origin": origin, "Authorization": f"Bearer {TOKEN}"}
+            status, _headers, body = post(url, INITIALIZE, sent)
             assert status == expected, origin
             if status == 403:
                 assert json.loads(body) == {"error": mcp_server.FOREIGN_ORIGIN}
@@ -577,7 +568,7 @@ def test_the_sdks_own_refusals_in_text_are_answered_as_json(workspace: Path, tok
     refusal (the status and the SDK's words kept). Its JSON-RPC errors pass as they are."""
     token = f"Authorization: Bearer {TOKEN}\r\n"
     kinds = "Accept: application/json, text/event-stream\r\nConnection: close\r\n"
-    body = json.dumps(INIT)
+    body = json.dumps(INITIALIZE)
     with http_server(workspace, "--token-file", str(token_file)) as (url, _head, proc):
         here = f"Host: {urlsplit(url).netloc}\r\n"
         cases = [(f"{here}{token}Content-Type: text/plain\r\n", 400, "Invalid Content-Type header")]
@@ -618,7 +609,7 @@ def test_a_body_that_is_not_a_json_rpc_message_gets_one_line_with_its_id(
     ]
     auth = {"Authorization": f"Bearer {TOKEN}"}
     with http_server(workspace, "--token-file", str(token_file)) as (url, _head, proc):
-        status, headers, _ = post(url, INIT, auth)
+        status, headers, _ = post(url, INITIALIZE, auth)
         assert status == 200
         session = {"mcp-session-id": headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
         parts = urlsplit(url)

@@ -19,6 +19,7 @@ from heartbeat import Ledger
 from tests.conftest import Runner, strict_json
 from tests.mcp.conftest import (
     EXAMPLE,
+    INITIALIZE,
     ROOT,
     TOOLS,
     call,
@@ -635,18 +636,6 @@ def test_the_sql_tool_takes_no_longer_timeout_than_the_setting(ledger_ws: Path) 
             assert (await call(session, "sql", query="SELECT 1 AS one", timeout="30s"))["rows"] == [[1]]
 
     run(main)
-
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    },
-}
 
 
 @contextmanager
