@@ -302,6 +302,10 @@ class Interrupted(HbError):
     exit_code = 130
 
 
+class OutputFailed(OSError):
+    """Standard output refused a write for another reason than a reader that went away (exit 74)."""
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM (a supervisor, ``timeout``) stopping ``hb heartbeat`` or ``hb poke``, raised where
     the command was as Ctrl-C's KeyboardInterrupt is: what it had not committed is rolled back

@@ -774,7 +774,7 @@ def serve_stdio(server: MCPServer[Any]) -> bool:
     ``run("stdio")``, with its reading screened by :class:`AnsweredReads`), or a signal stops it:
     True for SIGTERM, KeyboardInterrupt for Ctrl-C, both at once, whatever the client does. A
     standard output that fails ends the serving too: BrokenPipeError (or ConnectionResetError)
-    when the client went away, :class:`~heartbeat.cli.base.OutputFailed` for another reason (a
+    when the client went away, :class:`~heartbeat.errors.OutputFailed` for another reason (a
     full disk). A call running then finishes in the ledger's thread; its answer is not sent."""
     import signal
 
@@ -934,7 +934,7 @@ class _Output:
             self.failed = gone
             self.stop()
         except OSError as exc:
-            from heartbeat.cli.base import OutputFailed
+            from heartbeat.errors import OutputFailed
 
             self.failed = OutputFailed(exc.errno, exc.strerror)
             self.stop()

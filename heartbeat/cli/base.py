@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from heartbeat.errors import DATABASE_ERROR, Interrupted, Terminated, at_ledger, describe
+from heartbeat.errors import DATABASE_ERROR, Interrupted, OutputFailed, Terminated, at_ledger, describe
 from heartbeat.formats import strict_json
 from heartbeat.reporting.grid import visible
 
@@ -60,10 +60,6 @@ OUTPUT_CLOSED = 141
 # Exit code when standard output cannot be written (sysexits.h EX_IOERR): a full disk, a device
 # error, an output the caller closed (``>&-``). One line on stderr says why.
 OUTPUT_FAILED = 74
-
-
-class OutputFailed(OSError):
-    """Standard output refused a write for another reason than a reader that went away."""
 
 
 def silence_stdout() -> None:

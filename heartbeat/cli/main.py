@@ -157,7 +157,7 @@ class _WholeWrites(io.FileIO):
     closed_by_caller = False  # the caller closed standard output (``>&-``): no write succeeds
 
     def write(self, data: Any, /) -> int:
-        from heartbeat.cli.base import OutputFailed
+        from heartbeat.errors import OutputFailed
 
         if self.closed_by_caller:
             raise OutputFailed(errno.EBADF, "it was closed when hb started")
@@ -242,14 +242,8 @@ def _json_escapes(exc: UnicodeError) -> tuple[str, int]:
 def _flush_output() -> None:
     """Write what stdout still buffers now, not at exit: a reader that stopped reading
     (``hb list | head``) ends hb with OUTPUT_CLOSED instead of Python's complaint on stderr."""
-    from heartbeat.cli.base import (
-        OUTPUT_CLOSED,
-        OUTPUT_FAILED,
-        OutputFailed,
-        output_closed,
-        output_failure,
-        silence_stdout,
-    )
+    from heartbeat.cli.base import OUTPUT_CLOSED, OUTPUT_FAILED, output_closed, output_failure, silence_stdout
+    from heartbeat.errors import OutputFailed
 
     try:
         sys.stdout.flush()

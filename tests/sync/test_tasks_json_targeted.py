@@ -234,11 +234,21 @@ def test_the_targeted_sync_gives_the_full_syncs_rows_and_text(
         where = f"round {n} ({', '.join(did)})"
         assert text2 == text, where
         assert report2 == report, where
-        rows = {k: v for k, v in rows.items() if k != "alembic_version"}
-        rows2 = {k: v for k, v in rows2.items() if k != "alembic_version"}
+        rows, rows2 = _compared(rows), _compared(rows2)
         assert rows2.keys() == rows.keys()
         for table in rows:
             assert rows2[table] == rows[table], f"{where}: {table}"
+
+
+def _compared(rows: dict[str, Any]) -> dict[str, Any]:
+    """The rows the two syncs must agree on: not Alembic's, nor a write-back's guard record
+    (``wb:`` in sync_state), which stays while the file hb wrote is younger than the stale
+    window by the wall clock, so two runs on a loaded machine may see it expire at different
+    rounds."""
+    kept = {k: v for k, v in rows.items() if k != "alembic_version"}
+    if "sync_state" in kept:
+        kept["sync_state"] = [row for row in kept["sync_state"] if not str(row[0]).startswith("wb:")]
+    return kept
 
 
 def _synced(db_url: str, where: Path, size: int) -> tuple[str, Path, dict[str, Any]]:
