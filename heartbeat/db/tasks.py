@@ -20,6 +20,7 @@ from heartbeat.db.status import ACTIVE_STATUSES, TaskStatus
 from heartbeat.db.store import Db, statements
 from heartbeat.errors import NUL, InvalidInput, InvalidState, NotFound, nul_reason
 from heartbeat.formats.tasks_json import PRIORITY_RANK, priority_rank
+from heartbeat.formats.timestamps import MAX_DURATION
 
 SQL = statements("tasks")
 
@@ -103,11 +104,7 @@ def _convert(name: str, value: Any, zone: tzinfo) -> Any:
     if name in DURATION_FIELDS:
         if clear:
             return _CLEARED
-        if isinstance(value, timedelta):
-            return int(value.total_seconds())
-        if isinstance(value, int):
-            return value
-        return int(parse_duration(str(value), what=name.replace("_", "-")).total_seconds())
+        return _duration_seconds(name.replace("_", "-"), value)
     if name in TEXT_FIELDS:
         if name == "title" and (not isinstance(value, str) or not value.strip()):
             raise InvalidInput("a task needs a non-empty title")
@@ -115,6 +112,30 @@ def _convert(name: str, value: Any, zone: tzinfo) -> Any:
             return _CLEARED
         return no_nul(name.replace("_", "-"), str(value))
     raise InvalidInput(f"unknown task field {name!r}")
+
+
+_MAX_SECONDS = int(MAX_DURATION.total_seconds())
+
+
+def _duration_seconds(what: str, value: Any) -> int:
+    """A duration field's value in whole seconds: a timedelta or a number of seconds (the Python
+    API's), else a duration's text (``30m``, ``PT6H``). Each is at least a second and at most
+    100 years, as ``--check-interval`` reads them: a negative or zero one stored made every round
+    of the workspace fail, and one past what the database holds was a raw OverflowError."""
+    if isinstance(value, timedelta):
+        seconds = round(value.total_seconds())
+        if seconds < 1 and value > timedelta(0):
+            raise InvalidInput(f"bad {what} {value}: shorter than a second")
+    elif isinstance(value, int) and not isinstance(value, bool):
+        seconds = value
+    else:
+        return int(parse_duration(str(value), what=what).total_seconds())
+    if seconds > _MAX_SECONDS:
+        raise InvalidInput(f"bad {what}: longer than 100 years")
+    if seconds < 1:
+        shown = f"{seconds} s" if seconds > -_MAX_SECONDS else "a large negative number of seconds"
+        raise InvalidInput(f"bad {what}: {shown} is not a positive duration (at least a second)")
+    return seconds
 
 
 def no_nul(what: str, text: str) -> str:

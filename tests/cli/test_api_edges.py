@@ -1,0 +1,57 @@
+"""The Python API refuses what the CLI refuses, as :mod:`heartbeat.errors` exceptions (SPEC.md
+section 9): values the command line cannot give (a negative timedelta, an aware datetime of year
+9999, a number where text belongs) were stored, and then broke a whole workspace."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from heartbeat import Ledger
+from heartbeat.errors import InvalidInput
+from tests.conftest import every_row
+
+NOW = "2026-05-01T09:00Z"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("check_interval", timedelta(hours=-1), "bad check-interval: -3600 s is not a positive duration"),
+        ("check_interval", -5, "bad check-interval: -5 s is not a positive duration"),
+        ("check_interval", 0, "bad check-interval: 0 s is not a positive duration"),
+        ("stale_after", -60, "bad stale-after: -60 s is not a positive duration"),
+        ("stale_after", timedelta(0), "bad stale-after: 0 s is not a positive duration"),
+        ("check_interval", timedelta(milliseconds=400), "bad check-interval 0:00:00.400000: shorter than a"),
+        ("check_interval", 10**30, "bad check-interval: longer than 100 years"),
+        ("stale_after", timedelta(days=36_526), "bad stale-after: longer than 100 years"),
+    ],
+)
+def test_a_duration_the_cli_refuses_is_refused_by_add_and_update_and_the_round_still_runs(
+    db_url: str, workspace: Path, field: str, value: Any, said: str
+) -> None:
+    """A negative check_interval was stored, and every round of the workspace then failed
+    ("check_interval: must be positive"); 10**30 was a raw OverflowError."""
+    with Ledger.open(workspace, db=db_url, now=NOW) as ledger:
+        task = ledger.add("check the build", check_interval=7200, next_check_at="2026-05-01T08:00Z")
+        before = every_row(db_url)
+        with pytest.raises(InvalidInput) as added:
+            ledger.add("never stored", **{field: value})
+        assert str(added.value).startswith(said)
+        with pytest.raises(InvalidInput) as updated:
+            ledger.update(task["id"], **{field: value})
+        assert str(updated.value).startswith(said)
+        assert every_row(db_url) == before
+        assert ledger.check()["decisions"]  # the round still runs
+        assert ledger.get(task["id"])["check_interval"] == "2h"
+
+
+def test_a_duration_as_seconds_or_a_timedelta_is_still_taken(db_url: str, workspace: Path) -> None:
+    with Ledger.open(workspace, db=db_url, now=NOW) as ledger:
+        task = ledger.add("a", check_interval=90, stale_after=timedelta(days=36_525))
+        assert (task["check_interval"], task["stale_after"]) == ("90s", "36525d")
+        task = ledger.update(task["id"], check_interval=timedelta(minutes=30), stale_after=1)
+        assert (task["check_interval"], task["stale_after"]) == ("30m", "1s")
