@@ -120,6 +120,14 @@ def parse_when(text: str, zone: tzinfo, *, what: str = "time") -> datetime:
 YEARS = (1970, 2200)
 
 
+def within_years(value: datetime, *, what: str = "now") -> datetime:
+    """``value`` when its year (as given, in its own offset) is one of :data:`YEARS`, as
+    :func:`parse_when` holds a time's text to them; else InvalidInput naming ``what``."""
+    if not YEARS[0] <= value.year <= YEARS[1]:
+        raise InvalidInput(f"{what} {value.isoformat()!r} is outside the years 1970 to 2200 that hb handles")
+    return value
+
+
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 # ASCII digits only (not Arabic-Indic ones), no blank inside: "30 m" is a typo, not 30 minutes
 _SHORT = re.compile(r"^(?:([0-9]+(?:\.[0-9]+)?)([smhdw]))+$", re.IGNORECASE)

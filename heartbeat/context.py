@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from heartbeat import settings as settings_mod
-from heartbeat.clock import Clock, load_zone, machine_zone_name, parse_duration, parse_when
+from heartbeat.clock import Clock, load_zone, machine_zone_name, parse_duration, parse_when, within_years
 from heartbeat.db.plain import driver
 from heartbeat.errors import InvalidInput
 
@@ -175,6 +175,7 @@ class Context:
         return self._lease
 
     def _make_clock(self, now: NowArg) -> Clock:
+        check_now(now)
         if isinstance(now, str):
             text = now
             return Clock(lambda: parse_when(text, self.zone, what="--now time"))
@@ -191,11 +192,29 @@ class Context:
         workspace's zone (``now=datetime.now`` gives the machine's wall clock), text as --now."""
         if isinstance(value, datetime):
             if value.tzinfo is not None:
-                return value
-            return parse_when(value.isoformat(), self.zone)
+                return within_years(value)
+            return parse_when(value.isoformat(), self.zone, what="now")
         if isinstance(value, str):
             return parse_when(value, self.zone, what="now")
         raise InvalidInput(f"the now callable returned {type(value).__name__}, not a datetime")
+
+
+def check_now(now: Any) -> None:
+    """Refuse a ``now`` that no clock can read (InvalidInput), before anything is opened or made:
+    text that is no ISO 8601 time, a datetime or text outside the years 1970 to 2200 (a typo such
+    as 9999, whose rows broke every listing of the workspace), or anything but a datetime, a text,
+    a callable or None. A callable's value is checked each time it is called."""
+    if now is None or callable(now):
+        return
+    if isinstance(now, str):
+        parse_when(now, UTC, what="--now time")  # its form and year; its zone is the workspace's
+    elif isinstance(now, datetime):
+        within_years(now)
+    else:
+        raise InvalidInput(
+            f"now: {type(now).__name__} is not a time (expected a datetime, an ISO 8601 text, or a "
+            "callable returning a datetime)"
+        )
 
 
 def in_transaction(raw: Any) -> bool:

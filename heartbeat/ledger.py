@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from zoneinfo import ZoneInfo
 
 from heartbeat import settings as settings_mod
-from heartbeat.context import Context, NowArg
+from heartbeat.context import Context, NowArg, check_now
 from heartbeat.db.queue import popped_object
 from heartbeat.db.status import TaskStatus
 from heartbeat.errors import NUL, InvalidInput, NotFound, looks_like_keywords, nul_reason, without_password
@@ -177,11 +177,14 @@ class Ledger:
 
         ``db`` is a path or SQLAlchemy URL (default: the workspace's SQLite file);
         ``now`` pins the clock: a datetime (naive = workspace zone), an ISO string,
-        or a callable. A SQLite ledger behind this hb is backed up and upgraded;
+        or a callable returning either; a time outside the years 1970 to 2200, text that
+        is no time or any other value is refused here (InvalidInput), a callable's value
+        when it is called. A SQLite ledger behind this hb is backed up and upgraded;
         one ahead of it is refused (SchemaError).
         """
         from heartbeat.db import sqlite
 
+        check_now(now)  # a bad now is refused before anything is made
         ws = Path(workspace).expanduser().resolve()
         if not ws.is_dir():
             raise NotFound(f"workspace {ws} is not a directory (create it, or pass --workspace)")

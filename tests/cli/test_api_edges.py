@@ -4,7 +4,7 @@ section 9): values the command line cannot give (a negative timedelta, an aware 
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +55,40 @@ def test_a_duration_as_seconds_or_a_timedelta_is_still_taken(db_url: str, worksp
         assert (task["check_interval"], task["stale_after"]) == ("90s", "36525d")
         task = ledger.update(task["id"], check_interval=timedelta(minutes=30), stale_after=1)
         assert (task["check_interval"], task["stale_after"]) == ("30m", "1s")
+
+
+FAR = datetime(9999, 12, 31, 23, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("now", "said"),
+    [
+        (FAR, "now '9999-12-31T23:00:00+00:00' is outside the years 1970 to 2200"),
+        (datetime(1, 1, 1, tzinfo=UTC), "now '0001-01-01T00:00:00+00:00' is outside the years 1970 to 2200"),
+        (datetime(9999, 12, 31, 23), "now '9999-12-31T23:00:00' is outside the years 1970 to 2200"),
+        ("9999-12-31T23:00Z", "--now time '9999-12-31T23:00Z' is outside the years 1970 to 2200"),
+        ("garbage", "bad --now time 'garbage' (expected ISO 8601"),
+        (5, "now: int is not a time (expected a datetime, an ISO 8601 text, or a callable"),
+        (date(2026, 5, 1), "now: date is not a time (expected a datetime"),
+    ],
+)
+def test_a_now_the_cli_would_refuse_is_refused_at_open_and_nothing_is_made(
+    workspace: Path, now: Any, said: str
+) -> None:
+    """An aware datetime of year 9999 was taken: its rows made `hb list` and `hb report queue`
+    fail "out of range" for the whole workspace east of UTC. "garbage" opened, and only the calls
+    that read the time failed; 5 was a TypeError."""
+    with pytest.raises(InvalidInput) as refused:
+        Ledger.open(workspace, now=now)
+    assert str(refused.value).startswith(said)
+    assert list(workspace.iterdir()) == []
+
+
+def test_a_now_callable_is_held_to_the_years_each_time_it_is_called(db_url: str, workspace: Path) -> None:
+    times = iter([datetime(2026, 5, 1, 9, tzinfo=UTC), FAR, datetime(2026, 5, 1, 10, tzinfo=UTC)])
+    with Ledger.open(workspace, db=db_url, now=lambda: next(times)) as ledger:
+        first = ledger.add("kept")
+        with pytest.raises(InvalidInput, match="outside the years 1970 to 2200"):
+            ledger.add("from the far future")
+        assert [t["id"] for t in ledger.list()] == [first["id"]]
+        assert first["created_at"].startswith("2026-05-01T")
