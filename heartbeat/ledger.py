@@ -27,7 +27,7 @@ from heartbeat.context import Context, NowArg, check_now
 from heartbeat.db.queue import popped_object
 from heartbeat.db.status import TaskStatus
 from heartbeat.errors import NUL, InvalidInput, NotFound, looks_like_keywords, nul_reason, without_password
-from heartbeat.ops import deferred
+from heartbeat.ops import checked_limit, deferred
 from heartbeat.ops import queue as queue_ops
 
 if TYPE_CHECKING:  # SQLAlchemy loads on first use: `hb pop` on SQLite never needs it
@@ -89,6 +89,13 @@ _UNCHECKED_ARGUMENTS = frozenset({("complete", "outcome"), ("recur_outcome", "re
 _SHOWN_NAMES = {"task_id": "task id", "rule_id": "rule id", "key": "--key"}
 _NOT_CHECKED = frozenset({"open", "close", "now", "write", "read", "guard", "guard_holder"})
 L = TypeVar("L")
+T = TypeVar("T")
+
+
+def _ids(values: T | str) -> T | list[str]:
+    """A list argument (``after``, ``only``) given as one string: a list of that one, not of
+    its characters (``after="task-x"`` read as waiting for tasks "t", "a", ...)."""
+    return [values] if isinstance(values, str) else values
 
 
 def _no_nul(method: str, name: str, value: Any) -> None:
@@ -368,10 +375,11 @@ class Ledger:
         ``key`` makes the add idempotent: when a task of ``scope`` was added with that key
         already (by this or a racing process), that task comes back unchanged, and
         :attr:`notices` says so. ``after``: the ids of the tasks it waits for (not popped
-        before each is done). ``not_before`` (a field): not popped, nor due, before then.
+        before each is done; one id alone may be given as a string). ``not_before`` (a field):
+        not popped, nor due, before then.
         """
         return tasks_ops.add(
-            self.ctx, title, scope=scope, task_id=task_id, source=source, key=key, after=after, **fields
+            self.ctx, title, scope=scope, task_id=task_id, source=source, key=key, after=_ids(after), **fields
         )
 
     def get(self, task_id: str, *, scope: str | None = None, history: bool = False) -> dict[str, Any]:
@@ -389,7 +397,9 @@ class Ledger:
         limit: int | None = None,
     ) -> builtins.list[dict[str, Any]]:
         """Tasks matching the filters; by default the active ones (``status="all"`` for every one);
-        at most ``limit`` of them."""
+        at most ``limit`` of them (a whole number from 1, as ``hb list --limit``; InvalidInput
+        otherwise)."""
+        limit = checked_limit(limit)
         return tasks_ops.listed(
             self.ctx, tasks_ops.filters(self.ctx, status, scope, source, text, due_before), limit
         )
@@ -406,6 +416,7 @@ class Ledger:
     ) -> Iterator[dict[str, Any]]:
         """:meth:`list` as a stream: the tasks come a batch at a time from one read transaction
         (held until the iterator is exhausted or closed), so memory stays flat."""
+        limit = checked_limit(limit)
         filters = tasks_ops.filters(self.ctx, status, scope, source, text, due_before)
         return tasks_ops.stream(self.ctx, filters, limit)
 
@@ -419,10 +430,11 @@ class Ledger:
     ) -> dict[str, Any]:
         """Change fields of a task; the previous version goes to its history.
 
-        ``after``: the ids it is to wait for from now on (``[]`` or ``["none"]`` clears them;
-        None leaves them); a cycle is refused (InvalidInput naming it) and nothing changes.
+        ``after``: the ids it is to wait for from now on (one id alone may be a string; ``[]``
+        or ``["none"]`` clears them; None leaves them); a cycle is refused (InvalidInput naming
+        it) and nothing changes.
         """
-        return tasks_ops.update(self.ctx, task_id, scope=scope, after=after, **fields)
+        return tasks_ops.update(self.ctx, task_id, scope=scope, after=_ids(after), **fields)
 
     def done(self, task_id: str, *, scope: str | None = None) -> dict[str, Any]:
         """Mark a task done (completed_at = now) and record its outcome."""
@@ -558,12 +570,12 @@ class Ledger:
         (a read-only file, a write error, a file that kept changing) leaves the file
         as it was, ``not_written`` saying why (None otherwise), and a notice; the
         next sync writes it. ``only`` restricts the kinds (TODO.md and TODO.DONE.md always
-        go together); ``dry_run`` changes nothing and reports the same.
-        Raises FileFormatError (path:line) when a file cannot be read at all.
+        go together; one kind alone may be given as a string); ``dry_run`` changes nothing and
+        reports the same. Raises FileFormatError (path:line) when a file cannot be read at all.
         """
         from heartbeat.ops.sync.engine import run
 
-        return run(self.ctx, dry_run=dry_run, only=only)
+        return run(self.ctx, dry_run=dry_run, only=_ids(only))
 
     def add_todo(self, title: str, *, chat_id: str | None = None, **fields: Any) -> dict[str, Any]:
         """Create a TODO.md task in the ledger (``hb add --source todo``); ``hb sync`` writes it.

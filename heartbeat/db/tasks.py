@@ -138,6 +138,15 @@ def _duration_seconds(what: str, value: Any) -> int:
     return seconds
 
 
+def check_title(title: Any) -> None:
+    """InvalidInput unless ``title`` is text with a character that is not blank (the Python API
+    could pass a number, which failed with an AttributeError)."""
+    if not isinstance(title, str):
+        raise InvalidInput(f"title: {type(title).__name__} is not text (a task's title is a string)")
+    if not title.strip():
+        raise InvalidInput("a task needs a non-empty title")
+
+
 def no_nul(what: str, text: str) -> str:
     """``text``, unless it holds a NUL character (from the Python API or an MCP client; a command
     line cannot pass one): InvalidInput naming ``what``. PostgreSQL's text columns cannot hold it,
@@ -216,8 +225,7 @@ def add(
     key (the caller has looked for a task holding it: see :func:`by_key`)."""
     values = dict(changes.values)
     values.pop("title", None)
-    if not title or not title.strip():
-        raise InvalidInput("a task needs a non-empty title")
+    check_title(title)
     no_nul("title", title)
     if task_id is None:
         task_id = new_task_id(db, scope)

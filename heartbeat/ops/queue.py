@@ -16,7 +16,8 @@ from typing import Any
 from heartbeat.clock import isoformat
 from heartbeat.context import Context
 from heartbeat.db import queue as queue_db
-from heartbeat.errors import HbError, InvalidInput, one_line
+from heartbeat.errors import HbError, one_line
+from heartbeat.ops import checked_limit
 
 
 @cache
@@ -178,8 +179,7 @@ def ready(
     ctx: Context, *, scope: str | None = None, explain: bool = False, limit: int | None = None
 ) -> list[dict[str, Any]]:
     """``hb ready``: see :meth:`heartbeat.Ledger.ready`."""
-    if limit is not None and limit < 1:
-        raise InvalidInput(f"--limit {limit}: give a positive number")
+    limit = checked_limit(limit)
     now = ctx.now()
     with reading(ctx) as tx:
         rows = queue_db.ready(tx, now, scope=scope, explain=explain, limit=limit)

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from heartbeat.context import Context
+from heartbeat.ops import checked_limit
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
@@ -49,8 +50,7 @@ def report_stream(
 
     if kind not in reports.BY:
         raise InvalidInput(f"unknown report {kind!r} (expected one of: {', '.join(reports.KINDS)})")
-    if limit is not None and limit < 1:
-        raise InvalidInput(f"bad limit {limit} (expected a positive number of rows)")
+    limit = checked_limit(limit)
     grouping = by or reports.BY[kind][0]
     now = ctx.now()
     zone = ctx.zone

@@ -73,6 +73,7 @@ def add_todo(ctx: Context, title: str, *, chat_id: str | None = None, **fields: 
     """``hb add --source todo``: see :meth:`heartbeat.Ledger.add_todo`."""
     from heartbeat.ops.sync.markdown import add_todo as add_entry
 
+    tasks_db.check_title(title)
     now = ctx.now()
     with ctx.write() as db:
         task = add_entry(ctx, db, title, now, chat_id=chat_id, **fields)

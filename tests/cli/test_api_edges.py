@@ -92,3 +92,53 @@ def test_a_now_callable_is_held_to_the_years_each_time_it_is_called(db_url: str,
             ledger.add("from the far future")
         assert [t["id"] for t in ledger.list()] == [first["id"]]
         assert first["created_at"].startswith("2026-05-01T")
+
+
+@pytest.mark.parametrize("call", ["add", "add_todo"])
+def test_a_title_that_is_not_text_is_refused_by_name(workspace: Path, call: str) -> None:
+    """add(5) was an AttributeError ('int' object has no attribute 'strip')."""
+    with Ledger.open(workspace, now=NOW) as ledger:
+        with pytest.raises(InvalidInput, match=r"^title: int is not text"):
+            getattr(ledger, call)(5)
+        assert ledger.list(status="all") == []
+
+
+@pytest.mark.parametrize(
+    "limit",
+    [0, -1, 2.5, True, "3", 2**63, 10**5000],
+    ids=["0", "-1", "2.5", "True", "text", "2**63", "10**5000"],
+)
+def test_a_limit_hb_list_refuses_is_refused_by_list_ready_and_report(
+    db_url: str, workspace: Path, limit: Any
+) -> None:
+    """list(limit=0) was [], list(limit=-1) every task, list(limit=2.5) a raw IntegrityError,
+    where `hb list --limit` and ready and report refused them."""
+    with Ledger.open(workspace, db=db_url, now=NOW) as ledger:
+        ledger.add("a")
+        ledger.add("b")
+        for call in (
+            lambda: ledger.list(limit=limit),
+            lambda: ledger.iter_list(limit=limit),  # at once, not when iterated
+            lambda: ledger.ready(limit=limit),
+            lambda: ledger.report("queue", limit=limit),
+        ):
+            with pytest.raises(InvalidInput, match=r"^--limit .*: give a positive whole number of rows"):
+                call()
+        assert [t["title"] for t in ledger.list(limit=1)] == ["a"]
+        assert len(ledger.list(limit=2**63 - 1)) == 2
+
+
+def test_one_string_where_a_list_is_taken_is_a_list_of_one(db_url: str, workspace: Path) -> None:
+    """after="task-x" waited for tasks "t", "a", ... ("--after t: no task"); sync(only="todo")
+    was "unknown file kind 't'"."""
+    with Ledger.open(workspace, db=db_url, now=NOW) as ledger:
+        first = ledger.add("first")
+        second = ledger.add("second", after=first["id"])
+        assert second["after"] == [first["id"]]
+        third = ledger.add("third")
+        assert ledger.update(third["id"], after=second["id"])["after"] == [second["id"]]
+        assert ledger.update(third["id"], after="none")["after"] == []
+        ledger.add_todo("write the notes")
+        synced = ledger.sync(only="todo")
+        assert (workspace / "TODO.md").read_text().count("write the notes") == 1
+        assert synced["changed"]
