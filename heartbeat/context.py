@@ -18,12 +18,13 @@ from zoneinfo import ZoneInfo
 from heartbeat import settings as settings_mod
 from heartbeat.clock import Clock, load_zone, machine_zone_name, parse_duration, parse_when, within_years
 from heartbeat.db.plain import driver
-from heartbeat.errors import InvalidInput
+from heartbeat.errors import InvalidInput, InvalidState
 
 if TYPE_CHECKING:
     from heartbeat.db.store import Db
 
 NowArg = datetime | str | Callable[[], datetime] | None
+CLOSED = "this Ledger is closed; open the workspace's ledger again (Ledger.open)"
 
 
 class Context:
@@ -37,6 +38,7 @@ class Context:
         self.sqlite = sqlite
         self._connect = connect
         self._raw: Any = None
+        self.closed = False  # closed for good (see close): no call opens a connection again
         # what is made once per connection and used by every operation on it (a queue's cursor
         # and its statements): forgotten with the connection
         self.kept: dict[str, Any] = {}
@@ -58,6 +60,8 @@ class Context:
     def raw(self) -> Any:
         """The driver connection (opened on first use, one per context)."""
         if self._raw is None:
+            if self.closed:
+                raise InvalidState(CLOSED)
             self._raw = self._connect()
             self.kept.clear()
         elif self._in_autocommit:
@@ -84,7 +88,11 @@ class Context:
         the Python API) failed every call after a server restart ("the connection is closed");
         the one call that met the ended connection has failed already, with nothing committed."""
         raw = self._raw
-        if raw is None or self.sqlite or not driver(raw).closed:
+        if raw is None:
+            if self.closed:
+                raise InvalidState(CLOSED)
+            return
+        if self.sqlite or not driver(raw).closed:
             return
         self.kept.clear()
         self._raw = None
@@ -103,6 +111,8 @@ class Context:
     def connect(self) -> Any:
         """A new driver connection of its own, for work beside the operation's (a thread); the
         caller closes it."""
+        if self.closed:
+            raise InvalidState(CLOSED)
         return self._connect()
 
     @contextmanager
@@ -122,6 +132,10 @@ class Context:
             yield db
 
     def close(self) -> None:
+        """Close the connection for good: every later use is InvalidState (:data:`CLOSED`), where
+        it opened a new connection (and, the ledger's file removed meanwhile, an empty one in its
+        place). Closing again does nothing."""
+        self.closed = True
         self.kept.clear()
         if self._raw is not None:
             self._raw.close()

@@ -12,6 +12,7 @@ directly::
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -23,10 +24,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from zoneinfo import ZoneInfo
 
 from heartbeat import settings as settings_mod
-from heartbeat.context import Context, NowArg, check_now
+from heartbeat.context import CLOSED, Context, NowArg, check_now
 from heartbeat.db.queue import popped_object
 from heartbeat.db.status import TaskStatus
-from heartbeat.errors import NUL, InvalidInput, NotFound, looks_like_keywords, nul_reason, without_password
+from heartbeat.errors import (
+    NUL,
+    InvalidInput,
+    InvalidState,
+    NotFound,
+    looks_like_keywords,
+    nul_reason,
+    without_password,
+)
 from heartbeat.ops import checked_limit, deferred
 from heartbeat.ops import queue as queue_ops
 
@@ -250,6 +259,8 @@ class Ledger:
     def engine(self) -> Engine:
         """The SQLAlchemy engine (created on first use)."""
         if self._engine is None:
+            if self.ctx.closed:
+                raise InvalidState(CLOSED)
             from heartbeat.db.engine import make_engine
 
             self._engine = make_engine(self.url)
@@ -261,7 +272,9 @@ class Ledger:
         return self.ctx.raw
 
     def close(self) -> None:
-        """Close the ledger's connections (a ``with`` block does it on leaving)."""
+        """Close the ledger's connections (a ``with`` block does it on leaving). A closed Ledger
+        refuses every later call (InvalidState, "this Ledger is closed"), a stream it handed out
+        too; closing it again does nothing."""
         self.ctx.close()
         if self._engine is not None:
             self._engine.dispose()
@@ -418,7 +431,23 @@ class Ledger:
         (held until the iterator is exhausted or closed), so memory stays flat."""
         limit = checked_limit(limit)
         filters = tasks_ops.filters(self.ctx, status, scope, source, text, due_before)
-        return tasks_ops.stream(self.ctx, filters, limit)
+        return self._while_open(tasks_ops.stream(self.ctx, filters, limit))
+
+    def _while_open(self, items: Iterator[T]) -> Iterator[T]:
+        """``items`` as long as this Ledger is open: once closed, InvalidState (its read
+        transaction's connection is gone: SQLite said "Cannot operate on a closed database" and
+        PostgreSQL raised an AttributeError)."""
+        ctx = self.ctx
+        while True:
+            if ctx.closed:
+                with contextlib.suppress(Exception):  # its rollback meets the closed connection
+                    items.close()  # type: ignore[attr-defined]
+                raise InvalidState(CLOSED)
+            try:
+                item = next(items)
+            except StopIteration:
+                return
+            yield item
 
     def update(
         self,

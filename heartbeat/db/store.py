@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -150,7 +150,7 @@ class Db(Conn):
 
     def batches(
         self, text: str, params: Mapping[str, Any] | None = None, size: int = 1000
-    ) -> Iterator[tuple[list[str], list[Any]]]:
+    ) -> Generator[tuple[list[str], list[Any]]]:
         """A query's column names and its rows, ``size`` at a time (PostgreSQL: a server-side
         cursor, so the client never holds the whole answer either). Other statements may run
         between two batches."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
@@ -482,11 +483,14 @@ def query(db: Db, filters: Filters, limit: int | None = None) -> list[TaskRow]:
 
 def stream(db: Db, filters: Filters, zone: tzinfo, limit: int | None = None) -> Iterator[dict[str, Any]]:
     """The task objects :func:`query` finds, a batch at a time (memory stays flat however many)."""
-    for names, batch in db.batches(SQL.list, _list_params(db, filters, limit), size=500):
-        rows = db.rows_of(TaskRow, names, batch)
-        after = dependencies(db, [r.pk for r in rows if r.pk is not None])
-        for row in rows:
-            yield as_dict(row, zone, after.get(row.pk, []) if row.pk is not None else [])
+    # (closed with this stream, not left to the collector: a stream closed after its connection
+    # would close its cursor there, on a closed database)
+    with closing(db.batches(SQL.list, _list_params(db, filters, limit), size=500)) as batches:
+        for names, batch in batches:
+            rows = db.rows_of(TaskRow, names, batch)
+            after = dependencies(db, [r.pk for r in rows if r.pk is not None])
+            for row in rows:
+                yield as_dict(row, zone, after.get(row.pk, []) if row.pk is not None else [])
 
 
 _NO_LIMIT = 2**63 - 1  # LIMIT takes a number on both backends; this one is "all of them"

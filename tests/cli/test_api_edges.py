@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from heartbeat import Ledger
-from heartbeat.errors import InvalidInput
+from heartbeat.errors import InvalidInput, InvalidState
 from tests.conftest import every_row
 
 NOW = "2026-05-01T09:00Z"
@@ -142,3 +142,47 @@ def test_one_string_where_a_list_is_taken_is_a_list_of_one(db_url: str, workspac
         synced = ledger.sync(only="todo")
         assert (workspace / "TODO.md").read_text().count("write the notes") == 1
         assert synced["changed"]
+
+
+def test_a_closed_ledger_refuses_every_call_and_closing_again_is_harmless(
+    db_url: str, workspace: Path
+) -> None:
+    """A call after close() opened a new connection; on SQLite, the file removed meanwhile, it
+    made an empty ledger in its place and failed "no such table: settings"."""
+    ledger = Ledger.open(workspace, db=db_url, now=NOW)
+    task = ledger.add("kept")
+    with ledger:
+        pass
+    ledger.close()  # again: nothing happens
+    if not db_url.startswith("postgresql"):
+        for name in ("heartbeat.db", "heartbeat.db-wal", "heartbeat.db-shm"):
+            (workspace / ".agent" / "state" / name).unlink(missing_ok=True)
+    for call in (
+        lambda: ledger.add("after close"),
+        lambda: ledger.list(),
+        lambda: ledger.get(task["id"]),
+        lambda: ledger.pop(),
+        lambda: ledger.check(),
+        lambda: ledger.engine,
+        lambda: ledger.guard_holder(),
+    ):
+        with pytest.raises(InvalidState, match=r"^this Ledger is closed"):
+            call()
+    if not db_url.startswith("postgresql"):
+        assert list((workspace / ".agent" / "state").iterdir()) == []  # no empty ledger made
+    else:
+        with Ledger.open(workspace, db=db_url) as again:
+            assert [t["title"] for t in again.list()] == ["kept"]
+
+
+def test_a_stream_of_a_closed_ledger_is_refused_too(db_url: str, workspace: Path) -> None:
+    """It was "Cannot operate on a closed database" on SQLite, an AttributeError ('NoneType' has
+    no attribute 'rollback') on PostgreSQL."""
+    ledger = Ledger.open(workspace, db=db_url, now=NOW)
+    for title in ("a", "b"):
+        ledger.add(title)
+    tasks = ledger.iter_list(status="all")
+    assert next(tasks)["title"] == "a"
+    ledger.close()
+    with pytest.raises(InvalidState, match=r"^this Ledger is closed"):
+        next(tasks)
