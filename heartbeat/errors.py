@@ -122,6 +122,28 @@ def describe(exc: BaseException) -> tuple[str, int] | None:
     return None
 
 
+_DRIVERS = ("sqlalchemy", "psycopg", "sqlite3")
+
+
+def from_driver(exc: BaseException) -> HbError | None:
+    """A database driver's exception (sqlite3's, psycopg's, SQLAlchemy's) as the domain error
+    the CLI makes of it (:func:`describe`): :class:`DatabaseBusy` (exit 75) for a lock held past
+    the timeout, :class:`InvalidInput` for a NUL the checks did not foresee, else
+    :class:`DatabaseError`. None for any other exception. The Python API raises it with the
+    driver's exception as its ``__cause__``."""
+    if not (type(exc).__module__ or "").startswith(_DRIVERS):
+        return None
+    described = describe(exc)
+    if described is None:  # (describe knows every driver's exception)
+        return None
+    message, code = described
+    if code == Busy.exit_code:
+        return DatabaseBusy(message)
+    if message.startswith(DATABASE_ERROR):
+        return DatabaseError(message)
+    return InvalidInput(message)
+
+
 def at_ledger(message: str, ledger_file: str | None) -> str:
     """``message`` (:func:`describe`'s) naming the ledger's SQLite file first when it is a
     database error (a file that is no ledger, a damaged one, a full disk): the database's own
@@ -318,3 +340,13 @@ class Busy(HbError):
     """Another heartbeat or poke holds the workspace guard (EX_TEMPFAIL)."""
 
     exit_code = 75
+
+
+class DatabaseBusy(Busy):
+    """The database stayed locked past SQLite's busy timeout or PostgreSQL's lock_timeout
+    (another process held it all along); try again (exit 75)."""
+
+
+class DatabaseError(HbError):
+    """The database refused or failed a statement, in its own words (``database error: ...``):
+    a file that is no ledger or a damaged one, a full disk, a session the server ended."""

@@ -32,6 +32,7 @@ from heartbeat.errors import (
     InvalidInput,
     InvalidState,
     NotFound,
+    from_driver,
     looks_like_keywords,
     nul_reason,
     without_password,
@@ -98,6 +99,7 @@ _UNCHECKED_ARGUMENTS = frozenset({("complete", "outcome"), ("recur_outcome", "re
 _SHOWN_NAMES = {"task_id": "task id", "rule_id": "rule id", "key": "--key"}
 _NOT_CHECKED = frozenset({"open", "close", "now", "write", "read", "guard", "guard_holder"})
 L = TypeVar("L")
+M = TypeVar("M", bound=Callable[..., Any])
 T = TypeVar("T")
 
 
@@ -126,7 +128,9 @@ def _no_nul(method: str, name: str, value: Any) -> None:
 
 def _refusing_nul(method: Callable[..., Any]) -> Callable[..., Any]:
     """``method``, first refusing an argument that holds a NUL character (:func:`_no_nul`), then
-    letting go of a PostgreSQL connection the server ended (:meth:`Context.revive`)."""
+    letting go of a PostgreSQL connection the server ended (:meth:`Context.revive`); a database
+    driver's exception it raises is raised as the domain error the CLI makes of it
+    (:func:`heartbeat.errors.from_driver`), the driver's as its ``__cause__``."""
     code = method.__code__
     names = code.co_varnames[1 : code.co_argcount]  # the positional parameters after self
     title = method.__name__
@@ -138,9 +142,34 @@ def _refusing_nul(method: Callable[..., Any]) -> Callable[..., Any]:
         for name, value in kwargs.items():
             _no_nul(title, name, value)
         self.ctx.revive()  # every call starts on a live connection (see Context.revive)
-        return method(self, *args, **kwargs)
+        try:  # (free while nothing is raised)
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            mapped = from_driver(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
 
     return checked
+
+
+def _translating(method: M) -> M:
+    """``method`` raising a database driver's exception (sqlite3's "database is locked",
+    psycopg's ended session) as the domain error the CLI makes of it (SPEC.md section 9,
+    :func:`heartbeat.errors.from_driver`): for :meth:`Ledger.open` and
+    :meth:`Ledger.guard_holder`, which the argument checks leave out."""
+
+    @functools.wraps(method)
+    def translated(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except Exception as exc:
+            mapped = from_driver(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+
+    return translated  # type: ignore[return-value]
 
 
 def _arguments_checked(cls: type[L]) -> type[L]:
@@ -181,6 +210,7 @@ class Ledger:
     # --- opening -----------------------------------------------------------------
 
     @classmethod
+    @_translating
     def open(
         cls,
         workspace: str | Path = ".",
@@ -447,6 +477,11 @@ class Ledger:
                 item = next(items)
             except StopIteration:
                 return
+            except Exception as exc:
+                mapped = from_driver(exc)
+                if mapped is None:
+                    raise
+                raise mapped from exc
             yield item
 
     def update(
@@ -822,6 +857,7 @@ class Ledger:
         with guard_mod.held(self.ctx, kind) as run:
             yield run
 
+    @_translating
     def guard_holder(self) -> dict[str, Any] | None:
         """Who holds the workspace guard (kind, pid, since, until, expired), or None."""
         self.ctx.revive()

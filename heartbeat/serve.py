@@ -71,7 +71,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from heartbeat.errors import Busy, HbError, InvalidInput, NotFound, Unavailable, busy_reason, failure_line
+from heartbeat.errors import (
+    Busy,
+    DatabaseBusy,
+    DatabaseError,
+    HbError,
+    InvalidInput,
+    NotFound,
+    Unavailable,
+    busy_reason,
+    failure_line,
+)
 from heartbeat.formats import strict_json
 from heartbeat.web import app as web
 from heartbeat.web.sessions import Sessions, session_of
@@ -594,6 +604,9 @@ class PokeHandler(BaseHTTPRequestHandler):
         try:
             with self.server.poke_lock, self.server.open_ledger() as ledger:
                 task = ledger.poke(text)
+        except (DatabaseBusy, DatabaseError) as exc:  # the database's failure, not the input's
+            self._failed(exc)
+            return
         except Busy as exc:
             self._reply(HTTPStatus.CONFLICT, {"error": exc.message})
             return
@@ -604,16 +617,21 @@ class PokeHandler(BaseHTTPRequestHandler):
             self._reply(HTTPStatus.BAD_REQUEST, {"error": exc.message})
             return
         except Exception as exc:  # the server stays up; the client gets one line, not a traceback
-            busy = busy_reason(exc)
-            if busy is not None:  # the database stayed locked
-                self._reply(HTTPStatus.SERVICE_UNAVAILABLE, {"error": busy})
-                return
-            if self.server.log is not None:
-                self.server.log(f"poke failed: {failure_line(exc, self.server.ledger_file)}")
-            self._reply(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": "internal error; see the server log"})
+            self._failed(exc)
             return
         summary = {"accepted": True, "id": task["id"], "title": task["title"], "status": task["status"]}
         self._reply(HTTPStatus.ACCEPTED, {**summary, "task": task})
+
+    def _failed(self, exc: Exception) -> None:
+        """The reply to a poke that failed for another reason than its input: 503 while the
+        database stayed locked, else 500 (the reason in the server's log, not the reply)."""
+        busy = busy_reason(exc)
+        if busy is not None:  # the database stayed locked
+            self._reply(HTTPStatus.SERVICE_UNAVAILABLE, {"error": busy})
+            return
+        if self.server.log is not None:
+            self.server.log(f"poke failed: {failure_line(exc, self.server.ledger_file)}")
+        self._reply(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": "internal error; see the server log"})
 
     # --- the dashboard ---
 

@@ -24,7 +24,16 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from heartbeat.errors import HbError, InvalidInput, NotFound, Unavailable, busy_reason, failure_line
+from heartbeat.errors import (
+    DatabaseBusy,
+    DatabaseError,
+    HbError,
+    InvalidInput,
+    NotFound,
+    Unavailable,
+    busy_reason,
+    failure_line,
+)
 from heartbeat.formats import strict_json
 
 if TYPE_CHECKING:
@@ -141,6 +150,8 @@ def page(
             data = PAGES[name](ledger, params)
     except Unavailable as exc:
         return _error(503, "The ledger is gone", exc.message, as_json)
+    except (DatabaseBusy, DatabaseError) as exc:  # the database's failure, not the request's
+        return _failed(exc, path, as_json, log, ledger_file)
     except NotFound as exc:
         return _error(404, "Not found", exc.message, as_json)
     except InvalidInput as exc:
@@ -148,12 +159,7 @@ def page(
     except HbError as exc:
         return _error(500, "The ledger cannot answer", exc.message, as_json)
     except Exception as exc:  # the server stays up; the client gets one line, not a traceback
-        busy = busy_reason(exc)
-        if busy is not None:  # the database stayed locked
-            return _error(503, "Busy", busy, as_json)
-        if log is not None:
-            log(f"page {path} failed: {failure_line(exc, ledger_file)}")
-        return _error(500, "Internal error", "internal error; see the server log", as_json)
+        return _failed(exc, path, as_json, log, ledger_file)
     if as_json:
         return json_response(200, data, {"Vary": "Accept"})
     try:
@@ -167,6 +173,19 @@ def page(
             log(f"page {path} failed to render: {failure_line(exc, ledger_file)}")
         return _error(500, "Internal error", "internal error; see the server log", as_json)
     return html_response(200, text, {"Vary": "Accept"})
+
+
+def _failed(
+    exc: Exception, path: str, as_json: bool, log: Callable[[str], None] | None, ledger_file: str | None
+) -> Response:
+    """The answer to a page that failed for another reason than its request: 503 while the
+    database stayed locked, else 500 (the reason in the server's log, not the answer)."""
+    busy = busy_reason(exc)
+    if busy is not None:  # the database stayed locked
+        return _error(503, "Busy", busy, as_json)
+    if log is not None:
+        log(f"page {path} failed: {failure_line(exc, ledger_file)}")
+    return _error(500, "Internal error", "internal error; see the server log", as_json)
 
 
 def no_html(path: str) -> Response:

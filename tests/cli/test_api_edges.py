@@ -4,6 +4,8 @@ section 9): values the command line cannot give (a negative timedelta, an aware 
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -11,7 +13,8 @@ from typing import Any
 import pytest
 
 from heartbeat import Ledger
-from heartbeat.errors import InvalidInput, InvalidState
+from heartbeat.db import sqlite as sqlite_settings
+from heartbeat.errors import Busy, DatabaseBusy, DatabaseError, InvalidInput, InvalidState, NotFound
 from tests.conftest import every_row
 
 NOW = "2026-05-01T09:00Z"
@@ -186,3 +189,54 @@ def test_a_stream_of_a_closed_ledger_is_refused_too(db_url: str, workspace: Path
     ledger.close()
     with pytest.raises(InvalidState, match=r"^this Ledger is closed"):
         next(tasks)
+
+
+def test_a_ledger_locked_past_the_busy_timeout_is_busy_exit_75(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API raised sqlite3's own "database is locked" where the CLI exits 75 (SPEC.md 9: the
+    API's errors are heartbeat.errors exceptions carrying the CLI's exit code)."""
+    monkeypatch.setattr(sqlite_settings, "BUSY_TIMEOUT_MS", 200)
+    with Ledger.open(workspace, now=NOW) as ledger:
+        ledger.add("first")
+        with closing(
+            sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db", isolation_level=None)
+        ) as other:
+            other.execute("BEGIN EXCLUSIVE")
+            with pytest.raises(Busy) as busy:
+                ledger.add("waits")
+            other.execute("ROLLBACK")
+        assert isinstance(busy.value, DatabaseBusy) and busy.value.exit_code == 75
+        assert (
+            str(busy.value) == "busy: another process held the ledger's database locked past 30 s; try again"
+        )
+        assert isinstance(busy.value.__cause__, sqlite3.OperationalError)  # the driver's, kept
+        assert [t["title"] for t in ledger.list()] == ["first"]
+
+
+def test_a_database_error_is_a_domain_error_with_the_drivers_as_its_cause(
+    workspace: Path,
+) -> None:
+    """A file that is no ledger: sqlite3.DatabaseError from open, now the CLI's one line."""
+    state = workspace / ".agent" / "state"
+    state.mkdir(parents=True)
+    (state / "heartbeat.db").write_bytes(b"not a database, " * 512)
+    with pytest.raises(DatabaseError) as failed:
+        Ledger.open(workspace)
+    assert failed.value.exit_code == 1
+    assert str(failed.value) == "database error: file is not a database"
+    assert isinstance(failed.value.__cause__, sqlite3.DatabaseError)
+
+
+def test_interrupts_and_domain_errors_go_through_as_they_are(workspace: Path) -> None:
+    with Ledger.open(workspace, now=NOW) as ledger:
+        with pytest.raises(NotFound) as missing:
+            ledger.get("task-none")
+        assert missing.value.__cause__ is None
+
+        def interrupted() -> datetime:
+            raise KeyboardInterrupt
+
+        ledger.ctx.now = interrupted
+        with pytest.raises(KeyboardInterrupt):
+            ledger.add("never")

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from heartbeat import Ledger
-from heartbeat.errors import describe
+from heartbeat.errors import DatabaseError, describe
 
 pytestmark = pytest.mark.postgres
 
@@ -31,8 +31,9 @@ def test_the_call_after_the_server_ended_the_session_opens_a_new_one(pg_url: str
         first = ledger.add("Water the plants")["id"]
         assert _end_other_sessions(pg_url) >= 1
 
-        with pytest.raises(psycopg.OperationalError) as ended:  # the call that meets it fails
+        with pytest.raises(DatabaseError) as ended:  # the call that meets it fails
             ledger.list()
+        assert isinstance(ended.value.__cause__, psycopg.OperationalError)  # the driver's, kept
         said = describe(ended.value)
         assert said is not None and said[0].startswith("database error: ") and said[1] == 1
 
@@ -40,7 +41,7 @@ def test_the_call_after_the_server_ended_the_session_opens_a_new_one(pg_url: str
         task = ledger.pop(worker="w1")
         assert task is not None and task["id"] == first
         assert _end_other_sessions(pg_url) >= 1
-        with pytest.raises(psycopg.OperationalError):
+        with pytest.raises(DatabaseError):
             ledger.complete(first, claim=task["claim"])  # not committed: the task is still claimed
         assert ledger.complete(first, claim=task["claim"])["status"] == "done"
         assert ledger.guard_holder() is None
