@@ -125,16 +125,17 @@ UPGRADE_WAIT = 120.0
 
 @contextmanager
 def _upgrading(path: Path) -> Iterator[None]:
-    """Hold the upgrade of the SQLite ledger at ``path`` (a lock on a file beside it, taken by
-    ``flock``, which SQLite's own locks never meet): processes that find the ledger behind at
-    once take turns, and the first one's backup in progress is no leftover to the others."""
+    """Hold the upgrade of the SQLite ledger at ``path`` (an ``flock`` of the directory that
+    holds it, which SQLite's own locks never meet, and which leaves no file behind): processes
+    that find the ledger new or behind at once take turns, and the first one's backup in
+    progress is no leftover to the others."""
     import fcntl
     import os
     import time
 
     from heartbeat.errors import Busy
 
-    lock = os.open(path.with_name(path.name + ".upgrade-lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    lock = os.open(path.parent, os.O_RDONLY)
     try:
         deadline = time.monotonic() + UPGRADE_WAIT
         while True:
