@@ -55,15 +55,15 @@ def bad_database_url(url: str) -> InvalidInput:
 _KEYWORD_PASSWORD = re.compile(r"(\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|\S+)", re.IGNORECASE)
 
 
+_KEYWORDS = re.compile(
+    r"(?:^|\s)(?:host|hostaddr|dbname|user|password|port|sslmode|service)\s*=", re.IGNORECASE
+)
+
+
 def looks_like_keywords(text: str) -> bool:
     """Whether ``text`` is a libpq connection string of ``key=value`` words rather than a URL or
     a path (``host=... dbname=... password=...``, as psql takes)."""
     return "://" not in text and _KEYWORDS.search(text) is not None
-
-
-_KEYWORDS = re.compile(
-    r"(?:^|\s)(?:host|hostaddr|dbname|user|password|port|sslmode|service)\s*=", re.IGNORECASE
-)
 
 
 def without_password(url: str) -> str:

@@ -108,10 +108,15 @@ def due(ctx: Context) -> list[dict[str, Any]]:
 
 def check(ctx: Context, *, dry_run: bool = False, lang: str | None = None) -> dict[str, Any]:
     """One round (``hb check``): see :meth:`heartbeat.Ledger.check`."""
-    from heartbeat.rules.messages import render_brief
-
     if not dry_run:  # (as notify and proactive: the runtime may have noted hygiene done there)
         _read_state_file(ctx)
+    return _round(ctx, dry_run=dry_run, lang=lang)
+
+
+def _round(ctx: Context, *, dry_run: bool = False, lang: str | None = None) -> dict[str, Any]:
+    """The round itself, the state file read already (``hb heartbeat`` has just synced it)."""
+    from heartbeat.rules.messages import render_brief
+
     now = ctx.now()
     policy = _policy(ctx, lang, now)
     watermark = _watermark(ctx, now)
@@ -280,7 +285,7 @@ def heartbeat(
         checklist = _read_checklist(ctx)
         synced = sync_files(ctx)  # also re-reads settings: heartbeat-state.json may carry some
         materialized = recur.materialize(ctx, export=False) if ctx.settings.recur_materialize else None
-        round_ = check(ctx, lang=lang)
+        round_ = _round(ctx, lang=lang)  # (the sync just read the state file)
         tasks = periodic_tasks(checklist)
         due_tasks = _periodic_due(ctx, held, tasks)
         brief = render_brief(checklist, round_["messages"], due_tasks=due_tasks, lang=_lang(ctx, lang))
@@ -331,7 +336,8 @@ def _periodic_due(
         details = db.rows(
             "SELECT detail FROM runs WHERE kind = 'heartbeat' AND status = 'ok' AND pk < :pk "
             "ORDER BY pk DESC LIMIT :n",
-            {"pk": held.pk, "n": _PERIODIC_LOOKBACK},
+            # (with no tasks block, only the last tick's map is carried on: it holds them all)
+            {"pk": held.pk, "n": _PERIODIC_LOOKBACK if tasks else 1},
         )
     last_runs: dict[str, str] = {}
     for (raw,) in details:

@@ -73,7 +73,6 @@ def _import_tasks(db: Db, text: str, path: Path, now: datetime, actor: str) -> I
     doc = read_storable(db, path, text, SOURCE, tasks_json.parse)
     report = ImportReport(SOURCE, str(path), warnings=list(doc.warnings))
     existing = {(t.scope, t.id): t for t in db.load(TaskRow, SQL.tasks_json_tasks)}
-    before = base_records(db, SOURCE, path)  # the text hb read from this file before
     fresh: list[tasks_json.QueueRecord] = []
     events: list[Event] = []
     created = {"file": str(path)}
@@ -88,13 +87,15 @@ def _import_tasks(db: Db, text: str, path: Path, now: datetime, actor: str) -> I
             report.unchanged += 1
             continue
         report.updated.append(key_text(record.scope, record.id))
+    # tasks the file lacks, which the import keeps: ones the text hb read before held were
+    # deleted from the file by hand, and stay so for the next sync (that text is read only then)
+    lacking = existing.keys() - {(r.scope, r.id) for r in doc.records}
+    before = base_records(db, SOURCE, path) if lacking else None
     insert_fresh(db, fresh, events, now, actor)
     remember(db, SOURCE, path, text, now)
-    if before:  # entries deleted from the file by hand, which the import removes not: still deleted
-        in_file = {(r.scope, r.id) for r in doc.records}
-        dropped = [[*key, was] for key, was in before.items() if key not in in_file and key in existing]
-        if dropped:
-            bookmarks.note_dropped(db, SOURCE, dropped)
+    dropped = [[*key, was] for key, was in (before or {}).items() if key in lacking]
+    if dropped:
+        bookmarks.note_dropped(db, SOURCE, dropped)
     return report
 
 
