@@ -53,6 +53,8 @@ Name32 = String(32).with_variant(Text(), "postgresql")
 Name64 = String(64).with_variant(Text(), "postgresql")
 # A duration in seconds, up to the 100 years hb reads (past int4's 68 years on PostgreSQL)
 Seconds = Integer().with_variant(BigInteger(), "postgresql")
+# A file's size in bytes or its mtime in nanoseconds (past int4's 2 GiB and 2.1 s; migration 0014)
+Big = Integer().with_variant(BigInteger(), "postgresql")
 
 
 def one_of(column: str, values: Iterable[str], *, nullable: bool = False) -> str:
@@ -462,6 +464,18 @@ class Setting(Base):
     updated_at: Mapped[datetime]
 
 
+class Lock(Base):
+    """A kind of write transaction that runs one at a time on PostgreSQL, by locking its row.
+
+    A row lock needs UPDATE on the table, which ``hb_reader`` lacks; an advisory lock, which hb
+    took before migration 0014, was open to every role that could connect.
+    """
+
+    __tablename__ = "locks"
+
+    name: Mapped[str] = mapped_column(Name32, primary_key=True)
+
+
 class SyncState(Base):
     """What hb last read from or wrote to a workspace file."""
 
@@ -470,7 +484,7 @@ class SyncState(Base):
     kind: Mapped[str] = mapped_column(String(16), primary_key=True)  # todo | done | recur | tasks-json | ...
     path: Mapped[str] = mapped_column(Text)
     content_hash: Mapped[str | None] = mapped_column(String(64))
-    size: Mapped[int | None] = mapped_column(Integer)
-    mtime_ns: Mapped[int | None] = mapped_column(Integer)
+    size: Mapped[int | None] = mapped_column(Big)
+    mtime_ns: Mapped[int | None] = mapped_column(Big)
     synced_at: Mapped[datetime]
     skeleton: Mapped[dict[str, Any] | None]  # the file's non-record structure, for exports

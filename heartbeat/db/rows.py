@@ -269,6 +269,15 @@ class SettingRow(Row):
 
 
 @dataclass(eq=False)
+class LockRow(Row):
+    """A kind of write transaction that runs one at a time on PostgreSQL (``Db.take_turns``)."""
+
+    shape: ClassVar[shape.Shape] = shape.LOCKS
+
+    name: str
+
+
+@dataclass(eq=False)
 class SyncStateRow(Row):
     """What hb last read from or wrote to a workspace file."""
 
@@ -293,5 +302,6 @@ ROWS: tuple[type[Row], ...] = (
     NotificationRow,
     RunRow,
     SettingRow,
+    LockRow,
     SyncStateRow,
 )

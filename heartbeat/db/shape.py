@@ -125,6 +125,7 @@ RUNS = _shape(
     json_="record detail",
 )
 SETTINGS = _shape("settings", "key value updated_at", times="updated_at", json_="value", key="key")
+LOCKS = _shape("locks", "name", times="", key="name")
 SHAPES = (
     TASKS,
     TASK_DEPENDENCIES,
@@ -135,5 +136,6 @@ SHAPES = (
     NOTIFICATIONS,
     RUNS,
     SETTINGS,
+    LOCKS,
     SYNC_STATE,
 )

@@ -118,6 +118,13 @@ class Db(Conn):
         self._dirty: set[Row] = set()
         self._identity: dict[tuple[type[Row], tuple[Any, ...]], Row] = {}
 
+    def take_turns(self, name: str) -> None:
+        """Make the write transactions that call this with ``name`` run one at a time, until this
+        one ends. SQLite's write lock (BEGIN IMMEDIATE) does it already; on PostgreSQL it is the
+        row ``name`` of ``locks``, which the read-only role may read but not lock."""
+        if not self.sqlite:
+            self.execute(statements("locks").take_turn_pg, {"name": name})
+
     # --- statements (every one sees the changes made to the rows so far) --------------
 
     def rows(self, text: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:

@@ -333,10 +333,9 @@ def set_after(db: Db, task: TaskRow, after: Sequence[TaskRow]) -> bool:
     """Make ``task`` wait for exactly ``after``; False when that is what it waited for already.
 
     A dependency that would close a cycle is refused (InvalidInput naming the cycle) and nothing
-    changes. Concurrent edits take turns (SQLite: the write lock; PostgreSQL: a transaction lock).
+    changes. Concurrent edits take turns (:meth:`Db.take_turns`).
     """
-    if not db.sqlite:
-        db.execute(SQL.serialise_dependencies_pg, {"key": _DEPENDENCY_LOCK})
+    db.take_turns("dependencies")  # so that two edits together close no cycle
     wanted = [t.pk for t in after]
     existing = {pk for (pk,) in db.rows(SQL.awaited, {"pk": task.pk})}
     if existing == set(wanted):
@@ -386,11 +385,6 @@ def _cycle_ids(db: Db, parent: Mapping[int, int], start: int) -> list[str]:
     chain.reverse()
     ids = dict(db.rows(SQL.ids_of, {"pks": sorted(set(chain))}))
     return [ids[pk] for pk in chain]
-
-
-# Two transactions editing dependencies take turns, so that together they close no cycle
-# (SQLite: the write lock; PostgreSQL: this transaction lock, "hbde").
-_DEPENDENCY_LOCK = 0x6862_6465
 
 
 def find(db: Db, task_id: str, scope: str | None = None, *, lock: bool = False) -> TaskRow:

@@ -19,7 +19,6 @@ Choices the contract leaves open, made here:
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
@@ -204,7 +203,7 @@ def proactive(
     day = _local_day(zone, now)
     quiet = is_quiet(QuietHours.parse(settings.quiet_hours), now.astimezone(zone))
     with ctx.write() as db:
-        _serialise(db, "proactive")  # two concurrent asks must not both use the day's one message
+        db.take_turns("proactive")  # two concurrent asks must not both use the day's one message
         start, end = _day_bounds(zone, now)
         sent_today, last_sent, last_talked = db.rows(
             SQL.proactive_state, {"day_start": db.time(start), "day_end": db.time(end)}
@@ -406,12 +405,6 @@ def _read_state_file(ctx: Context) -> None:
     known = last is not None and last[0] == str(path) and last[1] == digest(read_text(path))
     if not known:
         sync_files(ctx, only=["state"])
-
-
-def _serialise(db: Db, name: str) -> None:
-    """Make concurrent transactions of ``name`` take turns (SQLite: BEGIN IMMEDIATE already does)."""
-    if not db.sqlite:
-        db.execute(SQL.serialise_pg, {"key": zlib.crc32(f"hb:{name}".encode())})
 
 
 def _record_run(ctx: Context, kind: str, moment: datetime) -> None:

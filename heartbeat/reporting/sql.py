@@ -48,10 +48,11 @@ from heartbeat.errors import HbError, Interrupted, InvalidInput
 READER_ROLE = "hb_reader"  # migrations/versions/0004_sql_reader_role.py
 READER_URL_ENV = "HB_SQL_DATABASE_URL"
 # What the role reads: hb's tables and views, by name (migrations/versions/0013_reader_reads_hb_only.py
-# grants them so; tests/migrations holds both lists to the schema at head)
+# and the later revisions that add one grant them so; tests/migrations holds both lists to the schema at head)
 READER_OBJECTS = (
     "alembic_version",
     "errors",
+    "locks",
     "notifications",
     "outcomes",
     "recurrences",

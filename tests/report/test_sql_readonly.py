@@ -292,7 +292,7 @@ def test_hb_sql_refuses_a_role_that_is_not_the_reader(pg_url: str, workspace: Pa
     missing = hb("sql", "SELECT 1", code=1)
     lines = missing.stderr.splitlines()
     assert len(lines) == 1 and "cannot connect as the read-only role hb_no_such_role" in lines[0]
-    assert "GRANT SELECT ON alembic_version, errors, notifications," in lines[0]  # hb's, by name
+    assert "GRANT SELECT ON alembic_version, errors, locks, notifications," in lines[0]  # hb's, by name
     assert "ALL TABLES" not in lines[0]
 
 
@@ -357,3 +357,44 @@ def test_a_value_nested_past_what_python_prints_is_one_line_not_exit_70(pg_url: 
         ), fmt
     shallow = "SELECT (repeat('[', 100) || repeat(']', 100))::json AS r"
     assert strict_json(hb("sql", shallow, "--format", "json").stdout)
+
+
+@pytest.mark.postgres
+def test_the_reader_cannot_hold_hbs_writers_waiting(pg_url: str, workspace: Path) -> None:
+    """Two proactive rounds (one message a day between them) and two dependency edits (a cycle
+    between them) take turns on PostgreSQL. The turn was an advisory lock of a fixed key, which
+    any role may take in a read-only transaction: ``hb sql`` (or an agent's MCP ``sql`` call)
+    holding it made ``hb proactive`` and ``hb update --after`` wait, then exit 75. The turns are
+    row locks now, which the reader may not take, and holding the old keys holds nothing up."""
+    import zlib
+
+    import psycopg
+
+    from heartbeat.reporting.sql import reader_connect_args
+
+    hb = Runner({"HB_DATABASE_URL": pg_url})
+    seed(hb)
+    hb("config", "set", "proactive.enabled", "true")
+    hb("config", "set", "quiet_hours", "off")
+    first, second = (row["id"] for row in hb.json("list", "--all")[:2])
+    for lock in ("FOR UPDATE", "FOR NO KEY UPDATE", "FOR SHARE", "FOR KEY SHARE"):
+        refused = hb("sql", f"SELECT name FROM locks {lock}", code=1)
+        assert refused.stderr.startswith("hb: sql: ") and refused.stderr.count("\n") == 1, refused.stderr
+    with psycopg.connect(**reader_connect_args(pg_url), connect_timeout=10) as reader:
+        assert reader.execute("SELECT current_user").fetchone() == ("hb_reader",)
+        reader.rollback()
+        reader.execute("SET TRANSACTION READ WRITE")  # the role's default is read-only; it may say so
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # a row lock needs UPDATE
+            reader.execute("SELECT name FROM locks FOR KEY SHARE")
+        reader.rollback()
+        reader.execute("SET TRANSACTION READ ONLY")
+        for key in (zlib.crc32(b"hb:proactive"), 0x6862_6465):  # the turns' keys before 0014
+            reader.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+        # the writers wait two seconds for a lock at most, then exit 75 (75 was the bug)
+        env = {"PGOPTIONS": "-c lock_timeout=2000"}
+        ask = ("proactive", "--topic", "t", "--suggestion", "s", "--json")
+        asked = hb("--now", "2026-05-01T12:00Z", *ask, **env)
+        assert json.loads(asked.stdout)["decision"] == "sent"
+        hb("update", second, "--after", first, **env)
+        assert hb.json("show", second)["after"] == [first]
+        reader.rollback()

@@ -61,7 +61,3 @@ UPDATE tasks SET last_checked_at = :last_checked_at, next_check_at = :next_check
 -- name: state_file_read
 -- What hb last read from memory/heartbeat-state.json.
 SELECT path, content_hash FROM sync_state WHERE kind = 'state'
-
--- name: serialise_pg
--- PostgreSQL: transactions of one kind take turns (a transaction lock); SQLite's write lock does it.
-SELECT pg_advisory_xact_lock(CAST(:key AS bigint))

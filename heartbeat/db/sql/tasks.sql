@@ -55,10 +55,6 @@ SELECT pk, id FROM tasks WHERE pk IN {ints:pks}
 -- A task waits for nothing.
 DELETE FROM task_dependencies WHERE task_pk = :pk
 
--- name: serialise_dependencies_pg
--- PostgreSQL: dependency edits take turns (a transaction lock), so that together they close no cycle.
-SELECT pg_advisory_xact_lock(CAST(:key AS bigint))
-
 -- name: list
 -- Tasks by the list filters (a NULL text filter is off; :all_statuses = 1 or :any_due = 1 turn
 -- the status and due filters off).
