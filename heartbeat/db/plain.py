@@ -94,14 +94,7 @@ def postgres_json(value: Any) -> str | None:
     if value is None:
         return None
     try:
-        text = json_text(value, ascii_only=True, strict=True)
-        if "\\ud" in text:  # a surrogate, escaped: a pair (an emoji) is text, one alone is not
-            json_text(value).encode("utf-8")
-        return text
-    except UnicodeEncodeError:  # json's type takes \ud800 alone; SQLite refuses it, and no file holds it
-        from heartbeat.errors import InvalidInput
-
-        raise InvalidInput("a text argument is not valid UTF-8 text") from None
+        return _text_only(value, json_text(value, ascii_only=True, strict=True))
     except ValueError:  # "Out of range float values are not JSON compliant"
         from heartbeat.errors import InvalidInput
 
@@ -109,6 +102,20 @@ def postgres_json(value: Any) -> str | None:
             "a value holds a number JSON cannot hold (NaN, Infinity, or past 1.8e308), which a ledger on "
             "PostgreSQL cannot store; nothing changed"
         ) from None
+
+
+def _text_only(value: Any, text: str) -> str:
+    """``text``, the ASCII JSON of ``value``, unless a string in it holds a lone surrogate (an
+    argument's byte that is not UTF-8, kept as a surrogate escape): InvalidInput. JSON escapes it
+    as ``\\udcff``, which either database would store, and which no file or UTF-8 text holds."""
+    if "\\ud" in text:  # a surrogate, escaped: a pair (an emoji) is text, one alone is not
+        try:
+            json_text(value).encode("utf-8")
+        except UnicodeEncodeError:
+            from heartbeat.errors import InvalidInput
+
+            raise InvalidInput("a text argument is not valid UTF-8 text") from None
+    return text
 
 
 def json_text(value: Any, *, ascii_only: bool = False, strict: bool = False) -> str:
@@ -259,8 +266,9 @@ class Conn:
 
     @staticmethod
     def json(value: Any) -> str | None:
-        """JSON text as ``json.dumps`` writes it (:func:`json_text`'s encoder made once)."""
-        return None if value is None else json_text(value, ascii_only=True)
+        """JSON text as ``json.dumps`` writes it (:func:`json_text`'s encoder made once); a string
+        that is not UTF-8 text is refused, as the PostgreSQL path does."""
+        return None if value is None else _text_only(value, json_text(value, ascii_only=True))
 
     read_time = staticmethod(read_time)
 

@@ -355,7 +355,7 @@ class Db(Conn):
         if name in shape.times:
             return bind_time(value, sqlite=self.sqlite)
         if name in shape.json:
-            return json.dumps(value) if self.sqlite else postgres_json(value)
+            return self.json(value) if self.sqlite else postgres_json(value)
         if name in shape.flags:
             return int(value) if self.sqlite else bool(value)
         if isinstance(value, TaskStatus):

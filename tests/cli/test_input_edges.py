@@ -750,6 +750,27 @@ def test_an_outcome_holding_a_lone_surrogate_is_refused_alike_and_nothing_change
     assert json.loads(hb_db("export", "last-run", "-").stdout)["outcome"] == {"ok": "😀"}
 
 
+def test_a_recurrence_outcome_holding_a_byte_that_is_not_utf8_is_refused_alike(
+    hb_db: Runner, workspace: Path, db_url: str
+) -> None:
+    """``hb recur outcome ID --result $'bad \\xff'`` was stored on SQLite (JSON escapes the byte
+    as ``\\udcff``); the next sync could not write it into PROACTIVE.md for CraftBot, and every
+    hb sync and hb heartbeat failed until five more outcomes pushed it out of the history.
+    PostgreSQL refused it. Both refuse it now, and nothing changes."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "workspace" / "PROACTIVE.md"
+    (workspace / "PROACTIVE.md").write_bytes(example.read_bytes())
+    hb_db("--now", "2026-05-04T07:00", "sync")
+    rule = hb_db.json("recur", "list")[0]["id"]
+    files, rows = workspace_files(workspace), every_row(db_url)
+    refused = hb_db("--now", "2026-05-04T08:05", "recur", "outcome", rule, "--result", "bad \udcff byte", code=1)
+    assert refused.stderr == "hb: a text argument is not valid UTF-8 text\n"
+    assert (workspace_files(workspace), every_row(db_url)) == (files, rows)
+    hb_db("--now", "2026-05-04T08:05", "recur", "outcome", rule, "--result", "done 😀")
+    hb_db("--now", "2026-05-04T08:06", "sync")
+    assert "done 😀" in (workspace / "PROACTIVE.md").read_text(encoding="utf-8")
+    hb_db("--now", "2026-05-04T09:00", "heartbeat")
+
+
 def test_a_duration_past_68_years_is_stored_alike_on_both_backends(hb_db: Runner, workspace: Path) -> None:
     """hb reads durations up to 100 years; PostgreSQL's int4 columns stopped at 68 ("database
     error: integer out of range", naming nothing) where SQLite stored them."""
