@@ -762,10 +762,11 @@ def test_a_recurrence_outcome_holding_a_byte_that_is_not_utf8_is_refused_alike(
     hb_db("--now", "2026-05-04T07:00", "sync")
     rule = hb_db.json("recur", "list")[0]["id"]
     files, rows = workspace_files(workspace), every_row(db_url)
-    refused = hb_db("--now", "2026-05-04T08:05", "recur", "outcome", rule, "--result", "bad \udcff byte", code=1)
+    outcome = ("--now", "2026-05-04T08:05", "recur", "outcome", rule, "--result")
+    refused = hb_db(*outcome, "bad \udcff byte", code=1)
     assert refused.stderr == "hb: a text argument is not valid UTF-8 text\n"
     assert (workspace_files(workspace), every_row(db_url)) == (files, rows)
-    hb_db("--now", "2026-05-04T08:05", "recur", "outcome", rule, "--result", "done 😀")
+    hb_db(*outcome, "done 😀")
     hb_db("--now", "2026-05-04T08:06", "sync")
     assert "done 😀" in (workspace / "PROACTIVE.md").read_text(encoding="utf-8")
     hb_db("--now", "2026-05-04T09:00", "heartbeat")
