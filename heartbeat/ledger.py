@@ -15,7 +15,7 @@ import builtins
 import contextlib
 import functools
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path, PurePath
@@ -518,10 +518,18 @@ class Ledger:
         worker: str | None = None,
         lease: str | Any | None = None,
         accept_stale: bool = False,
+        check: Callable[[Mapping[str, Any]], object] | None = None,
     ) -> Any:
-        """Like :meth:`pop`, with what was skipped and adopted (for the CLI's notices)."""
+        """Like :meth:`pop`, with what was skipped and adopted (for the CLI's notices); ``check``
+        sees the claimed task before the commit, and what it raises undoes the claim."""
         return queue_ops.pop(
-            self.ctx, scope=scope, task_id=task_id, worker=worker, lease=lease, accept_stale=accept_stale
+            self.ctx,
+            scope=scope,
+            task_id=task_id,
+            worker=worker,
+            lease=lease,
+            accept_stale=accept_stale,
+            check=check,
         )
 
     def pop(

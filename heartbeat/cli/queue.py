@@ -86,6 +86,8 @@ def pop(
             worker=worker or default_worker(),
             lease=lease,
             accept_stale=accept_stale,
+            # a field the task lacks is a usage error before the claim is committed
+            check=(lambda task: pick(popped_object(task), fields)) if fields else None,
         )
     except QueueExhausted as exhausted:
         _notices(exhausted.adopted, {}, exhausted.skipped)

@@ -7,7 +7,7 @@ setting ``sync.auto_export``, by the export of the queue files it changed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import timedelta
 from functools import cache
@@ -93,11 +93,15 @@ def pop(
     worker: str | None = None,
     lease: str | timedelta | None = None,
     accept_stale: bool = False,
+    check: Callable[[Mapping[str, Any]], object] | None = None,
 ) -> queue_db.PopResult:
-    """``hb pop``: the claimed task (or none) with what was skipped and adopted."""
+    """``hb pop``: the claimed task (or none) with what was skipped and adopted. ``check`` sees
+    the claimed task before the commit; what it raises undoes the claim (``hb pop --fields``
+    naming a field the task lacks: the claim no one was shown is not made)."""
     duration = ctx.lease(lease)
     now = ctx.now()
-    with transaction(ctx, lazy=True) as tx:
+    # lazy: PostgreSQL commits the one-statement pop as it runs, before a check could undo it
+    with transaction(ctx, lazy=check is None) as tx:
         result = queue_db.pop(
             tx,
             now,
@@ -109,6 +113,8 @@ def pop(
             adopt="first",
         )
         tx.moved = [] if result.task is None else [_key(result.task)]
+        if check is not None and result.task is not None:
+            check(result.task)
     if result.exhausted is not None:
         raise result.exhausted  # after the commit: the pop's runs row stays
     return result

@@ -376,6 +376,10 @@ def poke(ctx: Context, text: str, *, key: str | None = None) -> dict[str, Any]:
         raise InvalidInput(
             f"poke text holds a control character (U+{ord(body[control]):04X}) at {control + 1}"
         )
+    if key is not None:  # refused before the guard, whose record a refusal would leave behind
+        from heartbeat.db.tasks import check_key
+
+        key = check_key(key)
     with guard_mod.held(ctx, "poke") as held:
         from heartbeat.ops import tasks as tasks_ops
 

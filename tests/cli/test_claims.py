@@ -428,6 +428,20 @@ def test_add_with_a_key_twice_returns_the_first_task(hb_db: Runner) -> None:
     assert hb_db.json("poke", "--key", "build-check", "Check the build")["id"] == fresh["id"]
 
 
+@pytest.mark.parametrize("key", ["", "  ", "k" * 256])
+def test_a_poke_with_a_key_hb_add_refuses_leaves_no_record(hb_db: Runner, db_url: str, key: str) -> None:
+    """hb add refused the key and wrote nothing; hb poke refused it inside the workspace guard,
+    which left a runs row (``poke error``) for a refusal of input."""
+    from tests.conftest import every_row
+
+    hb_db("add", "a task before")
+    before = every_row(db_url)
+    refused = hb_db("poke", "--key", key, "Check the build", code=1)
+    assert refused.stderr.startswith("hb: ") and refused.stderr.count("\n") == 1
+    assert "--key" in refused.stderr
+    assert every_row(db_url) == before
+
+
 def test_the_loser_of_a_race_on_a_key_gets_the_winner_s_task(
     db_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -418,6 +418,28 @@ def test_an_empty_task_id_is_refused(hb: Runner) -> None:
     hb("sync")  # nothing it would write could stop a later sync
 
 
+def test_pop_with_a_field_the_task_lacks_claims_nothing(hb_db: Runner, db_url: str, workspace: Path) -> None:
+    """``hb pop --fields nope`` (or ``--fields id,claim`` on a scoped queue, whose entries say
+    ``task_id``) exited 2, a usage error, after the claim was committed: the task stayed doing
+    under a token no one was shown, for the whole lease. Now the claim is undone."""
+    from tests.conftest import every_row, workspace_files
+
+    task = hb_db("add", "only task").stdout.strip()
+    hb_db("sync")
+
+    def state() -> tuple[object, ...]:  # (sync_state's bookkeeping of a pre-sync aside)
+        rows = every_row(db_url)
+        return workspace_files(workspace), [rows[t] for t in ("tasks", "task_events", "runs", "outcomes")]
+
+    before = state()
+    refused = hb_db("pop", "--fields", "id,nope", code=2)
+    assert "unknown field(s) nope" in refused.stderr and refused.stdout == ""
+    assert state() == before
+    assert hb_db.json("show", task)["status"] == "todo"
+    popped = json.loads(hb_db("pop", "--fields", "id,claim").stdout)
+    assert popped["id"] == task and popped["claim"]
+
+
 def test_fields_and_limit_make_lean_json(hb: Runner) -> None:
     for n in range(5):
         hb("add", f"task {n}", "--priority", "high")
