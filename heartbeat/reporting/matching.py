@@ -168,11 +168,19 @@ def _search(
     return None
 
 
-def like_function(side: Any, stop: Callable[[], bool]) -> Callable[..., Any]:
-    """SQLite's ``like(pattern, text[, escape])``: text operands here, anything else (numbers,
-    blobs, whose text SQLite makes) by SQLite's own function on ``side``."""
+_NO_ESCAPE = object()  # like() called with two arguments (an ESCAPE of NULL is a third, None)
 
-    def like(pattern: Any, text: Any, escape: Any = None) -> Any:
+
+def like_function(side: Any, stop: Callable[[], bool], *, arguments: int = 2) -> Callable[..., Any]:
+    """SQLite's ``like(pattern, text[, escape])`` of ``arguments`` arguments: text operands here,
+    anything else (numbers, blobs, whose text SQLite makes) by SQLite's own function on
+    ``side``. ``x LIKE y ESCAPE NULL`` is NULL, as SQLite answers, not ``x LIKE y``."""
+
+    def like(pattern: Any, text: Any, escape: Any = _NO_ESCAPE) -> Any:
+        if arguments == 2:
+            escape = None
+        elif escape is None:
+            return None
         if pattern is None or text is None:
             return None
         texts = type(pattern) is str and type(text) is str

@@ -231,7 +231,7 @@ def _guarded(
         ("printf", -1, _printf(side, denied)),
         ("format", -1, _printf(side, denied)),
         ("like", 2, like_function(side, stop)),
-        ("like", 3, like_function(side, stop)),
+        ("like", 3, like_function(side, stop, arguments=3)),
         ("glob", 2, glob_function(side, stop)),
     ]
     for name, arity, function in own:

@@ -40,6 +40,7 @@ def never() -> bool:
 
 
 LIKE = like_function(SIDE, never)
+LIKE3 = like_function(SIDE, never, arguments=3)  # like(pattern, text, escape): x LIKE y ESCAPE z
 GLOB = glob_function(SIDE, never)
 
 
@@ -58,7 +59,14 @@ def test_like_and_glob_answer_as_sqlite_does(pattern: str, text: str) -> None:
 @settings(max_examples=1500, deadline=None)
 @given(TEXTS, TEXTS, st.sampled_from(["\\", "!", "%", "_", "a", "é"]))
 def test_like_with_an_escape_answers_as_sqlite_does(pattern: str, text: str, escape: str) -> None:
-    assert LIKE(pattern, text, escape) == own("like", pattern, text, escape), (pattern, text, escape)
+    assert LIKE3(pattern, text, escape) == own("like", pattern, text, escape), (pattern, text, escape)
+
+
+@pytest.mark.parametrize("pattern", ["a", "%", "a%", None])
+def test_an_escape_of_null_makes_like_null_as_in_sqlite(pattern: str | None) -> None:
+    """``'a' LIKE 'a' ESCAPE NULL`` is NULL in SQLite; hb's like() took a NULL escape for none."""
+    assert LIKE3(pattern, "a", None) is None
+    assert own("like", pattern, "a", None) is None
 
 
 @pytest.mark.parametrize(
@@ -93,3 +101,5 @@ def test_hb_sql_stops_a_long_like_at_its_time_limit(hb: Runner) -> None:
     assert hb("sql", "--json", "SELECT 'Hello' LIKE 'h%' AS a, 'Hello' GLOB 'h*' AS b").stdout == (
         '[\n  {\n    "a": 1,\n    "b": 0\n  }\n]\n'
     )
+    escaped = "SELECT 'a' LIKE 'a' ESCAPE NULL AS a, 'a%' LIKE 'a!%' ESCAPE '!' AS b"
+    assert hb.json("sql", escaped) == [{"a": None, "b": 1}]
