@@ -69,24 +69,48 @@ def _real_zone(name: str) -> bool:
     return name.lower() not in _NOT_ZONES and not name.startswith("right/")
 
 
-def machine_zone_name() -> str:
-    """The machine's local zone as an IANA name, falling back to UTC."""
+# A POSIX TZ of a fixed offset, as glibc and Python's time module read it: a name of three letters
+# or more (or one in <...>), then hours west of UTC ("JST-9" is UTC+9), which Etc/GMT-9 names alike
+_POSIX_FIXED = re.compile(r"(?:[A-Za-z]{3,}|<[A-Za-z0-9+-]{3,}>)([+-]?)(\d{1,2})(?::00){0,2}")
+
+
+def machine_zone_name(environ: Callable[[str], str | None] | None = None, etc: str = "/etc") -> str:
+    """The machine's local zone as an IANA name, falling back to UTC.
+
+    In turn: ``TZ`` as an IANA name (``:Asia/Tokyo`` too), or as a POSIX fixed offset
+    (``JST-9``: Etc/GMT-9, the same hours west of UTC); the zone /etc/localtime links to; the
+    name /etc/timezone holds (Debian's, where /etc/localtime is a copy). A POSIX TZ with
+    daylight-saving rules names no IANA zone: set ``hb config set timezone``.
+    """
     import os
 
-    tz = os.environ.get("TZ", "").lstrip(":")
+    tz = ((environ or os.environ.get)("TZ") or "").lstrip(":")
     if tz:
         try:
             return load_zone(tz).key
         except InvalidInput:
             pass
+        fixed = _POSIX_FIXED.fullmatch(tz)
+        if fixed is not None:
+            hours = int(fixed[2])
+            name = f"Etc/GMT{'-' if fixed[1] == '-' else '+'}{hours}" if hours else "Etc/UTC"
+            try:
+                return load_zone(name).key
+            except InvalidInput:  # past Etc's -14 to +12
+                pass
     try:
-        target = os.path.realpath("/etc/localtime")
+        target = os.path.realpath(f"{etc}/localtime")
         marker = "zoneinfo/"
         if marker in target:
             name = target.split(marker, 1)[1]
             load_zone(name)
             return name
     except (OSError, InvalidInput):
+        pass
+    try:
+        with open(f"{etc}/timezone", encoding="utf-8") as named:
+            return load_zone(named.read(200).strip()).key
+    except (OSError, UnicodeDecodeError, InvalidInput):
         pass
     return "UTC"
 
