@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -276,3 +277,79 @@ def test_craftbots_save_of_the_file_it_loaded_earlier_does_not_undo_a_run_hb_wro
     path.write_text(path.read_text("utf-8").replace("run_count: 4", "run_count: 0"), encoding="utf-8")
     _sync(hb_db, "2026-05-04T10:05Z")
     assert _fields(path, "inbox")["run_count"] == 0 and rule(hb_db, "inbox")["run_count"] == 0
+
+
+def test_an_outcome_recorded_after_its_period_ended_is_written_as_that_periods_run(
+    hb_db: Runner, workspace: Path
+) -> None:
+    """CraftBot's should_run skips a weekly task whose last_run is in this ISO week (a daily one:
+    on today's date), and calculate_next_run goes by the same test. An outcome recorded just past
+    midnight answers the period it was handed out for (the ledger counts it there); written with
+    its completion time as last_run, CraftBot took it for the next period's run and skipped that
+    one, while hb handed it out. last_run is now stamped inside the period the run used up."""
+    hb_db("init", "--timezone", "Europe/Berlin")
+    review = (
+        "### [WEEKLY] Review\n```yaml\nid: review\nfrequency: weekly\nday: sunday\n"
+        "time: '23:30'\ninstruction: Review the week.\n```\n\n"
+    )
+    path = _write(workspace, review, BRIEFING)
+    _sync(hb_db, "2026-05-10T20:00")
+    assert [r["id"] for r in hb_db.json("--now", "2026-05-10T23:30", "recur", "due", "--claim")] == ["review"]
+    hb_db("--now", "2026-05-11T00:05", "recur", "outcome", "review", "--result", "done")
+    hb_db("--now", "2026-05-11T00:06", "sync")
+
+    fields = _fields(path, "review")
+    last_run = datetime.fromisoformat(fields["last_run"])  # as CraftBot's types.py reads it
+    assert last_run == datetime.fromisoformat("2026-05-10T23:30:00+02:00")  # the hand-out time
+    assert last_run.isocalendar()[1] == 19  # the week it answered, not week 20 (05-11..05-17)
+    assert fields["next_run"] == "2026-05-17T23:30:00+02:00"
+    assert due_ids(hb_db, "2026-05-17T23:30") == ["review"]
+
+    # daily: handed out at 08:25, the outcome recorded at 00:10 the next day
+    assert due_ids(hb_db, "2026-05-11T08:25") == ["briefing"]
+    hb_db("--now", "2026-05-11T08:25", "recur", "due", "--claim")
+    hb_db("--now", "2026-05-12T00:10", "recur", "outcome", "briefing", "--result", "sent")
+    hb_db("--now", "2026-05-12T00:11", "sync")
+    fields = _fields(path, "briefing")
+    assert datetime.fromisoformat(fields["last_run"]).date() == date(2026, 5, 11)
+    assert fields["next_run"] == "2026-05-12T08:15:00+02:00"
+    assert due_ids(hb_db, "2026-05-12T08:15") == ["briefing"]
+    # an outcome in its period keeps its completion time
+    hb_db("--now", "2026-05-12T08:15", "recur", "due", "--claim")
+    hb_db("--now", "2026-05-12T08:40", "recur", "outcome", "briefing", "--result", "sent")
+    hb_db("--now", "2026-05-12T08:41", "sync")
+    assert _fields(path, "briefing")["last_run"] == "2026-05-12T08:40:00+02:00"
+
+
+def test_the_next_run_written_skips_a_window_closed_before_the_outcome_came(
+    hb_db: Runner, workspace: Path
+) -> None:
+    hb_db("init", "--timezone", "UTC")
+    path = _write(workspace, BRIEFING)
+    _sync(hb_db, "2026-05-04T07:00")
+    hb_db("--now", "2026-05-04T08:20", "recur", "due", "--claim")
+    hb_db("--now", "2026-05-05T09:00", "recur", "outcome", "briefing", "--result", "late")
+    hb_db("--now", "2026-05-05T09:01", "sync")
+    fields = _fields(path, "briefing")
+    assert fields["last_run"] == "2026-05-04T08:20:00+00:00"
+    assert fields["next_run"] == "2026-05-06T08:15:00+00:00"  # 05-05's window closed at 08:45
+    assert due_ids(hb_db, "2026-05-05T09:10") == []
+    assert due_ids(hb_db, "2026-05-06T08:15") == ["briefing"]
+
+
+def test_a_run_handed_out_past_midnight_for_the_day_before_is_stamped_in_that_day(
+    hb_db: Runner, workspace: Path
+) -> None:
+    """hb's window of a 23:45 task stays open to 00:15 (CraftBot's closes at midnight); a run
+    handed out at 00:10 answers the day before, so its last_run is that day's last second."""
+    hb_db("init", "--timezone", "UTC")
+    late = "### [DAILY] Late\n```yaml\nid: late\nfrequency: daily\ntime: '23:45'\ninstruction: x\n```\n\n"
+    path = _write(workspace, late)
+    _sync(hb_db, "2026-05-04T20:00")
+    hb_db("--now", "2026-05-05T00:10", "recur", "due", "--claim")
+    hb_db("--now", "2026-05-05T00:12", "recur", "outcome", "late", "--result", "ok")
+    hb_db("--now", "2026-05-05T00:13", "sync")
+    fields = _fields(path, "late")
+    assert fields["last_run"] == "2026-05-04T23:59:59+00:00"
+    assert fields["next_run"] == "2026-05-05T23:45:00+00:00"
+    assert due_ids(hb_db, "2026-05-05T23:45") == ["late"]

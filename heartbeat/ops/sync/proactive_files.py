@@ -29,7 +29,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
@@ -118,13 +118,51 @@ def _ran(task: ProactiveTask, zone: ZoneInfo, now: datetime) -> datetime | None:
     return ran if ran is not None and ran <= now else None
 
 
-def _next_run(task: ProactiveTask, last_run: datetime) -> datetime | None:
-    from heartbeat.rules.recurrence import Frequency, next_due
+def _next_run(task: ProactiveTask, last_run: datetime, recorded: datetime) -> datetime | None:
+    """When hb next hands out a task whose last run (``last_run``, local) was recorded at
+    ``recorded``: the opening of the first later period whose time window is still to come, or
+    still open, at ``recorded`` (an outcome recorded late, after the next window closed, skips it
+    as hb's ``recur due`` does)."""
+    from heartbeat.rules.recurrence import Frequency, due_period, next_due, outcome_period
 
+    time, day = task.time, task.day
     try:
-        return next_due(Frequency(task.frequency), time=task.time, day=task.day, last_run=last_run)
+        freq = Frequency(task.frequency)
+        upcoming = next_due(freq, time=time, day=day, last_run=last_run)
+        at = recorded.astimezone(last_run.tzinfo)
+        used = outcome_period(freq, time=time, day=day, when_local=last_run)
+        open_then = due_period(freq, time=time, day=day, last_period=used, now_local=at)
+        while upcoming < at and outcome_period(freq, time=time, day=day, when_local=upcoming) != open_then:
+            upcoming = next_due(freq, time=time, day=day, last_run=upcoming)
     except (ValueError, InvalidInput):
         return None
+    return upcoming
+
+
+def _run_stamp(task: ProactiveTask, outcome: OutcomeRow, zone: ZoneInfo) -> datetime:
+    """The ``last_run`` to write for ``outcome``, in ``zone``: a time inside the period it used up.
+
+    That is the period it was handed out for (an outcome answering a hand-out) or the one it falls
+    in (see ``ops.recur.outcome``), and CraftBot's manager reads the period from ``last_run``'s own
+    date, ISO week and month. So: its completion when that falls in the period; else (an outcome
+    recorded after the period ended, "just past midnight") the hand-out time; else (handed out as
+    a window that opened late the day before closed past midnight) the period's last second.
+    Written as the completion, CraftBot would take the run for the next period's and skip that.
+    """
+    from heartbeat.rules.recurrence import Frequency, outcome_period, period_key, resolve_local
+
+    done = outcome.completed_at.astimezone(zone)
+    handed = outcome.claimed_at.astimezone(zone) if outcome.claimed_at is not None else None
+    try:
+        freq = Frequency(task.frequency)
+        used = outcome_period(freq, time=task.time, day=task.day, when_local=handed or done)
+    except (ValueError, InvalidInput):
+        return done
+    for when in (done, handed):
+        if when is not None and period_key(freq, when) == used:
+            return when
+    midnight = resolve_local(datetime.combine((handed or done).date(), datetime.min.time()), zone)
+    return (midnight - timedelta(seconds=1)).astimezone(zone)
 
 
 def _entry_key(entry: Mapping[str, Any]) -> tuple[str, str, bool]:
@@ -149,7 +187,7 @@ def _with_outcomes(
     Outcomes already in the file's history (an earlier export wrote them) are
     not added again, and neither are the ones before them. ``last_run`` becomes
     the newest run (the file's own when CraftBot ran it later, but not one later than ``now``),
-    in ``zone``.
+    in ``zone``, stamped inside the period the run used up (:func:`_run_stamp`).
     """
     in_file = {_entry_key(entry) for entry in task.outcome_history}
     keys = [(format_timestamp(o.completed_at), _outcome_text(o), o.success) for o in outcomes]
@@ -157,18 +195,17 @@ def _with_outcomes(
     if written >= 0:
         unwritten = len(outcomes) - written - 1
     for outcome in outcomes[written + 1 :]:
-        ran = outcome.completed_at
+        local = _run_stamp(task, outcome, zone)
         before = _ran(task, zone, now)
-        if before is not None and before > ran:
-            ran = before
-        local = ran.astimezone(zone)
+        if before is not None and before > local:
+            local = before.astimezone(zone)
         task = record_outcome(
             task,
             result=_outcome_text(outcome),
             success=outcome.success,
             now=outcome.completed_at,
             last_run=local,
-            next_run=_next_run(task, local),
+            next_run=_next_run(task, local, outcome.completed_at),
         )
     surplus = unwritten - (len(outcomes) - written - 1)  # runs older than the five kept
     if surplus > 0:
