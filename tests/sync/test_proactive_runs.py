@@ -353,3 +353,42 @@ def test_a_run_handed_out_past_midnight_for_the_day_before_is_stamped_in_that_da
     assert fields["last_run"] == "2026-05-04T23:59:59+00:00"
     assert fields["next_run"] == "2026-05-05T23:45:00+00:00"
     assert due_ids(hb_db, "2026-05-05T23:45") == ["late"]
+
+
+def test_craftbots_last_run_a_little_ahead_of_hbs_clock_uses_the_period_up(
+    hb_db: Runner, workspace: Path
+) -> None:
+    """CraftBot's should_run compares last_run's date (ISO week and year, month) with its local
+    now's, so it does not run a task whose last_run is later the same day. hb, its clock 20 s
+    behind CraftBot's, threw away a last_run later than its now and handed the task out again
+    (and, the file unchanged since, never read the run). A later period's stamp is still no run."""
+    hb_db("init", "--timezone", "UTC")
+    daily = (
+        "### [DAILY] M\n```yaml\nid: morning_briefing\nfrequency: daily\ntime: '08:00'\n"
+        "instruction: x\n```\n\n"
+    )
+    weekly = REVIEW.replace("day: friday", "day: monday").replace("09:30", "08:00")
+    path = _write(workspace, daily, weekly)
+    _sync(hb_db, "2026-05-04T07:00")
+    text = path.read_text("utf-8")
+    for task_id in ("morning_briefing", "review"):  # as CraftBot's record_outcome writes last_run
+        text = text.replace(
+            f"id: {task_id}\n", f"id: {task_id}\nlast_run: '2026-05-04T08:00:30'\nrun_count: 1\n"
+        )
+    path.write_text(text, encoding="utf-8")
+    _sync(hb_db, "2026-05-04T08:00:10")
+
+    assert due_ids(hb_db, "2026-05-04T08:02") == []
+    assert rule(hb_db, "morning_briefing")["last_run_at"] == "2026-05-04T08:00:30+00:00"
+    assert rule(hb_db, "review")["last_run_at"] == "2026-05-04T08:00:30+00:00"
+    assert due_ids(hb_db, "2026-05-05T08:00") == ["morning_briefing"]
+
+
+def test_a_last_run_ahead_of_now_in_a_later_period_is_no_run(hb_db: Runner, workspace: Path) -> None:
+    hb_db("init", "--timezone", "UTC")
+    daily = "### [DAILY] M\n```yaml\nid: m\nfrequency: daily\ntime: '08:00'\ninstruction: x\n"
+    path = _write(workspace, daily + "last_run: '2026-05-05T00:00:05'\n```\n\n")
+    _sync(hb_db, "2026-05-04T08:00")  # the next day to CraftBot: it runs the task today
+    assert rule(hb_db, "m")["last_run_at"] is None
+    assert due_ids(hb_db, "2026-05-04T08:02") == ["m"]
+    assert path.exists()

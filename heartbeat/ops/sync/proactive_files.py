@@ -8,7 +8,8 @@ outcome`` (written as CraftBot's manager writes them: run_count + 1,
 outcome_history with the last five kept, ``last_run`` and ``next_run``) and ``hb
 recur update --enable/--disable``. A ``last_run`` in the file (CraftBot ran the
 task) newer than the ledger's becomes the row's last run, so hb does not hand
-the task out again in that period.
+the task out again in that period (also one a little ahead of hb's clock, in
+the same period as now).
 
 A block that stops being a task CraftBot runs (bad YAML, a schedule it never
 runs or fails on) while its id is still in the file keeps its row, dormant: hb
@@ -112,10 +113,33 @@ def _aware(when: datetime | None, zone: ZoneInfo) -> datetime | None:
 
 def _ran(task: ProactiveTask, zone: ZoneInfo, now: datetime) -> datetime | None:
     """The file's ``last_run`` as a run that happened: None when there is none, or when it is
-    later than ``now`` (a clock ahead, a hand edit). CraftBot's manager compares its date with
-    today's, so it runs such a task; the run hb then records replaces the stamp."""
+    later than ``now`` in a later period (a clock ahead, a hand edit): CraftBot's manager compares
+    its date with today's, so it runs such a task, and the run hb then records replaces the stamp.
+    One later than ``now`` in the same period (CraftBot's clock a little ahead of hb's) is this
+    period's run, as CraftBot does not run the task again in it."""
     ran = _aware(task.last_run, zone)
-    return ran if ran is not None and ran <= now else None
+    if ran is None or task.last_run is None:
+        return None
+    return ran if ran <= now or _same_period(task, task.last_run, ran, now.astimezone(zone)) else None
+
+
+def _same_period(task: ProactiveTask, written: datetime, ran: datetime, now_local: datetime) -> bool:
+    """Whether CraftBot's should_run takes a ``last_run`` written as ``written`` (read as the instant
+    ``ran``) for a run in the period of its local ``now_local``: it compares the stamp's own date,
+    ISO week number and calendar year, or month, as written, with its local now's. Hourly tasks it
+    runs at every tick; hb's period is the clock hour."""
+    if task.frequency == "daily":
+        return written.date() == now_local.date()
+    if task.frequency == "weekly":
+        return written.isocalendar()[1] == now_local.isocalendar()[1] and written.year == now_local.year
+    if task.frequency == "monthly":
+        return (written.year, written.month) == (now_local.year, now_local.month)
+    if task.frequency == "hourly":
+        from heartbeat.rules.recurrence import Frequency, period_key
+
+        local = ran.astimezone(now_local.tzinfo)
+        return period_key(Frequency.HOURLY, local) == period_key(Frequency.HOURLY, now_local)
+    return False
 
 
 def _next_run(task: ProactiveTask, last_run: datetime, recorded: datetime) -> datetime | None:
