@@ -32,7 +32,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime
+from datetime import date, datetime, tzinfo
 from typing import Any, TypeGuard
 
 import yaml
@@ -1451,11 +1451,16 @@ def record_outcome(
     now: datetime,
     last_run: datetime | None = None,
     next_run: datetime | None = None,
+    zone: tzinfo | None = None,
 ) -> ProactiveTask:
     """The task after one run, as CraftBot's manager records it: run_count + 1, the outcome
-    appended (last five kept), ``last_run`` and ``next_run``.
+    added (the newest five kept), ``last_run`` and ``next_run``.
 
-    The outcome is ``{timestamp, result, success}`` with a UTC ``...Z`` timestamp.
+    The outcome is ``{timestamp, result, success}`` with a UTC ``...Z`` timestamp,
+    placed in ``outcome_history`` by its time, which is newest last: after the
+    entries no later than it (a naive timestamp, CraftBot's local time, read in
+    ``zone``, default ``last_run``'s), so a run hb merges into a history CraftBot
+    saved since does not push out newer ones.
     ``last_run`` (default ``now``) and ``next_run`` (left as it is when None) are
     written as ISO 8601 text with their UTC offset; CraftBot's manager decides
     due-ness from the local date, week and month of ``last_run``, so give them in
@@ -1469,7 +1474,7 @@ def record_outcome(
         "result": result,
         "success": success,
     }
-    history = (*task.outcome_history, entry)[-MAX_OUTCOMES:]
+    history = _placed(task.outcome_history, entry, now, zone or ran.tzinfo)[-MAX_OUTCOMES:]
     fields = dict(task.fields)
     fields["run_count"] = counted_in_file(task) + 1
     fields["outcome_history"] = [dict(item) for item in history]
@@ -1479,6 +1484,34 @@ def record_outcome(
         fields["next_run"] = next_run.isoformat()
     count = held_run_count(fields["run_count"])  # the file's own count goes on in fields
     return replace(task, run_count=count, outcome_history=history, last_run=ran, fields=fields)
+
+
+def _entry_time(entry: Mapping[str, Any], zone: tzinfo | None) -> datetime | None:
+    """An outcome's ``timestamp`` as an instant, read as CraftBot's types.py reads it (None: it
+    reads as no time)."""
+    stamp = entry.get("timestamp")
+    if isinstance(stamp, str):
+        try:
+            stamp = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if not isinstance(stamp, datetime):
+        return None
+    return stamp if stamp.tzinfo is not None and stamp.utcoffset() is not None else stamp.replace(tzinfo=zone)
+
+
+def _placed(
+    history: Sequence[dict[str, Any]], entry: dict[str, Any], when: datetime, zone: tzinfo | None
+) -> tuple[dict[str, Any], ...]:
+    """``history`` with ``entry`` (at ``when``) after every entry no later than it: moved back only
+    past entries of a later time (one whose time does not read stays ahead of it)."""
+    at = len(history)
+    while at > 0:
+        before = _entry_time(history[at - 1], zone)
+        if before is None or before.tzinfo is None or before <= when:
+            break
+        at -= 1
+    return (*history[:at], entry, *history[at:])
 
 
 def _require_aware(now: datetime) -> None:

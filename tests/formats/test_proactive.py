@@ -877,14 +877,15 @@ def test_an_outcome_with_a_line_break_yaml_reads_in_quotes_is_written_so_it_read
 
 
 def test_an_outcome_keeps_the_comments_and_the_lines_of_the_history_it_extends() -> None:
-    """FORMATS 3's own example block: the runtime's comments survive hb's outcomes."""
+    """FORMATS 3's own example block: the runtime's comments survive hb's outcomes (the entries
+    older than the outcomes added, as a history newest last has them)."""
     block = (
         "### [DAILY] Morning Briefing\n```yaml\nid: morning_briefing\n"
         "run_count: 3                  # maintained by the runtime\n"
         "outcome_history:              # last 5 outcomes, newest last\n"
-        '  - {timestamp: "2026-05-01T00:04:00Z", result: "a", success: true}\n'
+        '  - {timestamp: "2026-04-29T00:04:00Z", result: "a", success: true}\n'
         "  # a note between entries\n"
-        '  - {timestamp: "2026-05-02T00:04:00Z", result: "b", success: true}\n'
+        '  - {timestamp: "2026-04-30T00:04:00Z", result: "b", success: true}\n'
         "```\n"
     )
     doc = parse(SECTION.format(block))
@@ -893,7 +894,7 @@ def test_an_outcome_keeps_the_comments_and_the_lines_of_the_history_it_extends()
     assert "run_count: 4                  # maintained by the runtime\n" in out
     assert "outcome_history:              # last 5 outcomes, newest last\n" in out
     assert (
-        '  - {timestamp: "2026-05-01T00:04:00Z", result: "a", success: true}\n  # a note between entries\n'
+        '  - {timestamp: "2026-04-29T00:04:00Z", result: "a", success: true}\n  # a note between entries\n'
         in out
     )
     assert out.endswith(
@@ -904,7 +905,7 @@ def test_an_outcome_keeps_the_comments_and_the_lines_of_the_history_it_extends()
     for n in range(3):
         done = record_outcome(done, result=f"r{n}", success=True, now=NOW)
     out = render(with_tasks(parse(out), [done], now=NOW))
-    assert '"a"' not in out and '  - {timestamp: "2026-05-02T00:04:00Z", result: "b", success: true}\n' in out
+    assert '"a"' not in out and '  - {timestamp: "2026-04-30T00:04:00Z", result: "b", success: true}\n' in out
     assert [h["result"] for h in parse(out).tasks[0].outcome_history] == ["b", "sent", "r0", "r1", "r2"]
 
 
@@ -1008,3 +1009,37 @@ def test_overlap_of_thousands_of_equal_outcomes_compares_linearly_many_items() -
     new = [Counted(r="a") for _ in range(n)] + [Counted(r="b")]
     assert proactive.overlap(old, new) == 0
     assert Counted.compared <= 8 * n  # (the prefix function: at most a few per item; before, ~n * n / 2)
+
+
+def test_an_outcome_is_placed_in_the_history_by_its_time_newest_last() -> None:
+    """outcome_history is newest last (CraftBot appends and keeps [-5:]): an outcome older than
+    entries already there goes before them, and the newest five stay. CraftBot's naive
+    timestamps are its local time (``zone``)."""
+    tokyo = timezone(timedelta(hours=9))
+    history = tuple(
+        {"timestamp": stamp, "result": stamp, "success": True}
+        for stamp in ("2026-05-04T10:00:00", "2026-05-04T02:00:00Z", "not a time", "2026-05-04T12:00:00")
+    )
+    task = ProactiveTask(id="a", name="A", frequency="daily", outcome_history=history)
+    at = datetime(2026, 5, 4, 11, 0, tzinfo=tokyo)
+    done = record_outcome(task, result="hb", success=True, now=at, zone=tokyo)
+    # moved back past the later 12:00 only: an entry whose time does not read stays ahead of it
+    assert [o["result"] for o in done.outcome_history] == [
+        "2026-05-04T10:00:00",
+        "2026-05-04T02:00:00Z",
+        "not a time",
+        "hb",
+        "2026-05-04T12:00:00",
+    ]
+    assert done.fields["outcome_history"] == list(done.outcome_history)
+    early = record_outcome(done, result="early", success=True, now=datetime(2026, 5, 4, 10, 30, tzinfo=tokyo))
+    assert [o["result"] for o in early.outcome_history] == [  # the newest five: 10:00 dropped
+        "2026-05-04T02:00:00Z",
+        "not a time",
+        "early",
+        "hb",
+        "2026-05-04T12:00:00",
+    ]
+    later = datetime(2026, 5, 4, 12, 30, tzinfo=tokyo)
+    newest = record_outcome(done, result="newest", success=True, now=later)
+    assert [o["result"] for o in newest.outcome_history][-1] == "newest"

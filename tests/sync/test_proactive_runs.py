@@ -392,3 +392,40 @@ def test_a_last_run_ahead_of_now_in_a_later_period_is_no_run(hb_db: Runner, work
     assert rule(hb_db, "m")["last_run_at"] is None
     assert due_ids(hb_db, "2026-05-04T08:02") == ["m"]
     assert path.exists()
+
+
+def test_outcomes_merged_into_a_history_craftbot_saved_since_stay_newest_last(
+    hb_db: Runner, workspace: Path
+) -> None:
+    """FORMATS: outcome_history holds the last five outcomes, newest last; CraftBot's add_outcome
+    appends and keeps [-5:]. hb's two runs, merged into the history CraftBot saved from the copy it
+    loaded before them, were appended after CraftBot's four later ones: its oldest was dropped
+    and the two older ones kept, last."""
+    hb_db("init", "--timezone", "UTC")
+    inbox = "### [HOURLY] Inbox\n```yaml\nid: inbox\nfrequency: hourly\ninstruction: x\nrun_count: 0\n```\n\n"
+    path = _write(workspace, inbox)
+    _sync(hb_db, "2026-05-04T07:00Z")
+    craftbots_memory = path.read_text("utf-8")
+    for at, result in (("08:05", "hb1"), ("09:05", "hb2")):
+        hb_db("--now", f"2026-05-04T{at}Z", "recur", "outcome", "inbox", "--result", result)
+        _sync(hb_db, f"2026-05-04T{at}Z")
+    runs = ("10:00", "10:30", "11:00", "11:30")
+    history = "".join(
+        f"- timestamp: '2026-05-04T{at}:00'\n  result: cb {at}\n  success: true\n" for at in runs
+    )
+    saved = craftbots_memory.replace(
+        "run_count: 0\n", f"run_count: 4\noutcome_history:\n{history}last_run: '2026-05-04T11:30:00'\n"
+    )
+    path.write_text(saved, encoding="utf-8")
+    _sync(hb_db, "2026-05-04T11:31Z")
+
+    fields = _fields(path, "inbox")
+    assert [o["result"] for o in fields["outcome_history"]] == [
+        "hb2",
+        "cb 10:00",
+        "cb 10:30",
+        "cb 11:00",
+        "cb 11:30",
+    ]
+    assert fields["run_count"] == 6
+    assert fields["last_run"] == "2026-05-04T11:30:00+00:00"  # CraftBot's, the newest run

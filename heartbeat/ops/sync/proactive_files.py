@@ -230,6 +230,7 @@ def _with_outcomes(
             now=outcome.completed_at,
             last_run=local,
             next_run=_next_run(task, local, outcome.completed_at),
+            zone=zone,
         )
     surplus = unwritten - (len(outcomes) - written - 1)  # runs older than the five kept
     if surplus > 0:
