@@ -1136,7 +1136,11 @@ def _closing_section(
 
 
 def _newline_of(text: str) -> str:
-    return "\r\n" if "\r\n" in text else "\n"
+    """The line ending ``text`` uses: CRLF, a lone CR (old Mac files; CraftBot reads them with
+    universal newlines) or LF."""
+    if "\r\n" in text:
+        return "\r\n"
+    return "\r" if "\r" in text and "\n" not in text else "\n"
 
 
 def _drop_blank_line(text: str) -> str:
@@ -1155,11 +1159,11 @@ def _block_text(task: ProactiveTask, original: ProactiveTask) -> tuple[str, dict
         return original.raw, original.fields
     raw = original.raw
     lo, hi = original.yaml_span
-    newline = "\r\n" if "\r\n" in raw else "\n"
+    newline = _newline_of(raw)
     head = raw[:lo]
     if task.name != original.name:
         head = _heading(task) + raw[original.heading_end : lo]
-    body = _split_lines(raw[lo:hi])
+    body = _split_lines(raw[lo:hi], "\r" if newline == "\r" else "\n")
     yaml_text = _edited_yaml(body, original.fields, fields, newline)
     if yaml_text is None:
         yaml_text = _edited_flow(body, original.fields, fields) or _dump(fields, newline)
@@ -1167,6 +1171,7 @@ def _block_text(task: ProactiveTask, original: ProactiveTask) -> tuple[str, dict
 
 
 _TOP_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]|$)")
+_DOCUMENT_MARKERS = ("---", "...")  # a block's yaml may open and close its document explicitly
 
 
 def _edited_yaml(
@@ -1178,26 +1183,40 @@ def _edited_yaml(
     spans: dict[str, list[str]] = {}
     order: list[str | list[str]] = []  # a key, or lines that belong to no key (comments)
     current: list[str] | None = None
+    blanks: list[str] = []  # blank lines after a value: its own if the value goes on after them
     for line in body:
         text = _body(line)
         match = _TOP_KEY.match(text)
+        if current is not None and not text.strip():
+            blanks.append(line)
+            continue
+        if current is not None and text[:1] in (" ", "\t", "-"):
+            current.extend([*blanks, line])  # the key's value continues: indented or a list item
+            blanks = []
+            continue
+        order.extend([blank] for blank in blanks)  # between keys or before the fence: no key's
+        blanks = []
         if match is not None:
             key = match.group(1)
             if key in spans:
                 return None  # a key written twice: let YAML's own reading decide
             current = spans[key] = [line]
             order.append(key)
-        elif current is not None and (not text.strip() or text[:1] in (" ", "\t", "-")):
-            current.append(line)  # the key's value continues: indented, a list item or blank
-        elif text.lstrip().startswith("#") or not text.strip():
-            current = None
+        elif text.lstrip().startswith("#") or not text.strip() or text.rstrip() in _DOCUMENT_MARKERS:
+            current = None  # a comment, a blank line, the document's "---" or "..." (YAML checks where)
             order.append([line])
         else:
             return None
+    order.extend([blank] for blank in blanks)
     if set(spans) != set(before):
         return None  # keys yaml reads that are not at the start of a line (a flow mapping, ...)
+    tail = len(order)  # new keys go before the blank lines and the "..." that end the block
+    while tail > 0 and _ends_block(order[tail - 1]):
+        tail -= 1
     out: list[str] = []
-    for item in order:
+    for at, item in enumerate(order):
+        if at == tail:
+            out.extend(_dump({key: value}, newline) for key, value in after.items() if key not in spans)
         if isinstance(item, list):
             out.extend(item)
         elif item in after:
@@ -1205,7 +1224,8 @@ def _edited_yaml(
                 out.append("".join(spans[item]))
             else:
                 out.append(_edited_value(item, spans[item], before[item], after[item], newline))
-    out.extend(_dump({key: value}, newline) for key, value in after.items() if key not in spans)
+    if tail == len(order):
+        out.extend(_dump({key: value}, newline) for key, value in after.items() if key not in spans)
     text = "".join(out)
     expected = yaml.safe_load(_dump(dict(after), "\n")) or {}
     try:
@@ -1213,6 +1233,11 @@ def _edited_yaml(
     except yaml.YAMLError:
         return None
     return text if got == expected and list(got) == list(expected) else None
+
+
+def _ends_block(item: str | list[str]) -> bool:
+    """A blank line or the document's end marker ``...``: new keys are written before them."""
+    return isinstance(item, list) and _body(item[0]).rstrip() in ("", "...")
 
 
 def _edited_flow(body: list[str], before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:
@@ -1519,10 +1544,11 @@ def _require_aware(now: datetime) -> None:
         raise InvalidInput(f"now must carry a timezone, got {now.isoformat()}")
 
 
-def _split_lines(text: str) -> list[str]:
-    """Split after each newline, keeping it (str.splitlines also breaks on U+2028 and kin)."""
-    pieces = text.split("\n")
-    lines = [piece + "\n" for piece in pieces[:-1]]
+def _split_lines(text: str, end: str = "\n") -> list[str]:
+    """Split after each newline (``end``: a lone CR in a CR-only file), keeping it
+    (str.splitlines also breaks on U+2028 and kin)."""
+    pieces = text.split(end)
+    lines = [piece + end for piece in pieces[:-1]]
     if pieces[-1]:
         lines.append(pieces[-1])
     return lines

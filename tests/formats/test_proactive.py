@@ -1043,3 +1043,31 @@ def test_an_outcome_is_placed_in_the_history_by_its_time_newest_last() -> None:
     later = datetime(2026, 5, 4, 12, 30, tzinfo=tokyo)
     newest = record_outcome(done, result="newest", success=True, now=later)
     assert [o["result"] for o in newest.outcome_history][-1] == "newest"
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_an_outcome_changes_no_byte_of_the_block_it_does_not_mean_to(newline: str) -> None:
+    """Bytes of a block hb did not mean to change were lost when an outcome edited it: the
+    ``---`` and ``...`` that open and close its YAML document, the blank line after the last key
+    (it went with the key's value), and a CR-only file's line endings (written as LF). CraftBot
+    reads all of them (yaml.safe_load; universal newlines)."""
+    block = (
+        "### [DAILY] Morning Briefing\n```yaml\n---\nid: morning_briefing\nrun_count: 3   # kept\n"
+        "last_run: null # never\n\n...\n```\n"
+    )
+    doc = parse(SECTION.format(block).replace("\n", newline))
+    done = record_outcome(doc.tasks[0], result="sent", success=True, now=NOW)
+    out = render(with_tasks(doc, [done], now=NOW))
+    assert out == SECTION.format(
+        "### [DAILY] Morning Briefing\n```yaml\n---\nid: morning_briefing\nrun_count: 4   # kept\n"
+        "last_run: '2026-05-01T01:00:00+00:00' # never\noutcome_history:\n"
+        "- timestamp: '2026-05-01T01:00:00Z'\n  result: sent\n  success: true\n\n...\n```\n"
+    ).replace("\n", newline)
+    assert parse(out).tasks[0].fields == done.fields
+    # a blank line before the fence, no document markers
+    plain = block.replace("---\n", "").replace("...\n", "")
+    doc = parse(SECTION.format(plain).replace("\n", newline))
+    out = render(
+        with_tasks(doc, [record_outcome(doc.tasks[0], result="sent", success=True, now=NOW)], now=NOW)
+    )
+    assert out.endswith(f"  success: true{newline}{newline}```{newline}<!-- PROACTIVE_TASKS_END -->{newline}")
