@@ -73,8 +73,8 @@ def test_an_atomic_replace_between_read_and_swap_is_put_back(
     path.write_text("read by hb\n")
     real_temp = swap._temp
 
-    def temp_then_runtime_writes(target: Path, text: str, mode: int) -> Path:
-        made = real_temp(target, text, mode)
+    def temp_then_runtime_writes(target: Path, text: str, mode: int, expected: str | None) -> Path:
+        made = real_temp(target, text, mode, expected)
         other = tmp_path / "runtime.tmp"  # the runtime's own temp file + rename, right now
         other.write_text("read by hb\nadded by the runtime\n")
         os.replace(other, path)

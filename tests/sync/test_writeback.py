@@ -196,7 +196,8 @@ from heartbeat.ops.sync import swap
 
 def die(path, text, expected, **kw):
     target = swap.target_of(Path(path))
-    half = target.with_name(f".{target.name}.killed.tmp")  # a temp file half written
+    # a temp file half written, named as hb names it (after the text the write expects to replace)
+    half = target.with_name(f".{target.name}.{swap.temp_tag(expected)}-killed.tmp")
     half.write_text(text[: len(text) // 2])
     os.kill(os.getpid(), signal.SIGKILL)
 
@@ -226,6 +227,7 @@ def test_sigkill_at_the_write_after_the_commit(hb_db: Runner, workspace: Path) -
     assert list(path.parent.glob(".tasks.json.*.tmp"))  # what the killed write left
     hb_db("--now", NOW, "sync")
     assert not list(path.parent.glob(".tasks.json.*.tmp"))  # removed by the next run
+    assert not list(path.parent.glob(".tasks.json.*.hb-kept"))  # hb's own text: not kept aside
     assert statuses(path) == {"pending": ["t2"], "in_progress": ["t1"], "completed": []}
     assert hb_db.json("show", "t1")["status"] == "doing"
 

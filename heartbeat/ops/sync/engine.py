@@ -232,6 +232,8 @@ def run(ctx: Context, *, dry_run: bool = False, only: Iterable[str] | None = Non
     selected = list(only) if only else None
     sealable = not dry_run and selected is None and ctx.sqlite
     prior = _check_seal(ctx) if sealable else None
+    if prior is not None and _leftovers(ctx):
+        prior = None  # a killed write's leftover may hold another program's edit: sync every kind
     if prior is not None and not prior.changed:
         return _result(False, [_sealed_report(prior.seal, k) for k in prior.seal["order"]], prior.skipped)
     idle = _idle_kinds(ctx) if sealable and prior is None else frozenset()
@@ -254,7 +256,7 @@ def _run(
     seal = (prior, prior.skipped if prior is not None else skipped) if sealable else None
     with file_lock(ctx.workspace, timeout=lock_timeout(ctx.settings.sync_lock_timeout)):
         if not dry_run:
-            _remove_temps(paths)
+            _remove_temps(ctx, paths)
         results, texts, writes = _transaction(ctx, units, paths, dry_run, seal)
         if dry_run:  # would be written
             for kind in writes:
@@ -618,17 +620,21 @@ def _mtime(path: Path) -> int | None:
         return None
 
 
-def _remove_temps(paths: dict[str, Path]) -> None:
-    """Temporary files a killed write of hb left beside the workspace files (hb holds the
-    workspace lock: no write of its own is under way)."""
-    from heartbeat.ops.sync.swap import remove_stale_temps, target_of
+def _leftovers(ctx: Context) -> bool:
+    """Whether a killed write of hb left a temporary file beside a workspace file."""
+    from heartbeat.ops.sync import leftovers
 
-    for path in paths.values():
-        try:
-            target = target_of(path)
-        except OSError:
-            continue
-        remove_stale_temps(target.parent, [target.name])
+    return leftovers.exist({k: default_path(ctx.workspace, k) for k in KINDS})
+
+
+def _remove_temps(ctx: Context, paths: dict[str, Path]) -> None:
+    """Temporary files a killed write of hb left beside the workspace files (hb holds the
+    workspace lock: no write of its own is under way): hb's own are deleted; one holding the
+    file another program saved just before a killed swap is merged, or kept beside the file
+    with a warning (:mod:`heartbeat.ops.sync.leftovers`)."""
+    from heartbeat.ops.sync import leftovers
+
+    leftovers.settle(ctx, paths, _baseline_text, _valid)
 
 
 # --- the seal ------------------------------------------------------------------------------

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from heartbeat.ops.sync.files import (
     QUIET_MAX,
+    digest,
     forget_known,
     no_writers,
     note_written,
@@ -148,8 +149,33 @@ def _settled(path: Path, settle: float) -> str | None:
         os.close(fd)
 
 
-def _temp(target: Path, text: str, mode: int) -> Path:
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+TAG_LEN = 16  # hex digits of the expected text's digest in the name of hb's temporary file
+NO_FILE = "none"  # the tag of a temporary file written to create a file
+
+
+def temp_tag(expected: str | None) -> str:
+    """What hb's temporary file for a write expecting ``expected`` is named after: the start of
+    that text's digest (:data:`NO_FILE`: no file). A write killed after the exchange leaves the
+    file it displaced under that name; the next sync tells by the tag which text the displaced
+    one was made from (see :mod:`heartbeat.ops.sync.leftovers`)."""
+    return NO_FILE if expected is None else digest(expected)[:TAG_LEN]
+
+
+def tag_of(leftover: str, name: str) -> str | None:
+    """The tag in the name of a temporary file hb left beside the file ``name``
+    (``.NAME.<tag>-XXXXXXXX.tmp``); None for any other name (an older hb's, or not hb's)."""
+    middle = leftover.removeprefix(f".{name}.").removesuffix(".tmp")
+    tag, dash, _rest = middle.partition("-")
+    if not dash or leftover == middle:
+        return None
+    if tag == NO_FILE or (len(tag) == TAG_LEN and all(c in "0123456789abcdef" for c in tag)):
+        return tag
+    return None
+
+
+def _temp(target: Path, text: str, mode: int, expected: str | None) -> Path:
+    prefix = f".{target.name}.{temp_tag(expected)}-"
+    fd, name = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
@@ -226,7 +252,7 @@ def _replace_if(
         return Swapped(False, None)  # removed meanwhile: the caller decides what a missing file means
     # the new file is written and synced first, so that between the last look at the old one
     # and the exchange there is only a read and a comparison
-    tmp = _temp(target, text, stat.S_IMODE(info.st_mode))
+    tmp = _temp(target, text, stat.S_IMODE(info.st_mode), expected)
     mine = os.open(tmp, os.O_RDONLY)  # hb's file, whatever name it has after the exchange
     try:
         if known_as is None or not still_known(known_as, expected):  # a changed file stays in place
@@ -247,7 +273,7 @@ def _replace_if(
 def _create(target: Path, text: str) -> Swapped:
     """A new file, unless another program made one first (os.link does not replace)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _temp(target, text, NEW_FILE_MODE)
+    tmp = _temp(target, text, NEW_FILE_MODE, None)
     try:
         os.link(tmp, target)
     except FileExistsError:
@@ -324,12 +350,19 @@ def _replace_checked(target: Path, tmp: Path, text: str, expected: str) -> Swapp
     return Swapped(True)
 
 
-def remove_stale_temps(directory: Path, names: list[str]) -> list[Path]:
-    """Delete temporary files a killed write of hb left beside these files (``.NAME.*.tmp``)."""
-    removed = []
-    for name in names:
-        for leftover in directory.glob(f".{name}.*.tmp"):
-            with contextlib.suppress(FileNotFoundError):
-                leftover.unlink()
-                removed.append(leftover)
-    return removed
+def stale_temps(target: Path) -> list[Path]:
+    """Temporary files a killed write of hb left beside ``target`` (``.NAME.*.tmp``), oldest first."""
+    found = []
+    for leftover in target.parent.glob(f".{target.name}.*.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            found.append((leftover.stat().st_mtime_ns, leftover))
+    return [leftover for _, leftover in sorted(found)]
+
+
+def keep_aside(target: Path, leftover: Path) -> Path:
+    """Move ``leftover`` out of the way of the next cleanup, beside ``target``, as an edit hb
+    could not merge is kept (``.NAME.<time>.hb-kept``)."""
+    kept = target.with_name(f".{target.name}.{time.time_ns()}.hb-kept")
+    os.replace(leftover, kept)
+    sync_dir(target.parent)
+    return kept
