@@ -200,6 +200,14 @@ SQL = {
     ),
     # a renewal is bookkeeping, like a check time: no new version, no updated_at
     "renew": f"UPDATE tasks SET lease_expires_at = :lease_until WHERE {{target}} RETURNING {_RETURNING}",
+    # a claim another program's pop of the same task beat (see yield_claim): the task stays doing,
+    # the other program's, with no claim of hb's (as its pop reads when synced), its attempt undone
+    "yield_claim": (
+        "UPDATE tasks SET claim = NULL, claimed_at = NULL, claimed_by = NULL, lease_expires_at = NULL, "
+        "attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at = :now, "
+        "version = version + 1 WHERE scope = :scope AND id = :id AND status = 'doing' AND claim = :claim "
+        "RETURNING id"
+    ),
     # SQLite: a completion or failure without a token clears the task's claim once its own
     # statement has returned the claim it closed (see _finish_row)
     "unclaim": "UPDATE tasks SET claim = NULL WHERE pk = :pk",
@@ -399,6 +407,7 @@ class Tx:
     __slots__ = (
         "_zone",
         "autocommit",
+        "claimed",
         "cur",
         "d",
         "driver",
@@ -407,6 +416,7 @@ class Tx:
         "moved",
         "raw",
         "read",
+        "taken",
     )
 
     def __init__(self, raw: Any, dialect: Dialect, zone: Zone = None) -> None:
@@ -425,6 +435,10 @@ class Tx:
         # the (scope, id) of the tasks the operation changed, each once, when it says so: the
         # export after it then rewrites only those (None: it does not say; all is rendered)
         self.moved: list[tuple[str, str]] | None = None
+        # a pop's claimed task, (scope, id), and its token; ``taken``: the export after the commit
+        # found that another program (heartbeat.py) popped that task from tasks.json meanwhile
+        self.claimed: tuple[tuple[str, str], str] | None = None
+        self.taken = False
         self.lazy = False
         self.read = False
 
@@ -445,6 +459,8 @@ class Tx:
 
     def __enter__(self) -> Tx:
         self.moved = None
+        self.claimed = None
+        self.taken = False
         if self.driver is None:  # SQLite
             self.cur.execute("BEGIN" if self.read else "BEGIN IMMEDIATE")
         elif self.lazy:
@@ -1146,6 +1162,16 @@ def renew(
         detail={"claim": claim},
     )
     return row
+
+
+def yield_claim(tx: Tx, now: datetime, key: tuple[str, str], claim: str) -> bool:
+    """Undo the claim ``claim`` of the task ``key`` ((scope, id)), which another program popped
+    from tasks.json between hb's read of the file and its claim: the task stays doing, as that
+    pop reads once synced (no claim of hb's: a claim without a record), its attempt undone.
+    False when the claim is no longer the task's."""
+    scope, task_id = key
+    at = tx.d.time(now)
+    return bool(tx.rows("yield_claim", {"scope": scope or LEGACY, "id": task_id, "claim": claim, "now": at}))
 
 
 def clear_stale(tx: Tx, now: datetime, *, scope: str | None = None) -> list[str]:

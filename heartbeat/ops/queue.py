@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
 from heartbeat.clock import isoformat
 from heartbeat.context import Context
 from heartbeat.db import queue as queue_db
-from heartbeat.errors import HbError, one_line
+from heartbeat.errors import HbError, InvalidState, one_line
 from heartbeat.ops import checked_limit
 
 
@@ -67,13 +67,16 @@ def _exporting(ctx: Context, lazy: bool) -> Iterator[queue_db.Tx]:
     with tx.open(lazy):
         yield tx
     # after the commit: the operation stands, whatever writing the files does
+    taken: list[tuple[str, str]] = []
+    claimed = None if tx.claimed is None else tx.claimed[0]
     try:
-        export_queue_files(ctx, moved=tx.moved, changes=(before, _changes(tx)))
+        export_queue_files(ctx, moved=tx.moved, changes=(before, _changes(tx)), claimed=claimed, taken=taken)
     except (HbError, OSError) as exc:
         ctx.notices.append(f"the queue files were not re-rendered ({one_line(exc)}); hb sync retries")
     except Exception as exc:  # a bug must not hide a committed claim from its caller: said, not raised
         what = f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
         ctx.notices.append(f"the queue files were not re-rendered ({what}); hb sync retries")
+    tx.taken = bool(taken)
 
 
 def _changes(tx: queue_db.Tx) -> int | None:
@@ -83,6 +86,9 @@ def _changes(tx: queue_db.Tx) -> int | None:
 
 def _key(row: Mapping[str, Any]) -> tuple[str, str]:
     return (row["scope"] or "", row["id"])
+
+
+POP_TRIES = 3  # pops of a task another program keeps popping from tasks.json at the same moment
 
 
 def pop(
@@ -100,24 +106,50 @@ def pop(
     naming a field the task lacks: the claim no one was shown is not made)."""
     duration = ctx.lease(lease)
     now = ctx.now()
-    # lazy: PostgreSQL commits the one-statement pop as it runs, before a check could undo it
-    with transaction(ctx, lazy=check is None) as tx:
-        result = queue_db.pop(
-            tx,
-            now,
-            scope=scope,
-            task_id=task_id,
-            worker=worker,
-            lease=duration,
-            accept_stale=accept_stale,
-            adopt="first",
+    popped_too: list[str] = []
+    for _try in range(POP_TRIES):
+        # lazy: PostgreSQL commits the one-statement pop as it runs, before a check could undo it
+        with transaction(ctx, lazy=check is None) as tx:
+            result = queue_db.pop(
+                tx,
+                now,
+                scope=scope,
+                task_id=task_id,
+                worker=worker,
+                lease=duration,
+                accept_stale=accept_stale,
+                adopt="first",
+            )
+            tx.moved = [] if result.task is None else [_key(result.task)]
+            if result.task is not None:
+                tx.claimed = (_key(result.task), result.task["claim"])
+            if check is not None and result.task is not None:
+                check(result.task)
+        if not tx.taken or result.task is None:
+            break
+        popped_too.append(_give_way(ctx, result.task, now))
+    else:
+        raise InvalidState(
+            f"tasks.json: another program (heartbeat.py) popped each task hb claimed "
+            f"({', '.join(popped_too)}); hb's claims undone, nothing popped (try again)"
         )
-        tx.moved = [] if result.task is None else [_key(result.task)]
-        if check is not None and result.task is not None:
-            check(result.task)
     if result.exhausted is not None:
         raise result.exhausted  # after the commit: the pop's runs row stays
     return result
+
+
+def _give_way(ctx: Context, task: Mapping[str, Any], now: datetime) -> str:
+    """A pop's task that heartbeat.py popped from tasks.json between hb's read of the file and
+    the claim (the export after the commit found it moved to in_progress there): hb's claim is
+    undone before anyone is handed it, and the task stays doing, heartbeat.py's (a claim without
+    a record, as its pop reads when synced). The caller pops again."""
+    with transaction(ctx, export=False) as tx:  # the files show no claim: nothing to re-render
+        queue_db.yield_claim(tx, now, _key(task), task["claim"])
+    ctx.notices.append(
+        f"{task['id']}: another program (heartbeat.py) popped it from tasks.json as hb claimed it; "
+        "it is that program's now, hb's claim is undone (popping again)"
+    )
+    return str(task["id"])
 
 
 def complete(

@@ -98,6 +98,8 @@ def export_queue_files(
     edits_only: bool = False,
     moved: Sequence[Key] | None = None,
     changes: tuple[int | None, int | None] | None = None,
+    claimed: Key | None = None,
+    taken: list[Key] | None = None,
 ) -> list[str]:
     """Re-render tasks.json / errors.json / last-run.json in the workspace (sync.auto_export).
 
@@ -109,6 +111,9 @@ def export_queue_files(
     tasks the queue operation just changed, each once: tasks.json is then rewritten where they
     are, when nothing else changed (see :func:`_export_tasks`). ``changes`` (SQLite): the rows
     the context's connection had changed before and after the operation (see :func:`_alone`).
+    ``claimed``: the task a pop just claimed; when tasks.json, edited since hb last read it, moved
+    that very task from pending to in_progress (heartbeat.py popped it between hb's read of the
+    file and the claim), it is added to ``taken`` (see :func:`heartbeat.ops.queue.pop`).
 
     Serialised by a workspace file lock; each render reads the ledger inside the
     lock, so the last writer always writes the newest state.
@@ -121,7 +126,12 @@ def export_queue_files(
         alone = moved is not None and _alone(ctx, changes)
         for kind in RENDERERS:
             path = default_path(ctx.workspace, kind)
-            if _export_one(ctx, db, kind, path, now, edits_only=edits_only, moved=moved, alone=alone):
+            caught = (
+                (claimed, taken) if kind == SOURCE and claimed is not None and taken is not None else None
+            )
+            if _export_one(
+                ctx, db, kind, path, now, edits_only=edits_only, moved=moved, alone=alone, caught=caught
+            ):
                 written.append(str(path))
     _mark(ctx)
     return written
@@ -166,8 +176,10 @@ def _export_one(
     edits_only: bool,
     moved: Sequence[Key] | None = None,
     alone: bool = False,
+    caught: tuple[Key, list[Key]] | None = None,
 ) -> bool:
-    """Sync or re-render one queue file; whether it was written.
+    """Sync or re-render one queue file; whether it was written. ``caught``: a task a pop just
+    claimed, and the list it goes to when the file's edit popped it too (:func:`_popped_too`).
 
     The old script and people write these files without hb's lock. A file that changed
     while hb rendered it is read again (its new edit taken in, against the text hb
@@ -185,6 +197,12 @@ def _export_one(
             return False
         if current is not None and edited(db, kind, path, current):
             _rebase_stale_copy(db, kind, path, current, now)
+            if (
+                caught is not None
+                and caught[0] not in caught[1]
+                and _popped_too(db, kind, current, caught[0])
+            ):
+                caught[1].append(caught[0])
             try:
                 report, text = SYNCERS[kind](ctx, db, path, current, now)
             except HbError as exc:
@@ -231,6 +249,31 @@ def _export_one(
 
 def _nothing() -> None:
     pass
+
+
+def _popped_too(db: Db, kind: str, current: str, claimed: Key) -> bool:
+    """Whether ``current``, tasks.json as edited since hb last read or wrote it, moved the task a
+    pop just ``claimed`` from pending to in_progress: heartbeat.py popped it after hb read the file
+    for the pop and before hb's claim. Both changed the task the same way (doing), so the sync
+    alone would take the file's pop in without a word and both workers would hold the task.
+    Read only for a file that was edited (the sync parses it anyway); heartbeat.py knows only
+    the legacy lists."""
+    from heartbeat.ops.sync import writeback
+
+    scope, task_id = claimed
+    if scope:
+        return False
+    base = writeback.remembered_text(db, kind)
+    if base is None:
+        return False
+    was, now = tasks_json.task_places(base), tasks_json.task_places(current)
+    if was is None or now is None:
+        return False
+    return bool(
+        was["pending", task_id, None]
+        and now["in_progress", task_id, None]
+        and not now["pending", task_id, None]
+    )
 
 
 # The largest file whose text before an export is stored whole to sync a stale copy against (the
