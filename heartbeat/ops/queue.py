@@ -61,7 +61,7 @@ def _exporting(ctx: Context, lazy: bool) -> Iterator[queue_db.Tx]:
     edits, the one after the commit writes what the operation moved."""
     from heartbeat.ops.sync.queue_files import export_queue_files
 
-    export_queue_files(ctx, edits_only=True)  # the operation sees the files' hand edits
+    _read_edits(ctx)
     tx = _tx(ctx)
     before = _changes(tx)
     with tx.open(lazy):
@@ -77,6 +77,14 @@ def _exporting(ctx: Context, lazy: bool) -> Iterator[queue_db.Tx]:
         what = f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
         ctx.notices.append(f"the queue files were not re-rendered ({what}); hb sync retries")
     tx.taken = bool(taken)
+
+
+def _read_edits(ctx: Context) -> None:
+    """The queue files' hand edits taken in before an operation, so that it sees them (a task
+    heartbeat.py completed is no longer claimed): a sync of each file edited since hb last read it."""
+    from heartbeat.ops.sync.queue_files import export_queue_files
+
+    export_queue_files(ctx, edits_only=True)
 
 
 def _changes(tx: queue_db.Tx) -> int | None:
@@ -202,6 +210,8 @@ def renew(
     """``hb renew``: see :meth:`heartbeat.Ledger.renew`."""
     duration = ctx.lease(lease)
     now = ctx.now()
+    if ctx.settings.sync_auto_export:
+        _read_edits(ctx)  # a claim the files ended (heartbeat.py's complete or fail) is lost
     with transaction(ctx, export=False) as tx:  # the files hold no lease: nothing to re-render
         row = queue_db.renew(tx, now, task_id, claim=claim, lease=duration, scope=scope)
     return {

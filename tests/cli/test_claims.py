@@ -404,6 +404,30 @@ def test_renew_extends_from_now_and_keeps_last_run(hb_db: Runner, workspace: Pat
     hb_db("--now", at(60), "renew", "job", "--claim", "", code=2)
 
 
+@pytest.mark.parametrize("status", ["completed", "failed"])
+def test_renew_reads_the_files_hand_edits_first(hb_db: Runner, workspace: Path, status: str) -> None:
+    """With sync.auto_export, heartbeat.py's completion or failure of the claimed task in tasks.json
+    ends the claim for renew as it does for complete and fail (exit 15), though renew writes no file."""
+    hb_db("config", "set", "sync.auto_export", "true")
+    target = workspace / ".agent" / "state" / "tasks.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"pending": [{"id": "job", "priority": "high"}], "in_progress": [], "completed": [], "failed": []}
+    target.write_text(json.dumps(doc, indent=2))
+    hb_db("--now", at(0), "sync")
+    a = pop(hb_db, 0, "--worker", "w1")
+    edited = json.loads(target.read_text())  # heartbeat.py complete job [--status failed]
+    [job] = edited["in_progress"]
+    edited["in_progress"] = []
+    edited[status].append({**job, "completed_at": at(2)})
+    target.write_text(json.dumps(edited, indent=2))
+    lost = hb_db("--now", at(3), "renew", "job", "--claim", a["claim"], code=15)
+    assert lost.stderr.splitlines()[-1].startswith("hb: claim lost: task 'job' ")
+    assert lost.stderr.endswith("; nothing changed\n")
+    shown = hb_db.json("show", "job")
+    assert shown["status"] == ("done" if status == "completed" else "failed")
+    assert shown["lease_expires_at"] is None
+
+
 # --- idempotent adds -----------------------------------------------------------------------------
 
 
