@@ -107,6 +107,27 @@ def test_a_completion_a_killed_swap_displaced_is_merged_by_the_next_sync(
     assert leftovers(path) == [] and leftovers(path, "hb-kept") == []
 
 
+def test_the_next_queue_operation_merges_it_before_the_file_moves_on(
+    hb_db: Runner, workspace: Path, tmp_path: Path
+) -> None:
+    path = seed_queue(hb_db, workspace, "t1", "t2", "t3")
+    hb_db("config", "set", "sync.auto_export", "true")
+    assert [hb_db.json("--now", NOW, "pop")["id"] for _ in range(2)] == ["t1", "t2"]
+    runtime = heartbeat_py_complete(path.read_text(), "t2")
+    db = hb_db.env.get("HB_DATABASE_URL")
+    _killed_after_exchange(workspace, db, "tasks.json", runtime, tmp_path, "--now", NOW, "complete", "t1")
+    [leftover] = leftovers(path)
+    # a queue operation before any hb sync: its export would move the file's record on from the
+    # text the leftover was made from, so it merges the leftover first
+    result = hb_db("--now", NOW, "pop", "--json")
+    assert json.loads(result.stdout)["id"] == "t3"
+    assert leftover.name in result.stderr
+    assert hb_db.json("show", "t2")["status"] == "done"
+    got = statuses(path)
+    assert got["pending"] == [] and got["in_progress"] == ["t3"] and sorted(got["completed"]) == ["t1", "t2"]
+    assert leftovers(path) == [] and leftovers(path, "hb-kept") == []
+
+
 def test_an_edit_of_todo_md_a_killed_sync_displaced_is_merged(
     hb_db: Runner, workspace: Path, tmp_path: Path
 ) -> None:

@@ -624,7 +624,7 @@ def _leftovers(ctx: Context) -> bool:
     """Whether a killed write of hb left a temporary file beside a workspace file."""
     from heartbeat.ops.sync import leftovers
 
-    return leftovers.exist({k: default_path(ctx.workspace, k) for k in KINDS})
+    return leftovers.exist(default_path(ctx.workspace, k) for k in KINDS)
 
 
 def _remove_temps(ctx: Context, paths: dict[str, Path]) -> None:

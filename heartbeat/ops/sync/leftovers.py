@@ -1,5 +1,6 @@
 """The temporary files a killed write of hb left beside the workspace files, as the next hb sync
-finds them.
+finds them (the queue files': with ``sync.auto_export``, the next queue operation's export, before
+it reads their edits and so moves their record on from the text a leftover was made from).
 
 hb writes a file by swapping its new text in (:mod:`heartbeat.ops.sync.swap`): the text goes to
 ``.NAME.<tag>-XXXXXXXX.tmp`` first, ``<tag>`` the start of the digest of the text hb expects to
@@ -23,7 +24,8 @@ never merged: the text it was made from is not known.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,12 +43,21 @@ Baseline = Callable[["Context", Conn, str], "str | None"]
 Validator = Callable[[str], bool] | None
 
 
-def exist(paths: dict[str, Path]) -> bool:
-    """Whether a killed write of hb left a temporary file beside any of these files."""
-    for path in paths.values():
+def exist(paths: Iterable[Path]) -> bool:
+    """Whether a killed write of hb left a temporary file beside any of these files: one listing
+    of each directory (a queue operation's export looks before it reads the files' edits)."""
+    wanted: dict[Path, list[str]] = {}
+    for path in paths:
         try:
-            if stale_temps(target_of(path)):
-                return True
+            target = target_of(path)
+        except OSError:
+            continue
+        wanted.setdefault(target.parent, []).append(f".{target.name}.")
+    for directory, prefixes in wanted.items():
+        try:
+            with os.scandir(directory) as entries:
+                if any(e.name.endswith(".tmp") and e.name.startswith(tuple(prefixes)) for e in entries):
+                    return True
         except OSError:
             continue
     return False

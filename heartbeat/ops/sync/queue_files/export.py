@@ -10,13 +10,14 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from heartbeat.db.plain import Conn
 from heartbeat.db.queue import record_from_row
 from heartbeat.db.rows import SyncStateRow, TaskRow
 from heartbeat.db.store import Db
 from heartbeat.errors import HbError, InvalidState, one_line
 from heartbeat.formats import tasks_json, tasks_splice
 from heartbeat.formats.json_edit import Layout
-from heartbeat.ops.sync import bookmarks
+from heartbeat.ops.sync import bookmarks, leftovers
 from heartbeat.ops.sync.files import (
     default_path,
     digest,
@@ -118,10 +119,39 @@ def export_queue_files(
     Serialised by a workspace file lock; each render reads the ledger inside the
     lock, so the last writer always writes the newest state.
     """
-    if edits_only and not _edited_kinds(ctx):
+    paths = {kind: default_path(ctx.workspace, kind) for kind in RENDERERS}
+    stale = leftovers.exist(paths.values())
+    if edits_only and not stale and not _edited_kinds(ctx):
         return []
+    with file_lock(ctx.workspace, timeout=lock_timeout(ctx.settings.sync_lock_timeout)):
+        if stale:  # a killed write's leftover: merged while hb still holds the text it was made from
+            leftovers.settle(ctx, paths, _baseline, _json)
+        written = _export_all(ctx, edits_only, moved, changes, claimed, taken)
+    _mark(ctx)
+    return written
+
+
+def _baseline(_ctx: Context, db: Conn, kind: str) -> str | None:
+    from heartbeat.ops.sync import writeback
+
+    return writeback.remembered_text(db, kind)
+
+
+def _json(_kind: str) -> Callable[[str], bool]:
+    return tasks_json.is_json
+
+
+def _export_all(
+    ctx: Context,
+    edits_only: bool,
+    moved: Sequence[Key] | None,
+    changes: tuple[int | None, int | None] | None,
+    claimed: Key | None,
+    taken: list[Key] | None,
+) -> list[str]:
+    """The queue files synced or re-rendered, in one write transaction (the caller holds the lock)."""
     written = []
-    with file_lock(ctx.workspace, timeout=lock_timeout(ctx.settings.sync_lock_timeout)), ctx.write() as db:
+    with ctx.write() as db:
         now = ctx.now()
         alone = moved is not None and _alone(ctx, changes)
         for kind in RENDERERS:
@@ -133,7 +163,6 @@ def export_queue_files(
                 ctx, db, kind, path, now, edits_only=edits_only, moved=moved, alone=alone, caught=caught
             ):
                 written.append(str(path))
-    _mark(ctx)
     return written
 
 
