@@ -782,7 +782,8 @@ class Ledger:
         phase kept. Occurrences already handed out by ``recur_due --claim`` get
         no entry. A rule whose title holds a link mistermorph refuses is left
         alone (``skipped``, with the reason): its TODO.md entry would make the
-        runtime's add and complete fail. Records a ``materialize`` run.
+        runtime's add and complete fail, as is one whose TODO.md line would be
+        64 KiB or more. Records a ``materialize`` run.
         """
         return recur_ops.materialize(self.ctx, dry_run=dry_run)
 

@@ -219,6 +219,37 @@ def _rule_title(value: str) -> str:
     return text
 
 
+def _check_rule_lines(row: RecurrenceRow) -> None:
+    """InvalidInput naming the rule when a line it makes would stop mistermorph's reader: its
+    TODO.RECUR.md line, or an occurrence's in TODO.md / TODO.DONE.md (``Next (TZ) title``). The
+    title alone fits (:func:`_rule_title`); a long chat id, Repeat or TZ can still push it over."""
+    from heartbeat.formats import todo as fmt
+    from heartbeat.formats.todo import Entry, TodoKind
+    from heartbeat.ops.sync.markdown import todo_title_problem
+    from heartbeat.ops.sync.markdown.merge import line_size_problem
+
+    # any wall time of Next's width: the line's size is in question
+    next_local = fmt._parse_stamp(row.next_local or "")
+    if next_local is None:
+        next_local = datetime.fromisoformat("2000-01-01T00:00")
+    entry = Entry(TodoKind.RECUR, row.title, next=next_local, repeat=row.rule, tz=row.tz, chat_id=row.chat_id)
+    try:
+        problem = line_size_problem(fmt.render_entry(entry), " in TODO.RECUR.md")
+    except InvalidInput:
+        problem = None  # a line hb cannot write at all: the sync says why
+    if problem is not None:
+        raise InvalidInput(f"{row.id}: recurrence refused: {problem}")
+    problem = todo_title_problem(_occurrence_title(row, next_local), row.chat_id)
+    if problem is not None:
+        raise InvalidInput(f"{row.id}: recurrence refused: an occurrence's entry: {problem}")
+
+
+def _occurrence_title(row: RecurrenceRow, at: datetime) -> str:
+    """The title of the TODO.md task an occurrence at wall time ``at`` makes (as mistermorph's)."""
+    label = f" ({row.tz})" if row.tz else ""
+    return f"{at:{NEXT_LAYOUT}}{label} {row.title}"
+
+
 def _missed(value: str) -> str:
     policy = value.strip().lower()
     if policy not in MISSED_POLICIES:
@@ -420,6 +451,7 @@ def _materialize_rule(
     created: list[dict[str, Any]],
     advanced: list[dict[str, Any]],
     made: list[tuple[dict[str, Any], RecurrenceRow]],
+    skipped: list[dict[str, Any]],
     *,
     dry_run: bool,
 ) -> None:
@@ -438,10 +470,15 @@ def _materialize_rule(
     entries: list[datetime] = []
     if due is not None and due.first is not None:
         entries = [due.first] if row.missed_policy == "once" else due.runs
-    label = f" ({row.tz})" if row.tz else ""
-    for at in entries:
-        # Next keeps its text as written (also when it fell in a daylight-saving gap)
-        title = moved.text if at == first else f"{at.astimezone(zone):{NEXT_LAYOUT}}{label} {row.title}"
+    # Next keeps its text as written (also when it fell in a daylight-saving gap)
+    titles = [moved.text if at == first else _occurrence_title(row, at.astimezone(zone)) for at in entries]
+    problem = next(filter(None, (_occurrence_problem(t, row.chat_id) for t in titles)), None)
+    if problem is not None:
+        # left as it is, as a rule with a link: the ledger keeps it, and no TODO.md line it
+        # makes stops mistermorph's reader
+        skipped.append({"id": row.id, "reason": f"{row.id} not materialised: its TODO.md entry: {problem}"})
+        return
+    for title in titles:
         entry = {"id": None, "title": title, "recurrence": row.id, "chat_id": row.chat_id}
         if not dry_run:
             made.append((entry, row))
@@ -459,6 +496,22 @@ def _materialize_rule(
         row.next_local = f"{moved.new_next_local:{NEXT_LAYOUT}}"
         row.next_at = moved.new_next_at
         row.updated_at = now
+
+
+def _occurrence_problem(title: str, chat_id: str | None) -> str | None:
+    """Why an occurrence's TODO.md line (or its TODO.DONE.md line once done) would be too long
+    for mistermorph's reader (None: it would not)."""
+    from heartbeat.formats.todo import Entry, TodoKind, render_entry
+    from heartbeat.ops.sync.markdown import todo_done_problem
+    from heartbeat.ops.sync.markdown.base import content_of
+    from heartbeat.ops.sync.markdown.merge import line_size_problem
+
+    entry = Entry(TodoKind.TODO, content_of(title), created=datetime(2000, 1, 1, tzinfo=UTC), chat_id=chat_id)
+    try:
+        problem = line_size_problem(render_entry(entry))
+    except InvalidInput:
+        return None  # a line hb cannot write at all: the sync says why
+    return problem or todo_done_problem(title, chat_id)
 
 
 def _add_todo_entries(db: Db, made: list[tuple[dict[str, Any], RecurrenceRow]], now: datetime) -> None:
@@ -621,6 +674,7 @@ def add(
             updated_at=now,
         )
         _set_next(row, first, rule_zone)
+        _check_rule_lines(row)
         db.add(row)
         out = rule_dict(row, workspace_zone)
     _export(ctx, "recur")
@@ -673,6 +727,8 @@ def update(
             row.missed_policy = _missed(missed)
         if given & {"repeat", "next", "tz"}:
             _reschedule(zone, now, row, repeat, next, tz)
+        if row.source != PROACTIVE and given & {"title", "repeat", "tz", "chat_id"}:
+            _check_rule_lines(row)  # raised in the transaction: nothing changes
         row.updated_at = now
         out = rule_dict(row, zone)
     _export(ctx, _kind(row))
@@ -808,7 +864,7 @@ def materialize(ctx: Context, *, dry_run: bool = False, export: bool = True) -> 
                         )
                 continue
             with contextlib.suppress(InvalidInput):  # an unreadable rule is left alone
-                _materialize_rule(db, zone, row, now, created, advanced, made, dry_run=dry_run)
+                _materialize_rule(db, zone, row, now, created, advanced, made, skipped, dry_run=dry_run)
         if not dry_run:
             _add_todo_entries(db, made, now)
             _record_materialize_run(db, now, created, advanced)

@@ -147,6 +147,8 @@ def update(
         task = tasks_db.find(db, task_id, scope, lock=True)
         if task.source == "todo" and ({"title", "chat_id"} & changes.values.keys()):
             changes = _todo_changes(task, changes)
+        if task.source == "todo" and changes.values.get("status") is TaskStatus.DONE and task.status.active:
+            _check_done_line(ctx, task, changes.values.get("title"), changes.values.get("chat_id", False))
         waits = None
         if after is not None:
             waits = [] if cleared else tasks_db.resolve_after(db, after, task.scope)
@@ -180,4 +182,21 @@ def finish(ctx: Context, task_id: str, status: TaskStatus, *, scope: str | None 
     now = ctx.now()
     with ctx.write() as db:
         task = tasks_db.find(db, task_id, scope, lock=True)
+        if task.source == "todo" and status is TaskStatus.DONE and task.status.active:
+            _check_done_line(ctx, task)
         return shown(ctx, tasks_db.finish(db, task, status, now), db)
+
+
+def _check_done_line(ctx: Context, task: Any, title: Any = None, chat_id: Any = False) -> None:
+    """InvalidInput naming the task when its TODO.DONE.md line would stop mistermorph's reader: a
+    TODO.md entry typed by hand can fit its file and not TODO.DONE.md (the Done stamp added), and
+    written there it would lose that file's entries to the runtime (its next Complete rewrites
+    the file with its own entry alone)."""
+    from heartbeat.ops.sync.markdown import todo_done_problem
+
+    extended = ctx.settings.todo_dialect == "extended"
+    title = task.title if title is None else title  # or the one it is given with the change
+    chat_id = task.chat_id if chat_id is False else chat_id if isinstance(chat_id, str) else None
+    problem = todo_done_problem(title, chat_id, task.id if extended else None)
+    if problem is not None:
+        raise InvalidInput(f"{task.id}: cannot be completed: {problem}")

@@ -19,7 +19,7 @@ import pytest
 from heartbeat.formats import todo as fmt
 from heartbeat.formats.repeat import RepeatKind, parse_repeat
 from heartbeat.formats.todo import Entry, LineKind, TodoKind
-from tests.conftest import Runner
+from tests.conftest import Runner, every_row, workspace_files
 from tests.sync.helpers import read, report, todo_rows, write
 
 WIP_HEAD = (
@@ -607,6 +607,99 @@ def test_a_title_too_long_for_the_runtimes_line_reader_is_refused(mm: Runner, wo
     mm("add", "é" * 30_000, "--source", "todo")  # 60,000 bytes: a line the runtime reads
     mm("sync")
     assert max(len(line.encode()) for line in (workspace / "TODO.md").read_text().splitlines()) < 64 * 1024
+
+
+def longest_line(path: Path) -> int:
+    return max(len(line.encode()) for line in read(path).splitlines()) if path.exists() else 0
+
+
+def test_hb_done_refuses_a_todo_entry_whose_done_line_would_stop_the_runtimes_reader(
+    mm: Runner, workspace: Path, db_url: str
+) -> None:
+    """A TODO.md line typed by hand can fit mistermorph's 64 KiB reader and its TODO.DONE.md line
+    (the Done stamp added) not: `hb done` wrote it, mistermorph then read no entry of TODO.DONE.md
+    and its next Complete rewrote the file with its own entry alone."""
+    todo, done = workspace / "TODO.md", workspace / "TODO.DONE.md"
+    title = "x" * (65_516 - len("- [ ] [Created](2026-05-01 12:41) | "))
+    write(todo, WIP_HEAD + "- [ ] [Created](2026-05-01 12:41) | " + title + "\n")
+    write(done, "- [x] [Created](2026-04-01 12:41), [Done](2026-04-02 10:00) | older\n")
+    sync(mm, "2026-05-02T10:00:00Z")
+    assert longest_line(todo) == 65_516  # a line the runtime reads
+    task = titles(mm)[title]
+    before = (every_row(db_url), workspace_files(workspace))
+    for args in (("done", task["id"]), ("update", task["id"], "--status", "done")):
+        result = mm(*args, code=1, HB_NOW="2026-05-02T11:00:00Z")
+        assert result.stderr == (
+            f"hb: {task['id']}: cannot be completed: its line in TODO.DONE.md would be 65,542 bytes: "
+            "mistermorph's reader stops at a line of 64 KiB and loses every line after it\n"
+        )
+    assert (every_row(db_url), workspace_files(workspace)) == before
+
+
+def test_a_completion_whose_done_line_is_too_long_keeps_its_todo_line(mm: Runner, workspace: Path) -> None:
+    """A completion hb cannot refuse (the queue's `hb complete`): the entry stays in TODO.md with a
+    warning naming it, the ledger keeps it done, and TODO.DONE.md never gets a line of 64 KiB."""
+    todo, done = workspace / "TODO.md", workspace / "TODO.DONE.md"
+    line = "- [ ] [Created](2026-05-01 12:41) | " + "x" * (65_516 - 36)
+    write(todo, WIP_HEAD + line + "\n")
+    write(done, "- [x] [Created](2026-04-01 12:41), [Done](2026-04-02 10:00) | older\n")
+    sync(mm, "2026-05-02T10:00:00Z")
+    [task] = [t for t in titles(mm).values() if t["status"] == "todo"]
+    mm("pop", "--id", task["id"], HB_NOW="2026-05-02T11:00:00Z")
+    mm("complete", task["id"], HB_NOW="2026-05-02T11:00:00Z")
+    out = sync(mm, "2026-05-02T11:00:00Z")
+    assert report(out, "done")["preserved"] == [
+        f"{done}: {task['id']} not written: its line would be 65,542 bytes: mistermorph's reader stops "
+        f"at a line of 64 KiB and loses every line after it; its line stays at {todo}:9"
+    ]
+    assert longest_line(done) < fmt.SCANNER_LIMIT
+    assert [c for *_, c in entries(read(done), TodoKind.DONE)] == ["older"]
+    assert read(todo).endswith(line + "\n")
+    assert mm.json("show", task["id"])["status"] == "done"
+
+
+def test_a_long_chat_id_cannot_push_a_todo_line_past_the_runtimes_reader(mm: Runner, workspace: Path) -> None:
+    """hb checked the title alone (and 512 bytes for the rest): a 64,900-byte title with a
+    700-digit chat id was taken and written as a 65,651-byte TODO.md line."""
+    title, chat = "y" * 64_900, "tg:" + "7" * 700
+    problem = "mistermorph's reader stops at a line of 64 KiB and loses every line after it\n"
+    result = mm("add", title, "--source", "todo", "--chat-id", chat, code=1)
+    assert result.stderr == "hb: cannot be a TODO.md entry: its line would be 65,651 bytes: " + problem
+    result = mm("recur", "add", title, "--repeat", "daily", "--chat-id", chat, code=1)
+    assert result.stderr.endswith(problem) and "recurrence refused" in result.stderr
+    added = mm.json("add", "short", "--source", "todo")
+    assert mm("update", added["id"], "--title", title, "--chat-id", chat, code=1).stderr.endswith(problem)
+    rule = mm.json("recur", "add", title, "--repeat", "daily")
+    assert mm("recur", "update", rule["id"], "--chat-id", chat, code=1).stderr.endswith(problem)
+    assert [r["chat_id"] for r in mm.json("recur", "list")] == [None]
+    assert [t["title"] for t in mm.json("list", "--all", "--source", "todo")] == ["short"]
+    mm("sync")
+    assert longest_line(workspace / "TODO.md") < fmt.SCANNER_LIMIT
+    assert longest_line(workspace / "TODO.RECUR.md") < fmt.SCANNER_LIMIT
+
+
+def test_materialize_skips_a_rule_whose_occurrence_line_would_stop_the_runtimes_reader(
+    mm: Runner, workspace: Path
+) -> None:
+    """A TODO.RECUR.md line of 65,534 bytes makes a TODO.md entry 3 bytes longer (65,537): hb
+    materialised it. Now the rule is left as it is, with a warning naming it, as a rule whose
+    title holds a link mistermorph refuses."""
+    recur, todo = workspace / "TODO.RECUR.md", workspace / "TODO.md"
+    head = "- [ ] [Next](2026-05-01 09:00), [Repeat](daily) | "
+    long = head + "z" * (65_534 - len(head))
+    good = "- [ ] [Next](2026-05-01 09:00), [Repeat](daily) | stand up"
+    write(recur, RECUR_HEAD + long + "\n" + good + "\n")
+    sync(mm, "2026-05-02T10:00:00Z")
+    [long_id] = [r["id"] for r in mm.json("recur", "list") if r["title"].startswith("z")]
+    result = mm("recur", "materialize", HB_NOW="2026-05-02T10:00:00Z")
+    assert result.stderr == (
+        f"hb: warning: {long_id} not materialised: its TODO.md entry: its line would be 65,537 bytes: "
+        "mistermorph's reader stops at a line of 64 KiB and loses every line after it\n"
+    )
+    sync(mm, "2026-05-02T10:00:00Z")
+    assert [c for _, _, c in entries(read(todo))] == ["2026-05-01 09:00 stand up"]
+    assert longest_line(todo) < fmt.SCANNER_LIMIT
+    assert recur_next(workspace) == [(datetime(2026, 5, 1, 9, 0), None), (datetime(2026, 5, 3, 9, 0), None)]
 
 
 def test_materialize_skips_a_rule_whose_title_the_runtime_refuses(mm: Runner, workspace: Path) -> None:

@@ -50,10 +50,18 @@ from heartbeat.errors import HbError, InvalidInput
 from heartbeat.formats import todo as fmt
 from heartbeat.formats.todo import Entry, TodoKind
 from heartbeat.ops.sync.files import atomic_write, default_path, digest, read_optional
-from heartbeat.ops.sync.markdown.base import TASK_KINDS, TODO_SOURCE, Stored, base_text, on_top, read_dialect
+from heartbeat.ops.sync.markdown.base import (
+    TASK_KINDS,
+    TODO_SOURCE,
+    Stored,
+    base_text,
+    content_of,
+    on_top,
+    read_dialect,
+)
 from heartbeat.ops.sync.markdown.family import Family
 from heartbeat.ops.sync.markdown.imports import import_family, render_family
-from heartbeat.ops.sync.markdown.merge import checked_entry, full_sync, labels_of
+from heartbeat.ops.sync.markdown.merge import checked_entry, full_sync, labels_of, line_size_problem
 from heartbeat.ops.sync.markdown.reading import diff_since_sync
 from heartbeat.ops.sync.markdown.recurrences import RecurrenceFamily
 from heartbeat.ops.sync.markdown.targeted import targeted
@@ -282,7 +290,10 @@ def todo_chat_id(chat_id: str | None) -> str | None:
 
 
 def todo_title_problem(title: str, chat_id: str | None = None) -> str | None:
-    """Why ``title`` (with ``chat_id``) cannot be the text of a TODO.md entry (None: it can)."""
+    """Why ``title`` (with ``chat_id``) cannot be the text of a TODO.md entry (None: it can).
+
+    Its line is checked as TODO.DONE.md will hold it too (26 bytes longer, the Done stamp), so
+    completing the entry never writes a line mistermorph's reader stops at."""
     if "\n" in title or "\r" in title:
         return "an entry is one line; the title has a line break"
     if len(title.encode("utf-8", "surrogatepass")) + _METADATA_ROOM >= fmt.SCANNER_LIMIT:
@@ -290,9 +301,30 @@ def todo_title_problem(title: str, chat_id: str | None = None) -> str | None:
             "the title is too long for a line of a TODO file: mistermorph's reader stops at a line "
             "of 64 KiB and loses every line after it"
         )
-    created = datetime(2000, 1, 1, tzinfo=UTC)  # any valid stamp: the line's text is in question
-    entry = Entry(kind=TodoKind.TODO, content=title.strip(), created=created, chat_id=chat_id)
-    return checked_entry(entry, "strict")
+    entry = Entry(kind=TodoKind.TODO, content=title.strip(), created=_ANY_STAMP, chat_id=chat_id)
+    return checked_entry(entry, "strict") or todo_done_problem(title, chat_id)
+
+
+_ANY_STAMP = datetime(2000, 1, 1, tzinfo=UTC)  # stamps have one width: the line's text is in question
+
+
+def todo_done_problem(title: str, chat_id: str | None, task_id: str | None = None) -> str | None:
+    """Why a TODO.md entry's line in TODO.DONE.md would be too long for mistermorph's reader
+    (None: it is not). ``task_id``: its [ID], with the extended dialect."""
+    extra = () if task_id is None else (("ID", task_id),)
+    done = Entry(
+        kind=TodoKind.DONE,
+        content=content_of(title),
+        created=_ANY_STAMP,
+        done=_ANY_STAMP,
+        chat_id=chat_id,
+        extra=extra,
+    )
+    try:
+        text = fmt.render_entry(done)
+    except InvalidInput:
+        return None  # not a line hb writes at all: the sync says why
+    return line_size_problem(text, " in TODO.DONE.md")
 
 
 def add_todo(

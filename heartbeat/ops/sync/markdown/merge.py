@@ -169,7 +169,21 @@ def checked_entry(entry: Entry, dialect: str, *, comments: bool = False) -> str 
         return str(exc)
     if back.content != entry.content:
         return "the content would not read back"
-    return None
+    return line_size_problem(text)
+
+
+def line_size_problem(text: str, where: str = "") -> str | None:
+    """Why a line hb would write is too long for mistermorph's reader (None: it is not);
+    ``where``: the file, for the message (`` in TODO.DONE.md``).
+
+    Counted with a CR, so the line fits whichever ending its file has: hb never writes a line
+    the runtime's bufio.Scanner stops at (FORMATS.md), whichever file the entry ends up in."""
+    if not fmt.over_scanner_limit(text, "\r\n"):
+        return None
+    return (
+        f"its line{where} would be {len(text.encode('utf-8', 'surrogatepass')):,} bytes: mistermorph's "
+        "reader stops at a line of 64 KiB and loses every line after it"
+    )
 
 
 def full_sync(
