@@ -675,6 +675,7 @@ class Ledger:
         ``conditions_to_check`` lists the ones hb does not know, for the agent.
         With ``claim`` each is recorded as handed out for its period (also a
         repeat rule whose missed occurrences the ``skip`` policy drops).
+        TODO.RECUR.md and PROACTIVE.md edited since the last sync are synced first.
         """
         return recur_ops.due(self.ctx, claim=claim)
 
@@ -783,7 +784,8 @@ class Ledger:
         no entry. A rule whose title holds a link mistermorph refuses is left
         alone (``skipped``, with the reason): its TODO.md entry would make the
         runtime's add and complete fail, as is one whose TODO.md line would be
-        64 KiB or more. Records a ``materialize`` run.
+        64 KiB or more. Records a ``materialize`` run. TODO.RECUR.md and TODO.md
+        edited since the last sync are synced first (but by a dry run).
         """
         return recur_ops.materialize(self.ctx, dry_run=dry_run)
 

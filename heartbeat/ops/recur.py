@@ -587,10 +587,13 @@ def get(ctx: Context, rule_id: str) -> dict[str, Any]:
         return rule_dict(_find(db, rule_id), zone)
 
 
-def due(ctx: Context, *, claim: bool = False) -> list[dict[str, Any]]:
-    """``hb recur due [--claim]``."""
+def due(ctx: Context, *, claim: bool = False, read_files: bool = True) -> list[dict[str, Any]]:
+    """``hb recur due [--claim]``. ``read_files``: TODO.RECUR.md and PROACTIVE.md edited since the
+    last sync are synced first (:func:`_read_rule_files`); False: the caller only reads."""
     from heartbeat.rules.recurrence import check_conditions
 
+    if read_files:
+        _read_rule_files(ctx, ["recur", "proactive"])
     now = ctx.now()
     zone = ctx.zone
     out: list[dict[str, Any]] = []
@@ -837,11 +840,17 @@ def evaluate(
         return {"id": row.id, **record, "at": isoformat(now, zone)}
 
 
-def materialize(ctx: Context, *, dry_run: bool = False, export: bool = True) -> dict[str, Any]:
+def materialize(
+    ctx: Context, *, dry_run: bool = False, export: bool = True, read_files: bool = True
+) -> dict[str, Any]:
     """``hb recur materialize`` (and the heartbeat's, with setting ``recur.materialize``; the
-    heartbeat writes the files itself: ``export=False``)."""
+    heartbeat syncs and writes the files itself: ``export=False, read_files=False``).
+    ``read_files``: TODO.RECUR.md and TODO.md edited since the last sync are synced first
+    (:func:`_read_rule_files`); a dry run writes nothing and reads the ledger as it is."""
     from heartbeat.formats.todo import link_problem
 
+    if read_files and not dry_run:
+        _read_rule_files(ctx, ["recur", "todo"])
     now = ctx.now()
     zone = ctx.zone
     created: list[dict[str, Any]] = []
@@ -871,6 +880,16 @@ def materialize(ctx: Context, *, dry_run: bool = False, export: bool = True) -> 
     if export and not dry_run and (created or advanced):
         _export(ctx, "todo", "recur")
     return {"dry_run": dry_run, "created": created, "advanced": advanced, "skipped": skipped}
+
+
+def _read_rule_files(ctx: Context, kinds: list[str]) -> None:
+    """Sync first the files of ``kinds`` edited since hb last read or wrote them, as the heartbeat
+    syncs before it decides: a rule removed from TODO.RECUR.md, a Next moved on by hand or by
+    mistermorph's own materialize must not fire from the ledger's older copy (SPEC.md section 6:
+    an occurrence fires once)."""
+    from heartbeat.ops.round import sync_edited
+
+    sync_edited(ctx, kinds)
 
 
 def _kind(row: RecurrenceRow) -> str:

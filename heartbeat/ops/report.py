@@ -58,9 +58,9 @@ def report_stream(
     if window.since and window.until and window.since >= window.until:
         raise InvalidInput("--since must be before --until")
     # the PROACTIVE.md tasks due now, as `hb recur due` judges their periods
-    due_now = (
-        {r["id"] for r in recur.due(ctx) if r["source"] == "proactive"} if kind == "recurrences" else set()
-    )
+    due_now = set()
+    if kind == "recurrences":  # (a report only reads: the files are not synced for it)
+        due_now = {r["id"] for r in recur.due(ctx, read_files=False) if r["source"] == "proactive"}
     with snapshot(ctx.raw, "sqlite" if ctx.sqlite else "postgresql") as reader:
         built = reports.build(kind, grouping, reports.Context(reader, window, zone, now, limit, due_now))
         report = built if isinstance(built, Stream) else Stream.of(built)

@@ -283,7 +283,9 @@ def heartbeat(
     with guard_mod.held(ctx, "heartbeat") as held:
         checklist = _read_checklist(ctx)
         synced = sync_files(ctx)  # also re-reads settings: heartbeat-state.json may carry some
-        materialized = recur.materialize(ctx, export=False) if ctx.settings.recur_materialize else None
+        materialized = None
+        if ctx.settings.recur_materialize:  # (the sync just read the files)
+            materialized = recur.materialize(ctx, export=False, read_files=False)
         round_ = _round(ctx, lang=lang)  # (the sync just read the state file)
         tasks = periodic_tasks(checklist)
         due_tasks = _periodic_due(ctx, held, tasks)
@@ -399,16 +401,29 @@ def _read_state_file(ctx: Context) -> None:
     The runtime writes ``lastProactiveAt`` / ``lastConversationAt`` there when it speaks or hears
     the user itself; a decision taken without them could send what its limits forbid.
     """
+    sync_edited(ctx, ["state"])
+
+
+def sync_edited(ctx: Context, kinds: list[str]) -> None:
+    """Sync first the files of ``kinds`` that changed since hb last read or wrote them (their
+    digest against ``sync_state``), so a decision taken from the ledger sees what the runtime or
+    the user wrote there since (a file that does not exist is left to the next sync). Nothing is
+    read but the files' digests when none changed."""
     from heartbeat.ops.sync.files import default_path, digest, read_text
 
-    path = default_path(ctx.workspace, "state")
-    if not path.is_file():
+    paths = {kind: default_path(ctx.workspace, kind) for kind in kinds}
+    paths = {kind: path for kind, path in paths.items() if path.is_file()}
+    if not paths:
         return
     with ctx.read() as db:
-        last = db.one(SQL.state_file_read)
-    known = last is not None and last[0] == str(path) and last[1] == digest(read_text(path))
-    if not known:
-        sync_files(ctx, only=["state"])
+        last = {kind: db.one(SQL.file_read, {"kind": kind}) or (None, None) for kind in paths}
+    edited = [
+        kind
+        for kind, path in paths.items()
+        if last[kind][0] != str(path) or last[kind][1] != digest(read_text(path))
+    ]
+    if edited:
+        sync_files(ctx, only=edited)
 
 
 def _record_run(ctx: Context, kind: str, moment: datetime) -> None:

@@ -221,8 +221,9 @@ def test_an_edit_that_left_next_alone_does_not_bring_back_a_fired_occurrence(
     write(path, recur_text("- [ ] [Next](2026-05-03 09:00), [Repeat](daily) | Water plants."))
     hb("init", "--timezone", "UTC")
     sync(hb, now="2026-05-03T08:00:00Z")
-    write(path, read(path).replace("Water plants.", "Water the plants."))  # a hand edit of the text
     hb("recur", "materialize", HB_NOW="2026-05-03T09:00:00Z")  # fires 05-03 09:00; Next -> 05-04
+    # a hand edit of the text made after it (materialize syncs an edit made before it first)
+    write(path, read(path).replace("Water plants.", "Water the plants."))
     out = sync(hb, now="2026-05-03T09:00:00Z")
     [rule] = recurrences(workspace)
     assert report(out, "recur")["conflicts"] == [rule["id"]]
