@@ -409,7 +409,7 @@ def sync_edited(ctx: Context, kinds: list[str]) -> None:
     digest against ``sync_state``), so a decision taken from the ledger sees what the runtime or
     the user wrote there since (a file that does not exist is left to the next sync). Nothing is
     read but the files' digests when none changed."""
-    from heartbeat.ops.sync.files import default_path, digest, read_text
+    from heartbeat.ops.sync.files import default_path, digest, read_text, same_place
 
     paths = {kind: default_path(ctx.workspace, kind) for kind in kinds}
     paths = {kind: path for kind, path in paths.items() if path.is_file()}
@@ -417,11 +417,13 @@ def sync_edited(ctx: Context, kinds: list[str]) -> None:
         return
     with ctx.read() as db:
         last = {kind: db.one(SQL.file_read, {"kind": kind}) or (None, None) for kind in paths}
-    edited = [
-        kind
-        for kind, path in paths.items()
-        if last[kind][0] != str(path) or last[kind][1] != digest(read_text(path))
-    ]
+        edited = [
+            kind
+            for kind, path in paths.items()
+            if last[kind][0] is None
+            or last[kind][1] != digest(read_text(path))
+            or not same_place(db, last[kind][0], path)
+        ]
     if edited:
         sync_files(ctx, only=edited)
 

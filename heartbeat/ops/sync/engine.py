@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 from heartbeat.db.plain import Conn
 from heartbeat.errors import FileFormatError, InvalidInput, one_line
 from heartbeat.ops.sync import bookmarks, writeback
-from heartbeat.ops.sync.files import default_path, digest, file_lock, lock_timeout, read_optional, same_file
+from heartbeat.ops.sync.files import default_path, digest, file_lock, lock_timeout, read_optional, same_place
 from heartbeat.ops.sync.registry import FACT_RUNS, KINDS, MODULES, RECORD_RUNS, STATE_SETTINGS, holds_sql
 from heartbeat.ops.sync.report import SyncReport
 
@@ -298,9 +298,12 @@ def _transaction(
         with ctx.write() as db:
             if prior is not None and _moved(db, prior):
                 raise _Unsealed  # the ledger moved since the check: sync every kind
-            # (a write-back another file left: a workspace sharing this ledger, or the one it moved
-            # from; its texts are not this file's, nor is clearing its guard this sync's business)
-            waiting = {k: p for k, p in writeback.pending(db, kinds).items() if same_file(p.path, paths[k])}
+            # (a write-back another file left: a workspace sharing this ledger; its texts are not
+            # this file's, nor is clearing its guard this sync's business. One left at this file's
+            # place before the workspace moved with its ledger is this file's)
+            waiting = {
+                k: p for k, p in writeback.pending(db, kinds).items() if same_place(db, p.path, paths[k])
+            }
             _say_if_shared(ctx, db, kinds, paths)
             inputs = _inputs(ctx, db, waiting, texts, paths, now)
             results: Results = {}
@@ -333,19 +336,14 @@ def _transaction(
 
 
 def _say_if_shared(ctx: Context, db: Conn, kinds: Sequence[str], paths: dict[str, Path]) -> None:
-    """A notice when a ledger outside the workspace (PostgreSQL, or a ``--db`` file elsewhere)
-    last synced one of the files with another workspace's, still there: one ledger holds one set
-    of sync records, so two workspaces on it each read the other's last text as their own base.
-    (A ledger inside the workspace moved or was copied with it: its old path is no other user.)"""
-    from heartbeat.db.sqlite import file_of
-
-    ledger_file = file_of(ctx.url) if ctx.sqlite else None
-    if ledger_file is not None and ledger_file.is_relative_to(ctx.workspace.resolve()):
-        return
+    """A notice when the ledger last synced one of the files with another workspace's, still
+    there: one ledger holds one set of sync records, so two workspaces on it each read the
+    other's last text as their own base. (A workspace moved or copied with its ledger inside
+    it is no other user: :func:`same_place`, the rule by which its files keep their base.)"""
     synced = bookmarks.paths(db)
     for kind in kinds:
         other = synced.get(kind)
-        if other and not same_file(other, paths[kind]) and Path(other).exists():
+        if other and not same_place(db, other, paths[kind]) and Path(other).exists():
             ctx.notices.append(
                 f"{paths[kind]}: this ledger last synced {other}, another workspace's file: a ledger "
                 "serves one workspace (each reads the other's changes as its own edits); give each "

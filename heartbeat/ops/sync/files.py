@@ -11,8 +11,12 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from heartbeat.errors import FileFormatError, InvalidInput, NotFound
+
+if TYPE_CHECKING:
+    from heartbeat.db.plain import Conn
 
 STATE = Path(".agent") / "state"
 
@@ -98,6 +102,66 @@ def measure_ahead(text: str) -> None:
 def same_file(recorded: str | Path, path: Path) -> bool:
     """Whether ``recorded`` (a path as hb's records keep it) names the file ``path`` does."""
     return str(recorded) == str(path) or Path(recorded).resolve() == path.resolve()
+
+
+def same_place(db: Conn, recorded: str | Path, path: Path) -> bool:
+    """Whether ``recorded``, the path of a file as the ledger's sync records keep it, is the file
+    ``path`` names: the same file (:func:`same_file`), or the file at ``path``'s place before its
+    workspace was moved or copied with the ledger inside it (:func:`moved_with_ledger`). The one
+    rule by which a record of another path gives a file no base (a workspace sharing this ledger,
+    a file hb imported or exported elsewhere) but one moved with its ledger keeps it."""
+    return same_file(recorded, path) or moved_with_ledger(recorded, path, ledger_file(db))
+
+
+def ledger_file(db: Conn) -> Path | None:
+    """The ledger's SQLite file (None: PostgreSQL, or a database with no file)."""
+    if not db.sqlite:
+        return None
+    for _seq, name, file in db.rows("PRAGMA database_list"):
+        if name == "main":
+            return Path(file) if file else None
+    return None
+
+
+def _placed(path: Path) -> Path:
+    """``path`` with its directories resolved (the file itself may be a symlink)."""
+    return path.parent.resolve() / path.name
+
+
+def moved_with_ledger(recorded: str | Path, path: Path, ledger: Path | None) -> bool:
+    """Whether ``recorded`` (another path than ``path``) stood where ``path`` stands now relative
+    to the ledger file ``ledger``: the workspace holding both moved (``mv``), was copied (``cp
+    -a``) or is mounted elsewhere (a container and its host), the ledger with its files.
+
+    Told by the paths. The ledger's home is the workspace it is the default ledger of (the
+    directory above its ``.agent/state``), else the deepest directory holding it and ``path``.
+    ``recorded`` must be ``path``'s place below that home, below another directory, where the
+    ledger's copy now is (a copy) or the recorded file is gone (a move, another mount). So a
+    ledger outside the workspace (a ``--db`` file elsewhere) never takes another workspace's
+    file for this one's, nor does a workspace's ledger take one of a workspace sharing it (no
+    ledger of its own beside the file), or a file hb imported from elsewhere."""
+    if ledger is None:
+        return False
+    old = Path(recorded)
+    try:
+        here, at = _placed(path), _placed(ledger)
+        home = at.parent.parent.parent if at.parent.parts[-2:] == STATE.parts else at.parent
+        if not here.is_relative_to(home):
+            home = Path(os.path.commonpath([here, at]))
+        tail = here.relative_to(home).parts
+        if (
+            not old.is_absolute()
+            or not tail
+            or len(old.parts) <= len(tail)
+            or old.parts[-len(tail) :] != tail
+        ):
+            return False
+        old_home = Path(*old.parts[: -len(tail)])
+        if old_home == home:
+            return False
+        return (old_home / at.relative_to(home)).exists() or not old.exists()
+    except (OSError, ValueError):
+        return False
 
 
 def other_file(target: Path | None, workspace_file: Path) -> Path | None:

@@ -49,7 +49,7 @@ from heartbeat.db.plain import Conn
 from heartbeat.errors import HbError, InvalidInput
 from heartbeat.formats import todo as fmt
 from heartbeat.formats.todo import Entry, TodoKind
-from heartbeat.ops.sync.files import atomic_write, default_path, digest, read_optional
+from heartbeat.ops.sync.files import atomic_write, default_path, digest, read_optional, same_place
 from heartbeat.ops.sync.markdown.base import (
     TASK_KINDS,
     TODO_SOURCE,
@@ -103,7 +103,12 @@ def _sync_family(
 
     def unchanged(kind: str) -> bool:
         st = stored[kind]
-        return st.ours and st.path == str(given[kind][0]) and st.hash == hashes[kind]
+        return (
+            st.ours
+            and st.path is not None
+            and same_place(db, st.path, given[kind][0])
+            and st.hash == hashes[kind]
+        )
 
     ledger_same = all(stored[k].ours and stored[k].mark == mark and not stored[k].retry for k in family.kinds)
     if ledger_same and all(unchanged(k) for k in family.kinds):

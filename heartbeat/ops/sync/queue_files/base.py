@@ -18,7 +18,7 @@ from heartbeat.formats import tasks_json
 from heartbeat.formats.json_edit import Layout
 from heartbeat.formats.tasks_splice import Edit
 from heartbeat.ops.sync import bookmarks
-from heartbeat.ops.sync.files import digest, measure, read_text, same_file
+from heartbeat.ops.sync.files import digest, measure, read_text, same_place
 from heartbeat.ops.sync.report import SyncReport
 
 if TYPE_CHECKING:
@@ -203,9 +203,10 @@ def read_storable(db: Db, path: Path, text: str, kind: str, parse: Callable[[str
 
 def edited(db: Db, kind: str, path: Path, text: str) -> bool:
     """Whether ``text`` is not what hb last read or wrote at ``path`` (its record's hash, not
-    the text it keeps, is read)."""
+    the text it keeps, is read; a record made before the workspace moved with its ledger is of
+    ``path``: :func:`same_place`)."""
     known = db.rows(SQL.sync_state_hash, {"kind": kind})
-    return not known or known[0][1] != digest(text) or Path(known[0][0]) != path
+    return not known or known[0][1] != digest(text) or not same_place(db, known[0][0], path)
 
 
 def add_notice(ctx: Context, message: str) -> None:
@@ -256,7 +257,7 @@ def record_digest(record: tasks_json.QueueRecord) -> str:
 def base_records(db: Db, kind: str, path: Path) -> dict[tuple[str, str], str] | None:
     """The records of the file as hb last read or wrote it (None: no such text)."""
     row = db.get(SyncStateRow, kind)
-    if row is None or not same_file(row.path, path):
+    if row is None or not same_place(db, row.path, path):
         return None
     text = bookmarks.kept_text(row.skeleton, db)
     if text is None:

@@ -13,7 +13,7 @@ from heartbeat.db.rows import ErrorRow, RunRow, SyncStateRow
 from heartbeat.db.store import Db
 from heartbeat.formats import tasks_json
 from heartbeat.formats.timestamps import timestamp_or_none
-from heartbeat.ops.sync.files import digest
+from heartbeat.ops.sync.files import digest, same_place
 from heartbeat.ops.sync.queue_files.base import (
     SQL,
     add_notice,
@@ -194,7 +194,9 @@ def sync_errors(
     (e.g. ``resolved``) updates its row, and the ledger's full list is written back."""
     report = SyncReport(kind="errors-json", path=str(path))
     state = db.get(SyncStateRow, "errors-json")
-    if text is not None and (state is None or state.content_hash != digest(text) or state.path != str(path)):
+    if text is not None and (
+        state is None or state.content_hash != digest(text) or not same_place(db, state.path, path)
+    ):
         read = read_storable(db, path, text, "errors-json", tasks_json.parse_errors)
         items = [tasks_json.fix_malformed(item) for item in read]
         rows = db.load(ErrorRow, SQL.errors)
@@ -235,7 +237,9 @@ def sync_last_run(
     """last-run.json: a run record written in the file is imported; the ledger's last one is written."""
     report = SyncReport(kind="last-run", path=str(path))
     state = db.get(SyncStateRow, "last-run")
-    if text is not None and (state is None or state.content_hash != digest(text) or state.path != str(path)):
+    if text is not None and (
+        state is None or state.content_hash != digest(text) or not same_place(db, state.path, path)
+    ):
         imported = import_last_run(ctx, db, text, path, now)
         report.added.extend(imported.added)
         for warning in imported.warnings:

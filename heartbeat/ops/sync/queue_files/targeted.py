@@ -40,7 +40,7 @@ from heartbeat.formats.tasks_json import (
 )
 from heartbeat.formats.tasks_outline import Item, blockers, outline, read_items
 from heartbeat.ops.sync import bookmarks
-from heartbeat.ops.sync.files import same_file
+from heartbeat.ops.sync.files import same_place
 from heartbeat.ops.sync.queue_files.base import (
     SOURCE,
     SQL,
@@ -65,7 +65,7 @@ def sync_changed(db: Db, path: Path, text: str, now: datetime) -> tuple[SyncRepo
     last synced, reading only the records that changed; None (nothing done) when that cannot be
     sure to give the full sync's result (see the module docstring)."""
     state = db.get(SyncStateRow, SOURCE)
-    if state is None or not same_file(state.path, path):
+    if state is None or not same_place(db, state.path, path):
         return None
     rendered = (state.skeleton or {}).get("rendered")
     if (
