@@ -282,3 +282,44 @@ def test_a_workspace_file_that_is_not_a_regular_file_is_refused(hb: Runner, work
     assert result.stderr == f"hb: {fifo}: not a regular file (hb reads and writes plain files only)\n"
     assert hb("import", "todo", code=1).stderr == result.stderr
     assert hb.json("list", "--all") == []
+
+
+@pytest.mark.parametrize("written_by", ["sync", "export"])
+@pytest.mark.parametrize("scope", [None, "_round3_extension.q"])
+def test_import_of_the_tasks_json_hb_wrote_changes_nothing(
+    hb_db: Runner, workspace: Path, written_by: str, scope: str | None
+) -> None:
+    """A task made by ``hb add`` keeps no object of its own (``extra`` null); the file holds the
+    object hb writes for it. An import of that file read the object as new: "1 updated", a new
+    version, and "updated extra" in the history. A file that really adds a key still updates."""
+    path = workspace / ".agent" / "state" / "tasks.json"
+    hb_db("init", "--timezone", "UTC", HB_NOW=NOW)
+    task = hb_db("add", "one", *(["--scope", scope] if scope else []), HB_NOW=NOW).stdout.strip()
+    hb_db(
+        "sync" if written_by == "sync" else "export",
+        *([] if written_by == "sync" else ["tasks-json"]),
+        HB_NOW=NOW,
+    )
+    before = hb_db.json("show", task, "--history", HB_NOW=NOW)
+    result = hb_db("import", "tasks-json", str(path), HB_NOW="2026-05-03T11:00:00Z")
+    assert result.stdout == f"{path}: 0 added, 0 updated, 1 unchanged\n"
+    after = hb_db.json("show", task, "--history", HB_NOW=NOW)
+    assert after == before
+    doc = json.loads(path.read_text())
+    [entry] = _entries(doc)
+    entry["note"] = "a key of the file's own"
+    path.write_text(json.dumps(doc, indent=2))
+    result = hb_db("import", "tasks-json", str(path), HB_NOW="2026-05-03T11:00:00Z")
+    assert result.stdout == f"{path}: 0 added, 1 updated, 0 unchanged\n"
+    changed = hb_db.json("show", task, "--history", HB_NOW=NOW)
+    assert changed["version"] == before["version"] + 1
+    assert changed["history"][-1]["detail"]["fields"] == ["extra"]
+    hb_db("export", "tasks-json", HB_NOW=NOW)
+    assert _entries(json.loads(path.read_text())) == [entry]
+
+
+def _entries(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every task object of a tasks.json: the legacy lists' and the scoped queues'."""
+    lists = [v for v in doc.values() if isinstance(v, list)]
+    lists += [q for v in doc.values() if isinstance(v, dict) for q in v.values() if isinstance(q, list)]
+    return [task for tasks in lists for task in tasks]

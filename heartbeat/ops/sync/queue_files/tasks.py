@@ -237,6 +237,8 @@ def take_file_version(
     the same as the task changes nothing.
     """
     changed = {k: v for k, v in _columns(record, now).items() if k != "created_at" and getattr(task, k) != v}
+    if "extra" in changed and not task.extra and _written_by_hb(record):
+        del changed["extra"]  # the object hb writes for a task it holds no object of: nothing new
     if not changed and not conflict:
         return []
     before = snapshot(task)
@@ -258,6 +260,19 @@ def take_file_version(
     else:
         record_event(db, task, kind, now, before=before, actor=actor, detail=detail)
     return sorted(changed)
+
+
+def _written_by_hb(record: tasks_json.QueueRecord) -> bool:
+    """Whether the record's object is the one hb writes for a task it holds no object of (a task
+    made by ``hb add``, kept with ``extra`` null): it tells nothing the record's fields do not, so
+    an import of the file hb wrote finds that task unchanged. A key added, removed, reordered or
+    written otherwise makes it an object of the file's own, kept as the task's ``extra``."""
+    if not record.fields:
+        return False
+    plain = tasks_json.render_task(replace(record, fields={}))
+    return list(plain.items()) == list(record.fields.items()) and all(
+        type(plain[k]) is type(v) for k, v in record.fields.items()
+    )
 
 
 def task_of(record: tasks_json.QueueRecord, now: datetime, pk: int) -> TaskRow:
