@@ -887,7 +887,7 @@ def _read_rule_files(ctx: Context, kinds: list[str]) -> None:
     syncs before it decides: a rule removed from TODO.RECUR.md, a Next moved on by hand or by
     mistermorph's own materialize must not fire from the ledger's older copy (SPEC.md section 6:
     an occurrence fires once)."""
-    from heartbeat.ops.round import sync_edited
+    from heartbeat.ops.sync.engine import sync_edited
 
     sync_edited(ctx, kinds)
 

@@ -401,31 +401,9 @@ def _read_state_file(ctx: Context) -> None:
     The runtime writes ``lastProactiveAt`` / ``lastConversationAt`` there when it speaks or hears
     the user itself; a decision taken without them could send what its limits forbid.
     """
+    from heartbeat.ops.sync.engine import sync_edited
+
     sync_edited(ctx, ["state"])
-
-
-def sync_edited(ctx: Context, kinds: list[str]) -> None:
-    """Sync first the files of ``kinds`` that changed since hb last read or wrote them (their
-    digest against ``sync_state``), so a decision taken from the ledger sees what the runtime or
-    the user wrote there since (a file that does not exist is left to the next sync). Nothing is
-    read but the files' digests when none changed."""
-    from heartbeat.ops.sync.files import default_path, digest, read_text, same_place
-
-    paths = {kind: default_path(ctx.workspace, kind) for kind in kinds}
-    paths = {kind: path for kind, path in paths.items() if path.is_file()}
-    if not paths:
-        return
-    with ctx.read() as db:
-        last = {kind: db.one(SQL.file_read, {"kind": kind}) or (None, None) for kind in paths}
-        edited = [
-            kind
-            for kind, path in paths.items()
-            if last[kind][0] is None
-            or last[kind][1] != digest(read_text(path))
-            or not same_place(db, last[kind][0], path)
-        ]
-    if edited:
-        sync_files(ctx, only=edited)
 
 
 def _record_run(ctx: Context, kind: str, moment: datetime) -> None:

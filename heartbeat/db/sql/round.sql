@@ -57,7 +57,3 @@ SELECT
 -- name: checked
 -- A round's bookkeeping on a task it checked (no history event, no version, no updated_at).
 UPDATE tasks SET last_checked_at = :last_checked_at, next_check_at = :next_check_at WHERE pk = :pk
-
--- name: file_read
--- What hb last read from or wrote to a workspace file kind (memory/heartbeat-state.json, TODO.md, ...).
-SELECT path, content_hash FROM sync_state WHERE kind = :kind

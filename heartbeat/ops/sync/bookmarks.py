@@ -19,6 +19,7 @@ from heartbeat.formats import tasks_splice
 
 _LOAD = f"SELECT {SYNC_STATE.select()} FROM sync_state WHERE kind = :kind"
 _PATHS = "SELECT kind, path FROM sync_state"
+_READ = "SELECT path, content_hash FROM sync_state WHERE kind = :kind"
 _SAVE = (
     "INSERT INTO sync_state (kind, path, content_hash, size, synced_at, skeleton) "
     "VALUES (:kind, :path, :content_hash, :size, :synced_at, {json:skeleton}) "
@@ -117,6 +118,13 @@ def load(db: Conn, kind: str) -> dict[str, Any] | None:
 def paths(db: Conn) -> dict[str, str]:
     """The file each kind was last read from or written to, by kind (one short read)."""
     return {str(kind): str(path) for kind, path in db.rows(_PATHS)}
+
+
+def last_read(db: Conn, kind: str) -> tuple[str | None, str | None]:
+    """The path and digest of what hb last read from or wrote to the file of ``kind`` (Nones:
+    nothing yet)."""
+    row = db.one(_READ, {"kind": kind})
+    return (None, None) if row is None else (row[0], row[1])
 
 
 def save(

@@ -50,7 +50,15 @@ from typing import TYPE_CHECKING, Any
 from heartbeat.db.plain import Conn
 from heartbeat.errors import FileFormatError, InvalidInput, one_line
 from heartbeat.ops.sync import bookmarks, writeback
-from heartbeat.ops.sync.files import default_path, digest, file_lock, lock_timeout, read_optional, same_place
+from heartbeat.ops.sync.files import (
+    default_path,
+    digest,
+    file_lock,
+    lock_timeout,
+    read_optional,
+    read_text,
+    same_place,
+)
 from heartbeat.ops.sync.registry import FACT_RUNS, KINDS, MODULES, RECORD_RUNS, STATE_SETTINGS, holds_sql
 from heartbeat.ops.sync.report import SyncReport
 
@@ -241,6 +249,28 @@ def run(ctx: Context, *, dry_run: bool = False, only: Iterable[str] | None = Non
         return _run(ctx, dry_run, selected, sealable, prior, idle)
     except (_Unsealed, _NotIdle):
         return _run(ctx, dry_run, selected, sealable, None, frozenset())
+
+
+def sync_edited(ctx: Context, kinds: list[str]) -> None:
+    """Sync first the files of ``kinds`` that changed since hb last read or wrote them (their
+    digest against ``sync_state``), so a decision taken from the ledger sees what the runtime or
+    the user wrote there since (a file that does not exist is left to the next sync). Nothing is
+    read but the files' digests when none changed."""
+    paths = {kind: default_path(ctx.workspace, kind) for kind in kinds}
+    paths = {kind: path for kind, path in paths.items() if path.is_file()}
+    if not paths:
+        return
+    with ctx.read() as db:
+        last = {kind: bookmarks.last_read(db, kind) for kind in paths}
+        edited = [
+            kind
+            for kind, path in paths.items()
+            if last[kind][0] is None
+            or last[kind][1] != digest(read_text(path))
+            or not same_place(db, str(last[kind][0]), path)
+        ]
+    if edited:
+        run(ctx, only=edited)
 
 
 def _run(

@@ -177,14 +177,15 @@ def _import(
     write-back's record, which would take it for a stale copy of an older text, is dropped), so
     the two edits both reach the ledger, and the file is written with both."""
     from heartbeat.db.rows import SyncStateRow
-    from heartbeat.ops.sync.queue_files import SYNCERS, sync_notices
+    from heartbeat.ops.sync.registry import syncer
+    from heartbeat.ops.sync.report import sync_notices
 
     now: datetime = ctx.now()
     try:
         with ctx.write() as db:
             writeback.rebase(db, kind, path, base, now)
             db.forget(SyncStateRow, kind)
-            report, _text_out = SYNCERS[kind](ctx, db, path, displaced, now)
+            report, _text_out = syncer(kind)(ctx, db, path, displaced, now)
             # the file in place was made from that text too, by the killed write: read against it,
             # not as a stale copy of what an earlier write of hb's read
             writeback.rebase(db, kind, path, base, now)

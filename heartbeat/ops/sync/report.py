@@ -81,3 +81,12 @@ class ImportReport:
             "warnings": list(self.warnings),
             "preserved": list(self.preserved),
         }
+
+
+def sync_notices(report: SyncReport) -> list[str]:
+    """What an edited file's sync did that the caller should hear of (hb sync would report it)."""
+    path = report.path
+    notices = [f"{path}: changed here and in the ledger, the file won: {k}" for k in report.conflicts]
+    notices.extend(f"{path}: deleted from the file, removed from the ledger: {k}" for k in report.removed)
+    notices.extend(report.preserved)
+    return notices

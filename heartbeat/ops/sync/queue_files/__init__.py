@@ -24,10 +24,10 @@ from heartbeat.ops.sync.queue_files.export import (
     check_export_target,
     export_queue_files,
     known_digest,
-    sync_notices,
 )
 from heartbeat.ops.sync.queue_files.syncing import IMPORTERS, RENDERERS, SYNCERS, sync_tasks
 from heartbeat.ops.sync.queue_files.tasks import EVENT_COLUMNS, FRESH_COLUMNS
+from heartbeat.ops.sync.report import sync_notices
 
 __all__ = [
     "EVENT_COLUMNS",

@@ -40,7 +40,7 @@ from heartbeat.ops.sync.queue_files.base import (
 )
 from heartbeat.ops.sync.queue_files.syncing import IMPORTERS, RENDERERS, SYNCERS
 from heartbeat.ops.sync.queue_files.tasks import tasks_text
-from heartbeat.ops.sync.report import ImportReport, SyncReport
+from heartbeat.ops.sync.report import ImportReport, sync_notices
 from heartbeat.ops.sync.swap import replace_if
 
 if TYPE_CHECKING:
@@ -454,12 +454,3 @@ def _edited_kinds(ctx: Context) -> list[str]:
 def _reason(exc: HbError | OSError, path: Path) -> str:
     text = one_line(exc)
     return text if str(path) in text else f"{path}: {text}"
-
-
-def sync_notices(report: SyncReport) -> list[str]:
-    """What an edited file's sync did that the caller should hear of (hb sync would report it)."""
-    path = report.path
-    notices = [f"{path}: changed here and in the ledger, the file won: {k}" for k in report.conflicts]
-    notices.extend(f"{path}: deleted from the file, removed from the ledger: {k}" for k in report.removed)
-    notices.extend(report.preserved)
-    return notices
