@@ -99,12 +99,20 @@ def ensure_current(engine: Engine, *, now: Callable[[], datetime], create: bool 
         raise SchemaError("the database has tables but no hb schema version; is it an hb ledger?")
     if rev is None and not create:
         raise SchemaError("the database has no hb schema yet; run `hb init`")
+    path = sqlite_path(str(engine.url))
+    if rev is not None and path is not None and not _writable(path):
+        # (it failed with "attempt to write a readonly database", naming no upgrade, and left a
+        # backup made for an upgrade that could not run)
+        raise SchemaError(
+            f"{path}: the ledger is at revision {rev}, behind this hb ({HEAD}), and this user cannot "
+            "write it or its directory to upgrade it: run hb once as a user who can (its owner), "
+            "or `hb db upgrade` there"
+        )
     if engine.dialect.name == "sqlite":  # hb's now (new, or behind): the journal becomes WAL
         from heartbeat.db.sqlite import use_wal
 
         with engine.connect() as conn:
             use_wal(conn.connection.driver_connection)
-    path = sqlite_path(str(engine.url))
     if rev is not None and path is None:
         raise SchemaError(f"the database is at revision {rev}, behind this hb ({HEAD}); run `hb db upgrade`")
     if path is None:  # PostgreSQL, new: upgrade() takes its turn (many workers start at once)
@@ -118,6 +126,14 @@ def ensure_current(engine: Engine, *, now: Callable[[], datetime], create: bool 
         backup = backup_sqlite(path, rev, now()) if rev is not None else None
         upgrade(engine, "head")
     return str(backup) if backup else None
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write the SQLite file ``path`` and make files beside it (the
+    upgrade's backup, the WAL)."""
+    import os
+
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
 
 
 # How long a process waits for another one's upgrade of the same SQLite ledger.

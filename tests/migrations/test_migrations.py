@@ -329,6 +329,45 @@ def test_older_sqlite_database_is_backed_up_then_upgraded(hb: Runner, workspace:
     assert [t["title"] for t in hb.json("list")] == ["survives the upgrade"]
 
 
+def test_an_older_ledger_this_user_cannot_write_is_refused_with_the_upgrade_named(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A ledger behind this hb whose file its user may only read (another user's, a read-only
+    copy): ``hb list`` failed with "attempt to write a readonly database", naming no upgrade, and
+    left a backup made for an upgrade that could not run. As root, the process runs without the
+    capabilities that let root write any file."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    db = workspace / ".agent" / "state" / "heartbeat.db"
+    db.parent.mkdir(parents=True)
+    engine = make_engine(str(db))
+    migrate.upgrade(engine, migrate.REVISIONS[-2])
+    engine.dispose()
+    db.chmod(0o444)
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    owner = hb = [sys.executable, "-m", "heartbeat", "-w", str(workspace), "list"]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        assert setpriv is not None, "setpriv (util-linux) drops root's capabilities"
+        hb = [setpriv, "--bounding-set=-dac_override,-dac_read_search,-fowner", "--inh-caps=-all", *hb]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HB_")}
+    refused = subprocess.run(hb, capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert refused.returncode == 1, refused.stderr
+    assert refused.stderr == (
+        f"hb: {db}: the ledger is at revision {migrate.REVISIONS[-2]}, behind this hb ({migrate.HEAD}), "
+        "and this user cannot write it or its directory to upgrade it: run hb once as a user who can "
+        "(its owner), or `hb db upgrade` there\n"
+    )
+    assert list(db.parent.glob("*.bak*")) == []
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+    db.chmod(0o644)  # its owner runs hb: the upgrade goes ahead
+    assert subprocess.run(owner, capture_output=True, text=True, env=env, timeout=60).returncode == 0
+    assert len(list(db.parent.glob("*.bak"))) == 1
+
+
 def test_db_commands(hb: Runner) -> None:
     assert hb.json("db", "current")["status"] == "empty"
     hb("db", "upgrade")
