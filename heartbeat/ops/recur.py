@@ -502,11 +502,11 @@ def _occurrence_problem(title: str, chat_id: str | None) -> str | None:
     """Why an occurrence's TODO.md line (or its TODO.DONE.md line once done) would be too long
     for mistermorph's reader (None: it would not)."""
     from heartbeat.formats.todo import Entry, TodoKind, render_entry
-    from heartbeat.ops.sync.markdown import todo_done_problem
+    from heartbeat.ops.sync.markdown import ANY_STAMP, todo_done_problem
     from heartbeat.ops.sync.markdown.base import content_of
     from heartbeat.ops.sync.markdown.merge import line_size_problem
 
-    entry = Entry(TodoKind.TODO, content_of(title), created=datetime(2000, 1, 1, tzinfo=UTC), chat_id=chat_id)
+    entry = Entry(TodoKind.TODO, content_of(title), created=ANY_STAMP, chat_id=chat_id)
     try:
         problem = line_size_problem(render_entry(entry))
     except InvalidInput:

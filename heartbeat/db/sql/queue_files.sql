@@ -60,7 +60,3 @@ SELECT * FROM tasks WHERE scope = :scope AND id = :id AND (scope <> '' OR source
 -- operation changed can tell whether anything else changed since hb last rendered the file.
 SELECT count(*), coalesce(sum(version), 0), coalesce(sum(pk * version), 0)
 FROM tasks WHERE scope <> '' OR source <> 'todo'
-
--- name: sync_state_hash
--- What hb last read or wrote for a file kind, without the text it kept.
-SELECT path, content_hash FROM sync_state WHERE kind = :kind

@@ -11,11 +11,13 @@ import base64
 import binascii
 import zlib
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from heartbeat.db.plain import Conn
 from heartbeat.db.shape import SYNC_STATE
 from heartbeat.formats import tasks_splice
+from heartbeat.ops.sync.files import digest, same_place
 
 _LOAD = f"SELECT {SYNC_STATE.select()} FROM sync_state WHERE kind = :kind"
 _PATHS = "SELECT kind, path FROM sync_state"
@@ -122,9 +124,17 @@ def paths(db: Conn) -> dict[str, str]:
 
 def last_read(db: Conn, kind: str) -> tuple[str | None, str | None]:
     """The path and digest of what hb last read from or wrote to the file of ``kind`` (Nones:
-    nothing yet)."""
+    nothing yet), without the text it kept."""
     row = db.one(_READ, {"kind": kind})
     return (None, None) if row is None else (row[0], row[1])
+
+
+def edited(db: Conn, kind: str, path: Path, text: str) -> bool:
+    """Whether ``text``, the file of ``kind`` at ``path``, is not what hb last read or wrote there
+    (the record's digest is compared; a record made before the workspace moved with its ledger is
+    of ``path``: :func:`heartbeat.ops.sync.files.same_place`)."""
+    recorded, content_hash = last_read(db, kind)
+    return recorded is None or content_hash != digest(text) or not same_place(db, recorded, path)
 
 
 def save(

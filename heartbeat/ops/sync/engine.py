@@ -59,7 +59,17 @@ from heartbeat.ops.sync.files import (
     read_text,
     same_place,
 )
-from heartbeat.ops.sync.registry import FACT_RUNS, KINDS, MODULES, RECORD_RUNS, STATE_SETTINGS, holds_sql
+from heartbeat.ops.sync.registry import (
+    FACT_RUNS,
+    KINDS,
+    MODULES,
+    RECORD_RUNS,
+    STATE_SETTINGS,
+    baseline_text,
+    holds_sql,
+    hook,
+    validator,
+)
 from heartbeat.ops.sync.report import SyncReport
 
 if TYPE_CHECKING:
@@ -261,14 +271,7 @@ def sync_edited(ctx: Context, kinds: list[str]) -> None:
     if not paths:
         return
     with ctx.read() as db:
-        last = {kind: bookmarks.last_read(db, kind) for kind in paths}
-        edited = [
-            kind
-            for kind, path in paths.items()
-            if last[kind][0] is None
-            or last[kind][1] != digest(read_text(path))
-            or not same_place(db, str(last[kind][0]), path)
-        ]
+        edited = [kind for kind, path in paths.items() if bookmarks.edited(db, kind, path, read_text(path))]
     if edited:
         run(ctx, only=edited)
 
@@ -403,7 +406,7 @@ def _inputs(
         state = pending.state(texts[kind], _mtime(paths[kind]))
         if state in ("landed", "done"):
             continue
-        meant = _baseline_text(ctx, db, kind)
+        meant = baseline_text(ctx, db, kind)
         if meant is not None and digest(meant) != pending.after:
             meant = None  # the baseline moved on since: the pending write is not what it holds
         if state == "unwritten":
@@ -432,13 +435,13 @@ def _inputs(
         if kind in _STRUCTURED:
             source = pending.source_of(edited)
             writeback.rebase(db, kind, paths[kind], source, now)
-            rebase_rows = _hook(kind, "REBASERS")
+            rebase_rows = hook(kind, "REBASERS")
             if rebase_rows is not None and source is not None:
                 rebase_rows(db, source)  # a kind whose rows keep the file's version themselves
         elif meant is not None and before_text is not None and edited is not None:
             base = _copy_base(kind, edited, (before_text, *pending.older), texts)
             merged = merge3_under_front_matter(base, meant, edited)
-            recount = _hook(kind, "RECOUNTERS")  # the copy's count is not the merged text's
+            recount = hook(kind, "RECOUNTERS")  # the copy's count is not the merged text's
             inputs[kind] = merged if recount is None else recount(ctx, merged, now)
     return inputs
 
@@ -455,11 +458,11 @@ def _from_hbs_text(
     there with only its Next changed (mistermorph's materialisation)."""
     from heartbeat.ops.sync.textmerge import closer_to_ours
 
-    entries = _hook(kind, "ENTRY_KEYS")
+    entries = hook(kind, "ENTRY_KEYS")
     mine, now = entries(ours), entries(edited)
-    sibling = _hook(kind, "MOVED_TO")
+    sibling = hook(kind, "MOVED_TO")
     moved_text = texts.get(sibling) if sibling is not None else None
-    moved_entries = _hook(sibling, "ENTRY_KEYS")(moved_text) if moved_text is not None else None
+    moved_entries = hook(sibling, "ENTRY_KEYS")(moved_text) if moved_text is not None else None
     for base in bases:
         old = entries(base)
         moved = None
@@ -484,7 +487,7 @@ def _edits_a_moved_rule(kind: str, edited: str, ours: str, base: str) -> bool:
     another text on the schedule hb gave it (its new Next, its Repeat, TZ and ChatID). A copy
     made from ``base`` holds the rule's old line, or hb's new one where the runtime materialised
     it too; a rule of another text on hb's new Next was written by someone who read ``ours``."""
-    schedules = _hook(kind, "SCHEDULES")
+    schedules = hook(kind, "SCHEDULES")
     if schedules is None:
         return False
     mine, now = schedules(ours), schedules(edited)
@@ -509,15 +512,15 @@ def _copy_base(kind: str, edited: str, kept: Sequence[str], texts: dict[str, str
     copy: an entry hb added taken out, one it completed open again."""
     if len(kept) < 2:
         return kept[0]
-    entries = _hook(kind, "ENTRY_KEYS")
+    entries = hook(kind, "ENTRY_KEYS")
 
     def keys(text: str) -> Counter[str]:  # a rule without its Next: a materialisation moves it on
         return Counter(loose if loose is not None else whole for whole, loose in entries(text))
 
     now = keys(edited)
-    sibling = _hook(kind, "MOVED_TO")
+    sibling = hook(kind, "MOVED_TO")
     moved_text = texts.get(sibling) if sibling is not None else None
-    moved = _whole(_hook(sibling, "ENTRY_KEYS")(moved_text)) if moved_text is not None else Counter()
+    moved = _whole(hook(sibling, "ENTRY_KEYS")(moved_text)) if moved_text is not None else Counter()
 
     def apart(text: str) -> int:
         was = keys(text)
@@ -534,21 +537,6 @@ def _loose(entries: list[tuple[str, str | None]]) -> Counter[str]:
     return Counter(loose for _, loose in entries if loose is not None)
 
 
-def _hook(kind: str, name: str) -> Any:
-    """What the module syncing ``kind`` offers under ``name`` for it (``BASELINE_TEXT``,
-    ``REBASERS``: a dict by kind), or None."""
-    return getattr(importlib.import_module(MODULES[kind]), name, {}).get(kind)
-
-
-def _baseline_text(ctx: Context, db: Conn, kind: str) -> str | None:
-    """The text the last sync left as the kind's baseline (what it wrote, or meant to)."""
-    own = _hook(kind, "BASELINE_TEXT")
-    if own is not None:
-        text: str | None = own(ctx, db)
-        return text
-    return writeback.remembered_text(db, kind)
-
-
 def _writes(results: Results, texts: dict[str, str | None], inputs: dict[str, str | None]) -> dict[str, str]:
     """The files to write: what a syncer returned, or the text it read in place of the file's
     (a write-back still to land, a merge), when that is not what the file holds."""
@@ -558,16 +546,6 @@ def _writes(results: Results, texts: dict[str, str | None], inputs: dict[str, st
         if wanted is not None and wanted != texts[kind]:
             writes[kind] = wanted
     return writes
-
-
-_JSON_KINDS = frozenset(("tasks-json", "errors-json", "last-run", "state"))
-
-
-def _valid(kind: str) -> Callable[[str], bool] | None:
-    """A check a line-merged text of ``kind`` must pass to be written (JSON must parse)."""
-    from heartbeat.formats.tasks_json import is_json
-
-    return is_json if kind in _JSON_KINDS else None
 
 
 def _write_back(
@@ -595,7 +573,7 @@ def _write_back(
         moved: dict[str, str | None] = {}
         for kind, text in writes.items():
             try:
-                done = replace_if(paths[kind], text, texts[kind], valid=_valid(kind))
+                done = replace_if(paths[kind], text, texts[kind], valid=validator(kind))
             except ReadOnlyFile as exc:
                 reason = f"{exc.strerror}; hb sync writes it once it may"
                 refused(kind, reason, f"{paths[kind]}: {reason}")
@@ -662,7 +640,7 @@ def _remove_temps(ctx: Context, paths: dict[str, Path]) -> None:
     with a warning (:mod:`heartbeat.ops.sync.leftovers`)."""
     from heartbeat.ops.sync import leftovers
 
-    leftovers.settle(ctx, paths, _baseline_text, _valid)
+    leftovers.settle(ctx, paths)
 
 
 # --- the seal ------------------------------------------------------------------------------

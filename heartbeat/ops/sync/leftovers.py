@@ -25,22 +25,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from heartbeat.db.plain import Conn
 from heartbeat.errors import HbError, one_line
 from heartbeat.ops.sync import writeback
 from heartbeat.ops.sync.files import digest, read_quiet
+from heartbeat.ops.sync.registry import baseline_text, syncer, validator
 from heartbeat.ops.sync.swap import NO_FILE, keep_aside, replace_if, stale_temps, tag_of, target_of
 
 if TYPE_CHECKING:
     from heartbeat.context import Context
-
-Baseline = Callable[["Context", Conn, str], "str | None"]
-Validator = Callable[[str], bool] | None
 
 
 def exist(paths: Iterable[Path]) -> bool:
@@ -63,16 +60,9 @@ def exist(paths: Iterable[Path]) -> bool:
     return False
 
 
-def settle(
-    ctx: Context,
-    paths: dict[str, Path],
-    baseline: Baseline,
-    valid: Callable[[str], Validator],
-) -> None:
+def settle(ctx: Context, paths: dict[str, Path]) -> None:
     """Delete each leftover that is hb's own, merge or keep aside each that is not (see the
-    module's docstring). The caller holds the workspace lock: no write of hb's is under way.
-    ``baseline``: the text hb last wrote or read for a kind; ``valid``: the check a merged text of
-    a kind must pass."""
+    module's docstring). The caller holds the workspace lock: no write of hb's is under way."""
     for kind, path in paths.items():
         try:
             target = target_of(path)
@@ -81,7 +71,7 @@ def settle(
             continue
         for leftover in leftovers:
             try:
-                _settle_one(ctx, kind, path, target, leftover, baseline, valid(kind))
+                _settle_one(ctx, kind, path, target, leftover)
             except FileNotFoundError:
                 continue
             except OSError as exc:
@@ -101,8 +91,6 @@ def _settle_one(
     path: Path,
     target: Path,
     leftover: Path,
-    baseline: Baseline,
-    valid: Validator,
 ) -> None:
     displaced = _text(leftover)
     if displaced is None:
@@ -110,7 +98,7 @@ def _settle_one(
     current = _text(target)
     tag = tag_of(leftover.name, target.name)
     with ctx.read() as db:
-        known = baseline(ctx, db, kind)
+        known = baseline_text(ctx, db, kind)
         pending = writeback.pending(db, [kind]).get(kind)
         kept = () if pending is None else (pending.before_text, *pending.older)
     if _own(displaced, current, tag, known, kept, pending):
@@ -126,6 +114,7 @@ def _settle_one(
     from heartbeat.ops.sync.textmerge import merge3
 
     merged = merge3(base, current, displaced)
+    valid = validator(kind)
     if merged != current and valid is not None and not valid(merged):
         _keep(ctx, path, target, leftover, "merged with the file by lines, it does not parse")
         return
@@ -177,7 +166,6 @@ def _import(
     write-back's record, which would take it for a stale copy of an older text, is dropped), so
     the two edits both reach the ledger, and the file is written with both."""
     from heartbeat.db.rows import SyncStateRow
-    from heartbeat.ops.sync.registry import syncer
     from heartbeat.ops.sync.report import sync_notices
 
     now: datetime = ctx.now()

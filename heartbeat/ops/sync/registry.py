@@ -37,6 +37,7 @@ from heartbeat.errors import InvalidInput
 
 if TYPE_CHECKING:
     from heartbeat.context import Context
+    from heartbeat.db.plain import Conn
     from heartbeat.db.store import Db
     from heartbeat.ops.sync.report import SyncReport
 
@@ -122,3 +123,30 @@ def renderer(kind: str) -> Renderer:
 def syncer(kind: str) -> Syncer:
     fn: Syncer = _table(kind, "SYNCERS")
     return fn
+
+
+def hook(kind: str, name: str) -> Any:
+    """What the module syncing ``kind`` offers under ``name`` for it (``BASELINE_TEXT``,
+    ``REBASERS``: a dict by kind), or None."""
+    return getattr(importlib.import_module(MODULES[kind]), name, {}).get(kind)
+
+
+def baseline_text(ctx: Context, db: Conn, kind: str) -> str | None:
+    """The text the last sync left as the kind's baseline (what it wrote, or meant to)."""
+    own = hook(kind, "BASELINE_TEXT")
+    if own is not None:
+        text: str | None = own(ctx, db)
+        return text
+    from heartbeat.ops.sync.writeback import remembered_text
+
+    return remembered_text(db, kind)
+
+
+_JSON_KINDS = frozenset(("tasks-json", "errors-json", "last-run", "state"))
+
+
+def validator(kind: str) -> Callable[[str], bool] | None:
+    """A check a line-merged text of ``kind`` must pass to be written (JSON must parse)."""
+    from heartbeat.formats.tasks_json import is_json
+
+    return is_json if kind in _JSON_KINDS else None

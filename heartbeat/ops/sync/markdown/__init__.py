@@ -306,11 +306,11 @@ def todo_title_problem(title: str, chat_id: str | None = None) -> str | None:
             "the title is too long for a line of a TODO file: mistermorph's reader stops at a line "
             "of 64 KiB and loses every line after it"
         )
-    entry = Entry(kind=TodoKind.TODO, content=title.strip(), created=_ANY_STAMP, chat_id=chat_id)
+    entry = Entry(kind=TodoKind.TODO, content=title.strip(), created=ANY_STAMP, chat_id=chat_id)
     return checked_entry(entry, "strict") or todo_done_problem(title, chat_id)
 
 
-_ANY_STAMP = datetime(2000, 1, 1, tzinfo=UTC)  # stamps have one width: the line's text is in question
+ANY_STAMP = datetime(2000, 1, 1, tzinfo=UTC)  # stamps have one width: the line's text is in question
 
 
 def todo_done_problem(title: str, chat_id: str | None, task_id: str | None = None) -> str | None:
@@ -320,8 +320,8 @@ def todo_done_problem(title: str, chat_id: str | None, task_id: str | None = Non
     done = Entry(
         kind=TodoKind.DONE,
         content=content_of(title),
-        created=_ANY_STAMP,
-        done=_ANY_STAMP,
+        created=ANY_STAMP,
+        done=ANY_STAMP,
         chat_id=chat_id,
         extra=extra,
     )

@@ -137,7 +137,7 @@ def unchanged_warnings(db: Db, path: Path, text: str) -> list[str] | None:
     it (a sync has nothing to do), else None. Warnings not known yet (hb wrote the whole file from
     the ledger, and the splices after it kept not knowing) are learnt by reading the text alone:
     a fraction of the three-way merge, which would find nothing to do."""
-    if edited(db, SOURCE, path, text):
+    if bookmarks.edited(db, SOURCE, path, text):
         return None
     rendered = kept_rendered(db)
     if rendered is None or ledger_stamp(db) != rendered["stamp"]:
@@ -199,14 +199,6 @@ def read_storable(db: Db, path: Path, text: str, kind: str, parse: Callable[[str
         raise exc.at_path(str(path)) from None
     storable(db, path, text, kind)
     return read
-
-
-def edited(db: Db, kind: str, path: Path, text: str) -> bool:
-    """Whether ``text`` is not what hb last read or wrote at ``path`` (its record's hash, not
-    the text it keeps, is read; a record made before the workspace moved with its ledger is of
-    ``path``: :func:`same_place`)."""
-    known = db.rows(SQL.sync_state_hash, {"kind": kind})
-    return not known or known[0][1] != digest(text) or not same_place(db, known[0][0], path)
 
 
 def add_notice(ctx: Context, message: str) -> None:

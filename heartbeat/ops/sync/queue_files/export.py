@@ -10,7 +10,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from heartbeat.db.plain import Conn
 from heartbeat.db.queue import record_from_row
 from heartbeat.db.rows import SyncStateRow, TaskRow
 from heartbeat.db.store import Db
@@ -32,7 +31,6 @@ from heartbeat.ops.sync.queue_files.base import (
     SQL,
     Key,
     add_notice,
-    edited,
     kept_rendered,
     ledger_stamp,
     remember,
@@ -121,28 +119,19 @@ def export_queue_files(
     """
     paths = {kind: default_path(ctx.workspace, kind) for kind in RENDERERS}
     stale = leftovers.exist(paths.values())
-    if edits_only and not stale and not _edited_kinds(ctx):
+    if edits_only and not stale and not _edited_kinds(ctx, paths):
         return []
     with file_lock(ctx.workspace, timeout=lock_timeout(ctx.settings.sync_lock_timeout)):
         if stale:  # a killed write's leftover: merged while hb still holds the text it was made from
-            leftovers.settle(ctx, paths, _baseline, _json)
-        written = _export_all(ctx, edits_only, moved, changes, claimed, taken)
+            leftovers.settle(ctx, paths)
+        written = _export_all(ctx, paths, edits_only, moved, changes, claimed, taken)
     _mark(ctx)
     return written
 
 
-def _baseline(_ctx: Context, db: Conn, kind: str) -> str | None:
-    from heartbeat.ops.sync import writeback
-
-    return writeback.remembered_text(db, kind)
-
-
-def _json(_kind: str) -> Callable[[str], bool]:
-    return tasks_json.is_json
-
-
 def _export_all(
     ctx: Context,
+    paths: dict[str, Path],
     edits_only: bool,
     moved: Sequence[Key] | None,
     changes: tuple[int | None, int | None] | None,
@@ -154,8 +143,7 @@ def _export_all(
     with ctx.write() as db:
         now = ctx.now()
         alone = moved is not None and _alone(ctx, changes)
-        for kind in RENDERERS:
-            path = default_path(ctx.workspace, kind)
+        for kind, path in paths.items():
             caught = (
                 (claimed, taken) if kind == SOURCE and claimed is not None and taken is not None else None
             )
@@ -224,7 +212,7 @@ def _export_one(
         except (HbError, OSError) as exc:
             add_notice(ctx, f"{_reason(exc, path)}: left as it is (fix it, then run hb sync)")
             return False
-        if current is not None and edited(db, kind, path, current):
+        if current is not None and bookmarks.edited(db, kind, path, current):
             _rebase_stale_copy(db, kind, path, current, now)
             if (
                 caught is not None
@@ -402,9 +390,9 @@ def known_digest(ctx: Context, kind: str, path: Path, *, synced: bool) -> str | 
     workspace's own file; ``""`` when the record holds none); None when hb's record of the kind is
     of another file, or there is none."""
     with ctx.read() as db:
-        known = db.rows(SQL.sync_state_hash, {"kind": kind})
-    if known and (synced or same_file(known[0][0], path)):
-        return str(known[0][1] or "")
+        recorded, content_hash = bookmarks.last_read(db, kind)
+    if recorded is not None and (synced or same_file(recorded, path)):
+        return str(content_hash or "")
     return None
 
 
@@ -436,17 +424,16 @@ def check_export_target(ctx: Context, kind: str, path: Path, current: str, *, sy
         )
 
 
-def _edited_kinds(ctx: Context) -> list[str]:
+def _edited_kinds(ctx: Context, paths: dict[str, Path]) -> list[str]:
     """The queue files edited since hb last read or wrote them (a read: no lock, no transaction)."""
     found = []
     with ctx.read() as db:
-        for kind in RENDERERS:
-            path = default_path(ctx.workspace, kind)
+        for kind, path in paths.items():
             try:
                 text = known_text(path) if path.exists() else None
             except (HbError, OSError):
                 continue  # reported by the export after the operation
-            if text is not None and edited(db, kind, path, text):
+            if text is not None and bookmarks.edited(db, kind, path, text):
                 found.append(kind)
     return found
 
