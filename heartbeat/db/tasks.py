@@ -8,6 +8,7 @@ one task per key and scope) and the tasks it waits for (``--after``, rows of
 from __future__ import annotations
 
 import secrets
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
@@ -157,6 +158,25 @@ def no_nul(what: str, text: str) -> str:
     return text
 
 
+def check_task_id(task_id: Any) -> str:
+    """A task id a caller chose (``hb add --id``, the API, an MCP client): text that is not blank,
+    holds no control character (a newline or escape would break every line a person or agent
+    reads it in; the files hb reads may hold such ids, and keep them) and is at most 255
+    characters long. InvalidInput otherwise, naming the id."""
+    if not isinstance(task_id, str):
+        raise InvalidInput(f"task id: {type(task_id).__name__} is not text")
+    if not task_id.strip():
+        raise InvalidInput("a task id cannot be empty (tasks.json could not hold it)")
+    no_nul("task id", task_id)
+    if (bad := next((c for c in task_id if unicodedata.category(c) == "Cc"), None)) is not None:
+        raise InvalidInput(
+            f"task id {task_id!r} holds the control character U+{ord(bad):04X}; give an id without it"
+        )
+    if len(task_id) > 255:
+        raise InvalidInput(f"task id is {len(task_id)} characters long; at most 255")
+    return task_id
+
+
 class _Cleared:
     def __repr__(self) -> str:
         return "CLEARED"
@@ -230,9 +250,7 @@ def add(
     no_nul("title", title)
     if task_id is None:
         task_id = new_task_id(db, scope)
-    elif not task_id.strip():
-        raise InvalidInput("a task id cannot be empty (tasks.json could not hold it)")
-    elif db.value(SQL.task_pk_in_scope, {"scope": scope, "id": no_nul("task id", task_id)}) is not None:
+    elif db.value(SQL.task_pk_in_scope, {"scope": scope, "id": check_task_id(task_id)}) is not None:
         raise InvalidState(f"task {task_id!r} already exists" + (f" in {scope}" if scope else ""))
     last = db.value(SQL.last_position, {"scope": scope})
     task = TaskRow(

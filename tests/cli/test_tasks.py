@@ -418,6 +418,30 @@ def test_an_empty_task_id_is_refused(hb: Runner) -> None:
     hb("sync")  # nothing it would write could stop a later sync
 
 
+@pytest.mark.parametrize(
+    ("task_id", "reason"),
+    [
+        ("a\nb", "task id 'a\\nb' holds the control character U+000A; give an id without it"),
+        ("c\x1b[31md", "task id 'c\\x1b[31md' holds the control character U+001B; give an id without it"),
+        ("tab\there", "task id 'tab\\there' holds the control character U+0009; give an id without it"),
+        ("x" * 256, "task id is 256 characters long; at most 255"),
+    ],
+)
+def test_a_task_id_a_line_cannot_show_is_refused(
+    hb_db: Runner, db_url: str, workspace: Path, task_id: str, reason: str
+) -> None:
+    """``hb add --id $'a\\nb'`` was taken: every list, brief and log line that showed the id then
+    broke in two (or ran a terminal escape). Refused with one line, nothing written."""
+    from tests.conftest import every_row, workspace_files
+
+    hb_db("add", "first")
+    before = (every_row(db_url), workspace_files(workspace))
+    result = hb_db("add", "job", "--id", task_id, code=1)
+    assert result.stderr == f"hb: {reason}\n"
+    assert (every_row(db_url), workspace_files(workspace)) == before
+    assert hb_db("add", "job", "--id", "x" * 255).stdout.strip() == "x" * 255  # the longest id taken
+
+
 def test_pop_with_a_field_the_task_lacks_claims_nothing(hb_db: Runner, db_url: str, workspace: Path) -> None:
     """``hb pop --fields nope`` (or ``--fields id,claim`` on a scoped queue, whose entries say
     ``task_id``) exited 2, a usage error, after the claim was committed: the task stayed doing
