@@ -212,6 +212,27 @@ def _count(text: str | None, value: Any) -> int:
     return int(text) if text else 0
 
 
+_FUNCTION_FAILED = "user-defined function raised exception"  # the driver's words for any of them
+
+
+def _told(function: Callable[..., Any], denied: list[str]) -> Callable[..., Any]:
+    """``function`` that puts SQLite's own refusal (``ESCAPE expression must be a single
+    character``, run on the side connection) in ``denied`` before the driver turns it into
+    :data:`_FUNCTION_FAILED`."""
+
+    def call(*args: Any) -> Any:
+        try:
+            return function(*args)
+        except sqlite3.Error as exc:
+            denied.append(f"{_FAILED_IN}{first_line(exc)}")
+            raise
+
+    return call
+
+
+_FAILED_IN = "function: "
+
+
 @contextmanager
 def _guarded(
     con: sqlite3.Connection, denied: list[str], stop: Callable[[], bool]
@@ -235,7 +256,7 @@ def _guarded(
         ("glob", 2, glob_function(side, stop)),
     ]
     for name, arity, function in own:
-        con.create_function(name, arity, function)
+        con.create_function(name, arity, _told(function, denied))
     try:
         yield con
     finally:
@@ -360,6 +381,15 @@ def _sqlite_rows(cur: sqlite3.Cursor, denied: list[str], limit: Limit) -> Iterat
 def _sqlite_failed(exc: BaseException, denied: list[str], limit: Limit) -> HbError:
     if (denied and denied[0] == _TOO_BIG) or first_line(exc) == _TOO_BIG:
         return QueryFailed(f"sql: {_TOO_BIG} (hb sql makes values of up to {VALUE_LIMIT >> 20} MiB)")
+    if denied and denied[0].startswith(_FAILED_IN):
+        return QueryFailed(f"sql: {denied[0].removeprefix(_FAILED_IN)}")
+    if first_line(exc) == _FUNCTION_FAILED and not (limit.interrupted or limit.expired):
+        # the driver could not hand the function its arguments: the one way is text that is
+        # not UTF-8 (a blob CAST AS TEXT), which SQLite keeps as it is and Python cannot read
+        return QueryFailed(
+            "sql: LIKE, GLOB and printf() take text as UTF-8 and an argument is not "
+            "(a blob CAST AS TEXT?); compare the blob, or its hex()"
+        )
     if denied:
         what = denied[0]
         if what == "ATTACH" and "authorization denied" in str(exc):

@@ -103,3 +103,28 @@ def test_hb_sql_stops_a_long_like_at_its_time_limit(hb: Runner) -> None:
     )
     escaped = "SELECT 'a' LIKE 'a' ESCAPE NULL AS a, 'a%' LIKE 'a!%' ESCAPE '!' AS b"
     assert hb.json("sql", escaped) == [{"a": None, "b": 1}]
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        (
+            "SELECT CAST(x'ff' AS TEXT) LIKE '_'",
+            "sql: LIKE, GLOB and printf() take text as UTF-8 and an argument is not "
+            "(a blob CAST AS TEXT?); compare the blob, or its hex()",
+        ),
+        (
+            "SELECT 'x' GLOB CAST(x'c328' AS TEXT)",
+            "sql: LIKE, GLOB and printf() take text as UTF-8 and an argument is not "
+            "(a blob CAST AS TEXT?); compare the blob, or its hex()",
+        ),
+        ("SELECT 'a' LIKE 'a' ESCAPE 'ab'", "sql: ESCAPE expression must be a single character"),
+    ],
+)
+def test_a_function_hb_sql_runs_itself_fails_in_words(hb: Runner, query: str, message: str) -> None:
+    """hb's own LIKE, GLOB and printf ran these to "user-defined function raised exception",
+    the driver's words for any failure in them: SQLite's refusal of a two-character escape (run
+    on the side connection) and text Python cannot read are now said."""
+    hb("init")
+    assert hb("sql", query, code=1).stderr == f"hb: {message}\n"
+    assert hb.json("sql", "SELECT hex(CAST(x'ff' AS TEXT)) AS h") == [{"h": "FF"}]  # the way round
