@@ -323,3 +323,38 @@ def _entries(doc: dict[str, Any]) -> list[dict[str, Any]]:
     lists = [v for v in doc.values() if isinstance(v, list)]
     lists += [q for v in doc.values() if isinstance(v, dict) for q in v.values() if isinstance(q, list)]
     return [task for tasks in lists for task in tasks]
+
+
+def test_import_of_tasks_spread_over_the_lists_changes_nothing_but_places(
+    hb_db: Runner, db_url: str, workspace: Path
+) -> None:
+    """Each of tasks.json's lists counts its places from 0. An import of the file hb wrote with
+    tasks in pending, in_progress and completed said "2 updated", bumped their versions and
+    wrote "updated position" into their history, where a sync of the same file changes nothing.
+    The places are the file's; a place is no change of the task."""
+    from tests.conftest import every_row
+
+    path = workspace / ".agent" / "state" / "tasks.json"
+    hb_db("init", "--timezone", "UTC", HB_NOW=NOW)
+    for name in ("t1", "t2", "t3"):
+        hb_db("add", name, "--id", name, HB_NOW=NOW)
+    hb_db("pop", HB_NOW=NOW)  # t1 in_progress
+    hb_db("pop", "--id", "t3", HB_NOW=NOW)
+    hb_db("complete", "t3", HB_NOW=NOW)  # t3 completed, t2 alone in pending
+    hb_db("export", "tasks-json", HB_NOW=NOW)
+    versions = {t["id"]: t["version"] for t in hb_db.json("list", "--all")}
+    history = every_row(db_url)["task_events"]
+
+    for _ in range(2):
+        result = hb_db("import", "tasks-json", str(path), HB_NOW="2026-05-03T11:00:00Z")
+        assert result.stdout == f"{path}: 0 added, 0 updated, 3 unchanged\n"
+    assert {t["id"]: t["version"] for t in hb_db.json("list", "--all")} == versions
+    assert every_row(db_url)["task_events"] == history
+    assert hb_db.json("ready") and hb_db.json("ready")[0]["id"] == "t2"
+
+    doc = json.loads(path.read_text())
+    doc["pending"].insert(0, {**doc["pending"][0], "id": "t0", "description": "t0"})
+    path.write_text(json.dumps(doc, indent=2))  # a task put before t2 by hand: t2 moves to place 1
+    result = hb_db("import", "tasks-json", str(path), HB_NOW="2026-05-03T11:00:00Z")
+    assert result.stdout == f"{path}: 1 added, 0 updated, 3 unchanged\n"
+    assert [t["id"] for t in hb_db.json("ready")] == ["t0", "t2"]  # the file's order is the queue's

@@ -239,6 +239,10 @@ def take_file_version(
     changed = {k: v for k, v in _columns(record, now).items() if k != "created_at" and getattr(task, k) != v}
     if "extra" in changed and not task.extra and _written_by_hb(record):
         del changed["extra"]  # the object hb writes for a task it holds no object of: nothing new
+    if "position" in changed:
+        # the record's place in its list, as a sync gives it before the merge: no change of the
+        # task's (each list counts from 0, so a task the file moved between lists moves anyway)
+        task.position = changed.pop("position")
     if not changed and not conflict:
         return []
     before = snapshot(task)
