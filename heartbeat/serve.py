@@ -83,6 +83,7 @@ from heartbeat.errors import (
     failure_line,
 )
 from heartbeat.formats import strict_json
+from heartbeat.rules.checklist import trimmed
 from heartbeat.web import app as web
 from heartbeat.web.sessions import Sessions, session_of
 
@@ -598,7 +599,7 @@ class PokeHandler(BaseHTTPRequestHandler):
         if text is None:
             self._reply(HTTPStatus.BAD_REQUEST, {"error": "the body must be UTF-8 text"})
             return
-        if not text.strip():
+        if not trimmed(text):
             self._reply(HTTPStatus.BAD_REQUEST, {"error": "empty body: the text becomes the task"})
             return
         try:

@@ -272,8 +272,10 @@ def poke(text: tuple[str, ...], key: str | None) -> None:
       echo "Summarise today's mail" | hb poke -
       hb poke --key build-check-2026-05-01 "Check whether the build on main is green"
     """
+    from heartbeat.rules.checklist import trimmed
+
     body = _poke_text(text)
-    if not body.strip():
+    if not trimmed(body):
         raise click.UsageError("poke text is empty: the text becomes the task")
     with sigterm_as_interrupt():
         task = state().ledger().poke(body, key=key)

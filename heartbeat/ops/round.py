@@ -368,7 +368,9 @@ def _noted_time(text: str | None) -> datetime | None:
 
 def poke(ctx: Context, text: str, *, key: str | None = None) -> dict[str, Any]:
     """A task from ``text`` under the workspace guard (``hb poke``): see :meth:`heartbeat.Ledger.poke`."""
-    body = text.strip()
+    from heartbeat.rules.checklist import trimmed
+
+    body = trimmed(text)
     if not body:
         raise InvalidInput("poke text is empty: the text becomes the task")
     control = next(

@@ -42,6 +42,15 @@ JS_SPACE = (
     + "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
 _BLANK = f"[{JS_SPACE}]"
+_TRIMMED = JS_SPACE + "\x1c\x1d\x1e\x1f\x85"  # and what else Python's str.strip() takes
+
+
+def trimmed(text: str) -> str:
+    """``text`` without the blanks at its ends: JavaScript's (a byte order mark among them, which
+    Python's ``str.strip()`` keeps) and Python's. A poke of a BOM and a space holds no text."""
+    return text.strip(_TRIMMED)
+
+
 _HEADING = re.compile(rf"^#+(?:{_BLANK}|$)")
 _EMPTY_ITEM = re.compile(rf"^[-*+]{_BLANK}*(?:\[(?:{_BLANK}|[xX])?\]{_BLANK}*)?$")
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*")  # ASCII only: a fence's info word, whole line

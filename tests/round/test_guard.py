@@ -14,7 +14,7 @@ import pytest
 
 from heartbeat import Ledger
 from heartbeat.clock import isoformat
-from heartbeat.errors import Busy
+from heartbeat.errors import Busy, InvalidInput
 from heartbeat.ops.guard import acquire
 from tests.conftest import Runner
 from tests.round.conftest import open_ledger, runs
@@ -46,6 +46,22 @@ def test_empty_poke_is_a_usage_error(sh: Runner) -> None:
     sh("poke", code=2)
     assert sh.json("list") == []
     assert runs(sh, "poke") == []
+
+
+def test_a_poke_of_only_a_byte_order_mark_is_empty(sh: Runner) -> None:
+    """Python's str.strip() keeps U+FEFF, which JavaScript's trim() (and hb's HEARTBEAT.md
+    reader) takes for a blank: a poke of a BOM and a space made a task with an invisible title."""
+    blanks = ((("poke", "\ufeff"), None), (("poke", "\ufeff \u2028"), None), (("poke", "-"), "\ufeff \n"))
+    for args, stdin in blanks:
+        result = sh(*args, input=stdin, code=2)
+        assert "poke text is empty" in result.stderr
+    assert sh.json("list") == []
+    assert runs(sh, "poke") == []
+    # the API (and hb serve's POST /poke) alike
+    with open_ledger(sh, T0) as ledger, pytest.raises(InvalidInput, match="poke text is empty"):
+        ledger.poke("\ufeff\t")
+    tid = sh("poke", "-", input="\ufeffSummarise today's mail\n").stdout.strip()
+    assert sh.json("show", tid)["title"] == "Summarise today's mail"  # a BOM before the text goes too
 
 
 def test_poke_and_heartbeat_exit_75_while_the_guard_is_held(sh_db: Runner) -> None:

@@ -148,6 +148,7 @@ def test_400_for_empty_or_non_text_bodies(server: PokeServer, sh_db: Runner) -> 
     cases: list[tuple[bytes, dict[str, str]]] = [
         (b"", {}),
         (b"   \n\t ", {}),
+        (b"\xef\xbb\xbf \n", {}),  # a byte order mark and a blank: no text (was a task titled U+FEFF)
         (b"\xff\xfe\x00binary", {}),
         (b"a\x00b", {"Content-Type": "text/plain"}),
         (b"GIF89a", {"Content-Type": "image/gif"}),
