@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from functools import partial
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from heartbeat.errors import InvalidInput
+from heartbeat.errors import InvalidInput, quoted
 from heartbeat.formats.timestamps import MAX_DURATION
 
 
@@ -166,13 +166,13 @@ def parse_duration(text: str, *, what: str = "duration") -> timedelta:
     """Read ``30m``, ``6h``, ``2d``, ``1w``, ``1h30m`` or ISO 8601 ``PT6H`` (at most 100 years),
     in whole seconds (``1.5m`` is 90 s; a fraction of a second is rounded off, and a duration
     that leaves none is refused: the ledger keeps seconds, where ``0.5s`` became no interval)."""
-    too_long = f"bad {what} {text!r}: longer than 100 years"
+    too_long = f"bad {what} {quoted(text)}: longer than 100 years"
     try:
         total = _duration(text.strip())
     except OverflowError:  # more than a timedelta holds
         raise InvalidInput(too_long) from None
     if total is None:
-        raise InvalidInput(f"bad {what} {text!r} (expected e.g. 30m, 6h, 2d, 1w or PT6H)")
+        raise InvalidInput(f"bad {what} {quoted(text)} (expected e.g. 30m, 6h, 2d, 1w or PT6H)")
     if total > MAX_DURATION:
         raise InvalidInput(too_long)
     whole = timedelta(seconds=round(total.total_seconds()))
@@ -188,7 +188,7 @@ def _duration(raw: str) -> timedelta | None:
             return timedelta(seconds=seconds)
     m = _ISO.match(raw)
     if m and raw.upper() not in ("P", "PT") and not raw.upper().endswith("T"):
-        parts = {k: int(v) for k, v in m.groupdict().items() if v}
+        parts = {k: _count(v) for k, v in m.groupdict().items() if v}
         total = timedelta(
             weeks=parts.get("w", 0),
             days=parts.get("d", 0),
@@ -199,6 +199,15 @@ def _duration(raw: str) -> timedelta | None:
         if total > timedelta(0):
             return total
     return None
+
+
+def _count(digits: str) -> int:
+    """An ISO 8601 duration's number; OverflowError past what any duration could hold (int()
+    refuses a string of more than 4,300 digits with a ValueError of its own)."""
+    digits = digits.lstrip("0") or "0"
+    if len(digits) > 18:
+        raise OverflowError(digits)
+    return int(digits)
 
 
 def format_duration(value: timedelta) -> str:

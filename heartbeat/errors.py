@@ -44,6 +44,15 @@ def nul_reason(what: str, text: str) -> str:
     return f"{what} holds a NUL character (at {at}), which the ledger does not store; nothing changed"
 
 
+def quoted(text: str, limit: int = 60) -> str:
+    """``text`` as an error quotes it (``repr``), its middle left out past ``limit`` characters:
+    a 5,000-digit number typed for a setting is named, not printed whole."""
+    if len(text) <= limit:
+        return repr(text)
+    half = limit // 2
+    return f"{text[:half]!r}...{text[-10:]!r} ({len(text)} characters)"
+
+
 DATABASE_ERROR = "database error: "  # how describe() begins the database's own refusal
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from heartbeat.errors import InvalidInput, NotFound
+from heartbeat.errors import InvalidInput, NotFound, quoted
 from heartbeat.formats.timestamps import MAX_DURATION
 
 # Hour settings stop where durations do (100 years): a time that far ahead is still a date.
@@ -265,8 +265,8 @@ def parse_value(name: str, text: str) -> Any:
     elif kind in (int, float):
         try:
             value = json.loads(text)
-        except json.JSONDecodeError:
-            raise InvalidInput(f"setting {name}: expected a number, got {text!r}") from None
+        except ValueError:  # not JSON, or past int()'s 4,300 digits
+            raise InvalidInput(f"setting {name}: expected a number, got {quoted(text)}") from None
     return validate(name, value)
 
 

@@ -161,8 +161,8 @@ def no_nul(what: str, text: str) -> str:
 def check_task_id(task_id: Any) -> str:
     """A task id a caller chose (``hb add --id``, the API, an MCP client): text that is not blank,
     holds no control character (a newline or escape would break every line a person or agent
-    reads it in; the files hb reads may hold such ids, and keep them) and is at most 255
-    characters long. InvalidInput otherwise, naming the id."""
+    reads it in; the files hb reads may hold such ids, and keep them). InvalidInput otherwise,
+    naming the id."""
     if not isinstance(task_id, str):
         raise InvalidInput(f"task id: {type(task_id).__name__} is not text")
     if not task_id.strip():
@@ -172,8 +172,6 @@ def check_task_id(task_id: Any) -> str:
         raise InvalidInput(
             f"task id {task_id!r} holds the control character U+{ord(bad):04X}; give an id without it"
         )
-    if len(task_id) > 255:
-        raise InvalidInput(f"task id is {len(task_id)} characters long; at most 255")
     return task_id
 
 

@@ -209,22 +209,29 @@ def _count(text: str | None, value: Any) -> int:
             return abs(int(value))
         except (TypeError, ValueError, OverflowError):
             return 0
-    return int(text) if text else 0
+    digits = (text or "").lstrip("0")
+    if not digits:
+        return 0
+    return int(digits) if len(digits) < 12 else VALUE_LIMIT + 1  # (int() refuses 4,301 digits)
 
 
 _FUNCTION_FAILED = "user-defined function raised exception"  # the driver's words for any of them
 
 
 def _told(function: Callable[..., Any], denied: list[str]) -> Callable[..., Any]:
-    """``function`` that puts SQLite's own refusal (``ESCAPE expression must be a single
-    character``, run on the side connection) in ``denied`` before the driver turns it into
-    :data:`_FUNCTION_FAILED`."""
+    """``function`` that puts why it failed in ``denied`` before the driver turns it into
+    :data:`_FUNCTION_FAILED`: SQLite's own refusal (``ESCAPE expression must be a single
+    character``, run on the side connection), or hb's. The time limit's stop says itself."""
+    from heartbeat.reporting.matching import Stopped
 
     def call(*args: Any) -> Any:
         try:
             return function(*args)
-        except sqlite3.Error as exc:
-            denied.append(f"{_FAILED_IN}{first_line(exc)}")
+        except Stopped:
+            raise
+        except Exception as exc:
+            if not denied:
+                denied.append(f"{_FAILED_IN}{first_line(exc)}")
             raise
 
     return call

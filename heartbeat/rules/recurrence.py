@@ -531,7 +531,7 @@ def _weekday_matcher(day: str) -> Callable[[date], bool]:
 
 def _monthday_matcher(day: str) -> Callable[[date], bool]:
     text = day.strip()
-    if not text.isdigit() or not 1 <= int(text) <= 31:
+    if not (text.isascii() and text.isdigit() and len(text) <= 2 and 1 <= int(text) <= 31):
         raise InvalidInput(f"day {day!r}: expected 1..31 for a monthly task")
     wanted = int(text)
     # Clamped to the month's last day, so day 31 fires on 30 April and 28/29 February.

@@ -1205,3 +1205,57 @@ def test_hb_sql_refuses_a_reader_url_that_does_not_read_without_its_password(pg_
         "--db", pg_url, "sql", "SELECT 1", code=1, HB_SQL_DATABASE_URL="postgresql://reader:s3cret@h:bad/hb"
     )
     assert _one_line(reader.stderr) == "hb: bad database URL 'postgresql://reader:***@h:bad/hb'"
+
+
+# --- numbers past int()'s 4,300 digits ---------------------------------------------------
+
+BIG = "9" * 4301
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["add", "x", "--check-interval", f"P{BIG}D"],
+            f"hb: bad check-interval 'P{'9' * 29}'...'{'9' * 9}D' (4303 characters): longer than 100 years",
+        ),
+        (
+            ["add", "x", "--check-interval", f"PT{BIG}S"],
+            f"hb: bad check-interval 'PT{'9' * 28}'...'{'9' * 9}S' (4304 characters): longer than 100 years",
+        ),
+        (
+            ["config", "set", "queue.max_attempts", BIG],
+            f"hb: setting queue.max_attempts: expected a number, got '{'9' * 30}'...'{'9' * 10}' "
+            "(4301 characters)",
+        ),
+    ],
+)
+def test_a_number_of_thousands_of_digits_is_refused_in_one_short_line(
+    hb_db: Runner, db_url: str, workspace: Path, args: list[str], message: str
+) -> None:
+    """Python's int() refuses a string of more than 4,300 digits with a ValueError of its own:
+    an ISO 8601 duration or a setting of that many digits exited 70 (internal error), as did the
+    MCP tools' lease; hb sql's printf width said that int() failed. The refusal quotes the
+    input's two ends, not its 4,300 characters."""
+    hb_db("init")
+    before = (every_row(db_url), workspace_files(workspace))
+    result = hb_db(*args, code=1)
+    assert _one_line(result.stderr) == message
+    assert (every_row(db_url), workspace_files(workspace)) == before
+
+
+def test_hb_sql_printf_of_a_width_of_thousands_of_digits_is_too_big(hb: Runner) -> None:
+    """SQLite's printf (hb runs it after checking the widths): a width past int()'s digits."""
+    hb("init")
+    result = hb("sql", f"SELECT printf('%{BIG}c', 'a')", code=1)
+    assert _one_line(result.stderr) == (
+        "hb: sql: string or blob too big (hb sql makes values of up to 256 MiB)"
+    )
+
+
+def test_leading_zeros_do_not_count_as_digits(hb: Runner) -> None:
+    hb("init")
+    task = hb.json("add", "x", "--check-interval", f"P{'0' * 4400}1D")
+    assert task["check_interval"] == "1d"
+    precision = "0" * 4400 + "3"
+    assert hb.json("sql", f"SELECT printf('%.{precision}c', 'a') AS x") == [{"x": "aaa"}]
