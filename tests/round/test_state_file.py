@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -420,6 +421,35 @@ def test_sync_setting_changed_on_both_sides_is_a_conflict_the_file_wins(sh: Runn
     assert report["conflicts"] == ["proactiveChat.maxProactivePerDay"]
     assert sh("config", "get", "proactive.max_per_day").stdout.strip() == "2"
     assert json.loads(state_file.read_text())["proactiveChat"]["maxProactivePerDay"] == 2
+
+
+def test_a_conflict_stays_one_when_the_file_was_edited_just_after_hbs_write(
+    sh_db: Runner, state_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit within a second of hb's write may come from a copy read before it: the sync takes
+    the text before that write back as its base. It stamped that base with its own time, so a
+    setting the ledger changed after the last sync no longer read as changed there: the file's
+    value replaced it without a word. The base keeps the time of the sync that read it."""
+    from heartbeat.ops.sync import writeback
+
+    monkeypatch.setattr(writeback, "STALE_WRITE", 3_600_000_000_000)  # every edit counts as quick
+
+    def sync(now: str) -> dict[str, Any]:
+        reports = sh_db.json("--now", now, "sync", "--only", "state")["reports"]
+        [report] = [r for r in reports if r["kind"] == "state"]
+        return dict(report)
+
+    sync("2026-05-01T10:00")
+    sh_db("--now", "2026-05-01T10:10", "config", "set", "proactive.max_per_day", "3")
+    assert sync("2026-05-01T10:20")["written"] is True
+    new = state_file.read_text()
+    assert json.loads(new)["proactiveChat"]["maxProactivePerDay"] == 3
+    state_file.write_text(new.replace('"maxProactivePerDay": 3', '"maxProactivePerDay": 2'))
+    sh_db("--now", "2026-05-01T10:30", "config", "set", "proactive.max_per_day", "5")
+    report = sync("2026-05-01T10:40")
+    assert report["conflicts"] == ["proactiveChat.maxProactivePerDay"]
+    assert report["updated"] == []
+    assert sh_db("config", "get", "proactive.max_per_day").stdout.strip() == "2"  # the file wins, said
 
 
 def test_sync_creates_the_file_only_when_there_is_something_to_write(sh: Runner, workspace: Path) -> None:

@@ -320,16 +320,19 @@ def remembered_text(db: Conn, kind: str) -> str | None:
 
 def rebase(db: Conn, kind: str, path: Path, text: str | None, now: datetime) -> None:
     """Make ``text`` the kind's baseline again, as :func:`heartbeat.ops.sync.queue_files.remember`
-    keeps it: the file a concurrent writer edited was this text, not the one hb wrote over it."""
+    keeps it: the file a concurrent writer edited was this text, not the one hb wrote over it.
+    The record keeps its time: what the ledger changed since that sync is still its change (a
+    setting set in both heartbeat-state.json and the ledger is a conflict, not the file's)."""
     if text is None:
         db.execute("DELETE FROM sync_state WHERE kind = :kind", {"kind": kind})
         return
+    row = bookmarks.load(db, kind)
     bookmarks.save(
         db,
         kind,
         path=str(path),
         content_hash=digest(text),
         size=len(text.encode("utf-8")),
-        synced_at=now,
+        synced_at=row["synced_at"] if row is not None else now,
         skeleton=bookmarks.keep(text),
     )
