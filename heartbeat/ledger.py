@@ -172,6 +172,25 @@ def _translating(method: M) -> M:
     return translated  # type: ignore[return-value]
 
 
+def _translating_block(method: Callable[..., AbstractContextManager[T]]) -> Callable[..., Iterator[T]]:
+    """A context-manager method (:meth:`Ledger.write`, :meth:`Ledger.read`, :meth:`Ledger.guard`)
+    whose database driver's exceptions, on entering, in the block and on leaving, come out as
+    :func:`_translating` gives them: sqlite3's "database is locked" as DatabaseBusy (exit 75)."""
+
+    @functools.wraps(method)
+    def translated(*args: Any, **kwargs: Any) -> Iterator[T]:
+        try:
+            with method(*args, **kwargs) as value:
+                yield value
+        except Exception as exc:
+            mapped = from_driver(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+
+    return translated
+
+
 def _arguments_checked(cls: type[L]) -> type[L]:
     """Every public method of ``cls`` refuses an argument holding a NUL character, the same on
     both backends: the Python API, ``hb mcp`` and ``hb serve`` call them (a command line cannot
@@ -323,6 +342,8 @@ class Ledger:
     # --- transactions ------------------------------------------------------------
 
     @contextmanager
+    @_translating_block
+    @contextmanager
     def write(self) -> Iterator[Session]:
         """One write transaction (SQLite: BEGIN IMMEDIATE)."""
         from sqlalchemy.orm import Session
@@ -330,6 +351,8 @@ class Ledger:
         with Session(self.engine, expire_on_commit=False) as session, session.begin():
             yield session
 
+    @contextmanager
+    @_translating_block
     @contextmanager
     def read(self) -> Iterator[Session]:
         """One read transaction (SQLite: a deferred BEGIN, no write lock)."""
@@ -855,6 +878,8 @@ class Ledger:
 
     # --- the guard, hb heartbeat and hb poke -----------------------------------------
 
+    @contextmanager
+    @_translating_block
     @contextmanager
     def guard(self, kind: str = "heartbeat") -> Iterator[GuardRun]:
         """Hold the workspace's re-entrancy guard for the block (Busy, exit 75, if held).

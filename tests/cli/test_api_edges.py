@@ -214,6 +214,36 @@ def test_a_ledger_locked_past_the_busy_timeout_is_busy_exit_75(
         assert [t["title"] for t in ledger.list()] == ["first"]
 
 
+@pytest.mark.parametrize("block", ["write", "guard"])
+def test_the_apis_blocks_are_busy_exit_75_on_a_locked_ledger_too(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, block: str
+) -> None:
+    """Ledger.write() and Ledger.guard() (context managers, which the methods' translation left
+    out) raised sqlite3's own "database is locked" (SQLAlchemy's wrapping of it for write(), whose
+    transaction begins at its first statement)."""
+    from sqlalchemy import text
+
+    monkeypatch.setattr(sqlite_settings, "BUSY_TIMEOUT_MS", 200)
+    with Ledger.open(workspace, now=NOW) as ledger:
+        ledger.add("first")
+        with closing(
+            sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db", isolation_level=None)
+        ) as other:
+            other.execute("BEGIN EXCLUSIVE")
+            with pytest.raises(DatabaseBusy) as busy, getattr(ledger, block)() as held:
+                if block == "guard":
+                    pytest.fail("the guard was taken on a locked ledger")
+                held.execute(text("SELECT count(*) FROM tasks"))  # a write transaction's first step
+            other.execute("ROLLBACK")
+        assert busy.value.exit_code == 75
+        # free again, and a domain error from inside a block goes through
+        with ledger.guard(), pytest.raises(NotFound):
+            ledger.get("task-none")
+        with pytest.raises(ValueError, match="the caller's own"), ledger.write():
+            raise ValueError("the caller's own")
+        assert [t["title"] for t in ledger.list()] == ["first"]
+
+
 def test_a_database_error_is_a_domain_error_with_the_drivers_as_its_cause(
     workspace: Path,
 ) -> None:
