@@ -94,6 +94,14 @@ def parse(text: str, area: str = "?") -> dict[str, str]:
 _SQL = Path(__file__).with_name("sql")
 
 
+def take_turns(conn: Conn, name: str) -> None:
+    """Make the write transactions that call this with ``name`` run one at a time, until the one
+    on ``conn`` ends. SQLite's write lock (BEGIN IMMEDIATE) does it already; on PostgreSQL it is
+    the row ``name`` of ``locks``, which the read-only role may read but not lock."""
+    if not conn.sqlite:
+        conn.execute(statements("locks").take_turn_pg, {"name": name})
+
+
 @cache
 def statements(area: str) -> Statements:
     """The named statements of ``area``, read once per process."""
@@ -119,11 +127,8 @@ class Db(Conn):
         self._identity: dict[tuple[type[Row], tuple[Any, ...]], Row] = {}
 
     def take_turns(self, name: str) -> None:
-        """Make the write transactions that call this with ``name`` run one at a time, until this
-        one ends. SQLite's write lock (BEGIN IMMEDIATE) does it already; on PostgreSQL it is the
-        row ``name`` of ``locks``, which the read-only role may read but not lock."""
-        if not self.sqlite:
-            self.execute(statements("locks").take_turn_pg, {"name": name})
+        """:func:`take_turns` in this transaction."""
+        take_turns(self, name)
 
     # --- statements (every one sees the changes made to the rows so far) --------------
 

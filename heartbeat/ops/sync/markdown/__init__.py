@@ -59,7 +59,7 @@ from heartbeat.ops.sync.markdown.base import (
     on_top,
     read_dialect,
 )
-from heartbeat.ops.sync.markdown.family import Family
+from heartbeat.ops.sync.markdown.family import ENTRY_IDS, Family
 from heartbeat.ops.sync.markdown.imports import import_family, render_family
 from heartbeat.ops.sync.markdown.merge import checked_entry, full_sync, labels_of, line_size_problem
 from heartbeat.ops.sync.markdown.reading import diff_since_sync
@@ -348,6 +348,7 @@ def add_todo(
     family = TaskFamily(ctx, db, now)
     record = family.entry_record("todo", entry)
     key = family.keys(record)[0]
+    db.take_turns(ENTRY_IDS)  # until the commit: a concurrent add of the same minute sees this one
     scopes = db.rows(
         f"SELECT scope FROM tasks WHERE source = '{TODO_SOURCE}' AND external_key = :key", {"key": key}
     )

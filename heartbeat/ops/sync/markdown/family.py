@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from heartbeat.db.plain import Conn, in_list
 from heartbeat.db.shape import TASK_EVENTS, Shape
 from heartbeat.db.status import TaskStatus
+from heartbeat.db.store import take_turns
 from heartbeat.formats import todo as fmt
 from heartbeat.formats.todo import Entry
 from heartbeat.ops.sync.markdown.base import ACTOR, CHUNK_SIZE, ID_PATTERN, KIND_OF, EntryRecord, chunked
@@ -241,7 +242,12 @@ class Family:
         )
 
     def new_ids(self, keys: Sequence[str], wanted: Sequence[str | None]) -> list[str]:
-        """Stable ``<prefix>xxxxxxxx`` ids derived from the identity keys, unique in the ledger."""
+        """Stable ``<prefix>xxxxxxxx`` ids derived from the identity keys, unique in the ledger.
+
+        On PostgreSQL the transactions that make entry ids take turns (:data:`ENTRY_IDS`) from
+        here to their commit: two that asked for the same id at once both took it, and the second
+        failed on the unique index (SQLite's write lock serialises them already)."""
+        take_turns(self.db, ENTRY_IDS)
         out: list[str | None] = [None] * len(keys)
         used: set[str] = set()
         salt = [0] * len(keys)
@@ -292,6 +298,9 @@ class Family:
         return [o for o in out if o is not None]
 
     ids_taken: str  # the ids new ones must not repeat (SQL, ANDed with ``id IN (...)``)
+
+
+ENTRY_IDS = "entry-ids"  # the turns of the transactions that give Markdown entries new ids
 
 
 class Data:
