@@ -413,12 +413,32 @@ def rule_item(rule: dict[str, Any]) -> dict[str, Any]:
     return {k: clip(v) for k, v in item.items() if not (k in ("missed", "claimed") and not v)}
 
 
-def popped(task: dict[str, Any], scope: str | None, expires: datetime | None, zone: Any) -> dict[str, Any]:
-    """A popped task: its own fields (as ``hb pop`` prints them, empty ones left out), its id
-    first, its scope, its claim and when the lease runs out at the earliest."""
-    own = compact(task)
-    head = {"id": own.get("id", own.get("task_id")), "scope": scope or None}
-    return compact({**head, **own, "lease_expires_at": isoformat(expires, zone)})
+# the names a popped task's result gives hb's values, and the one that holds a task's own fields
+# of those names (its own ``own`` included)
+HB_NAMES = ("id", "scope", "claim", "lease_expires_at")
+OWN = "own"
+
+
+def popped(row: dict[str, Any], expires: datetime | None, zone: Any) -> dict[str, Any]:
+    """A popped task: hb's id and scope first (what complete / fail / renew take), then the
+    task's own fields (as ``hb pop`` prints them, empty ones left out), its claim and when the
+    lease runs out at the earliest. An own field of one of those names whose value is not hb's (a
+    scoped entry's own ``id``, a legacy task's own ``scope``) is kept under ``own``, as is a
+    field named ``own``: the file's value never stands in for hb's."""
+    from heartbeat.db.queue import task_object
+
+    head = {"id": str(row["id"]), "scope": row["scope"] or None}
+    fields = compact(task_object(row))
+    own: dict[str, Any] = {}
+    for name in (*HB_NAMES, OWN):
+        if name not in fields:
+            continue
+        value = fields.pop(name)
+        if name == "id" and str(value) == head["id"]:  # a legacy task's id is hb's (5 is "5")
+            continue
+        own[name] = value
+    tail = {OWN: own, "claim": row["claim"], "lease_expires_at": isoformat(expires, zone)}
+    return compact({**head, **fields, **tail})
 
 
 def outcome_of(outcome: dict[str, Any] | str | None) -> Any:
@@ -492,13 +512,19 @@ def build(ledger: Ledger, log: Callable[[str], None] | None = None) -> tuple[MCP
         def take(lg: Ledger) -> dict[str, Any]:
             started = lg.now()
             try:
-                task = lg.pop(scope, worker or process_worker, lease, task_id=id, accept_stale=accept_stale)
+                task = lg.pop_result(
+                    scope=scope,
+                    worker=worker or process_worker,
+                    lease=lease,
+                    task_id=id,
+                    accept_stale=accept_stale,
+                ).task
             except QueueExhausted as exhausted:
                 return {"task": None, "reason": error_text(exhausted)}
             if task is None:
                 return {"task": None, "reason": "no pending tasks"}
             length = parse_duration(lease) if lease else parse_duration(str(lg.config_get("queue.lease")))
-            return {"task": popped(task, scope, started + length, lg.zone)}
+            return {"task": popped(task, started + length, lg.zone)}
 
         return await calls(take)
 

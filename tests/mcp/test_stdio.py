@@ -569,6 +569,40 @@ def test_pop_returns_a_number_json_cannot_hold_as_its_string(ledger_ws: Path) ->
     run(main)
 
 
+def test_pop_hands_out_hbs_id_and_scope_and_keeps_the_tasks_own_of_those_names_under_own(
+    ledger_ws: Path,
+) -> None:
+    """A scoped entry with fields of its own named id and scope (a tracker's key, a team) was
+    handed out with those in place of hb's: id 'GH-17', scope 'backend', and complete with them
+    failed ("no such scope"). The id and scope are hb's, what complete takes; the task's own
+    values of those names are under "own"; a legacy task's own scope too."""
+    state = ledger_ws / ".agent" / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    entry = {"task_id": "s1", "order": 1, "id": "GH-17", "scope": "backend"}
+    legacy = {"id": "t1", "description": "legacy", "scope": "frontend", "own": 1, "claim": "x"}
+    tasks = {"pending": [legacy], "in_progress": [], "completed": [], "failed": []}
+    (state / "tasks.json").write_text(json.dumps({**tasks, "_b_extension": {"q": [entry]}}))
+    with Ledger.open(workspace=ledger_ws) as ledger:
+        ledger.sync()
+
+    async def main() -> None:
+        async with mcp_session(ledger_ws, now="2026-05-01T10:00") as session:
+            task = (await call(session, "pop", scope="_b_extension.q"))["task"]
+            assert (task["id"], task["scope"], task["task_id"]) == ("s1", "_b_extension.q", "s1")
+            assert task["own"] == {"id": "GH-17", "scope": "backend"} and task["order"] == 1
+            done = await call(session, "complete", id=task["id"], scope=task["scope"], claim=task["claim"])
+            assert (done["id"], done["scope"], done["status"]) == ("s1", "_b_extension.q", "done")
+
+            task = (await call(session, "pop", scope=""))["task"]
+            assert (task["id"], task["description"]) == ("t1", "legacy") and "scope" not in task
+            assert task["own"] == {"scope": "frontend", "claim": "x", "own": 1}
+            assert len(task["claim"]) == 24
+            done = await call(session, "complete", id=task["id"], claim=task["claim"])
+            assert (done["id"], done["status"]) == ("t1", "done")
+
+    run(main)
+
+
 def test_a_nul_in_a_tool_argument_is_invalid_input_naming_it_on_both_backends(
     workspace: Path, db_url: str
 ) -> None:
