@@ -691,16 +691,18 @@ class Ledger:
         """One recurrence by its id."""
         return recur_ops.get(self.ctx, rule_id)
 
-    def recur_due(self, *, claim: bool = False) -> builtins.list[dict[str, Any]]:
+    def recur_due(self, *, claim: bool = False, read_files: bool = True) -> builtins.list[dict[str, Any]]:
         """The enabled rules due now (CraftBot's ``recurring_read``), lowest priority first.
 
         Time, day, period and the known conditions are judged here;
         ``conditions_to_check`` lists the ones hb does not know, for the agent.
         With ``claim`` each is recorded as handed out for its period (also a
         repeat rule whose missed occurrences the ``skip`` policy drops).
-        TODO.RECUR.md and PROACTIVE.md edited since the last sync are synced first.
+        TODO.RECUR.md and PROACTIVE.md edited since the last sync are synced first;
+        ``read_files=False`` (without ``claim``): only read, from the ledger as of the last
+        sync (no file lock, no write: the dashboard).
         """
-        return recur_ops.due(self.ctx, claim=claim)
+        return recur_ops.due(self.ctx, claim=claim, read_files=read_files)
 
     # --- changing rules --------------------------------------------------------------------
 

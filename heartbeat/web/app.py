@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from heartbeat.errors import (
+    Busy,
     DatabaseBusy,
     DatabaseError,
     HbError,
@@ -152,6 +153,8 @@ def page(
         return _error(503, "The ledger is gone", exc.message, as_json)
     except (DatabaseBusy, DatabaseError) as exc:  # the database's failure, not the request's
         return _failed(exc, path, as_json, log, ledger_file)
+    except Busy as exc:  # another process holds what the page waited for: try again
+        return _error(503, "Busy", exc.message, as_json)
     except NotFound as exc:
         return _error(404, "Not found", exc.message, as_json)
     except InvalidInput as exc:

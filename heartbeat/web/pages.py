@@ -214,7 +214,9 @@ def now_page(ledger: Ledger, params: Params) -> dict[str, Any]:
     max_attempts = ledger.settings.queue_max_attempts
     holder = ledger.guard_holder()
     rules = ledger.recur_list()
-    due_rules = {r["id"]: r for r in ledger.recur_due()}
+    # from the ledger as of the last sync: a page only reads (syncing TODO.RECUR.md or
+    # PROACTIVE.md edited since would take the files' lock and write)
+    due_rules = {r["id"]: r for r in ledger.recur_due(read_files=False)}
     today = local_midnight(now.astimezone(zone).date(), zone)
     with queries.snapshot(ledger) as db:
         names = queries.scopes(db)

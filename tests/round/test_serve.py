@@ -21,6 +21,7 @@ import pytest
 
 from heartbeat import Ledger
 from heartbeat import serve as serve_mod
+from heartbeat.errors import Busy, DatabaseBusy
 from heartbeat.serve import MAX_BODY, PokeHandler, PokeServer, make_server, token_file_warning
 from tests.conftest import Runner, read_until_closed
 from tests.round.conftest import db_of, open_ledger, runs, write
@@ -259,6 +260,74 @@ def test_409_at_once_while_the_heartbeat_holds_the_write_lock_too(server: PokeSe
         assert status == 409
         assert payload["error"].startswith("busy: a heartbeat")
     assert sh_db.json("list") == []
+
+
+FILE_LOCK_HOLDER = """
+import sys, time
+from pathlib import Path
+from heartbeat.ops.sync.files import file_lock
+with file_lock(Path(sys.argv[1])):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+@contextmanager
+def files_lock_held(workspace: Path) -> Iterator[None]:
+    """The workspace file lock (``.agent/state/.files.lock``) held by another process."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", FILE_LOCK_HOLDER, str(workspace)], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        yield
+    finally:
+        holder.kill()
+        holder.communicate()
+
+
+def test_the_now_page_only_reads_while_the_files_are_locked_and_after_a_rule_file_edit(
+    server: PokeServer, sh_db: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Now page synced an edited TODO.RECUR.md before listing what recurs (the recurrences
+    row written by a page that only reads), and behind another process's hold on the files' lock
+    it waited the lock's 30 s and answered 500. It reads the ledger as of the last sync: at once,
+    200, and nothing written."""
+    recur = write(workspace / "TODO.RECUR.md", "# TODO Recurring\n\n")
+    sh_db("sync")
+    monkeypatch.setenv("HB_LOCK_TIMEOUT", "2s")  # before: a 500 after 2 s, not 30
+    recur.write_text(recur.read_text() + "- [ ] [Next](2026-05-01 09:00), [Repeat](daily) | by hand\n")
+    with files_lock_held(workspace):
+        started = time.monotonic()
+        status, _, payload = request(server, "GET", "/now.json")
+        assert (status, payload["recurrences"]) == (200, []), payload
+        assert time.monotonic() - started < 2
+    status, _, payload = request(server, "GET", "/now.json")
+    assert (status, payload["recurrences"]) == (200, [])
+    assert sh_db.json("recur", "list") == []  # nothing synced: the next sync reads the edit
+    assert "1 added" in sh_db("sync").stdout
+    assert [r["title"] for r in request(server, "GET", "/now.json")[2]["recurrences"]] == ["by hand"]
+
+
+@pytest.mark.parametrize("error", [Busy, DatabaseBusy])
+def test_a_page_that_finds_the_workspace_busy_is_a_503_with_the_busy_line(
+    sh: Runner, workspace: Path, monkeypatch: pytest.MonkeyPatch, error: type[Busy]
+) -> None:
+    """A page behind a lock another process held past its wait answered 500 ("The ledger cannot
+    answer") for hb's own busy error; busy is a 503 for every page, as for a database lock."""
+    from heartbeat.web import app, pages
+
+    line = "busy: the workspace files are locked (held by pid 7), waited 30s; try again"
+
+    def busy(*_args: Any) -> dict[str, Any]:
+        raise error(line)
+
+    monkeypatch.setitem(pages.PAGES, "runs", busy)
+    answer = app.page(lambda: Ledger.open(workspace=workspace), "/runs.json", "", None)
+    assert (answer.status, json.loads(answer.body)) == (503, {"error": line})
+    answer = app.page(lambda: Ledger.open(workspace=workspace), "/runs", "", "text/html")
+    assert answer.status == 503 and b"held by pid 7" in answer.body
 
 
 def test_only_the_exact_paths_are_served(server: PokeServer, sh_db: Runner) -> None:
