@@ -751,13 +751,16 @@ class PokeHandler(BaseHTTPRequestHandler):
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         """One line per request: client, method, path (no query string, which may carry the
         token) and status, and why a request was refused unread; never a header, nor any of a
-        request line that was refused (``- -`` instead)."""
+        request line that was refused (``- -`` instead); the token, or a piece of it, sent as the
+        method or in the path is blanked."""
         if self.server.log is not None:
             status = code.value if isinstance(code, HTTPStatus) else code
             if not self.command:
                 method, path = "-", "-"
             else:
-                method, path = self.command, self._path()
+                # the method is whatever came first on the line (a token pasted there, say,
+                # refused with 501): blanked as the path is
+                method, path = self.server.redact(self.command), self._path()
                 sent = unquote(path)
                 shown = self.server.redact(sent)
                 if shown != sent:  # a token (or a piece of one) sent in the path: blanked

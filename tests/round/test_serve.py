@@ -6,6 +6,7 @@ import contextlib
 import http.client
 import json
 import os
+import secrets
 import socket
 import sqlite3
 import subprocess
@@ -361,6 +362,26 @@ def test_the_token_is_never_logged(sh_db: Runner) -> None:
     assert "POST /poke 202" in text and "POST /poke 401" in text and "GET /healthz 200" in text
     assert "127.0.0.1 - - 400: malformed request line" in text  # logged, none of the line quoted
     assert "Authorization" not in text
+
+
+def test_a_token_sent_as_the_method_is_not_logged(sh_db: Runner) -> None:
+    """A client that put the token where the method goes (``TOKEN / HTTP/1.1``) got its 501, and
+    the log line quoted the method whole: ``127.0.0.1 <the token> / 501``. The method is blanked
+    as the path is: the token, or any piece of it, as ``[token]``."""
+    token = secrets.token_urlsafe(32)
+    lines: list[str] = []
+    with running(make_server(lambda: open_ledger(sh_db), token=token, log=lines.append)) as srv:
+        for method in (token, f"X{token[:20]}", "BREW"):
+            reply = exchange(srv, f"{method} / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+            assert answer_of(reply)[:1] == (501,) and token[:20].encode() not in reply
+        assert request(srv, "PUT", "/poke")[0] == 405
+    unknown = "/ 501: method not supported; use GET or POST"
+    assert lines == [
+        f"127.0.0.1 [token] {unknown}",
+        f"127.0.0.1 X[token] {unknown}",
+        f"127.0.0.1 BREW {unknown}",
+        "127.0.0.1 PUT /poke 405",
+    ]
 
 
 def exchange(srv: PokeServer, data: bytes) -> bytes:
