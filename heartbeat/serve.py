@@ -486,6 +486,9 @@ class PokeHandler(BaseHTTPRequestHandler):
         if len(self.headers.get_all("Authorization") or []) > 1:  # which one counts would be a guess
             self._refuse(HTTPStatus.BAD_REQUEST, "more than one Authorization header")
             return False
+        if len(self.headers.get_all("Host") or []) > 1:  # RFC 9112 section 3.2: a 400
+            self._refuse(HTTPStatus.BAD_REQUEST, "more than one Host header")
+            return False
         if self.server.loopback and not loopback_host(self.headers.get("Host")):
             self._refuse(HTTPStatus.MISDIRECTED_REQUEST, MISDIRECTED)
             return False

@@ -663,6 +663,26 @@ def test_more_than_one_authorization_header_is_a_400_whichever_comes_first(sh_db
     assert TOKEN not in text and "Bearer" not in text
 
 
+def test_more_than_one_host_header_is_a_400_whichever_comes_first(sh_db: Runner) -> None:
+    """Two Host headers were read as the first: 200 when it named loopback, 421 the other way
+    round. RFC 9112 section 3.2 asks for a 400, which hb mcp --http answers."""
+    lines: list[str] = []
+    with running(make_server(lambda: open_ledger(sh_db), token=TOKEN, log=lines.append)) as srv:
+        for first, second in (
+            ("127.0.0.1", "evil.example"),
+            ("evil.example", "127.0.0.1"),
+            ("localhost",) * 2,
+        ):
+            for method, path, body in (("GET", "/healthz", b""), ("POST", "/poke", b"hello")):
+                head = f"{method} {path} HTTP/1.1\r\nHost: {first}\r\nHost: {second}\r\n"
+                head += f"Authorization: Bearer {TOKEN}\r\nContent-Length: {len(body)}\r\n\r\n"
+                reply = exchange(srv, head.encode() + body)
+                assert answer_of(reply)[::2] == (400, {"error": "more than one Host header"}), reply
+        assert request(srv, "GET", "/healthz")[0] == 200
+    assert sh_db.json("list") == []
+    assert "\n".join(lines).count("400: more than one Host header") == 6
+
+
 def test_a_refused_request_whose_body_is_still_coming_is_answered_all_the_same(sh_db: Runner) -> None:
     """The answer goes out before the body is read, and the client, still sending it, reads the
     answer whole before the connection ends."""
