@@ -51,6 +51,7 @@ import os
 import re
 import socket
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -284,6 +285,7 @@ class LedgerCalls:
         self.identity = _file_identity(self.ledger_file)
         self.reopened: Ledger | None = None  # a ledger of this runner's own (see current), closed with it
         self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hb-ledger")
+        self.thread_ident: int | None = None  # the thread's, once it ran a call (see interrupt)
 
     async def __call__(self, operation: Callable[[Ledger], dict[str, Any]]) -> CallToolResult:
         return await asyncio.wrap_future(self.thread.submit(self.result, operation))
@@ -314,6 +316,7 @@ class LedgerCalls:
         return fresh
 
     def result(self, operation: Callable[[Ledger], dict[str, Any]]) -> CallToolResult:
+        self.thread_ident = threading.get_ident()
         try:
             payload = operation(self.current())
         except Exception as exc:
@@ -330,6 +333,14 @@ class LedgerCalls:
         return CallToolResult(
             content=[TextContent(type="text", text=text)], structured_content=json.loads(text)
         )
+
+    def interrupt(self) -> None:
+        """Ctrl-C: cancel the ``sql`` query a call is running, as ``hb sql``'s is cancelled (the
+        call then ends at once; it only read). Any other call finishes in its transaction."""
+        if self.thread_ident is not None:
+            from heartbeat.reporting.sql import interrupt_queries
+
+            interrupt_queries(self.thread_ident)
 
     def close(self) -> None:
         self.thread.shutdown(wait=True)
@@ -846,7 +857,6 @@ async def _stop_on_signal(serving: Any, signals: list[int]) -> None:
     stopped only when the client closed it; and SIGTERM killed the process mid-write. Signals
     are the main thread's: elsewhere (an embedding host) they are left as they are."""
     import signal
-    import threading
 
     import anyio
 
@@ -872,7 +882,6 @@ class _OwnThread:
 
     def __init__(self, name: str) -> None:
         import queue
-        import threading
 
         self.jobs: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]]] = queue.SimpleQueue()
         threading.Thread(target=self._work, name=name, daemon=True).start()

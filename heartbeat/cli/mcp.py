@@ -138,6 +138,9 @@ def mcp(over_http: bool, host: str | None, port: int | None, token_file: str | N
         server, calls = mcp_server.build(ledger)
         try:  # (Ctrl-C: KeyboardInterrupt, exit 130; a full disk: OutputFailed, exit 74)
             terminated = mcp_server.serve_stdio(server)
+        except KeyboardInterrupt:  # a running sql query is cancelled, as hb sql's: no wait
+            calls.interrupt()
+            raise
         except (BrokenPipeError, ConnectionResetError):  # the client went away: no one to tell
             devnull_onto(1)
             raise click.exceptions.Exit(OUTPUT_CLOSED) from None

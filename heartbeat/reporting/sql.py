@@ -308,16 +308,31 @@ class Limit:
         """For SQLite's progress handler: whether to abandon the query now."""
         return self.interrupted or self.expired
 
+    def interrupt(self) -> None:
+        """Cancel the query as Ctrl-C does (from the signal handler or another thread)."""
+        self.interrupted = True
+        if self.on_interrupt is not None:
+            self.on_interrupt()
+
     @contextmanager
     def active(self) -> Iterator[Limit]:
         if threading.current_thread() is not threading.main_thread():
-            yield self  # signals reach the main thread only; the time limit still holds
+            # signals reach the main thread only: the thread that stops on its Ctrl-C cancels
+            # this query with interrupt_queries (hb mcp's ledger thread); the time limit holds
+            ident = threading.get_ident()
+            with _RUNNING_LOCK:
+                _RUNNING.setdefault(ident, set()).add(self)
+            try:
+                yield self
+            finally:
+                with _RUNNING_LOCK:
+                    _RUNNING[ident].discard(self)
+                    if not _RUNNING[ident]:
+                        del _RUNNING[ident]
             return
 
         def handler(_signum: int, _frame: Any) -> None:
-            self.interrupted = True
-            if self.on_interrupt is not None:
-                self.on_interrupt()
+            self.interrupt()
 
         previous = signal.signal(signal.SIGINT, handler)
         try:
@@ -332,6 +347,22 @@ class Limit:
         if self.expired:
             return QueryFailed(f"sql: query cancelled after {_seconds(self.seconds)}")
         return QueryFailed(f"sql: {first_line(exc)}")
+
+
+# the limits of the queries running on threads other than the main one, by thread
+_RUNNING: dict[int, set[Limit]] = {}
+_RUNNING_LOCK = threading.Lock()
+
+
+def interrupt_queries(thread_ident: int) -> int:
+    """Cancel the queries running on the thread ``thread_ident`` as Ctrl-C cancels hb sql's (each
+    fails with Interrupted); how many there were. For a server whose main thread got the
+    Ctrl-C while its calls run on a thread of their own."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING.get(thread_ident, ()))
+    for limit in running:
+        limit.interrupt()
+    return len(running)
 
 
 def _seconds(seconds: float) -> str:
@@ -351,6 +382,7 @@ def sqlite_answer(con: sqlite3.Connection, query: str, *, timeout: float) -> Ite
     ends: the rows are read while it iterates them."""
     denied: list[str] = []
     limit = Limit(timeout)
+    limit.on_interrupt = con.interrupt  # (the progress handler stops it too, between steps)
     with _guarded(con, denied, limit.stop), limit.active():
         con.set_progress_handler(limit.stop, PROGRESS_STEPS)
         cur = con.cursor()

@@ -673,10 +673,10 @@ def test_the_sql_tool_takes_no_longer_timeout_than_the_setting(ledger_ws: Path) 
 
 
 @contextmanager
-def _serving(workspace: Path, **streams: object) -> Iterator[subprocess.Popen[bytes]]:
+def _serving(workspace: Path, db: str | None = None, **streams: object) -> Iterator[subprocess.Popen[bytes]]:
     """``hb mcp`` as a client launches it (its standard input a pipe the test holds open),
     killed if it still runs afterwards, its pipes closed."""
-    params = server_params(workspace)
+    params = server_params(workspace, db)
     options: dict[str, object] = {
         "stdin": subprocess.PIPE,
         "stdout": subprocess.PIPE,
@@ -736,6 +736,47 @@ def test_a_signal_stops_a_serving_server_while_its_client_keeps_the_input_open(
         ended, log = _ended(proc)
     assert ended == code, log
     assert log.strip().splitlines() == [said]
+
+
+def test_ctrl_c_cancels_a_running_sql_call_and_exits_130_at_once_on_both_backends(
+    workspace: Path, db_url: str
+) -> None:
+    """Ctrl-C while the sql tool ran a long query waited for the query's time limit (exit 130
+    after 29 s of the 30 s default): the call ran on the server's ledger thread, where hb sql's
+    Ctrl-C handling does not reach. The query is cancelled (SQLite interrupted, PostgreSQL told)
+    and the server exits 130 at once."""
+    import signal
+    import time
+
+    with Ledger.open(workspace=workspace, db=db_url):
+        pass
+    endless = "with recursive r(n) as (select 1 union all select n + 1 from r) select count(*) from r"
+    with _serving(workspace, db_url) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        for message in (
+            INITIALIZE,
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "sql", "arguments": {"query": endless}},
+            },
+        ):
+            proc.stdin.write(json.dumps(message).encode() + b"\n")
+            proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1  # serving
+        time.sleep(1.5)  # the query runs
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        ended, log = _ended(proc)
+        took = time.monotonic() - started
+    assert ended == 130, log
+    assert took < 5, f"stopped after {took:.1f} s"
+    assert log.strip().splitlines() == [
+        "hb: interrupted: stopped before it finished (what it had not committed was rolled back)"
+    ]
 
 
 def test_a_client_gone_from_the_output_ends_the_server_quietly_with_141(ledger_ws: Path) -> None:
