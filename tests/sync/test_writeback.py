@@ -1092,3 +1092,59 @@ def test_two_workspaces_on_one_ledger_do_not_remove_each_others_tasks(tmp_path: 
     assert ids == ["a1", "a2", "b1", "b2"]
     other = spaces["b"] / ".agent" / "state" / "tasks.json"
     assert any(f"this ledger last synced {other}" in n and "serves one workspace" in n for n in notices)
+
+
+DIE_AFTER_THE_COMMIT = """
+import os, signal, sys
+from heartbeat.cli.main import main
+import heartbeat.ops.sync.markdown.base as base
+
+def die(*args, **kw):  # the commit is made, the write-back and the copy's renaming are not
+    os.kill(os.getpid(), signal.SIGKILL)
+
+base._keep_base = die
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("done_by_hand", [False, True])
+def test_a_sync_killed_right_after_its_commit_loses_no_task_added_in_the_ledger(
+    hb_db: Runner, workspace: Path, done_by_hand: bool
+) -> None:
+    """A sync records the text it will write in its commit and kept its copy of that text after
+    it. Killed in between, the copy was the text before: the next sync read the task
+    ``hb add --source todo`` had added (in that text, not yet in the file) as deleted from TODO.md,
+    and removed it; with a line of the same minute added to TODO.DONE.md meanwhile, the lost task's
+    id went to that line. The copy is now written before the commit."""
+    env = {**os.environ, "HB_WORKSPACE": str(workspace), "PYTHONPATH": str(ROOT)}
+    if hb_db.env.get("HB_DATABASE_URL"):
+        env["HB_DATABASE_URL"] = hb_db.env["HB_DATABASE_URL"]
+    hb_db("init", "--timezone", "UTC")
+    hb_db("--now", "2026-06-01T10:00", "add", "Old entry", "--source", "todo")
+    hb_db("--now", "2026-06-01T10:00", "sync")
+    added = hb_db("--now", "2026-06-01T10:05", "add", "Write the report", "--source", "todo").stdout.strip()
+    todo = (workspace / "TODO.md").read_bytes()
+    proc = subprocess.run(
+        [sys.executable, "-c", DIE_AFTER_THE_COMMIT, "--now", "2026-06-01T10:05", "sync"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert (workspace / "TODO.md").read_bytes() == todo  # killed before its write-back
+    hand = "- [x] [Created](2026-06-01 10:05), [Done](2026-06-01 10:06) | Water the plants\n"
+    if done_by_hand:
+        with (workspace / "TODO.DONE.md").open("a") as done:
+            done.write(hand)
+    report = hb_db.json("--now", "2026-06-01T10:07", "sync")
+    assert not any(r.get("removed") for r in report["reports"]), report
+    task = hb_db.json("show", added)
+    assert (task["title"], task["status"]) == ("Write the report", "todo")
+    assert "| Write the report" in (workspace / "TODO.md").read_text()
+    if done_by_hand:
+        titles = {t["title"]: t["status"] for t in hb_db.json("list", "--all", "--source", "todo")}
+        assert titles == {"Write the report": "todo", "Old entry": "todo", "Water the plants": "done"}
+        assert hand in (workspace / "TODO.DONE.md").read_text()
+    assert hb_db("--now", "2026-06-01T10:08", "sync").stdout == "Everything is in sync.\n"
+    assert not list((workspace / ".agent" / "state" / "sync").glob("*.next"))  # the last copies now

@@ -28,8 +28,9 @@ even imported). When only TODO.md / TODO.DONE.md changed and neither holds an
 HTML comment, only the lines between the common prefix and suffix with the
 text last synced are parsed, and only their rows are queried, by
 ``external_key``. That text is kept as a copy beside the ledger
-(``.agent/state/sync/<kind>.base``, written after the commit) and trusted only
-while its hash is the one ``sync_state`` recorded; rewriting a 1 MB copy inside
+(``.agent/state/sync/<kind>.base``, written as ``<kind>.base.next`` before the
+commit and renamed after it) and trusted only while its hash is the one
+``sync_state`` recorded; rewriting a 1 MB copy inside
 the database on every sync cost more than the sync itself. Rows are loaded,
 inserted and updated with bulk statements; unchanged rows are not written.
 
@@ -120,7 +121,9 @@ def _sync_family(
     if ledger_same and isinstance(family, TaskFamily):
         changed = [k for k in family.kinds if not unchanged(k)]
         diffs = {
-            k: diff_since_sync(stored[k], base_text(family.ctx.workspace, k), given[k][1], dialect)
+            k: diff_since_sync(
+                stored[k], base_text(family.ctx.workspace, k, stored[k].hash), given[k][1], dialect
+            )
             for k in changed
         }
         if all(d is not None for d in diffs.values()):
@@ -195,8 +198,7 @@ def _baseline_of(kind: str) -> Any:
         """The text of the file as the last sync left it (or meant to), when the copy kept beside
         the ledger is that text (see heartbeat.ops.sync.writeback)."""
         stored = Stored.load(db, kind)
-        text = base_text(ctx.workspace, kind) if stored.ours else None
-        return text if text is not None and digest(text) == stored.hash else None
+        return base_text(ctx.workspace, kind, stored.hash) if stored.ours else None
 
     return baseline
 

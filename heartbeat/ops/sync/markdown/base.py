@@ -184,13 +184,30 @@ def base_path(workspace: Path, kind: str) -> Path:
     return workspace / STATE / "sync" / f"{kind}.base"
 
 
-def base_text(workspace: Path, kind: str) -> str | None:
-    """The text of the file as the last sync left it: a copy kept beside the ledger, trusted
-    only while its hash is the one the ledger recorded (else the sync reads the whole file)."""
-    try:
-        return base_path(workspace, kind).read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
+def _next_copy(base: Path) -> Path:
+    """Where a sync keeps its copy before its commit (see :func:`store_sync`)."""
+    return base.with_name(f"{base.name}.next")
+
+
+def base_text(workspace: Path, kind: str, recorded: str | None) -> str | None:
+    """The text of the file as the last sync left it (or meant to): a copy kept beside the ledger,
+    trusted only when its hash is ``recorded``, the one the ledger recorded (else None: the sync
+    reads the whole file). The copy is the last commit's, or the one its sync wrote just before
+    that commit, when the sync died before it could make that copy the last (:func:`store_sync`)."""
+    if recorded is None:
         return None
+    base = base_path(workspace, kind)
+    for path in (base, _next_copy(base)):
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if digest(text) == recorded:
+            if path != base:  # the sync that wrote it died before making it the last copy
+                with contextlib.suppress(OSError):
+                    os.replace(path, base)
+            return text
+    return None
 
 
 def store_sync(
@@ -227,22 +244,38 @@ def store_sync(
         skeleton=skeleton,
     )
     if base is not None:
+        # the copy is written before the commit, beside the last one, and made the last one after
+        # it: a sync killed in between leaves both, and the next finds the one of the recorded hash
+        # (the copy written after the commit was the last one's text then, and the next sync read
+        # the entries this one wrote as deleted from the file: a task added in the ledger was lost)
+        if text is not None:
+            _write_copy(_next_copy(base), text)
         db.after_commit.append(lambda: _keep_base(base, text))
         # hb 0.1.0 kept the copy in the database: drop it once the copy beside it exists
         db.execute("DELETE FROM sync_state WHERE kind = :kind", {"kind": f"{kind}.base"})
 
 
+def _write_copy(path: Path, text: str) -> None:
+    """Write a copy of a synced file's text (temp file + rename, no fsync: a torn copy fails its
+    hash check like any other). One that could not be written only costs a sync a full read."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_bytes(text.encode("utf-8"))
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
+
+
 def _keep_base(base: Path, text: str | None) -> None:
-    """Write (or drop) the copy of a synced file's text. A copy that could not be written only
-    costs the next sync a full read."""
+    """After the commit: make the copy written before it the last one (or drop the copies)."""
     try:
         if text is None:
             base.unlink(missing_ok=True)
-        else:  # temp file + rename, no fsync: a torn copy fails its hash check like any other
-            base.parent.mkdir(parents=True, exist_ok=True)
-            tmp = base.with_name(f".{base.name}.tmp")
-            tmp.write_bytes(text.encode("utf-8"))
-            os.replace(tmp, base)
+            _next_copy(base).unlink(missing_ok=True)
+        else:
+            os.replace(_next_copy(base), base)
     except OSError:
         with contextlib.suppress(OSError):
             base.unlink(missing_ok=True)

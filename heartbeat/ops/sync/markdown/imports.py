@@ -154,9 +154,7 @@ def render_family(family: Family, kind: str, target: Path | None = None) -> str:
             raise
         raise InvalidInput(f"{exc}; hb export does not overwrite a file it cannot read") from None
     imported = ImportedText.load(db, kind)
-    base = base_text(family.ctx.workspace, kind) if stored.ours else None
-    if base is not None and digest(base) != stored.hash:
-        base = None  # the copy is not the text the ledger recorded
+    base = base_text(family.ctx.workspace, kind, stored.hash) if stored.ours else None
     rows = family.load()
     by_id = {row.id: row for row in rows}
     numbered: dict[int, str] | None = None  # the laid-over text is the imported one: its line -> row id
