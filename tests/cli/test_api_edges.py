@@ -5,7 +5,8 @@ section 9): values the command line cannot give (a negative timedelta, an aware 
 from __future__ import annotations
 
 import sqlite3
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,19 @@ def test_a_stream_of_a_closed_ledger_is_refused_too(db_url: str, workspace: Path
         next(tasks)
 
 
+@contextmanager
+def _locked_by_another(workspace: Path) -> Iterator[None]:
+    """The workspace's SQLite ledger held in an exclusive transaction by another connection."""
+    with closing(
+        sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db", isolation_level=None)
+    ) as other:
+        other.execute("BEGIN EXCLUSIVE")
+        try:
+            yield
+        finally:
+            other.execute("ROLLBACK")
+
+
 def test_a_ledger_locked_past_the_busy_timeout_is_busy_exit_75(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -199,13 +213,8 @@ def test_a_ledger_locked_past_the_busy_timeout_is_busy_exit_75(
     monkeypatch.setattr(sqlite_settings, "BUSY_TIMEOUT_MS", 200)
     with Ledger.open(workspace, now=NOW) as ledger:
         ledger.add("first")
-        with closing(
-            sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db", isolation_level=None)
-        ) as other:
-            other.execute("BEGIN EXCLUSIVE")
-            with pytest.raises(Busy) as busy:
-                ledger.add("waits")
-            other.execute("ROLLBACK")
+        with _locked_by_another(workspace), pytest.raises(Busy) as busy:
+            ledger.add("waits")
         assert isinstance(busy.value, DatabaseBusy) and busy.value.exit_code == 75
         assert (
             str(busy.value) == "busy: another process held the ledger's database locked past 30 s; try again"
@@ -226,15 +235,14 @@ def test_the_apis_blocks_are_busy_exit_75_on_a_locked_ledger_too(
     monkeypatch.setattr(sqlite_settings, "BUSY_TIMEOUT_MS", 200)
     with Ledger.open(workspace, now=NOW) as ledger:
         ledger.add("first")
-        with closing(
-            sqlite3.connect(workspace / ".agent" / "state" / "heartbeat.db", isolation_level=None)
-        ) as other:
-            other.execute("BEGIN EXCLUSIVE")
-            with pytest.raises(DatabaseBusy) as busy, getattr(ledger, block)() as held:
-                if block == "guard":
-                    pytest.fail("the guard was taken on a locked ledger")
-                held.execute(text("SELECT count(*) FROM tasks"))  # a write transaction's first step
-            other.execute("ROLLBACK")
+        with (
+            _locked_by_another(workspace),
+            pytest.raises(DatabaseBusy) as busy,
+            getattr(ledger, block)() as held,
+        ):
+            if block == "guard":
+                pytest.fail("the guard was taken on a locked ledger")
+            held.execute(text("SELECT count(*) FROM tasks"))  # a write transaction's first step
         assert busy.value.exit_code == 75
         # free again, and a domain error from inside a block goes through
         with ledger.guard(), pytest.raises(NotFound):
