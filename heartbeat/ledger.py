@@ -73,6 +73,32 @@ def default_db_path(workspace: Path) -> Path:
     return workspace / STATE_DIR / DB_NAME
 
 
+def ledger_url(workspace: Path, db: str | None, *, create: bool) -> tuple[str, Path | None]:
+    """The ledger's URL (``db``, a path or a URL, or the workspace's SQLite file) and, for SQLite,
+    its file, whose directory is made as :func:`make_directory` says. Refused: a libpq
+    ``key=value`` string (read as a path, it made a SQLite file so named, password and all), an
+    in-memory database or ``file:`` URI, and (unless ``create``) a SQLite file that is not there."""
+    from heartbeat.db import sqlite
+
+    url = db if db is not None else str(default_db_path(workspace))
+    if db is not None and looks_like_keywords(db):
+        raise InvalidInput(
+            f"--db {without_password(db)!r}: a libpq key=value string is no database URL; write "
+            "postgresql+psycopg://USER:PASSWORD@HOST:PORT/DBNAME (or give a SQLite file's path)"
+        )
+    path = sqlite.file_of(url)
+    if path is None and sqlite.is_sqlite(url):
+        raise InvalidInput(
+            f"--db {url}: a SQLite ledger is a file; give its path or sqlite:///PATH "
+            "(an in-memory database or a file: URI is not kept between commands)"
+        )
+    if path is not None:
+        if not path.exists() and not create:
+            raise NotFound(f"no ledger at {path}; run `hb init`")
+        make_directory(path, workspace, named=db is not None)
+    return url, path
+
+
 def make_directory(path: Path, workspace: Path, *, named: bool) -> None:
     """The directory of a SQLite ledger file: the workspace's own ``.agent/state`` is made when
     missing; another, ``named`` with ``--db``, must exist (NotFound: a typo, not a place to
@@ -247,28 +273,11 @@ class Ledger:
         when it is called. A SQLite ledger behind this hb is backed up and upgraded;
         one ahead of it is refused (SchemaError).
         """
-        from heartbeat.db import sqlite
-
         check_now(now)  # a bad now is refused before anything is made
         ws = Path(workspace).expanduser().resolve()
         if not ws.is_dir():
             raise NotFound(f"workspace {ws} is not a directory (create it, or pass --workspace)")
-        url = db if db is not None else str(default_db_path(ws))
-        if db is not None and looks_like_keywords(db):  # read as a path, it made a SQLite file so named
-            raise InvalidInput(
-                f"--db {without_password(db)!r}: a libpq key=value string is no database URL; write "
-                "postgresql+psycopg://USER:PASSWORD@HOST:PORT/DBNAME (or give a SQLite file's path)"
-            )
-        path = sqlite.file_of(url)
-        if path is None and sqlite.is_sqlite(url):
-            raise InvalidInput(
-                f"--db {url}: a SQLite ledger is a file; give its path or sqlite:///PATH "
-                "(an in-memory database or a file: URI is not kept between commands)"
-            )
-        if path is not None:
-            if not path.exists() and not create:
-                raise NotFound(f"no ledger at {path}; run `hb init`")
-            make_directory(path, ws, named=db is not None)
+        url, path = ledger_url(ws, db, create=create)
         ledger = cls(url, ws, now)
         try:
             if path is None or not ledger._sqlite_at_head(path):

@@ -46,19 +46,40 @@ def db() -> None:
     """
 
 
-def _engine() -> Any:
+def _engine(*, create: bool = False) -> Any:
+    """The ledger's engine, its URL checked as every command checks it (a libpq ``key=value``
+    string, an in-memory database refused); None for a SQLite file that is not there, unless
+    ``create`` (`hb db current` of a mistyped path made an empty file of that name)."""
     from pathlib import Path
 
-    from heartbeat.db.engine import make_engine, sqlite_path
-    from heartbeat.ledger import default_db_path, make_directory
+    from heartbeat.db.engine import make_engine
+    from heartbeat.ledger import ledger_url
 
     st = state()
     workspace = Path(st.workspace or ".").expanduser().resolve()
-    url = st.db or str(default_db_path(workspace))
-    target = sqlite_path(url)
-    if target is not None:
-        make_directory(target, workspace, named=st.db is not None)
+    url, path = ledger_url(workspace, st.db, create=True)
+    if path is not None and not create and not path.exists():
+        return None
     return make_engine(url)
+
+
+def _no_schema() -> Any:
+    from heartbeat.db import migrate
+    from heartbeat.errors import SchemaError
+
+    return SchemaError(f"the database has no hb schema; this hb's schema is revision {migrate.HEAD}")
+
+
+def _hb_revision(engine: Any, *, known: bool) -> str | None:
+    """The database's revision, refusing one that is not hb's (another application's tables:
+    an upgrade wrote hb's next to them) and, when ``known``, one newer than this hb."""
+    from heartbeat.db import migrate
+
+    with engine.connect() as conn:
+        rev = migrate.hb_revision(conn)
+    if known and rev is not None and rev not in migrate.REVISIONS:
+        raise migrate.newer_than_this_hb(rev)
+    return rev
 
 
 @db.command()
@@ -72,8 +93,9 @@ def upgrade(revision: str) -> None:
     """
     from heartbeat.db import migrate
 
-    engine = _engine()
+    engine = _engine(create=True)
     try:
+        _hb_revision(engine, known=True)
         _alembic(lambda: migrate.upgrade(engine, revision))
         with engine.connect() as conn:
             info(f"database at revision {migrate.current_revision(conn)}")
@@ -94,7 +116,10 @@ def downgrade(revision: str) -> None:
     from heartbeat.db import migrate
 
     engine = _engine()
+    if engine is None:
+        raise _no_schema()
     try:
+        _hb_revision(engine, known=True)
         _alembic(lambda: migrate.downgrade(engine, revision))
         with engine.connect() as conn:
             info(f"database at revision {migrate.current_revision(conn) or 'base (empty)'}")
@@ -125,11 +150,12 @@ def current() -> None:
     from heartbeat.db import migrate
 
     engine = _engine()
-    try:
-        with engine.connect() as conn:
-            rev = migrate.current_revision(conn)
-    finally:
-        engine.dispose()
+    rev = None
+    if engine is not None:  # (no file: empty, and none is made)
+        try:
+            rev = _hb_revision(engine, known=False)
+        finally:
+            engine.dispose()
     status = (
         "current" if rev == migrate.HEAD else ("ahead" if rev and rev not in migrate.REVISIONS else "behind")
     )
@@ -174,12 +200,14 @@ def check() -> None:
     from heartbeat.errors import SchemaError
 
     engine = _engine()
+    if engine is None:
+        raise _no_schema()
     try:
-        with engine.connect() as conn:
-            rev = migrate.current_revision(conn)
+        rev = _hb_revision(engine, known=False)
+        if rev is None:
+            raise _no_schema()
         if rev != migrate.HEAD:
-            where = "no hb schema" if rev is None else f"revision {rev}"
-            raise SchemaError(f"the database has {where}; this hb's schema is revision {migrate.HEAD}")
+            raise SchemaError(f"the database has revision {rev}; this hb's schema is revision {migrate.HEAD}")
         diffs = migrate.check(engine)
     finally:
         engine.dispose()

@@ -75,28 +75,40 @@ def current_revision(connection: Connection) -> str | None:
     return row[0] if row else None
 
 
+def hb_revision(connection: Connection) -> str | None:
+    """:func:`current_revision`, of a database that is hb's: SchemaError for one that holds
+    tables but no hb schema version (another application's: hb neither reads nor writes it)."""
+    from sqlalchemy import inspect
+
+    rev = current_revision(connection)
+    # `hb db downgrade base` leaves Alembic's own (empty) version table behind
+    if rev is None and set(inspect(connection).get_table_names()) - {"alembic_version"}:
+        raise SchemaError("the database has tables but no hb schema version; is it an hb ledger?")
+    return rev
+
+
+def newer_than_this_hb(rev: str) -> SchemaError:
+    """The refusal of a database stamped with a revision this hb does not know."""
+    return SchemaError(
+        f"the database is at revision {rev}, newer than this hb (which knows up to {HEAD}); "
+        "upgrade hb to use it"
+    )
+
+
 def ensure_current(engine: Engine, *, now: Callable[[], datetime], create: bool = True) -> str | None:
     """Bring the database to HEAD if it is new or behind; refuse one ahead.
 
     Returns the path of the backup made before an upgrade, if any.
     """
-    from sqlalchemy import inspect
-
     from heartbeat.db.engine import sqlite_path
 
     with engine.connect().execution_options(hb_readonly=True) as conn:
         rev = current_revision(conn)
         if rev == HEAD:
             return None
-        # `hb db downgrade base` leaves Alembic's own (empty) version table behind
-        has_tables = bool(set(inspect(conn).get_table_names()) - {"alembic_version"})
+        rev = hb_revision(conn)
     if rev is not None and rev not in REVISIONS:
-        raise SchemaError(
-            f"the database is at revision {rev}, newer than this hb (which knows up to {HEAD}); "
-            "upgrade hb to use it"
-        )
-    if rev is None and has_tables:
-        raise SchemaError("the database has tables but no hb schema version; is it an hb ledger?")
+        raise newer_than_this_hb(rev)
     if rev is None and not create:
         raise SchemaError("the database has no hb schema yet; run `hb init`")
     path = sqlite_path(str(engine.url))

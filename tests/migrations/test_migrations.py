@@ -509,3 +509,81 @@ def test_workers_meeting_a_new_postgres_database_at_once_all_start(pg_url: str, 
     assert [code for code, _err in results] == [0, 0, 0], results
     hb = Runner({"HB_DATABASE_URL": pg_url})
     assert [t["title"] for t in hb.json("list")] == ["first day"] * 3
+
+
+@pytest.mark.parametrize(
+    "command", [("db", "current"), ("db", "check"), ("db", "upgrade"), ("db", "downgrade", "base")]
+)
+def test_hb_db_refuses_a_libpq_string_and_makes_no_file_named_after_it(
+    hb: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: tuple[str, ...]
+) -> None:
+    """`hb db` took a libpq key=value string for a SQLite path, as the everyday commands no
+    longer do: `hb db upgrade` built a ledger in a file named after it, password and all."""
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    libpq = "host=db.example.com user=app password=hunter2 dbname=prod"
+    result = hb("--db", libpq, *command, code=1)
+    assert result.stderr.startswith("hb: --db 'host=db.example.com user=app password=*** dbname=prod': ")
+    assert "hunter2" not in result.stderr + result.stdout
+    assert list(here.iterdir()) == []
+
+
+def test_hb_db_of_a_file_that_is_not_there_makes_none(hb: Runner, tmp_path: Path) -> None:
+    """`hb db current` and `hb db check` of a mistyped path made an empty file of that name."""
+    (tmp_path / "here").mkdir()
+    db = tmp_path / "here" / "typo.db"
+    assert hb.json("--db", str(db), "db", "current")["status"] == "empty"
+    for command in (("db", "check"), ("db", "downgrade", "base")):
+        result = hb("--db", str(db), *command, code=1)
+        assert (
+            result.stderr
+            == f"hb: the database has no hb schema; this hb's schema is revision {migrate.HEAD}\n"
+        )
+    assert list(db.parent.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "command", [("db", "current"), ("db", "check"), ("db", "upgrade"), ("db", "downgrade", "base")]
+)
+def test_hb_db_leaves_another_applications_database_alone(
+    hb: Runner, db_url: str, command: tuple[str, ...]
+) -> None:
+    """The everyday commands refuse a database with tables but no hb version; `hb db upgrade`
+    wrote hb's schema next to them (and `hb db current` called the database empty)."""
+    from sqlalchemy import create_engine, inspect, text
+
+    from heartbeat.db.engine import normalize_url
+
+    engine = create_engine(normalize_url(db_url))
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE users (id integer PRIMARY KEY, name text)"))
+        conn.execute(text("INSERT INTO users VALUES (1, 'alice')"))
+    try:
+        result = hb("--db", db_url, *command, code=1)
+        assert result.stderr == "hb: the database has tables but no hb schema version; is it an hb ledger?\n"
+        with engine.connect() as conn:
+            assert set(inspect(conn).get_table_names()) == {"users"}
+            assert conn.execute(text("SELECT name FROM users")).all() == [("alice",)]
+    finally:
+        engine.dispose()
+
+
+def test_hb_db_upgrade_of_a_ledger_newer_than_this_hb_says_so(hb: Runner, db_url: str) -> None:
+    """It said "alembic: Can't locate revision identified by '0099'"."""
+    from sqlalchemy import create_engine, text
+
+    from heartbeat.db.engine import normalize_url
+
+    hb("--db", db_url, "db", "upgrade")
+    engine = create_engine(normalize_url(db_url))
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '0099'"))
+    engine.dispose()
+    newer = (
+        f"hb: the database is at revision 0099, newer than this hb (which knows up to {migrate.HEAD}); "
+        "upgrade hb to use it\n"
+    )
+    for command in (("db", "upgrade"), ("db", "downgrade", "-1")):
+        assert hb("--db", db_url, *command, code=1).stderr == newer
+    assert hb.json("--db", db_url, "db", "current")["status"] == "ahead"
