@@ -81,9 +81,13 @@ def hb_revision(connection: Connection) -> str | None:
     from sqlalchemy import inspect
 
     rev = current_revision(connection)
-    # `hb db downgrade base` leaves Alembic's own (empty) version table behind
-    if rev is None and set(inspect(connection).get_table_names()) - {"alembic_version"}:
-        raise SchemaError("the database has tables but no hb schema version; is it an hb ledger?")
+    if rev is None or rev not in REVISIONS:
+        # `hb db downgrade base` leaves Alembic's own (empty) version table behind
+        tables = set(inspect(connection).get_table_names()) - {"alembic_version"}
+        if rev is None and tables:
+            raise SchemaError("the database has tables but no hb schema version; is it an hb ledger?")
+        if rev is not None and "tasks" not in tables:  # another application's Alembic
+            raise SchemaError(f"the database is at revision {rev} and has no hb tables; is it an hb ledger?")
     return rev
 
 

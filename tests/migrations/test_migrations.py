@@ -587,3 +587,21 @@ def test_hb_db_upgrade_of_a_ledger_newer_than_this_hb_says_so(hb: Runner, db_url
     for command in (("db", "upgrade"), ("db", "downgrade", "-1")):
         assert hb("--db", db_url, *command, code=1).stderr == newer
     assert hb.json("--db", db_url, "db", "current")["status"] == "ahead"
+
+
+def test_another_applications_alembic_database_is_not_called_newer(hb: Runner, db_url: str) -> None:
+    """A database of another application's Alembic (its own revision, none of hb's tables) was
+    called "newer than this hb"; it is not hb's, whatever its revision."""
+    from sqlalchemy import create_engine, text
+
+    from heartbeat.db.engine import normalize_url
+
+    engine = create_engine(normalize_url(db_url))
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE alembic_version (version_num varchar(32) NOT NULL)"))
+        conn.execute(text("INSERT INTO alembic_version VALUES ('ae1027a6acf')"))
+        conn.execute(text("CREATE TABLE users (id integer PRIMARY KEY)"))
+    engine.dispose()
+    refused = "hb: the database is at revision ae1027a6acf and has no hb tables; is it an hb ledger?\n"
+    for command in (("list",), ("db", "upgrade"), ("db", "current")):
+        assert hb("--db", db_url, *command, code=1).stderr == refused
