@@ -256,13 +256,12 @@ def store_sync(
 
 
 def _write_copy(path: Path, text: str) -> None:
-    """Write a copy of a synced file's text (temp file + rename, no fsync: a torn copy fails its
-    hash check like any other). One that could not be written only costs a sync a full read."""
+    """Write a copy of a synced file's text (no temp file, no fsync: a torn copy fails its hash
+    check like any other, and the rename after the commit makes it the last copy whole). One
+    that could not be written only costs a sync a full read."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_bytes(text.encode("utf-8"))
-        os.replace(tmp, path)
+        path.write_bytes(text.encode("utf-8"))
     except OSError:
         with contextlib.suppress(OSError):
             path.unlink(missing_ok=True)
