@@ -204,12 +204,18 @@ def test_a_claim_failed_back_to_the_queue_by_its_holder_is_exit_1(hb_db: Runner)
         )
 
 
-def test_a_completion_in_tasks_json_is_a_lost_claim_for_the_holder(hb_db: Runner, workspace: Path) -> None:
+def _synced_job(hb_db: Runner, workspace: Path) -> Path:
+    """A tasks.json holding one pending task, "job", synced in; the file's path."""
     target = workspace / ".agent" / "state" / "tasks.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     doc = {"pending": [{"id": "job", "priority": "high"}], "in_progress": [], "completed": [], "failed": []}
     target.write_text(json.dumps(doc, indent=2))
     hb_db("--now", at(0), "sync")
+    return target
+
+
+def test_a_completion_in_tasks_json_is_a_lost_claim_for_the_holder(hb_db: Runner, workspace: Path) -> None:
+    target = _synced_job(hb_db, workspace)
     a = pop(hb_db, 0, "--worker", "A")
     hb_db("--now", at(1), "sync")
     edited = json.loads(target.read_text())
@@ -409,11 +415,7 @@ def test_renew_reads_the_files_hand_edits_first(hb_db: Runner, workspace: Path, 
     """With sync.auto_export, heartbeat.py's completion or failure of the claimed task in tasks.json
     ends the claim for renew as it does for complete and fail (exit 15), though renew writes no file."""
     hb_db("config", "set", "sync.auto_export", "true")
-    target = workspace / ".agent" / "state" / "tasks.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"pending": [{"id": "job", "priority": "high"}], "in_progress": [], "completed": [], "failed": []}
-    target.write_text(json.dumps(doc, indent=2))
-    hb_db("--now", at(0), "sync")
+    target = _synced_job(hb_db, workspace)
     a = pop(hb_db, 0, "--worker", "w1")
     edited = json.loads(target.read_text())  # heartbeat.py complete job [--status failed]
     [job] = edited["in_progress"]

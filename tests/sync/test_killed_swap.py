@@ -9,16 +9,12 @@ have put back and merged: the next ``hb sync`` must merge it, or keep it, never 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 from heartbeat.ops.sync import swap
 from tests.conftest import Runner
-from tests.sync.test_writeback import NOW, ROOT, seed_queue, statuses
+from tests.sync.test_writeback import NOW, run_killed, seed_queue, statuses
 
 # hb, with another program saving its edit of the file named RUNTIME_FILE in place just before
 # hb's exchange of it; hb is killed right after the exchange (before it reads what it displaced)
@@ -50,19 +46,7 @@ def _killed_after_exchange(
 ) -> None:
     text = tmp_path / "runtime-text"
     text.write_text(runtime)
-    env = {
-        **os.environ,
-        "HB_WORKSPACE": str(workspace),
-        "PYTHONPATH": str(ROOT),
-        "RUNTIME_TEXT": str(text),
-        "RUNTIME_FILE": name,
-    }
-    if db:
-        env["HB_DATABASE_URL"] = db
-    proc = subprocess.run(
-        [sys.executable, "-c", EXCHANGE_THEN_DIE, *args], env=env, capture_output=True, text=True
-    )
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    run_killed(EXCHANGE_THEN_DIE, workspace, db, *args, RUNTIME_TEXT=str(text), RUNTIME_FILE=name)
 
 
 def heartbeat_py_complete(text: str, task_id: str) -> str:

@@ -208,14 +208,20 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def _killed(workspace: Path, db: str | None, *args: str) -> None:
-    env = {**os.environ, "HB_WORKSPACE": str(workspace), "PYTHONPATH": str(ROOT)}
+def run_killed(script: str, workspace: Path, db: str | None, *args: str, **env: str) -> None:
+    """Run hb ``args`` on ``workspace`` (and ``db``) through ``script``, which patches hb to kill
+    itself at one moment: it must die of that SIGKILL. ``env``: more for the script to read."""
+    env = {**os.environ, "HB_WORKSPACE": str(workspace), "PYTHONPATH": str(ROOT), **env}
     if db:
         env["HB_DATABASE_URL"] = db
     proc = subprocess.run(
-        [sys.executable, "-c", WRITE_THEN_DIE, *args], env=env, capture_output=True, text=True
+        [sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
+
+
+def _killed(workspace: Path, db: str | None, *args: str) -> None:
+    run_killed(WRITE_THEN_DIE, workspace, db, *args)
 
 
 def test_sigkill_at_the_write_after_the_commit(hb_db: Runner, workspace: Path) -> None:
@@ -1116,22 +1122,14 @@ def test_a_sync_killed_right_after_its_commit_loses_no_task_added_in_the_ledger(
     ``hb add --source todo`` had added (in that text, not yet in the file) as deleted from TODO.md,
     and removed it; with a line of the same minute added to TODO.DONE.md meanwhile, the lost task's
     id went to that line. The copy is now written before the commit."""
-    env = {**os.environ, "HB_WORKSPACE": str(workspace), "PYTHONPATH": str(ROOT)}
-    if hb_db.env.get("HB_DATABASE_URL"):
-        env["HB_DATABASE_URL"] = hb_db.env["HB_DATABASE_URL"]
     hb_db("init", "--timezone", "UTC")
     hb_db("--now", "2026-06-01T10:00", "add", "Old entry", "--source", "todo")
     hb_db("--now", "2026-06-01T10:00", "sync")
     added = hb_db("--now", "2026-06-01T10:05", "add", "Write the report", "--source", "todo").stdout.strip()
     todo = (workspace / "TODO.md").read_bytes()
-    proc = subprocess.run(
-        [sys.executable, "-c", DIE_AFTER_THE_COMMIT, "--now", "2026-06-01T10:05", "sync"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    run_killed(
+        DIE_AFTER_THE_COMMIT, workspace, hb_db.env.get("HB_DATABASE_URL"), "--now", "2026-06-01T10:05", "sync"
     )
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
     assert (workspace / "TODO.md").read_bytes() == todo  # killed before its write-back
     hand = "- [x] [Created](2026-06-01 10:05), [Done](2026-06-01 10:06) | Water the plants\n"
     if done_by_hand:
